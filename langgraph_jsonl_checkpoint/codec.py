@@ -1,0 +1,273 @@
+"""Values and records: LangGraph objects to and from readable JSON.
+
+A stored value is a *cell*, a one-key JSON object saying how to read it back:
+
+==================  ==========================================================
+``{"json": v}``     plain JSON (str, int, float, bool, null, list, dict), as is
+``{"msg": m}``      one LangChain message, its ``model_dump()`` (``m["content"]``)
+``{"msgs": [m]}``   a list of LangChain messages
+``{"dsnap": cell}`` a DeltaChannel ``_DeltaSnapshot`` wrapping another cell
+``{"typed": [t, b64]}`` anything else: the serializer's ``dumps_typed`` output
+==================  ==========================================================
+
+The readable forms are used only with LangGraph's default ``JsonPlusSerializer`` and only
+for values that come back *equal and of the same type* (tuples, sets, custom classes,
+message subclasses, NaN, huge ints all take the typed path). With any other serializer
+(``EncryptedSerializer`` above all) every value is typed, so the serializer sees every
+byte and encryption is never bypassed.
+
+Growing lists are stored as deltas: ``{"ver": v, "base": b, "keep": n, "tail": cell}``
+means "the value of version ``b`` (which has ``n`` items), plus the items in ``tail``".
+:class:`ListFingerprint` decides, without decoding anything, whether a new list extends
+an old one: msgpack encodes a list as a header followed by its items' encodings, so a
+list extends another exactly when its msgpack body starts with the other's body.
+
+Nothing here touches files; every function takes values and returns values.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ChatMessage,
+    ChatMessageChunk,
+    FunctionMessage,
+    FunctionMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    RemoveMessage,
+    SystemMessage,
+    SystemMessageChunk,
+    ToolMessage,
+    ToolMessageChunk,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+from .errors import EncodeError
+
+#: Message classes stored readably, by their ``type`` field. Subclasses are not listed
+#: on purpose: a subclass revived as its base class would not compare equal.
+MESSAGE_TYPES: dict[str, type[BaseMessage]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        AIMessage,
+        AIMessageChunk,
+        ChatMessage,
+        ChatMessageChunk,
+        FunctionMessage,
+        FunctionMessageChunk,
+        HumanMessage,
+        HumanMessageChunk,
+        RemoveMessage,
+        SystemMessage,
+        SystemMessageChunk,
+        ToolMessage,
+        ToolMessageChunk,
+    )
+}
+_MESSAGE_CLASSES = frozenset(MESSAGE_TYPES.values())
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+
+# A serializer used only to fingerprint values (never to store them): deterministic
+# msgpack bytes, whatever serializer the saver stores with.
+_FINGERPRINT_SERDE = JsonPlusSerializer()
+
+
+def is_plain_json(value: Any) -> bool:
+    """Whether ``value`` survives a JSON round trip unchanged, type for type."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return _INT_MIN <= value <= _INT_MAX
+    if t is float:
+        return math.isfinite(value)
+    if t is list:
+        return all(is_plain_json(v) for v in value)
+    if t is dict:
+        return all(type(k) is str and is_plain_json(v) for k, v in value.items())
+    return False
+
+
+class ValueCodec:
+    """Encodes values to cells and back with one serializer.
+
+    Args:
+        serde: The saver's serializer. Readable cells are used only when it is a
+            ``JsonPlusSerializer``; otherwise every value goes through it.
+    """
+
+    def __init__(self, serde: SerializerProtocol) -> None:
+        self.serde = serde
+        self.readable = isinstance(serde, JsonPlusSerializer)
+
+    # -- encoding ---------------------------------------------------------------
+
+    def encode(self, value: Any) -> dict[str, Any]:
+        """Encode one value as a cell.
+
+        Raises:
+            EncodeError: The serializer cannot encode the value.
+        """
+        if self.readable:
+            cell = _readable_cell(value)
+            if cell is not None:
+                return cell
+            if type(value) is _DeltaSnapshot:
+                return {"dsnap": self.encode(value.value)}
+        return self._typed(value)
+
+    def _typed(self, value: Any) -> dict[str, Any]:
+        try:
+            type_, data = self.serde.dumps_typed(value)
+        except Exception as exc:  # the serializer's own error types vary
+            raise EncodeError(
+                f"the serializer {type(self.serde).__name__} cannot encode a value of "
+                f"type {type(value).__module__}.{type(value).__qualname__}: "
+                f"{type(exc).__name__}. Store plain data, LangChain messages, pydantic "
+                "models or dataclasses in the graph state, or pass a serde= that can "
+                "encode this type."
+            ) from exc
+        return {"typed": [type_, base64.b64encode(data).decode("ascii")]}
+
+    # -- decoding ---------------------------------------------------------------
+
+    def decode(self, cell: Mapping[str, Any]) -> Any:
+        """Decode a cell made by :meth:`encode` into a fresh object.
+
+        Raises:
+            ValueError: The cell is not one this codec wrote. With a non-JSON serializer
+                (encryption, say) readable cells are refused, so plaintext planted in a
+                log is never accepted as data.
+        """
+        if "typed" in cell:
+            type_, data = cell["typed"]
+            return self.serde.loads_typed((type_, base64.b64decode(data)))
+        if not self.readable:
+            raise ValueError(
+                "found a plaintext value, but this saver's serializer "
+                f"({type(self.serde).__name__}) stores every value through itself"
+            )
+        if "json" in cell:
+            return cell["json"]
+        if "msgs" in cell:
+            return [_revive_message(m) for m in cell["msgs"]]
+        if "msg" in cell:
+            return _revive_message(cell["msg"])
+        if "dsnap" in cell:
+            return _DeltaSnapshot(self.decode(cell["dsnap"]))
+        raise ValueError(f"unknown value cell with keys {sorted(cell)}")
+
+
+def _message_dump(value: Any) -> dict[str, Any] | None:
+    if type(value) not in _MESSAGE_CLASSES:
+        return None
+    dumped = value.model_dump()
+    return dumped if is_plain_json(dumped) else None
+
+
+def _readable_cell(value: Any) -> dict[str, Any] | None:
+    if is_plain_json(value):
+        return {"json": value}
+    dumped = _message_dump(value)
+    if dumped is not None:
+        return {"msg": dumped}
+    if type(value) is list and value:
+        dumps = []
+        for item in value:
+            d = _message_dump(item)
+            if d is None:
+                return None
+            dumps.append(d)
+        return {"msgs": dumps}
+    return None
+
+
+def _revive_message(data: dict[str, Any]) -> BaseMessage:
+    cls = MESSAGE_TYPES.get(data.get("type", ""))
+    if cls is None:
+        raise ValueError(f"unknown message type {data.get('type')!r}")
+    return cls(**data)
+
+
+# -- list deltas --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListFingerprint:
+    """The msgpack body of a list (its items' encodings, without the array header).
+
+    Attributes:
+        body: Concatenated msgpack encodings of the items.
+        count: Number of items.
+    """
+
+    body: bytes
+    count: int
+
+    @classmethod
+    def of(cls, value: Any) -> ListFingerprint | None:
+        """Fingerprint a list; ``None`` for other values or lists msgpack cannot encode."""
+        if type(value) is not list:
+            return None
+        try:
+            type_, data = _FINGERPRINT_SERDE.dumps_typed(value)
+        except Exception:
+            return None
+        if type_ != "msgpack" or not data:
+            return None
+        head = data[0]
+        if 0x90 <= head <= 0x9F:
+            skip = 1
+        elif head == 0xDC:
+            skip = 3
+        elif head == 0xDD:
+            skip = 5
+        else:
+            return None
+        return cls(data[skip:], len(value))
+
+    def extends(self, older: ListFingerprint) -> bool:
+        """Whether this list is ``older`` followed by zero or more items."""
+        return (
+            self.count >= older.count
+            and older.count > 0
+            and self.body.startswith(older.body)
+        )
+
+
+def state_hash(values: Mapping[str, tuple[Any, Any]]) -> str:
+    """Hash of a set of channel values, for snapshot records and ``verify``.
+
+    Args:
+        values: Channel name to ``(version, value)``.
+
+    Returns:
+        ``"sha256:<hex>"`` over each channel's name, version and deterministic msgpack
+        encoding, in channel order. Independent of the storage serializer, so a value
+        rebuilt from deltas can be checked against it even when records are encrypted.
+    """
+    h = hashlib.sha256()
+    for name in sorted(values):
+        version, value = values[name]
+        try:
+            type_, data = _FINGERPRINT_SERDE.dumps_typed(value)
+        except Exception:
+            type_, data = "unhashable", b""
+        h.update(f"{name}\0{version!r}\0{type_}\0".encode())
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return "sha256:" + h.hexdigest()

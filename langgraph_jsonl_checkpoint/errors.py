@@ -1,0 +1,66 @@
+"""Exceptions raised by langgraph-jsonl-checkpoint.
+
+Every error the package raises on purpose derives from one root, so an application can
+catch them all with one ``except``::
+
+    JsonlCheckpointError
+    ├── ConfigError            bad arguments: missing thread_id, a path that is not a directory
+    ├── StoreError             the store directory or a file in it cannot be used
+    │   ├── ForeignFileError   a file in the store was not written by this package
+    │   └── FormatVersionError a log written in a format this version cannot read
+    ├── CorruptLogError        a record before the end of a log is damaged
+    ├── EncodeError            a value the serializer cannot encode
+    ├── DeltaHistoryError      a deletion would cut the history a DeltaChannel needs
+    └── DurabilityError        a write could not be made durable; nothing was acknowledged
+
+Messages name the thread, the file and, where it helps, the byte offset, and say what to
+do next. They never echo stored payloads.
+"""
+
+from __future__ import annotations
+
+
+class JsonlCheckpointError(Exception):
+    """Root of every exception raised by this package."""
+
+
+class ConfigError(JsonlCheckpointError, ValueError):
+    """The caller passed arguments the saver cannot work with."""
+
+
+class StoreError(JsonlCheckpointError):
+    """The store directory, or a file in it, cannot be used."""
+
+
+class ForeignFileError(StoreError):
+    """A file in the store is not a log written by this package (or by another thread)."""
+
+
+class FormatVersionError(StoreError):
+    """A log's header names a format version this package cannot read."""
+
+
+class CorruptLogError(JsonlCheckpointError):
+    """A committed record in a thread's log is damaged.
+
+    Attributes:
+        path: The log file.
+        offset: Byte offset of the first damaged record.
+    """
+
+    def __init__(self, message: str, *, path: str, offset: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+
+
+class EncodeError(JsonlCheckpointError, TypeError):
+    """A value could not be encoded by the configured serializer."""
+
+
+class DurabilityError(JsonlCheckpointError, OSError):
+    """A write or fsync failed; the batch was not acknowledged."""
+
+
+class DeltaHistoryError(JsonlCheckpointError):
+    """Deleting these checkpoints would leave a DeltaChannel unable to rebuild its value."""

@@ -1,0 +1,166 @@
+"""Line framing of the log: one JSON object per line, a checksum at its end, batches.
+
+A framed record is the record's JSON with one more field appended last::
+
+    {"t":"checkpoint","seq":7,...,"c":"1a2b3c4d"}\\n
+
+``c`` is the CRC-32 (hex, always 8 digits) of every byte of the line before ``,"c":"``.
+The field has a fixed width, so a reader finds it at a fixed distance from the end of the
+line, and the line stays an ordinary JSON object for ``jq``.
+
+A *batch* is the records one acknowledged call wrote (a checkpoint and its snapshot, say).
+Every record of a batch but the last carries ``"more":1``; the batch is committed only
+once its last record is whole. A crash in the middle of a batch therefore leaves a tail
+that the scanner reports as uncommitted, never as a half-applied batch.
+
+Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+_CHECKSUM_PREFIX = b',"c":"'
+# ,"c":"XXXXXXXX"}  -> 6 + 8 + 2 bytes
+_TRAILER_LEN = len(_CHECKSUM_PREFIX) + 8 + 2
+
+
+def frame(record: dict[str, Any]) -> bytes:
+    """Encode one record as a checksummed JSON line.
+
+    Args:
+        record: A JSON-able dict. It must not contain the key ``"c"``.
+
+    Returns:
+        The line, ending in ``\\n``.
+    """
+    body = orjson.dumps(record)
+    head = body[:-1]  # drop the closing brace
+    return b"%s,\"c\":\"%08x\"}\n" % (head, zlib.crc32(head))
+
+
+def frame_batch(records: list[dict[str, Any]]) -> bytes:
+    """Frame several records as one batch (all but the last marked ``"more":1``)."""
+    last = len(records) - 1
+    return b"".join(
+        frame(rec if i == last else {**rec, "more": 1}) for i, rec in enumerate(records)
+    )
+
+
+def check_line(line: bytes) -> bool:
+    """Tell whether ``line`` (without its newline) carries a matching checksum."""
+    if len(line) < _TRAILER_LEN + 2 or line[-1:] != b"}":
+        return False
+    head = line[:-_TRAILER_LEN]
+    trailer = line[-_TRAILER_LEN:]
+    if not trailer.startswith(_CHECKSUM_PREFIX) or trailer[-2:-1] != b'"':
+        return False
+    try:
+        want = int(trailer[len(_CHECKSUM_PREFIX) : -2], 16)
+    except ValueError:
+        return False
+    return zlib.crc32(head) == want
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """Decode a checksummed line (without its newline); ``None`` if it is damaged."""
+    if not check_line(line):
+        return None
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(rec, dict):
+        return None
+    rec.pop("c", None)
+    return rec
+
+
+@dataclass
+class ScannedRecord:
+    """A committed record found by :func:`scan`, with where it lies in the file."""
+
+    offset: int
+    length: int
+    record: dict[str, Any]
+
+
+@dataclass
+class ScanResult:
+    """What :func:`scan` found in a stretch of log bytes.
+
+    Attributes:
+        records: Committed records, in file order.
+        committed_end: File offset just past the last committed batch.
+        tail_bytes: Bytes after ``committed_end`` that are not a committed batch: a batch
+            still being written, or one torn by a crash.
+        corrupt_offset: Offset of a damaged record that is followed by valid records
+            (damage in the middle, not a torn tail), else ``None``.
+    """
+
+    records: list[ScannedRecord] = field(default_factory=list)
+    committed_end: int = 0
+    tail_bytes: int = 0
+    corrupt_offset: int | None = None
+
+
+def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) -> ScanResult:
+    """Find the committed records in ``data``, which starts at file offset ``base_offset``.
+
+    A damaged or unterminated line is the end of the log when nothing valid follows it
+    (a torn tail); when a valid record follows, it is mid-log corruption and
+    ``corrupt_offset`` is set. Sequence numbers must rise by one from record to record
+    (starting at ``expect_seq`` when given); a break counts as damage.
+
+    Args:
+        data: Raw bytes read from the log.
+        base_offset: File offset of ``data[0]``.
+        expect_seq: The ``seq`` the first record must carry, if known.
+
+    Returns:
+        A :class:`ScanResult`.
+    """
+    result = ScanResult(committed_end=base_offset)
+    pending: list[ScannedRecord] = []
+    pos = 0
+    size = len(data)
+    next_seq = expect_seq
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break  # unterminated line: torn tail
+        line = data[pos:nl]
+        rec = parse_line(line)
+        if rec is None or not isinstance(rec.get("seq"), int) or (
+            next_seq is not None and rec["seq"] != next_seq
+        ):
+            if _valid_record_follows(data, nl + 1):
+                result.corrupt_offset = base_offset + pos
+            break
+        next_seq = rec["seq"] + 1
+        pending.append(ScannedRecord(base_offset + pos, nl + 1 - pos, rec))
+        pos = nl + 1
+        if not rec.pop("more", None):
+            result.records.extend(pending)
+            pending = []
+            result.committed_end = base_offset + pos
+    result.tail_bytes = base_offset + size - result.committed_end
+    return result
+
+
+def _valid_record_follows(data: bytes, start: int) -> bool:
+    """Whether any checksum-valid line starts at or after ``start`` in ``data``."""
+    pos = start
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            return False
+        if check_line(data[pos:nl]):
+            return True
+        pos = nl + 1
+    return False

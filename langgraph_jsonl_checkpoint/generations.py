@@ -1,0 +1,176 @@
+"""Operations that replace a thread's log by a new generation: prune, delete_for_runs, copy.
+
+A new generation is written beside the log and renamed over it (see
+``ThreadLog.rewrite``), so a crash leaves the old or the new file, never a mix. Values
+are carried over by *version*: every channel version a kept checkpoint refers to is
+re-emitted once, in full or as a delta against a version already emitted, so the new
+file never refers to a record that is gone.
+
+DeltaChannel safety: a checkpoint whose metadata lists ``counters_since_delta_snapshot``
+rebuilds those channels from its ancestors' writes back to their last snapshot.
+``prune(keep_latest)`` keeps those ancestors; ``delete_for_runs`` refuses (with
+:class:`~.errors.DeltaHistoryError`) rather than cut such a history.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .codec import ListFingerprint
+from .errors import DeltaHistoryError
+from .index import EMPTY, ThreadIndex, version_key
+from .log import ThreadLog
+
+if TYPE_CHECKING:
+    from .saver import JsonlSaver
+
+
+def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id: str) -> list[str]:
+    """Ancestors whose writes a checkpoint's DeltaChannels need (nearest first)."""
+    by_id = idx.checkpoints[ns]
+    entry = by_id[checkpoint_id]
+    metadata = saver._metadata_for_filter(entry)
+    counters = metadata.get("counters_since_delta_snapshot") or {}
+    need = set()
+    for ch in counters:
+        version = entry.versions.get(ch)
+        blob = idx.blob(ns, ch, version) if version is not None else None
+        if blob is None or blob.kind == EMPTY:
+            need.add(ch)
+    out: list[str] = []
+    current = entry.parent
+    while need and current in by_id:
+        out.append(current)
+        ancestor = by_id[current]
+        for ch in list(need):
+            version = ancestor.versions.get(ch)
+            blob = idx.blob(ns, ch, version) if version is not None else None
+            if blob is not None and blob.kind != EMPTY:
+                need.discard(ch)
+        current = ancestor.parent
+    return out
+
+
+def _rebuilt_records(
+    saver: JsonlSaver, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]]
+) -> list[dict[str, Any]]:
+    """Records of a new generation holding exactly the kept checkpoints and their writes."""
+    from .saver import _Reader
+
+    reader = _Reader(log, saver.codec)
+    emitted: set[tuple[str, str, Any]] = set()
+    last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]] = {}
+    out: list[dict[str, Any]] = []
+    for rec in log.iter_records():
+        t = rec.get("t")
+        if t == "checkpoint" and (rec["ns"], rec["id"]) in keep:
+            ns = rec["ns"]
+            if idx.checkpoints[ns][rec["id"]].ref.seq != rec["seq"]:
+                continue  # a superseded duplicate of this checkpoint id
+            values: dict[str, Any] = {}
+            for ch, version in rec["cv"].items():
+                key = (ns, ch, version_key(version))
+                blob = idx.blob(ns, ch, version)
+                if key in emitted or blob is None:
+                    continue
+                emitted.add(key)
+                if blob.kind == EMPTY:
+                    values[ch] = {"ver": version, "empty": 1}
+                    continue
+                value = reader.value(idx, ns, ch, version)
+                values[ch] = _entry(saver, last, ns, ch, version, value)
+            out.append({**rec, "values": values})
+        elif t == "writes" and (rec["ns"], rec["cp"]) in keep:
+            out.append(rec)
+        elif t == "tool":
+            out.append(rec)
+    return out
+
+
+def _entry(
+    saver: JsonlSaver,
+    last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]],
+    ns: str,
+    ch: str,
+    version: Any,
+    value: Any,
+) -> dict[str, Any]:
+    fp = ListFingerprint.of(value)
+    prev = last.get((ns, ch))
+    if fp is not None and prev is not None:
+        base_version, base_fp, depth = prev
+        if depth < saver.max_delta_depth and fp.extends(base_fp):
+            last[(ns, ch)] = (version, fp, depth + 1)
+            return {
+                "ver": version,
+                "base": base_version,
+                "keep": base_fp.count,
+                "tail": saver.codec.encode(value[base_fp.count :]),
+            }
+    if fp is not None:
+        last[(ns, ch)] = (version, fp, 0)
+    return {"ver": version, "val": saver.codec.encode(value)}
+
+
+def _all_checkpoints(idx: ThreadIndex) -> set[tuple[str, str]]:
+    return {(ns, cid) for ns, by_id in idx.checkpoints.items() for cid in by_id}
+
+
+def prune_thread(saver: JsonlSaver, thread_id: str) -> None:
+    """Keep the latest checkpoint per namespace (plus DeltaChannel ancestors)."""
+    log = saver.store.thread_log(thread_id)
+    with log.writer() as idx:
+        if not log.exists():
+            return
+        keep: set[tuple[str, str]] = set()
+        for ns in idx.namespaces():
+            latest = idx.latest_id(ns)
+            assert latest is not None
+            keep.add((ns, latest))
+            keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
+        if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
+            return
+        log.rewrite(_rebuilt_records(saver, log, idx, keep))
+
+
+def delete_runs(saver: JsonlSaver, run_ids: set[str]) -> None:
+    """Remove the checkpoints of the given runs from every thread of the store."""
+    for thread_id in list(saver.store.thread_ids()):
+        log = saver.store.thread_log(thread_id)
+        with log.writer() as idx:
+            if not log.exists():
+                continue
+            removed = {
+                (ns, cid)
+                for ns, by_id in idx.checkpoints.items()
+                for cid, entry in by_id.items()
+                if saver._metadata_for_filter(entry).get("run_id") in run_ids
+            }
+            if not removed:
+                continue
+            keep = _all_checkpoints(idx) - removed
+            for ns, cid in keep:
+                cut = [a for a in _delta_ancestors(saver, idx, ns, cid) if (ns, a) in removed]
+                if cut:
+                    raise DeltaHistoryError(
+                        f"thread {thread_id!r}: checkpoint {cid} (namespace {ns!r}) rebuilds a "
+                        f"DeltaChannel from the writes of checkpoint {cut[0]}, which belongs to "
+                        "a run being deleted. Nothing was deleted in this thread. Delete the "
+                        "later runs too, or prune(keep_latest) first."
+                    )
+            records = _rebuilt_records(saver, log, idx, keep)
+            if not records:
+                log.remove()
+            else:
+                log.rewrite(records)
+
+
+def copy_records(saver: JsonlSaver, source: str, target: str) -> None:
+    """Append every record of ``source`` to ``target``'s log as one batch."""
+    src = saver.store.thread_log(source)
+    records = [r for r in src.iter_records() if r.get("t") != "header"]
+    if not records:
+        return
+    dst = saver.store.thread_log(target)
+    with dst.writer():
+        dst.append([{k: v for k, v in r.items() if k != "seq"} for r in records])

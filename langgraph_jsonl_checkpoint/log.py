@@ -1,0 +1,506 @@
+"""One thread's log file: create, lock, append with fsync, read at offsets, rewrite.
+
+Files of a thread (``<name>`` comes from ``store.py``)::
+
+    <name>.jsonl        the append-only log (header record first)
+    <name>.idx          sidecar index: record summaries up to a "covered" offset
+    <name>.lock         writer lock, flock()ed; never renamed, so its inode is stable
+    <name>.quarantine   bytes cut from a torn tail, kept for inspection
+
+Appends: under an in-process lock *and* ``flock`` on the lock file, the writer brings its
+index up to date with the file (another process may have appended), cuts a torn tail
+(copying the bytes to the quarantine file first), writes the whole batch with one
+``write``, ``fdatasync``\\ s, and only then updates the index and returns. A short write
+or an fsync error truncates back, closes the handle and raises
+:class:`~.errors.DurabilityError`: nothing is acknowledged.
+
+Readers take no lock. They ``stat`` the log on every call, scan what was appended since,
+and ignore an uncommitted tail (it may be a batch another process is writing right now).
+
+The sidecar index is rewritten whole (temp file + rename) every few hundred records and
+on close; the log past its covered offset is scanned on open, so the sidecar is never
+needed for correctness and never trusted beyond a check of its last record.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from . import framing
+from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
+from .index import RecordRef, ThreadIndex, summarize
+
+FORMAT_VERSION = 1
+#: Rewrite the sidecar index once this many records are past its covered offset.
+INDEX_REWRITE_RECORDS = 256
+_HEADER_PROBE = 64 * 1024
+
+
+def _open_mode(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so a created, renamed or removed entry in it is durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ThreadLog:
+    """The log, index and lock of one thread.
+
+    Args:
+        directory: Folder holding the thread's files.
+        name: File stem for this thread (from the store's naming).
+        thread_id: The thread id, checked against the log's header.
+        read_only: Never repair, create or rewrite.
+    """
+
+    def __init__(self, directory: str, name: str, thread_id: str, *, read_only: bool = False) -> None:
+        self.directory = directory
+        self.name = name
+        self.thread_id = thread_id
+        self.read_only = read_only
+        self.path = os.path.join(directory, name + ".jsonl")
+        self.index_path = os.path.join(directory, name + ".idx")
+        self.lock_path = os.path.join(directory, name + ".lock")
+        self.quarantine_path = os.path.join(directory, name + ".quarantine")
+        self.mutex = threading.RLock()
+        self.index = ThreadIndex()
+        self.gen = 0
+        self._ino: int | None = None
+        self._rfd: int | None = None
+        self._wfd: int | None = None
+        self._lock_fd: int | None = None
+        self._summaries: list[dict[str, Any]] = []  # what the sidecar would hold
+        self._indexed_in_file = 0  # summaries already in the sidecar file
+        #: Scratch space for the saver (list fingerprints); dropped on reload.
+        self.cache: dict[Any, Any] = {}
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close file handles (the in-memory index stays)."""
+        with self.mutex:
+            for attr in ("_rfd", "_wfd", "_lock_fd"):
+                fd = getattr(self, attr)
+                if fd is not None:
+                    setattr(self, attr, None)
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def exists(self) -> bool:
+        """Whether the log file exists (after :meth:`refresh`)."""
+        return self._ino is not None
+
+    # -- reading ---------------------------------------------------------------
+
+    def refresh(self) -> ThreadIndex:
+        """Bring the in-memory index up to date with the file and return it.
+
+        Raises:
+            CorruptLogError: A committed record is damaged, or the log is shorter than
+                what was already indexed.
+            ForeignFileError: The file is not this thread's log.
+        """
+        with self.mutex:
+            try:
+                st = os.stat(self.path, follow_symlinks=False)
+            except FileNotFoundError:
+                self._reset()
+                return self.index
+            if self._ino != st.st_ino:
+                self._load(st.st_ino)
+                st = os.fstat(self._rfd)  # type: ignore[arg-type]
+            if st.st_size > self.index.committed_end:
+                self._scan_from(self.index.committed_end, st.st_size)
+            elif st.st_size < self.index.committed_end:
+                raise CorruptLogError(
+                    f"thread {self.thread_id!r}: log {self.path} is {st.st_size} bytes but "
+                    f"{self.index.committed_end} bytes were committed to it; it was "
+                    "truncated outside this library. Restore it from a backup; do not "
+                    "keep writing to it.",
+                    path=self.path,
+                    offset=st.st_size,
+                )
+            return self.index
+
+    def _reset(self) -> None:
+        if self._rfd is not None:
+            os.close(self._rfd)
+            self._rfd = None
+        if self._wfd is not None:
+            os.close(self._wfd)
+            self._wfd = None
+        self._ino = None
+        self.index = ThreadIndex()
+        self.cache.clear()
+        self._summaries = []
+        self._indexed_in_file = 0
+        self.gen = 0
+
+    def _load(self, ino: int) -> None:
+        """Open a (new generation of the) log: check its header, load or rebuild the index."""
+        self._reset()
+        try:
+            fd = _open_mode(self.path, os.O_RDONLY)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ForeignFileError(
+                    f"thread {self.thread_id!r}: {self.path} is a symbolic link; the store "
+                    "refuses links. Remove it."
+                ) from exc
+            raise
+        self._rfd = fd
+        self._ino = os.fstat(fd).st_ino
+        head = os.pread(fd, _HEADER_PROBE, 0)
+        nl = head.find(b"\n")
+        header = framing.parse_line(head[:nl]) if nl > 0 else None
+        if header is None:
+            if not head:
+                # An empty file: a creation that never completed. Treat as absent data.
+                raise ForeignFileError(
+                    f"thread {self.thread_id!r}: log {self.path} is empty (no header). "
+                    "Move it aside; the thread will start fresh."
+                )
+            raise ForeignFileError(
+                f"thread {self.thread_id!r}: {self.path} does not start with a "
+                "langgraph-jsonl-checkpoint header record. It is not a log this package "
+                "wrote; move it out of the store directory."
+            )
+        if header.get("t") != "header":
+            raise ForeignFileError(
+                f"thread {self.thread_id!r}: first record of {self.path} is not a header."
+            )
+        fmt = header.get("format")
+        if fmt != FORMAT_VERSION:
+            raise FormatVersionError(
+                f"thread {self.thread_id!r}: log {self.path} has format version {fmt!r}; "
+                f"this version of langgraph-jsonl-checkpoint reads format "
+                f"{FORMAT_VERSION}. Upgrade the package to read it."
+            )
+        if header.get("thread") != self.thread_id:
+            raise ForeignFileError(
+                f"thread {self.thread_id!r}: log {self.path} belongs to another thread. "
+                "Files in the store must not be renamed or copied by hand; use "
+                "copy_thread()."
+            )
+        self.gen = header.get("gen", 1)
+        self._apply(summarize(header, 0, nl + 1))
+        self._load_sidecar()
+
+    def _apply(self, summary: dict[str, Any]) -> None:
+        self.index.apply(summary)
+        self._summaries.append(summary)
+
+    def _load_sidecar(self) -> None:
+        """Apply the sidecar's summaries if they match this log; else rebuild later."""
+        try:
+            with open(self.index_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        lines = data.split(b"\n")
+        head = framing.parse_line(lines[0]) if lines else None
+        if not head or head.get("gen") != self.gen or head.get("ino") != self._ino:
+            return
+        summaries = []
+        for line in lines[1:]:
+            if not line:
+                continue
+            s = framing.parse_line(line)
+            if s is None:
+                return  # damaged sidecar: ignore it, the log scan rebuilds the index
+            summaries.append(s)
+        if not summaries or summaries[0]["o"] != self.index.committed_end:
+            return
+        last = summaries[-1]
+        if not self._record_matches(RecordRef(last["o"], last["n"], last["s"])):
+            return
+        if not _contiguous(summaries, self.index.committed_end, self.index.last_seq + 1):
+            return
+        for s in summaries:
+            self._apply(s)
+        self._indexed_in_file = len(summaries)
+
+    def _record_matches(self, ref: RecordRef) -> bool:
+        data = os.pread(self._rfd, ref.length, ref.offset)  # type: ignore[arg-type]
+        if len(data) != ref.length or not data.endswith(b"\n"):
+            return False
+        rec = framing.parse_line(data[:-1])
+        return rec is not None and rec.get("seq") == ref.seq
+
+    def _scan_from(self, start: int, end: int) -> None:
+        data = os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
+        result = framing.scan(data, start, expect_seq=self.index.last_seq + 1)
+        for r in result.records:
+            self._apply(summarize(r.record, r.offset, r.length))
+        if result.corrupt_offset is not None:
+            raise CorruptLogError(
+                f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
+                f"offset {result.corrupt_offset}, followed by valid records. Records "
+                "before it are readable; nothing was changed. Move the file aside and "
+                "restore it from a backup, or keep the valid prefix by truncating the "
+                f"file to {result.corrupt_offset} bytes after copying it.",
+                path=self.path,
+                offset=result.corrupt_offset,
+            )
+
+    def read_record(self, ref: RecordRef) -> dict[str, Any]:
+        """Read and check the record at ``ref``.
+
+        Raises:
+            CorruptLogError: The bytes there are not the record the index expects.
+        """
+        fd = self._rfd
+        if fd is None:
+            raise CorruptLogError(
+                f"thread {self.thread_id!r}: log {self.path} disappeared while reading.",
+                path=self.path,
+                offset=ref.offset,
+            )
+        data = os.pread(fd, ref.length, ref.offset)
+        rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
+        if rec is None or rec.get("seq") != ref.seq:
+            raise CorruptLogError(
+                f"thread {self.thread_id!r}: log {self.path} has no valid record "
+                f"{ref.seq} at byte offset {ref.offset}. Delete {self.index_path} to "
+                "rebuild the index; if this persists, the log itself is damaged.",
+                path=self.path,
+                offset=ref.offset,
+            )
+        rec.pop("more", None)
+        return rec
+
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        """Every committed record of the log, header first (reads the whole file)."""
+        with self.mutex:
+            self.refresh()
+            if self._rfd is None:
+                return iter(())
+            data = os.pread(self._rfd, self.index.committed_end, 0)
+        return (r.record for r in framing.scan(data, 0).records)
+
+    # -- writing ---------------------------------------------------------------
+
+    @contextmanager
+    def writer(self) -> Iterator[ThreadIndex]:
+        """Hold the thread's writer lock, with the index current and any torn tail cut."""
+        if self.read_only:
+            raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
+        with self.mutex:
+            if self._lock_fd is None:
+                self._lock_fd = _open_mode(self.lock_path, os.O_RDWR | os.O_CREAT)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                self.refresh()
+                if self._ino is not None:
+                    self._repair_tail()
+                yield self.index
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _repair_tail(self) -> None:
+        size = os.fstat(self._rfd).st_size  # type: ignore[arg-type]
+        end = self.index.committed_end
+        if size <= end:
+            return
+        torn = os.pread(self._rfd, size - end, end)  # type: ignore[arg-type]
+        qfd = _open_mode(self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            stamp = datetime.now(timezone.utc).isoformat()
+            note = framing.frame(
+                {"t": "quarantine", "seq": 0, "at": stamp, "offset": end, "bytes": len(torn)}
+            )
+            os.write(qfd, note + torn + b"\n")
+            os.fsync(qfd)
+        finally:
+            os.close(qfd)
+        wfd = self._write_fd()
+        os.ftruncate(wfd, end)
+        os.fsync(wfd)
+
+    def _write_fd(self) -> int:
+        if self._wfd is None:
+            self._wfd = _open_mode(self.path, os.O_WRONLY | os.O_APPEND)
+        return self._wfd
+
+    def create(self) -> None:
+        """Create the log with its header (atomically). Call under :meth:`writer`."""
+        header = {
+            "t": "header",
+            "seq": 0,
+            "format": FORMAT_VERSION,
+            "thread": self.thread_id,
+            "gen": self.gen + 1 if self.gen else 1,
+            "created": datetime.now(timezone.utc).isoformat(),
+        }
+        self._install([header])
+
+    def append(self, records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], RecordRef]]:
+        """Append one batch durably. Call under :meth:`writer`.
+
+        Args:
+            records: Records without ``seq``; sequence numbers are assigned here.
+
+        Returns:
+            Each record with where it now lies.
+
+        Raises:
+            DurabilityError: The batch could not be written and synced; it is not
+                acknowledged and the file is cut back to where it was.
+        """
+        if self._ino is None:
+            self.create()
+        seq = self.index.last_seq + 1
+        for i, rec in enumerate(records):
+            rec["seq"] = seq + i
+        lines = [framing.frame(rec if i == len(records) - 1 else {**rec, "more": 1})
+                 for i, rec in enumerate(records)]
+        data = b"".join(lines)
+        start = self.index.committed_end
+        fd = self._write_fd()
+        try:
+            written = 0
+            while written < len(data):
+                n = os.write(fd, data[written:])
+                if n <= 0:
+                    raise OSError(errno.EIO, "short write")
+                written += n
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._abandon_write(start)
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: could not append to {self.path}: {exc}. "
+                "Nothing was acknowledged; check free disk space and the file system, "
+                "then retry the run."
+            ) from exc
+        placed = []
+        offset = start
+        for rec, line in zip(records, lines):
+            ref = RecordRef(offset, len(line), rec["seq"])
+            self._apply(summarize(rec, offset, len(line)))
+            placed.append((rec, ref))
+            offset += len(line)
+        if len(self._summaries) - 1 - self._indexed_in_file >= INDEX_REWRITE_RECORDS:
+            self.write_sidecar()
+        return placed
+
+    def _abandon_write(self, start: int) -> None:
+        """After a failed write or fsync: cut back and never reuse the handle."""
+        fd, self._wfd = self._wfd, None
+        try:
+            if fd is not None:
+                os.ftruncate(fd, start)
+        except OSError:
+            pass  # the torn bytes are cut by the next writer's tail repair
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    # -- whole-file operations ---------------------------------------------------
+
+    def rewrite(self, records: list[dict[str, Any]]) -> None:
+        """Replace the log by a new generation holding ``records`` (header added here).
+
+        Crash-atomic: the new file is written and synced under a temporary name, renamed
+        over the log, and the directory synced. Call under :meth:`writer`.
+        """
+        header = {
+            "t": "header",
+            "seq": 0,
+            "format": FORMAT_VERSION,
+            "thread": self.thread_id,
+            "gen": self.gen + 1,
+            "created": datetime.now(timezone.utc).isoformat(),
+        }
+        body = [header]
+        for i, rec in enumerate(records, start=1):
+            rec = dict(rec)
+            rec.pop("more", None)
+            rec["seq"] = i
+            body.append(rec)
+        self._install(body)
+
+    def _install(self, records: list[dict[str, Any]]) -> None:
+        tmp = self.path + f".tmp-{os.getpid()}-{threading.get_ident()}"
+        data = b"".join(framing.frame(r) for r in records)
+        fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            os.unlink(tmp)
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: could not write {tmp}: {exc}. The thread's "
+                "log was not changed."
+            ) from exc
+        os.close(fd)
+        os.replace(tmp, self.path)
+        fsync_dir(self.directory)
+        self._ino = None  # force a reload of the new generation
+        try:
+            os.unlink(self.index_path)
+        except FileNotFoundError:
+            pass
+        self.refresh()
+        self.write_sidecar()
+
+    def write_sidecar(self) -> None:
+        """Rewrite the sidecar index from the in-memory index (temp file + rename)."""
+        if self._rfd is None or self.read_only:
+            return
+        body = self._summaries[1:]  # the header is always read from the log itself
+        lines = [framing.frame({"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino})]
+        lines += [framing.frame(s) for s in body]
+        tmp = self.index_path + f".tmp-{os.getpid()}-{threading.get_ident()}"
+        fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            os.write(fd, b"".join(lines))
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.index_path)
+        self._indexed_in_file = len(body)
+
+    def remove(self) -> None:
+        """Delete the log, sidecar and quarantine files. Call under :meth:`writer`."""
+        for p in (self.path, self.index_path, self.quarantine_path):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        fsync_dir(self.directory)
+        self._reset()
+
+
+def _contiguous(summaries: list[dict[str, Any]], offset: int, seq: int) -> bool:
+    """Whether summaries cover the log without gaps from ``offset`` and ``seq`` on."""
+    for s in summaries:
+        if s.get("o") != offset or s.get("s") != seq:
+            return False
+        offset += s["n"]
+        seq += 1
+    return True

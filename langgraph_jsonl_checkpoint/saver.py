@@ -1,0 +1,753 @@
+"""``JsonlSaver``: LangGraph's checkpointer API over a store of append-only thread logs.
+
+This module maps LangGraph calls to log records and back; the format lives in
+``codec.py`` and ``framing.py``, files in ``log.py`` and ``store.py``, lookups in
+``index.py``. One class serves sync and async callers: every ``a*`` method runs its sync
+twin in a worker thread (``asyncio.to_thread``), so disk I/O and fsync never block the
+event loop, and nothing binds to an event loop at construction time.
+
+Records a ``put`` writes (one line each, see ``docs/format.md``)::
+
+    {"t":"checkpoint","ns":"","id":..,"parent":..,"cv":{versions},"md":cell,"cp":cell,
+     "values":{"messages":{"ver":..,"base":..,"keep":12,"tail":{"msgs":[...]}}, ...}}
+    {"t":"snapshot","ns":"","cp":..,"values":{"messages":{"ver":..,"val":cell}},"h":..}
+
+``values`` holds only the channels in ``new_versions``: a full value, a delta against an
+earlier version of the same channel, or ``{"empty":1}`` for a channel that was consumed.
+A snapshot record follows a checkpoint every ``snapshot_every`` checkpoints (or
+``snapshot_bytes`` of log), giving full values for every delta-stored channel, so no
+read follows more than ``2 * snapshot_every`` records for a value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import random
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from itertools import islice
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from .codec import ListFingerprint, ValueCodec, state_hash
+from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
+from .index import DELTA, EMPTY, CheckpointEntry, ThreadIndex
+from .log import ThreadLog
+from .store import DEFAULT_MAX_OPEN_THREADS, Store
+
+#: Default number of checkpoint records between snapshot records.
+DEFAULT_SNAPSHOT_EVERY = 64
+#: Default number of log bytes between snapshot records.
+DEFAULT_SNAPSHOT_BYTES = 4 * 1024 * 1024
+_LIST_BATCH = 64
+
+
+def _thread_id(config: RunnableConfig | None, what: str) -> str:
+    configurable = (config or {}).get("configurable") or {}
+    tid = configurable.get("thread_id")
+    if tid is None or tid == "":
+        raise ConfigError(
+            f"{what} needs a thread_id: pass config={{'configurable': {{'thread_id': "
+            "'...'}}}} to invoke/stream/get_state. Each thread_id is one conversation "
+            "stored in its own log."
+        )
+    return str(tid)
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+class _Reader:
+    """Reads one thread's records for one call, each record at most once."""
+
+    def __init__(self, log: ThreadLog, codec: ValueCodec) -> None:
+        self.log = log
+        self.codec = codec
+        self.records: dict[int, dict[str, Any]] = {}
+
+    def record(self, ref: Any) -> dict[str, Any]:
+        rec = self.records.get(ref.offset)
+        if rec is None:
+            rec = self.log.read_record(ref)
+            self.records[ref.offset] = rec
+        return rec
+
+    def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
+        """The stored value of a channel version (following deltas back to a full value)."""
+        entry = idx.blob(ns, channel, version)
+        chain = []
+        while entry is not None and entry.kind == DELTA:
+            stored = self.record(entry.ref)["values"][channel]
+            chain.append(stored)
+            entry = idx.blob(ns, channel, stored["base"])
+        if entry is None or entry.kind == EMPTY:
+            raise CorruptLogError(
+                f"thread {self.log.thread_id!r}: the value of channel {channel!r} at version "
+                f"{version!r} refers to a base version that is not in {self.log.path}.",
+                path=self.log.path,
+                offset=0,
+            )
+        value = self.codec.decode(self.record(entry.ref)["values"][channel]["val"])
+        for stored in reversed(chain):
+            keep = stored["keep"]
+            if type(value) is not list or len(value) != keep:
+                raise CorruptLogError(
+                    f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
+                    f"version {stored['ver']!r} expects {keep} items in its base.",
+                    path=self.log.path,
+                    offset=0,
+                )
+            value = value + self.codec.decode(stored["tail"])
+        return value
+
+    def write_value(self, entry: Any) -> Any:
+        return self.codec.decode(self.record(entry.ref)["w"][entry.position][2])
+
+
+class JsonlSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
+
+    Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
+
+        graph = builder.compile(checkpointer=JsonlSaver("./checkpoints"))
+        graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
+
+    Every method has an async twin (``aget_tuple``, ``aput``, ...), so the same instance
+    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` return only once their
+    record is fsynced. Several processes may share one store.
+
+    Args:
+        path: Store directory; created (mode ``0700``) if missing.
+        serde: Serializer for values that are not plain JSON or LangChain messages (and,
+            if it is not LangGraph's ``JsonPlusSerializer`` — ``EncryptedSerializer``,
+            say — for every value).
+        snapshot_every: Checkpoint records between snapshot records.
+        snapshot_bytes: Log bytes between snapshot records.
+        read_only: Open an existing store for reading only.
+        max_open_threads: Thread logs (and their file descriptors) kept open at once.
+
+    Raises:
+        ConfigError: ``path`` is not a directory.
+        StoreError: The directory is not a store, or is writable by other users.
+    """
+
+    def __init__(
+        self,
+        path: str | Any,
+        *,
+        serde: SerializerProtocol | None = None,
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
+        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        read_only: bool = False,
+        max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
+    ) -> None:
+        super().__init__(serde=serde)
+        if snapshot_every < 1:
+            raise ConfigError("snapshot_every must be at least 1")
+        self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
+        self.snapshot_every = snapshot_every
+        self.snapshot_bytes = snapshot_bytes
+        self.max_delta_depth = 2 * snapshot_every
+
+    # -- construction helpers ------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, path: str, **kwargs: Any) -> Iterator[JsonlSaver]:
+        """Open a saver on ``path`` for a ``with`` block, as ``SqliteSaver.from_conn_string``.
+
+        Args:
+            path: Store directory.
+            **kwargs: Passed to :class:`JsonlSaver`.
+
+        Yields:
+            The saver; it is closed when the block ends.
+        """
+        saver = cls(path, **kwargs)
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def close(self) -> None:
+        """Write fresh sidecar indexes and release files and locks. Idempotent."""
+        self.store.close()
+
+    def __enter__(self) -> JsonlSaver:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> JsonlSaver:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.to_thread(self.close)
+
+    @property
+    def codec(self) -> ValueCodec:
+        """The value codec for this instance's serializer (shallow copies get their own)."""
+        codec = self.__dict__.get("_codec")
+        if codec is None or codec.serde is not self.serde:
+            codec = ValueCodec(self.serde)
+            self.__dict__["_codec"] = codec
+        return codec
+
+    # -- reads ------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch a checkpoint: the one named by ``checkpoint_id``, else the latest.
+
+        Args:
+            config: ``{"configurable": {"thread_id", "checkpoint_ns"?, "checkpoint_id"?}}``.
+
+        Returns:
+            The checkpoint tuple with pending writes in ``writes_sort_key`` order, or
+            ``None`` if there is no such checkpoint.
+        """
+        thread_id = _thread_id(config, "get_tuple")
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns", "")
+        requested = get_checkpoint_id(config)
+        log = self.store.thread_log(thread_id)
+        with log.mutex:
+            idx = log.refresh()
+            checkpoint_id = requested or idx.latest_id(ns)
+            if checkpoint_id is None:
+                return None
+            entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+            if entry is None:
+                return None
+            tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+        if requested:
+            return tup._replace(config=config)
+        return tup
+
+    def _build_tuple(
+        self,
+        log: ThreadLog,
+        idx: ThreadIndex,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        entry: CheckpointEntry,
+    ) -> CheckpointTuple:
+        reader = _Reader(log, self.codec)
+        rec = reader.record(entry.ref)
+        values: dict[str, Any] = {}
+        for channel, version in rec["cv"].items():
+            blob = idx.blob(ns, channel, version)
+            if blob is None or blob.kind == EMPTY:
+                continue
+            values[channel] = reader.value(idx, ns, channel, version)
+        checkpoint: dict[str, Any] = self.codec.decode(rec["cp"])
+        checkpoint["id"] = checkpoint_id
+        checkpoint["channel_versions"] = rec["cv"]
+        checkpoint["channel_values"] = values
+        pending = [
+            (task, w.channel, reader.write_value(w))
+            for task, _, w in idx.sorted_writes(ns, checkpoint_id)
+        ]
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=self.codec.decode(rec["md"]),
+            parent_config=_config(thread_id, ns, entry.parent) if entry.parent else None,
+            pending_writes=pending,
+        )
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """List checkpoints, newest first.
+
+        Args:
+            config: Restrict to a thread (and to a namespace if ``checkpoint_ns`` is
+                given, to one checkpoint if ``checkpoint_id`` is); ``None`` for all threads.
+            filter: Metadata keys and the values they must equal.
+            before: Only checkpoints with an id strictly smaller than this config's.
+            limit: At most this many results (after filtering).
+
+        Yields:
+            Checkpoint tuples.
+        """
+        if config is not None:
+            thread_ids: Any = [_thread_id(config, "list")]
+            configurable = config["configurable"]
+            ns_filter = configurable.get("checkpoint_ns")
+            id_filter = configurable.get("checkpoint_id")
+        else:
+            thread_ids = self.store.thread_ids()
+            ns_filter = id_filter = None
+        before_id = get_checkpoint_id(before) if before else None
+        remaining = limit
+        for thread_id in thread_ids:
+            if remaining is not None and remaining <= 0:
+                return
+            log = self.store.thread_log(thread_id)
+            with log.mutex:
+                idx = log.refresh()
+                matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, remaining)
+            for ns, checkpoint_id in matches:
+                with log.mutex:
+                    idx = log.refresh()
+                    entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+                    if entry is None:
+                        continue  # removed since (prune, delete)
+                    tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+                if remaining is not None:
+                    remaining -= 1
+                yield tup
+
+    def _matching_ids(
+        self,
+        idx: ThreadIndex,
+        ns_filter: str | None,
+        id_filter: str | None,
+        before_id: str | None,
+        filter: dict[str, Any] | None,
+        limit: int | None,
+    ) -> list[tuple[str, str]]:
+        namespaces = [ns_filter] if ns_filter is not None else idx.namespaces()
+        streams = [
+            ((cid, ns) for cid in idx.iter_ids_desc(ns, before_id)) for ns in namespaces
+        ]
+        out: list[tuple[str, str]] = []
+        for cid, ns in heapq.merge(*streams, reverse=True):
+            if id_filter and cid != id_filter:
+                continue
+            if filter:
+                metadata = self._metadata_for_filter(idx.checkpoints[ns][cid])
+                if not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+            out.append((ns, cid))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def _metadata_for_filter(self, entry: CheckpointEntry) -> Mapping[str, Any]:
+        cell = entry.metadata
+        if "json" in cell:
+            return cell["json"]  # only read, never handed out
+        return self.codec.decode(cell)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seed of each channel along the parent chain (DeltaChannel support).
+
+        Walks parent links from the index, stopping per channel at the nearest ancestor
+        that stores a value for it; writes come oldest first, each checkpoint's in
+        ``writes_sort_key`` order. Same contract as ``BaseCheckpointSaver``'s.
+        """
+        if not channels:
+            return {}
+        thread_id = _thread_id(config, "get_delta_channel_history")
+        ns = config["configurable"].get("checkpoint_ns", "")
+        log = self.store.thread_log(thread_id)
+        collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        with log.mutex:
+            idx = log.refresh()
+            reader = _Reader(log, self.codec)
+            by_id = idx.checkpoints.get(ns, {})
+            target = get_checkpoint_id(config) or idx.latest_id(ns)
+            entry = by_id.get(target) if target else None
+            current = entry.parent if entry else None
+            remaining = set(channels)
+            while current is not None and remaining and current in by_id:
+                ancestor = by_id[current]
+                found = {}
+                for ch in remaining:
+                    version = ancestor.versions.get(ch)
+                    if version is None:
+                        continue
+                    blob = idx.blob(ns, ch, version)
+                    if blob is not None and blob.kind != EMPTY:
+                        found[ch] = reader.value(idx, ns, ch, version)
+                for task, _, w in reversed(idx.sorted_writes(ns, current)):
+                    if w.channel in remaining:
+                        collected[w.channel].append((task, w.channel, reader.write_value(w)))
+                for ch, value in found.items():
+                    seeds[ch] = value
+                    remaining.discard(ch)
+                current = ancestor.parent
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            item: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                item["seed"] = seeds[ch]
+            result[ch] = item
+        return result
+
+    # -- writes -----------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint durably (fsynced before returning).
+
+        Args:
+            config: The parent's config (``checkpoint_id`` = parent id, if any).
+            checkpoint: The checkpoint.
+            metadata: Its metadata (merged with the config's as LangGraph requires).
+            new_versions: Channels whose version changed; only these values are stored.
+
+        Returns:
+            The config of the stored checkpoint.
+
+        Raises:
+            EncodeError: A value cannot be encoded; nothing was stored.
+            DurabilityError: The record could not be made durable; nothing was stored.
+        """
+        thread_id = _thread_id(config, "put")
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns", "")
+        parent = configurable.get("checkpoint_id")
+        codec = self.codec
+        rest = {
+            k: v
+            for k, v in checkpoint.items()
+            if k not in ("channel_values", "channel_versions", "id")
+        }
+        record: dict[str, Any] = {
+            "t": "checkpoint",
+            "ns": ns,
+            "id": checkpoint["id"],
+            "parent": parent,
+            "cv": dict(checkpoint["channel_versions"]),
+            "md": codec.encode(get_checkpoint_metadata(config, metadata)),
+            "cp": codec.encode(rest),
+        }
+        values = checkpoint["channel_values"]
+        log = self.store.thread_log(thread_id)
+        with log.writer() as idx:
+            entries: dict[str, Any] = {}
+            fingerprints: dict[str, ListFingerprint] = {}
+            for channel, version in new_versions.items():
+                if channel not in values:
+                    entries[channel] = {"ver": version, "empty": 1}
+                    continue
+                entries[channel], fp = self._encode_value(
+                    log, idx, ns, channel, version, values[channel], parent
+                )
+                if fp is not None:
+                    fingerprints[channel] = fp
+            record["values"] = entries
+            batch = [record]
+            if (
+                idx.records_since_snapshot + 1 >= self.snapshot_every
+                or idx.bytes_since_snapshot >= self.snapshot_bytes
+            ):
+                snapshot = self._snapshot_record(log, idx, ns, record, values)
+                if snapshot is not None:
+                    batch.append(snapshot)
+            log.append(batch)
+            for channel, fp in fingerprints.items():
+                log.cache[(ns, channel)] = (new_versions[channel], fp)
+        return _config(thread_id, ns, checkpoint["id"])
+
+    def _encode_value(
+        self,
+        log: ThreadLog,
+        idx: ThreadIndex,
+        ns: str,
+        channel: str,
+        version: Any,
+        value: Any,
+        parent: str | None,
+    ) -> tuple[dict[str, Any], ListFingerprint | None]:
+        """A value entry: a delta when the list extends a stored version, else full."""
+        fp = ListFingerprint.of(value)
+        if fp is not None:
+            base = log.cache.get((ns, channel)) or self._parent_fingerprint(
+                log, idx, ns, channel, parent
+            )
+            if base is not None:
+                base_version, base_fp = base
+                blob = idx.blob(ns, channel, base_version)
+                if (
+                    blob is not None
+                    and blob.kind != EMPTY
+                    and blob.depth < self.max_delta_depth
+                    and fp.extends(base_fp)
+                ):
+                    return {
+                        "ver": version,
+                        "base": base_version,
+                        "keep": base_fp.count,
+                        "tail": self.codec.encode(value[base_fp.count :]),
+                    }, fp
+        return {"ver": version, "val": self.codec.encode(value)}, fp
+
+    def _parent_fingerprint(
+        self, log: ThreadLog, idx: ThreadIndex, ns: str, channel: str, parent: str | None
+    ) -> tuple[Any, ListFingerprint] | None:
+        """After a restart, fingerprint the parent's value so deltas continue."""
+        entry = idx.checkpoints.get(ns, {}).get(parent) if parent else None
+        version = entry.versions.get(channel) if entry else None
+        if version is None:
+            return None
+        blob = idx.blob(ns, channel, version)
+        if blob is None or blob.kind == EMPTY:
+            return None
+        try:
+            value = _Reader(log, self.codec).value(idx, ns, channel, version)
+        except (JsonlCheckpointError, ValueError):
+            return None
+        fp = ListFingerprint.of(value)
+        return (version, fp) if fp is not None else None
+
+    def _snapshot_record(
+        self,
+        log: ThreadLog,
+        idx: ThreadIndex,
+        ns: str,
+        record: dict[str, Any],
+        values: Mapping[str, Any],
+    ) -> dict[str, Any] | None:
+        """Full values for every channel of this checkpoint that is stored as a delta."""
+        reader = _Reader(log, self.codec)
+        full: dict[str, tuple[Any, Any]] = {}
+        for channel, version in record["cv"].items():
+            entry = record["values"].get(channel)
+            if entry is not None:
+                if "base" in entry:
+                    full[channel] = (version, values[channel])
+                continue
+            blob = idx.blob(ns, channel, version)
+            if blob is not None and blob.kind == DELTA:
+                full[channel] = (version, reader.value(idx, ns, channel, version))
+        if not full:
+            return None
+        return {
+            "t": "snapshot",
+            "ns": ns,
+            "cp": record["id"],
+            "values": {
+                ch: {"ver": ver, "val": self.codec.encode(val)} for ch, (ver, val) in full.items()
+            },
+            "h": state_hash(full),
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes durably, linked to the checkpoint it ran from.
+
+        A regular write slot ``(task_id, index)`` is stored once: a retried call does not
+        duplicate it. Special channels (errors, interrupts, resume values) replace the
+        earlier write in their slot.
+        """
+        thread_id = _thread_id(config, "put_writes")
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable.get("checkpoint_id")
+        if not checkpoint_id:
+            raise ConfigError(
+                f"thread {thread_id!r}: put_writes needs the checkpoint_id the task ran from."
+            )
+        encoded = [
+            [WRITES_IDX_MAP.get(channel, i), channel, self.codec.encode(value)]
+            for i, (channel, value) in enumerate(writes)
+        ]
+        log = self.store.thread_log(thread_id)
+        with log.writer() as idx:
+            fresh = [
+                w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])
+            ]
+            if not fresh:
+                return
+            log.append(
+                [
+                    {
+                        "t": "writes",
+                        "ns": ns,
+                        "cp": checkpoint_id,
+                        "task": task_id,
+                        "path": task_path,
+                        "w": fresh,
+                    }
+                ]
+            )
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
+        thread_id = str(thread_id)
+        log = self.store.thread_log(thread_id)
+        with log.writer():
+            log.remove()
+        self.store.forget(thread_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write (ids, parents, metadata, order) to another thread.
+
+        The records are appended to the target's log as one batch: the copy appears
+        whole or not at all.
+        """
+        from .generations import copy_records
+
+        copy_records(self, str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads: ``"keep_latest"`` per namespace, or ``"delete"`` everything.
+
+        ``keep_latest`` keeps, per namespace, the latest checkpoint with its writes, plus
+        the ancestors (and their writes) that its DeltaChannel channels need to be rebuilt
+        (back to their last snapshot), so no channel silently reloads empty. The thread's
+        log is replaced by a new generation atomically.
+        """
+        from .generations import prune_thread
+
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+            else:
+                prune_thread(self, str(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose ``metadata["run_id"]`` is given.
+
+        Raises:
+            DeltaHistoryError: A remaining checkpoint would lose DeltaChannel history it
+                needs; nothing was deleted in that thread.
+        """
+        from .generations import delete_runs
+
+        if run_ids:
+            delete_runs(self, {str(r) for r in run_ids})
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """Next channel version: ``"<counter:032>.<random:016>"``, sortable and unique."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, int):
+            counter = current
+        else:
+            counter = int(str(current).split(".")[0])
+        return f"{counter + 1:032}.{random.random():016}"
+
+    # -- async twins ------------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`; results are fetched in batches in a worker thread."""
+        it = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            batch = await asyncio.to_thread(lambda: list(islice(it, _LIST_BATCH)))
+            for item in batch:
+                yield item
+            if len(batch) < _LIST_BATCH:
+                return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history`."""
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
+
+
+class AsyncJsonlSaver(JsonlSaver):
+    """:class:`JsonlSaver` with an async ``from_conn_string``, for ``AsyncSqliteSaver`` users.
+
+    ``JsonlSaver`` itself already serves ``ainvoke``/``astream``; this class only makes
+    ``async with AsyncJsonlSaver.from_conn_string(path) as saver:`` work unchanged.
+    """
+
+    @classmethod
+    @asynccontextmanager  # type: ignore[override]
+    async def from_conn_string(cls, path: str, **kwargs: Any) -> AsyncIterator[AsyncJsonlSaver]:  # type: ignore[override]
+        """Open a saver on ``path`` for an ``async with`` block.
+
+        Args:
+            path: Store directory.
+            **kwargs: Passed to :class:`JsonlSaver`.
+
+        Yields:
+            The saver; it is closed when the block ends.
+        """
+        saver = await asyncio.to_thread(lambda: cls(path, **kwargs))
+        try:
+            yield saver
+        finally:
+            await asyncio.to_thread(saver.close)

@@ -1,0 +1,230 @@
+"""The store directory: thread ids to safe file names, permissions, the thread catalog.
+
+Layout::
+
+    <path>/                       0700
+        STORE.json                marker: {"store": "langgraph-jsonl-checkpoint", "format": 1}
+        threads/                  0700
+            <slug>-<hash>.jsonl   one log per thread (see log.py for its companions)
+
+A thread id never goes into a path raw. The file stem is a lower-cased slug of at most
+40 safe characters followed by 32 hex digits of the SHA-256 of the id, so ``../x``,
+``/abs``, NUL, a 10 KB id or ``Case`` vs ``case`` can neither escape the directory nor
+collide (on case-insensitive file systems too). The real id is in the log's header,
+which is where the catalog reads it from.
+
+The store keeps a bounded number of :class:`~.log.ThreadLog` objects (and so of open
+file descriptors); an evicted one is reopened, index and all, on next use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+
+import orjson
+
+from .errors import ConfigError, ForeignFileError, StoreError
+from .log import FORMAT_VERSION, ThreadLog, fsync_dir
+
+MARKER = "STORE.json"
+THREADS_DIR = "threads"
+_SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+#: Thread logs kept open at once; each holds up to three descriptors.
+DEFAULT_MAX_OPEN_THREADS = 128
+
+
+def thread_file_stem(thread_id: str) -> str:
+    """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
+    return f"{slug}-{digest}"
+
+
+class Store:
+    """A store directory and the thread logs opened from it.
+
+    Args:
+        path: The directory (created ``0700`` if missing).
+        read_only: Open existing data without creating, repairing or writing anything.
+        max_open_threads: How many thread logs to keep open at once.
+
+    Raises:
+        ConfigError: ``path`` exists and is not a directory.
+        StoreError: The directory is not a store of this package, or is unsafe.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
+    ) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        self.read_only = read_only
+        self.threads_path = os.path.join(self.path, THREADS_DIR)
+        self._max_open = max(1, max_open_threads)
+        self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
+        self._lock = threading.Lock()
+        self._open_directory()
+
+    def _open_directory(self) -> None:
+        if os.path.lexists(self.path) and not os.path.isdir(self.path):
+            raise ConfigError(
+                f"JsonlSaver path {self.path} exists and is not a directory. Pass a "
+                "directory (it is created if missing); each thread gets its own file in it."
+            )
+        marker = os.path.join(self.path, MARKER)
+        if not os.path.isdir(self.path):
+            if self.read_only:
+                raise StoreError(f"store {self.path} does not exist (opened read-only).")
+            os.makedirs(self.path, mode=0o700, exist_ok=True)
+            os.chmod(self.path, 0o700)
+        if not os.path.exists(marker):
+            entries = [e for e in os.listdir(self.path) if not e.startswith(".")]
+            if entries:
+                raise StoreError(
+                    f"directory {self.path} is not empty and is not a "
+                    f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
+                    "an empty or new directory."
+                )
+            if not self.read_only:
+                self._write_marker(marker)
+        else:
+            self._check_marker(marker)
+        if not os.path.isdir(self.threads_path):
+            if self.read_only:
+                return
+            os.makedirs(self.threads_path, mode=0o700, exist_ok=True)
+            os.chmod(self.threads_path, 0o700)
+            fsync_dir(self.path)
+        self._check_permissions()
+
+    def _write_marker(self, marker: str) -> None:
+        tmp = marker + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(
+                fd,
+                orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": FORMAT_VERSION})
+                + b"\n",
+            )
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, marker)
+        fsync_dir(self.path)
+
+    def _check_marker(self, marker: str) -> None:
+        try:
+            with open(marker, "rb") as f:
+                data = orjson.loads(f.read())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise StoreError(
+                f"store marker {marker} is unreadable ({exc}); restore it or point "
+                "JsonlSaver at another directory."
+            ) from exc
+        if not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint":
+            raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
+
+    def _check_permissions(self) -> None:
+        for p in (self.path, self.threads_path):
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
+            if st.st_mode & 0o022:
+                raise StoreError(
+                    f"store directory {p} is writable by other users (mode "
+                    f"{stat.S_IMODE(st.st_mode):o}); anyone could plant records. Run "
+                    f"`chmod 700 {p}` and check who else wrote to it."
+                )
+
+    # -- thread logs ---------------------------------------------------------
+
+    def thread_log(self, thread_id: str) -> ThreadLog:
+        """The :class:`ThreadLog` of a thread (opened on first use, cached)."""
+        with self._lock:
+            log = self._logs.get(thread_id)
+            if log is not None:
+                self._logs.move_to_end(thread_id)
+                return log
+            log = ThreadLog(
+                self.threads_path,
+                thread_file_stem(thread_id),
+                thread_id,
+                read_only=self.read_only,
+            )
+            self._logs[thread_id] = log
+            while len(self._logs) > self._max_open:
+                _, old = self._logs.popitem(last=False)
+                # Not closed here: another thread may be using it; its descriptors
+                # close when the last reference goes.
+                del old
+            return log
+
+    def forget(self, thread_id: str) -> None:
+        """Drop a thread log from the cache (after it was deleted)."""
+        with self._lock:
+            self._logs.pop(thread_id, None)
+
+    def thread_ids(self) -> Iterator[str]:
+        """Ids of every thread with a log in the store (read from the log headers).
+
+        Raises:
+            ForeignFileError: A ``.jsonl`` file in the store is not one of ours.
+        """
+        if not os.path.isdir(self.threads_path):
+            return
+        for entry in sorted(os.listdir(self.threads_path)):
+            if not entry.endswith(".jsonl"):
+                continue
+            yield self._read_thread_id(os.path.join(self.threads_path, entry), entry)
+
+    def _read_thread_id(self, path: str, entry: str) -> str:
+        from . import framing
+
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise ForeignFileError(
+                f"cannot open {path} ({exc.strerror}); the store only holds regular files "
+                "it created. Remove or fix that file."
+            ) from exc
+        try:
+            head = os.pread(fd, 64 * 1024, 0)
+        finally:
+            os.close(fd)
+        nl = head.find(b"\n")
+        header = framing.parse_line(head[:nl]) if nl > 0 else None
+        if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
+            raise ForeignFileError(
+                f"{path} is not a langgraph-jsonl-checkpoint log (no header record). "
+                "Move it out of the store directory."
+            )
+        tid = header["thread"]
+        if thread_file_stem(tid) + ".jsonl" != entry:
+            raise ForeignFileError(
+                f"{path} holds thread {tid!r} but is named for another thread; files in the "
+                "store must not be renamed by hand. Use copy_thread() instead."
+            )
+        return tid
+
+    def close(self) -> None:
+        """Write fresh sidecar indexes and close every open file."""
+        with self._lock:
+            logs = list(self._logs.values())
+            self._logs.clear()
+        for log in logs:
+            with log.mutex:
+                if log.exists() and not self.read_only:
+                    try:
+                        log.write_sidecar()
+                    except OSError:
+                        pass
+                log.close()

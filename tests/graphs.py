@@ -1,0 +1,628 @@
+"""Graph builders shared by the differential tests.
+
+Every builder returns an *uncompiled* ``StateGraph`` (or a factory of one) so
+the same graph definition can be compiled once per checkpointer.  Builders
+must be deterministic: two graphs built by the same builder and fed the same
+inputs must produce the same state (up to random ids, which the
+differential normaliser maps away).  Anything stateful (fail-once counters,
+...) lives in a closure created by the builder, never at module level.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Overwrite, Send, interrupt
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+# --------------------------------------------------------------------------
+# 1. tool-calling agent
+# --------------------------------------------------------------------------
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+class ScriptedToolModel(BaseChatModel):
+    """Deterministic fake chat model.
+
+    * last message is a human message ``"add 2 3"`` / ``"mul 2 3"`` /
+      ``"both 2 3"`` -> an AIMessage with one (or two parallel) tool calls;
+    * last message is a human message with any other text -> plain answer;
+    * last message is a tool message -> a final answer quoting the results.
+
+    Message ids and tool-call ids are derived from the conversation length,
+    so they are identical across runs.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-tool-model"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        n = len(messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            results = []
+            for m in reversed(messages):
+                if not isinstance(m, ToolMessage):
+                    break
+                results.append(f"{m.name}={m.content}")
+            msg = AIMessage(
+                content="result: " + ", ".join(reversed(results)), id=f"ai-{n}"
+            )
+        else:
+            words = str(last.content).split()
+            if len(words) == 3 and words[0] in ("add", "mul", "both"):
+                a, b = int(words[1]), int(words[2])
+                calls = []
+                if words[0] in ("add", "both"):
+                    calls.append(
+                        {"name": "add", "args": {"a": a, "b": b}, "id": f"call-add-{n}"}
+                    )
+                if words[0] in ("mul", "both"):
+                    calls.append(
+                        {
+                            "name": "multiply",
+                            "args": {"a": a, "b": b},
+                            "id": f"call-mul-{n}",
+                        }
+                    )
+                msg = AIMessage(content="", tool_calls=calls, id=f"ai-{n}")
+            else:
+                msg = AIMessage(content=f"echo: {last.content}", id=f"ai-{n}")
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def build_agent_graph() -> StateGraph:
+    model = ScriptedToolModel()
+
+    def agent(state: MessagesState) -> dict:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([add, multiply]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g
+
+
+# --------------------------------------------------------------------------
+# 2. interrupts
+# --------------------------------------------------------------------------
+
+
+class ReviewState(TypedDict, total=False):
+    topic: str
+    draft: str
+    approved: bool
+    feedback: Annotated[list[str], operator.add]
+
+
+def build_review_graph() -> StateGraph:
+    def write_draft(state: ReviewState) -> dict:
+        version = len(state.get("feedback") or [])
+        return {"draft": f"draft v{version} about {state['topic']}"}
+
+    def review(state: ReviewState) -> dict:
+        answer = interrupt({"question": "approve?", "draft": state["draft"]})
+        if answer == "yes":
+            return {"approved": True}
+        return {"approved": False, "feedback": [str(answer)]}
+
+    def finalize(state: ReviewState) -> dict:
+        return {"draft": state["draft"].upper()}
+
+    g = StateGraph(ReviewState)
+    g.add_node("write_draft", write_draft)
+    g.add_node("review", review)
+    g.add_node("finalize", finalize)
+    g.add_edge(START, "write_draft")
+    g.add_edge("write_draft", "review")
+    g.add_conditional_edges(
+        "review", lambda s: "finalize" if s.get("approved") else "write_draft"
+    )
+    g.add_edge("finalize", END)
+    return g
+
+
+class FormState(TypedDict, total=False):
+    answers: Annotated[list[str], operator.add]
+    summary: str
+
+
+def build_parallel_interrupt_graph() -> StateGraph:
+    """Two parallel nodes that interrupt; ``ask_a`` interrupts twice in a row."""
+
+    def ask_a(state: FormState) -> dict:
+        name = interrupt("name?")
+        age = interrupt("age?")
+        return {"answers": [f"name={name}", f"age={age}"]}
+
+    def ask_b(state: FormState) -> dict:
+        color = interrupt({"q": "color?", "choices": ["red", "blue"]})
+        return {"answers": [f"color={color}"]}
+
+    def join(state: FormState) -> dict:
+        return {"summary": ";".join(sorted(state["answers"]))}
+
+    g = StateGraph(FormState)
+    g.add_node("ask_a", ask_a)
+    g.add_node("ask_b", ask_b)
+    g.add_node("join", join)
+    g.add_edge(START, "ask_a")
+    g.add_edge(START, "ask_b")
+    g.add_edge(["ask_a", "ask_b"], "join")
+    g.add_edge("join", END)
+    return g
+
+
+# --------------------------------------------------------------------------
+# 3. fan-out / fan-in and Send
+# --------------------------------------------------------------------------
+
+
+class FanState(TypedDict, total=False):
+    items: list[str]
+    log: Annotated[list[str], operator.add]
+    results: Annotated[list[str], operator.add]
+
+
+class WorkerInput(TypedDict):
+    item: str
+    idx: int
+
+
+def build_fanout_graph() -> StateGraph:
+    def split(state: FanState) -> dict:
+        return {"log": [f"split {len(state['items'])}"]}
+
+    def left(state: FanState) -> dict:
+        return {"log": ["left"]}
+
+    def right(state: FanState) -> dict:
+        return {"log": ["right", "right2"]}
+
+    def join(state: FanState) -> dict:
+        return {"log": [f"join saw {len(state['log'])}"]}
+
+    def worker(inp: WorkerInput) -> dict:
+        return {"results": [f"{inp['idx']}:{inp['item'].upper()}"]}
+
+    def reduce(state: FanState) -> dict:
+        return {"log": [f"reduced {len(state['results'])}"]}
+
+    def fan(state: FanState) -> list[Send]:
+        return [
+            Send("worker", {"item": x, "idx": i}) for i, x in enumerate(state["items"])
+        ]
+
+    g = StateGraph(FanState)
+    g.add_node("split", split)
+    g.add_node("left", left)
+    g.add_node("right", right)
+    g.add_node("join", join)
+    g.add_node("worker", worker)
+    g.add_node("reduce", reduce)
+    g.add_edge(START, "split")
+    g.add_edge("split", "left")
+    g.add_edge("split", "right")
+    g.add_edge(["left", "right"], "join")
+    g.add_conditional_edges("join", fan, ["worker"])
+    g.add_edge("worker", "reduce")
+    g.add_edge("reduce", END)
+    return g
+
+
+# --------------------------------------------------------------------------
+# 4. subgraphs (nested), optionally with an interrupt in the innermost one
+# --------------------------------------------------------------------------
+
+
+class NestState(TypedDict, total=False):
+    trail: Annotated[list[str], operator.add]
+    answer: str
+
+
+def build_nested_subgraph_graph(*, with_interrupt: bool = False) -> StateGraph:
+    # innermost graph
+    def l1(state: NestState) -> dict:
+        return {"trail": ["l1"]}
+
+    def l_ask(state: NestState) -> dict:
+        ans = interrupt({"ask": "leaf wants input", "seen": len(state["trail"])})
+        return {"trail": [f"leaf-answer={ans}"], "answer": str(ans)}
+
+    def l2(state: NestState) -> dict:
+        return {"trail": ["l2"]}
+
+    leaf = StateGraph(NestState)
+    leaf.add_node("l1", l1)
+    leaf.add_node("l2", l2)
+    leaf.add_edge(START, "l1")
+    if with_interrupt:
+        leaf.add_node("l_ask", l_ask)
+        leaf.add_edge("l1", "l_ask")
+        leaf.add_edge("l_ask", "l2")
+    else:
+        leaf.add_edge("l1", "l2")
+    leaf.add_edge("l2", END)
+    leaf_c = leaf.compile()
+
+    # middle graph: has the leaf graph as a node
+    def m1(state: NestState) -> dict:
+        return {"trail": ["m1"]}
+
+    def m2(state: NestState) -> dict:
+        return {"trail": ["m2"]}
+
+    mid = StateGraph(NestState)
+    mid.add_node("m1", m1)
+    mid.add_node("leaf", leaf_c)
+    mid.add_node("m2", m2)
+    mid.add_edge(START, "m1")
+    mid.add_edge("m1", "leaf")
+    mid.add_edge("leaf", "m2")
+    mid.add_edge("m2", END)
+    mid_c = mid.compile()
+
+    # a plain subgraph invoked from inside a node function
+    def s1(state: NestState) -> dict:
+        return {"trail": ["s1"]}
+
+    side = StateGraph(NestState)
+    side.add_node("s1", s1)
+    side.add_edge(START, "s1")
+    side.add_edge("s1", END)
+    side_c = side.compile()
+
+    def p1(state: NestState) -> dict:
+        return {"trail": ["p1"]}
+
+    def p2(state: NestState) -> dict:
+        out = side_c.invoke({"trail": ["into-side"]})
+        return {"trail": [f"p2 got {len(out['trail'])}"]}
+
+    async def p2_async(state: NestState) -> dict:
+        out = await side_c.ainvoke({"trail": ["into-side"]})
+        return {"trail": [f"p2 got {len(out['trail'])}"]}
+
+    from langchain_core.runnables import RunnableLambda
+
+    parent = StateGraph(NestState)
+    parent.add_node("p1", p1)
+    parent.add_node("mid", mid_c)
+    parent.add_node("p2", RunnableLambda(p2, afunc=p2_async))
+    parent.add_edge(START, "p1")
+    parent.add_edge("p1", "mid")
+    parent.add_edge("mid", "p2")
+    parent.add_edge("p2", END)
+    return parent
+
+
+# --------------------------------------------------------------------------
+# 5/6. time travel, forks, update_state
+# --------------------------------------------------------------------------
+
+
+class CounterState(TypedDict, total=False):
+    n: int
+    trail: Annotated[list[str], operator.add]
+
+
+def build_counter_graph() -> StateGraph:
+    def inc(state: CounterState) -> dict:
+        return {"n": state.get("n", 0) + 1, "trail": [f"inc->{state.get('n', 0) + 1}"]}
+
+    def double(state: CounterState) -> dict:
+        return {"n": state["n"] * 2, "trail": [f"double->{state['n'] * 2}"]}
+
+    def report(state: CounterState) -> dict:
+        return {"trail": [f"report {state['n']}"]}
+
+    g = StateGraph(CounterState)
+    g.add_node("inc", inc)
+    g.add_node("double", double)
+    g.add_node("report", report)
+    g.add_edge(START, "inc")
+    g.add_edge("inc", "double")
+    g.add_edge("double", "report")
+    g.add_edge("report", END)
+    return g
+
+
+# --------------------------------------------------------------------------
+# 7. DeltaChannel
+# --------------------------------------------------------------------------
+
+
+def concat_reducer(state: list, writes: list) -> list:
+    out = list(state)
+    for w in writes:
+        if isinstance(w, list):
+            out.extend(w)
+        else:
+            out.append(w)
+    return out
+
+
+def messages_delta_reducer(state: list, writes: list) -> list:
+    for w in writes:
+        state = add_messages(state, w)
+    return state
+
+
+class DeltaState(TypedDict, total=False):
+    items: Annotated[list, DeltaChannel(concat_reducer, snapshot_frequency=3)]
+    msgs: Annotated[
+        list[AnyMessage], DeltaChannel(messages_delta_reducer, snapshot_frequency=4)
+    ]
+    n: int
+    target: int
+
+
+def build_delta_graph() -> StateGraph:
+    def tick(state: DeltaState) -> dict:
+        n = state.get("n", 0) + 1
+        out: dict[str, Any] = {"n": n, "items": [f"t{n}"]}
+        if n % 4 == 0:
+            out["msgs"] = [AIMessage(content=f"tick {n}", id=f"tick-{n}")]
+        if n % 9 == 0:
+            # replace an existing message by id and remove another one
+            out["msgs"] = [
+                AIMessage(content=f"rewritten at {n}", id=f"tick-{n - 5}"),
+            ]
+        if n == 14:
+            out["items"] = Overwrite([f"reset@{n}"])
+        return out
+
+    def left(state: DeltaState) -> dict:
+        return {"items": [f"L{state['n']}"]}
+
+    def right(state: DeltaState) -> dict:
+        return {"items": [f"R{state['n']}a", f"R{state['n']}b"]}
+
+    def route(state: DeltaState) -> list[str] | str:
+        if state["n"] >= state.get("target", 0):
+            return END
+        if state["n"] % 3 == 0:
+            return ["left", "right"]
+        return "tick"
+
+    g = StateGraph(DeltaState)
+    g.add_node("tick", tick)
+    g.add_node("left", left)
+    g.add_node("right", right)
+    g.add_edge(START, "tick")
+    g.add_conditional_edges("tick", route, ["tick", "left", "right", END])
+    g.add_edge("left", "tick")
+    g.add_edge("right", "tick")
+    return g
+
+
+# --------------------------------------------------------------------------
+# 8. long thread with non-append edits of the message list
+# --------------------------------------------------------------------------
+
+
+class ChatState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    op: str
+    turns: int
+
+
+def build_long_chat_graph() -> StateGraph:
+    def chat(state: ChatState) -> dict:
+        turns = state.get("turns", 0) + 1
+        msgs: list[BaseMessage] = state["messages"]
+        op = state.get("op", "append")
+        out: list[BaseMessage] = []
+        if op == "replace" and len(msgs) >= 3:
+            target = msgs[-3]
+            out.append(
+                AIMessage(content=f"edited@{turns}: {target.content}", id=target.id)
+            )
+        elif op == "remove" and len(msgs) >= 2:
+            out.append(RemoveMessage(id=msgs[0].id))
+        out.append(AIMessage(content=f"reply {turns}", id=f"reply-{turns}"))
+        return {"messages": out, "turns": turns}
+
+    def summarise(state: ChatState) -> dict:
+        msgs = state["messages"]
+        removals = [RemoveMessage(id=m.id) for m in msgs[:-2]]
+        summary = AIMessage(
+            content=f"summary of {len(removals)} messages",
+            id=f"summary-{state['turns']}",
+        )
+        return {"messages": [*removals, summary]}
+
+    g = StateGraph(ChatState)
+    g.add_node("chat", chat)
+    g.add_node("summarise", summarise)
+    g.add_edge(START, "chat")
+    g.add_conditional_edges(
+        "chat", lambda s: "summarise" if s.get("op") == "summarise" else END
+    )
+    g.add_edge("summarise", END)
+    return g
+
+
+# --------------------------------------------------------------------------
+# 9. nodes that mutate state in place
+# --------------------------------------------------------------------------
+
+
+class MutState(TypedDict, total=False):
+    log: list[str]  # plain LastValue channel
+    meta: dict
+    messages: Annotated[list[AnyMessage], add_messages]
+    step: int
+
+
+def build_mutating_graph() -> StateGraph:
+    def mutate_log(state: MutState) -> dict:
+        log = state.get("log")
+        if log is None:
+            return {"log": ["start"], "step": 1}
+        log.append(f"mutated {state.get('step', 0)}")  # in place!
+        return {"log": log, "step": state.get("step", 0) + 1}
+
+    def mutate_meta(state: MutState) -> dict:
+        meta = state.get("meta")
+        if meta is None:
+            return {"meta": {"count": 1, "hist": [1]}}
+        meta["count"] += 1  # in place, and returned
+        meta["hist"].append(meta["count"])
+        return {"meta": meta}
+
+    def mutate_message(state: MutState) -> dict:
+        msgs = state.get("messages") or []
+        if msgs:
+            # in place mutation of a message that is NOT returned
+            msgs[-1].additional_kwargs.setdefault("touched", []).append(
+                state.get("step", 0)
+            )
+            msgs[0].content = str(msgs[0].content) + "!"
+        return {
+            "messages": [
+                AIMessage(content=f"ack {state.get('step', 0)}", id=f"ack-{len(msgs)}")
+            ]
+        }
+
+    def silent_mutation(state: MutState) -> dict:
+        # mutate everything it received and return nothing
+        if state.get("log") is not None:
+            state["log"].append("silent")
+        if state.get("meta") is not None:
+            state["meta"]["silent"] = True
+        return {}
+
+    g = StateGraph(MutState)
+    g.add_node("mutate_log", mutate_log)
+    g.add_node("mutate_meta", mutate_meta)
+    g.add_node("mutate_message", mutate_message)
+    g.add_node("silent_mutation", silent_mutation)
+    g.add_edge(START, "mutate_log")
+    g.add_edge("mutate_log", "mutate_meta")
+    g.add_edge("mutate_meta", "mutate_message")
+    g.add_edge("mutate_message", "silent_mutation")
+    g.add_edge("silent_mutation", END)
+    return g
+
+
+# --------------------------------------------------------------------------
+# 11. custom types for strict msgpack / encrypted serde
+# --------------------------------------------------------------------------
+
+
+class Note(BaseModel):
+    text: str
+    tags: list[str] = []
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+    labels: list[str] = field(default_factory=list)
+
+
+class TypedState(TypedDict, total=False):
+    note: Note
+    points: Annotated[list[Point], operator.add]
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def build_typed_graph() -> StateGraph:
+    def make_note(state: TypedState) -> dict:
+        n = len(state.get("points") or [])
+        return {
+            "note": Note(text=f"note {n}", tags=["a", f"t{n}"]),
+            "points": [Point(x=n, y=n * n, labels=[f"p{n}"])],
+        }
+
+    def answer(state: TypedState) -> dict:
+        return {
+            "messages": [
+                AIMessage(
+                    content=f"{state['note'].text} / {len(state['points'])} points",
+                    id=f"typed-{len(state['points'])}",
+                )
+            ]
+        }
+
+    g = StateGraph(TypedState)
+    g.add_node("make_note", make_note)
+    g.add_node("answer", answer)
+    g.add_edge(START, "make_note")
+    g.add_edge("make_note", "answer")
+    g.add_edge("answer", END)
+    return g
+
+
+def human(text: str, id: str) -> HumanMessage:
+    return HumanMessage(content=text, id=id)
+
+
+# --------------------------------------------------------------------------
+# extra: a node that fails once (error stored as a pending write), retried
+# --------------------------------------------------------------------------
+
+
+class FlakyState(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def build_flaky_graph() -> StateGraph:
+    calls = {"flaky": 0}
+
+    def steady(state: FlakyState) -> dict:
+        return {"log": ["steady"]}
+
+    def flaky(state: FlakyState) -> dict:
+        calls["flaky"] += 1
+        if calls["flaky"] == 1:
+            raise ValueError("flaky failed on first call")
+        return {"log": [f"flaky ok after {calls['flaky']} calls"]}
+
+    def after(state: FlakyState) -> dict:
+        return {"log": [f"after {len(state['log'])}"]}
+
+    g = StateGraph(FlakyState)
+    g.add_node("steady", steady)
+    g.add_node("flaky", flaky)
+    g.add_node("after", after)
+    g.add_edge(START, "steady")
+    g.add_edge(START, "flaky")
+    g.add_edge(["steady", "flaky"], "after")
+    g.add_edge("after", END)
+    return g

@@ -1,0 +1,39 @@
+"""Run the example programs as a new user would, each in its own subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_example(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / "agent_resume.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_agent_resume_runs_and_resumes_in_new_process() -> None:
+    proc = run_example()
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "OK: the resumed run finished with: The weather in Paris is sunny, 18 C." in proc.stdout, output
+    # Process A really crashed part way, and process B finished the run.
+    assert "died (exit code 3)" in proc.stdout, output
+    assert "next node: ('tools',)" in proc.stdout, output
+
+
+def test_agent_resume_keeps_files_with_store_option(tmp_path: Path) -> None:
+    store = tmp_path / "checkpoints"
+    proc = run_example("--store", str(store))
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "The weather in Paris is sunny, 18 C." in proc.stdout, output
+    files = [p for p in store.rglob("*") if p.is_file()]
+    assert files, f"no checkpoint files written under {store}\n{output}"
+    assert sum(p.stat().st_size for p in files) > 0
