@@ -314,7 +314,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--store", metavar="DIR", help="checkpoint directory to use and keep (default: a temporary directory)")
     args = parser.parse_args(argv)
     if args.store:
-        os.makedirs(args.store, exist_ok=True)
+        # The saver creates the directory itself (mode 0700) if it is missing.
         return demo(os.path.abspath(args.store))
     with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
         return demo(store_dir)

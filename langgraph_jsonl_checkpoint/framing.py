@@ -59,11 +59,8 @@ def check_line(line: bytes) -> bool:
     trailer = line[-_TRAILER_LEN:]
     if not trailer.startswith(_CHECKSUM_PREFIX) or trailer[-2:-1] != b'"':
         return False
-    try:
-        want = int(trailer[len(_CHECKSUM_PREFIX) : -2], 16)
-    except ValueError:
-        return False
-    return zlib.crc32(head) == want
+    # Compare the exact digits (lower-case hex), so no byte of the field is slack.
+    return trailer[len(_CHECKSUM_PREFIX) : -2] == b"%08x" % zlib.crc32(head)
 
 
 def parse_line(line: bytes) -> dict[str, Any] | None:

@@ -73,6 +73,11 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
 
 
+def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
+    for cid in ids:
+        yield cid, ns
+
+
 class _Reader:
     """Reads one thread's records for one call, each record at most once."""
 
@@ -331,9 +336,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         limit: int | None,
     ) -> list[tuple[str, str]]:
         namespaces = [ns_filter] if ns_filter is not None else idx.namespaces()
-        streams = [
-            ((cid, ns) for cid in idx.iter_ids_desc(ns, before_id)) for ns in namespaces
-        ]
+        streams = [_tagged(idx.iter_ids_desc(ns, before_id), ns) for ns in namespaces]
         out: list[tuple[str, str]] = []
         for cid, ns in heapq.merge(*streams, reverse=True):
             if id_filter and cid != id_filter:

@@ -95,6 +95,9 @@ class Store:
                     "an empty or new directory."
                 )
             if not self.read_only:
+                # An empty directory becomes a store: make it private first, whatever
+                # umask it was created under.
+                os.chmod(self.path, 0o700)
                 self._write_marker(marker)
         else:
             self._check_marker(marker)

@@ -1,0 +1,349 @@
+"""JsonlSaver behaviour beyond the conformance suite: write slots, ordering, isolation of
+reads, index rebuild, serializers, shallow copies, concurrency and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.base import WRITES_IDX_MAP
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph_jsonl_checkpoint import (
+    AsyncJsonlSaver,
+    ConfigError,
+    EncodeError,
+    ForeignFileError,
+    FormatVersionError,
+    JsonlCheckpointError,
+    JsonlSaver,
+    StoreError,
+)
+from langgraph_jsonl_checkpoint.framing import frame
+
+CP_IDS = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(100)]
+
+
+def _checkpoint(i: int, values: dict, versions: dict) -> dict:
+    return {
+        "v": 4,
+        "id": CP_IDS[i],
+        "ts": "2026-01-01T00:00:00+00:00",
+        "channel_values": values,
+        "channel_versions": versions,
+        "versions_seen": {},
+        "updated_channels": list(values),
+    }
+
+
+def _put(saver: JsonlSaver, thread: str, i: int, values: dict, parent: str | None = None, ns: str = ""):
+    versions = {k: saver.get_next_version(None, None) for k in values}
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
+    if parent:
+        config["configurable"]["checkpoint_id"] = parent
+    return saver.put(config, _checkpoint(i, values, versions), {"step": i}, versions)
+
+
+# -- write slots and ordering ---------------------------------------------------
+
+
+def test_regular_write_slots_are_never_duplicated_by_a_retry(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    saver.put_writes(cfg, [("a", "first"), ("b", 2)], "task-1", "~path")
+    saver.put_writes(cfg, [("a", "retry"), ("b", 3)], "task-1", "~path")
+    writes = saver.get_tuple(cfg).pending_writes
+    assert writes == [("task-1", "a", "first"), ("task-1", "b", 2)]
+    # and the same after a cold reopen (the log replays the same rule)
+    assert JsonlSaver(tmp_path / "s").get_tuple(cfg).pending_writes == writes
+
+
+def test_special_write_slots_are_replaced_by_the_latest(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    for channel in WRITES_IDX_MAP:
+        saver.put_writes(cfg, [(channel, "old")], "task-1")
+        saver.put_writes(cfg, [(channel, "new")], "task-1")
+    values = {c: v for _, c, v in saver.get_tuple(cfg).pending_writes}
+    assert values == {c: "new" for c in WRITES_IDX_MAP}
+    cold = {c: v for _, c, v in JsonlSaver(tmp_path / "s").get_tuple(cfg).pending_writes}
+    assert cold == values
+
+
+def test_pending_writes_follow_writes_sort_key_not_arrival(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    saver.put_writes(cfg, [("x", "b2"), ("y", "b2y")], "task-b", "~__pregel_pull, 2")
+    saver.put_writes(cfg, [("x", "a1")], "task-z", "~__pregel_pull, 1")
+    saver.put_writes(cfg, [("x", "input")], "00000000-0000-0000-0000-000000000000", "")
+    got = [(t, c, v) for t, c, v in saver.get_tuple(cfg).pending_writes]
+    assert got == [
+        ("00000000-0000-0000-0000-000000000000", "x", "input"),
+        ("task-z", "x", "a1"),
+        ("task-b", "x", "b2"),
+        ("task-b", "y", "b2y"),
+    ]
+
+
+def test_writes_may_arrive_before_their_checkpoint(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    early = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[0]}}
+    saver.put_writes(early, [("a", 5)], "task")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    assert saver.get_tuple(cfg).pending_writes == [("task", "a", 5)]
+
+
+# -- reads are isolated from later mutation ----------------------------------------
+
+
+def test_reads_and_puts_never_share_objects_with_the_caller(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    value = {"items": [1, 2], "nested": {"k": "v"}}
+    cfg = _put(saver, "t", 0, {"a": value})
+    value["items"].append(3)  # the graph mutates its state after put
+    first = saver.get_tuple(cfg)
+    assert first.checkpoint["channel_values"]["a"] == {"items": [1, 2], "nested": {"k": "v"}}
+    first.checkpoint["channel_values"]["a"]["items"].append(99)  # the caller mutates a read
+    first.metadata["step"] = 1000
+    again = saver.get_tuple(cfg)
+    assert again.checkpoint["channel_values"]["a"]["items"] == [1, 2]
+    assert again.metadata["step"] == 0
+
+
+def test_list_filters_metadata_and_respects_before_and_limit(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    parent = None
+    for i in range(6):
+        parent = _put(saver, "t", i, {"a": i}, parent["configurable"]["checkpoint_id"] if parent else None)
+    base = {"configurable": {"thread_id": "t"}}
+    ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(base)]
+    assert ids == CP_IDS[:6][::-1]
+    assert [t.metadata["step"] for t in saver.list(base, filter={"step": 3})] == [3]
+    before = {"configurable": {"checkpoint_id": CP_IDS[4]}}
+    assert [t.metadata["step"] for t in saver.list(base, before=before, limit=2)] == [3, 2]
+    assert list(saver.list(base, filter={"step": 3}, limit=0)) == []
+
+
+def test_list_without_config_covers_all_threads_and_namespaces(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "a", 0, {"x": 1})
+    _put(saver, "b", 1, {"x": 1}, ns="child:1")
+    _put(saver, "b", 2, {"x": 1})
+    got = sorted((t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_ns"]) for t in saver.list(None))
+    assert got == [("a", ""), ("b", ""), ("b", "child:1")]
+    assert len(list(saver.list({"configurable": {"thread_id": "b"}}))) == 2
+    assert len(list(saver.list({"configurable": {"thread_id": "b", "checkpoint_ns": ""}}))) == 1
+
+
+def test_non_string_thread_id_is_stringified(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    versions = {"a": saver.get_next_version(None, None)}
+    saver.put({"configurable": {"thread_id": 42, "checkpoint_ns": ""}}, _checkpoint(0, {"a": 1}, versions), {}, versions)
+    assert saver.get_tuple({"configurable": {"thread_id": "42"}}) is not None
+
+
+def test_versions_sort_and_accept_integers() -> None:
+    saver_cls = JsonlSaver
+    v1 = saver_cls.get_next_version(None, None, None)  # type: ignore[arg-type]
+    v2 = saver_cls.get_next_version(None, v1, None)  # type: ignore[arg-type]
+    assert v1 < v2
+    assert saver_cls.get_next_version(None, 7, None).startswith(f"{8:032}.")  # type: ignore[arg-type]
+    assert v2 != saver_cls.get_next_version(None, v1, None)  # type: ignore[arg-type]
+
+
+# -- index ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "stale"])
+def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
+    saver = JsonlSaver(tmp_path / "s", snapshot_every=3)
+    parent = None
+    for i in range(10):
+        parent = _put(saver, "t", i, {"m": list(range(i + 1))}, parent["configurable"]["checkpoint_id"] if parent else None)
+        if i == 4 and damage == "stale":
+            saver.close()  # writes the sidecar; later records are past it
+            stale = next((tmp_path / "s" / "threads").glob("*.idx")).read_bytes()
+    saver.close()
+    (idx_file,) = (tmp_path / "s" / "threads").glob("*.idx")
+    if damage == "missing":
+        idx_file.unlink()
+    elif damage == "truncated":
+        idx_file.write_bytes(idx_file.read_bytes()[: idx_file.stat().st_size // 2])
+    elif damage == "garbage":
+        idx_file.write_bytes(b"\0" * 100)
+    else:
+        idx_file.write_bytes(stale)
+    fresh = JsonlSaver(tmp_path / "s")
+    history = list(fresh.list({"configurable": {"thread_id": "t"}}))
+    assert [t.checkpoint["channel_values"]["m"] for t in history] == [list(range(i + 1)) for i in range(10)][::-1]
+
+
+def test_a_second_process_sees_appends_without_reopening(tmp_path: Path) -> None:
+    reader = JsonlSaver(tmp_path / "s")
+    writer = JsonlSaver(tmp_path / "s")  # a separate instance: its own index and handles
+    _put(writer, "t", 0, {"a": 1})
+    assert reader.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["id"] == CP_IDS[0]
+    _put(writer, "t", 1, {"a": 2}, CP_IDS[0])
+    assert reader.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["id"] == CP_IDS[1]
+    script = textwrap.dedent(
+        f"""
+        from langgraph_jsonl_checkpoint import JsonlSaver
+        s = JsonlSaver({str(tmp_path / 's')!r})
+        v = {{"a": s.get_next_version(None, None)}}
+        cp = {{"v": 4, "id": {CP_IDS[2]!r}, "ts": "x", "channel_values": {{"a": 3}},
+              "channel_versions": v, "versions_seen": {{}}, "updated_channels": ["a"]}}
+        s.put({{"configurable": {{"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": {CP_IDS[1]!r}}}}}, cp, {{}}, v)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    tup = reader.get_tuple({"configurable": {"thread_id": "t"}})
+    assert tup.checkpoint["id"] == CP_IDS[2] and tup.checkpoint["channel_values"]["a"] == 3
+
+
+# -- serializers and shallow copies ---------------------------------------------------
+
+
+def test_encrypted_serializer_keeps_values_out_of_the_log(tmp_path: Path) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16)
+    saver = JsonlSaver(tmp_path / "s", serde=serde)
+    cfg = _put(saver, "t", 0, {"secret": "the launch code is 1234"})
+    saver.put_writes(cfg, [("secret", "another secret value")], "task")
+    raw = next((tmp_path / "s" / "threads").glob("*.jsonl")).read_bytes()
+    assert b"launch code" not in raw and b"another secret" not in raw
+    fresh = JsonlSaver(tmp_path / "s", serde=serde)
+    tup = fresh.get_tuple(cfg)
+    assert tup.checkpoint["channel_values"]["secret"] == "the launch code is 1234"
+    assert tup.pending_writes == [("task", "secret", "another secret value")]
+
+
+def test_with_an_encryption_key_plaintext_records_are_refused(tmp_path: Path) -> None:
+    plain = JsonlSaver(tmp_path / "s")
+    cfg = _put(plain, "t", 0, {"a": "plaintext planted"})
+    encrypted = JsonlSaver(tmp_path / "s", serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16))
+    with pytest.raises(ValueError, match="plaintext"):
+        encrypted.get_tuple(cfg)
+
+
+def test_with_allowlist_copy_shares_the_store_state(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s", serde=JsonPlusSerializer(allowed_msgpack_modules=None))
+    clone = saver.with_allowlist([("tests.test_saver", "Point")])
+    assert clone is not saver and clone.store is saver.store
+    assert clone.codec.serde is clone.serde and saver.codec.serde is saver.serde
+    _put(clone, "t", 0, {"a": [1]})
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is not None
+
+
+# -- concurrency -------------------------------------------------------------------
+
+
+def test_concurrent_puts_from_a_thread_pool_lose_nothing(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for j in range(20):
+                saver.put_writes(cfg, [("ch", (n, j))], f"task-{n}-{j}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(saver.get_tuple(cfg).pending_writes) == 160
+    assert len(JsonlSaver(tmp_path / "s").get_tuple(cfg).pending_writes) == 160
+
+
+async def test_async_context_manager_and_methods(tmp_path: Path) -> None:
+    async with AsyncJsonlSaver.from_conn_string(str(tmp_path / "s")) as saver:
+        versions = {"a": saver.get_next_version(None, None)}
+        cfg = await saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(0, {"a": 1}, versions), {}, versions)
+        await saver.aput_writes(cfg, [("a", 2)], "task")
+        tup = await saver.aget_tuple(cfg)
+        assert tup.pending_writes == [("task", "a", 2)]
+        assert [t.checkpoint["id"] async for t in saver.alist(None)] == [CP_IDS[0]]
+    with JsonlSaver.from_conn_string(str(tmp_path / "s")) as sync_saver:
+        assert sync_saver.get_tuple(cfg) is not None
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+def test_missing_thread_id_says_what_to_pass(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    with pytest.raises(ConfigError, match="thread_id"):
+        saver.get_tuple({"configurable": {}})
+    with pytest.raises(JsonlCheckpointError):
+        list(saver.list({"configurable": {"checkpoint_ns": ""}}))
+
+
+def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ConfigError, match="not a directory"):
+        JsonlSaver(f)
+
+
+def test_non_store_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match="not a langgraph-jsonl-checkpoint store"):
+        JsonlSaver(tmp_path / "d")
+
+
+def test_foreign_file_in_store_is_named(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    (tmp_path / "s" / "threads" / "intruder.jsonl").write_text('{"hello": 1}\n')
+    with pytest.raises(ForeignFileError, match="intruder.jsonl"):
+        list(saver.list(None))
+
+
+def test_unknown_format_version_is_refused_naming_thread_and_file(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "t", 0, {"a": 1})
+    saver.close()
+    (log,) = (tmp_path / "s" / "threads").glob("*.jsonl")
+    lines = log.read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header.pop("c")
+    header["format"] = 99
+    log.write_bytes(frame(header) + b"".join(lines[1:]))
+    with pytest.raises(FormatVersionError, match=r"'t'.*format version 99"):
+        JsonlSaver(tmp_path / "s").get_tuple({"configurable": {"thread_id": "t"}})
+
+
+def test_unencodable_value_fails_put_and_stores_nothing(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    cfg = _put(saver, "t", 0, {"a": 1})
+    before = next((tmp_path / "s" / "threads").glob("*.jsonl")).read_bytes()
+    with pytest.raises(EncodeError, match="threading.Lock|lock"):
+        _put(saver, "t", 1, {"a": threading.Lock()}, cfg["configurable"]["checkpoint_id"])
+    with pytest.raises(EncodeError):
+        saver.put_writes(cfg, [("a", threading.Lock())], "task")
+    assert next((tmp_path / "s" / "threads").glob("*.jsonl")).read_bytes() == before
+
+
+def test_hostile_thread_ids_stay_inside_the_store_and_do_not_collide(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ids = ["../escape", "/abs/path", "nul\0byte", "x" * 10_000, "Case", "case", "ｃａｓｅ", ".", ""]
+    ids = [i for i in ids if i]  # the empty id is a missing thread_id
+    for n, tid in enumerate(ids):
+        _put(saver, tid, 0, {"who": n})
+    files = sorted(p.name for p in (tmp_path / "s" / "threads").glob("*.jsonl"))
+    assert len(files) == len(ids)
+    assert all(len(name) < 100 for name in files)
+    assert sorted(os.listdir(tmp_path)) == ["s"]
+    for n, tid in enumerate(ids):
+        assert saver.get_tuple({"configurable": {"thread_id": tid}}).checkpoint["channel_values"]["who"] == n
+    assert sorted(saver.store.thread_ids()) == sorted(ids)
