@@ -40,7 +40,7 @@ from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVe
 from .index import RecordRef, ThreadIndex, summarize
 
 FORMAT_VERSION = 1
-#: Rewrite the sidecar index once this many records are past its covered offset.
+#: Update the sidecar index once this many records are past its covered offset.
 INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
 
@@ -85,7 +85,8 @@ class ThreadLog:
         self._wfd: int | None = None
         self._lock_fd: int | None = None
         self._summaries: list[dict[str, Any]] = []  # what the sidecar would hold
-        self._indexed_in_file = 0  # summaries already in the sidecar file
+        # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
+        self._sidecar_state = (0, 0)
         #: Scratch space for the saver (list fingerprints); dropped on reload.
         self.cache: dict[Any, Any] = {}
 
@@ -156,7 +157,7 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.cache.clear()
         self._summaries = []
-        self._indexed_in_file = 0
+        self._sidecar_state = (0, 0)
         self.gen = 0
 
     def _load(self, ino: int) -> None:
@@ -214,7 +215,11 @@ class ThreadLog:
         self._summaries.append(summary)
 
     def _load_sidecar(self) -> None:
-        """Apply the sidecar's summaries if they match this log; else rebuild later."""
+        """Apply the sidecar's longest valid prefix that matches this log.
+
+        A partial or damaged line ends the usable prefix (the sidecar may be being
+        appended to by another process); the log past it is scanned instead.
+        """
         try:
             with open(self.index_path, "rb") as f:
                 data = f.read()
@@ -225,23 +230,22 @@ class ThreadLog:
         if not head or head.get("gen") != self.gen or head.get("ino") != self._ino:
             return
         summaries = []
+        offset, seq = self.index.committed_end, self.index.last_seq + 1
         for line in lines[1:]:
-            if not line:
-                continue
-            s = framing.parse_line(line)
-            if s is None:
-                return  # damaged sidecar: ignore it, the log scan rebuilds the index
+            s = framing.parse_line(line) if line else None
+            if s is None or s.get("o") != offset or s.get("s") != seq:
+                break
             summaries.append(s)
-        if not summaries or summaries[0]["o"] != self.index.committed_end:
-            return
-        last = summaries[-1]
-        if not self._record_matches(RecordRef(last["o"], last["n"], last["s"])):
-            return
-        if not _contiguous(summaries, self.index.committed_end, self.index.last_seq + 1):
-            return
+            offset, seq = offset + s["n"], seq + 1
+        # Trust the prefix only if the log really holds the record it ends with.
+        if summaries:
+            last = summaries[-1]
+            if not self._record_matches(RecordRef(last["o"], last["n"], last["s"])):
+                summaries = []  # inconsistent with the log: rebuild from the log
         for s in summaries:
             self._apply(s)
-        self._indexed_in_file = len(summaries)
+        if len(summaries) == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
+            self._sidecar_state = (len(data), len(summaries))
 
     def _record_matches(self, ref: RecordRef) -> bool:
         data = os.pread(self._rfd, ref.length, ref.offset)  # type: ignore[arg-type]
@@ -402,7 +406,7 @@ class ThreadLog:
             self._apply(summarize(rec, offset, len(line)))
             placed.append((rec, ref))
             offset += len(line)
-        if len(self._summaries) - 1 - self._indexed_in_file >= INDEX_REWRITE_RECORDS:
+        if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             self.write_sidecar()
         return placed
 
@@ -470,20 +474,44 @@ class ThreadLog:
         self.write_sidecar()
 
     def write_sidecar(self) -> None:
-        """Rewrite the sidecar index from the in-memory index (temp file + rename)."""
+        """Bring the sidecar index up to date with the in-memory index.
+
+        Appends the new summaries when the file is exactly as this process last left
+        it; otherwise rewrites it whole (temp file + rename). Not fsynced: it is derived
+        data, checked against the log on every open.
+        """
         if self._rfd is None or self.read_only:
             return
         body = self._summaries[1:]  # the header is always read from the log itself
+        known_size, known_count = self._sidecar_state
+        try:
+            current_size = os.stat(self.index_path).st_size
+        except FileNotFoundError:
+            current_size = -1
+        if known_count and current_size == known_size and known_count <= len(body):
+            data = b"".join(framing.frame(s) for s in body[known_count:])
+            fd = _open_mode(self.index_path, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            self._sidecar_state = (known_size + len(data), len(body))
+            return
         lines = [framing.frame({"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino})]
         lines += [framing.frame(s) for s in body]
+        data = b"".join(lines)
         tmp = self.index_path + f".tmp-{os.getpid()}-{threading.get_ident()}"
         fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            os.write(fd, b"".join(lines))
+            os.write(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, self.index_path)
-        self._indexed_in_file = len(body)
+        self._sidecar_state = (len(data), len(body))
+
+    def sidecar_lag(self) -> int:
+        """Records in the log that the sidecar file does not cover yet."""
+        return len(self._summaries) - 1 - self._sidecar_state[1]
 
     def remove(self) -> None:
         """Delete the log, sidecar and quarantine files. Call under :meth:`writer`."""
@@ -495,12 +523,3 @@ class ThreadLog:
         fsync_dir(self.directory)
         self._reset()
 
-
-def _contiguous(summaries: list[dict[str, Any]], offset: int, seq: int) -> bool:
-    """Whether summaries cover the log without gaps from ``offset`` and ``seq`` on."""
-    for s in summaries:
-        if s.get("o") != offset or s.get("s") != seq:
-            return False
-        offset += s["n"]
-        seq += 1
-    return True

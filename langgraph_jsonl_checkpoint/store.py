@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from .errors import ConfigError, ForeignFileError, StoreError
+from .errors import ConfigError, ForeignFileError, JsonlCheckpointError, StoreError
 from .log import FORMAT_VERSION, ThreadLog, fsync_dir
 
 MARKER = "STORE.json"
@@ -225,9 +225,10 @@ class Store:
             self._logs.clear()
         for log in logs:
             with log.mutex:
-                if log.exists() and not self.read_only:
+                if log.exists() and not self.read_only and log.sidecar_lag() > 0:
                     try:
-                        log.write_sidecar()
-                    except OSError:
-                        pass
+                        with log.writer():
+                            log.write_sidecar()
+                    except (OSError, JsonlCheckpointError):
+                        pass  # the sidecar is only a cache; the next open scans the log
                 log.close()

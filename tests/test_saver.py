@@ -161,7 +161,7 @@ def test_versions_sort_and_accept_integers() -> None:
 # -- index ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "stale"])
+@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "stale", "tampered", "past_eof"])
 def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> None:
     saver = JsonlSaver(tmp_path / "s", snapshot_every=3)
     parent = None
@@ -178,6 +178,14 @@ def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> N
         idx_file.write_bytes(idx_file.read_bytes()[: idx_file.stat().st_size // 2])
     elif damage == "garbage":
         idx_file.write_bytes(b"\0" * 100)
+    elif damage in ("tampered", "past_eof"):
+        lines = idx_file.read_bytes().splitlines(keepends=True)
+        target = 5 if damage == "tampered" else len(lines) - 1
+        summary = json.loads(lines[target])
+        summary.pop("c")
+        summary["o"] += 3 if damage == "tampered" else 10_000  # mid-record / past EOF
+        lines[target] = frame(summary)
+        idx_file.write_bytes(b"".join(lines))
     else:
         idx_file.write_bytes(stale)
     fresh = JsonlSaver(tmp_path / "s")
