@@ -9,6 +9,9 @@ Public names:
 
 - :class:`JsonlSaver` — the checkpointer (sync and async methods on one class).
 - :class:`AsyncJsonlSaver` — the same, with an async ``from_conn_string``.
+- :class:`ReplayAdapter` — journals tool calls so a resumed run does not redo finished
+  ones and holds uncertain side-effecting ones behind an ``interrupt()``.
+- :class:`ToolCallRecord` / :class:`ToolCallKey` — a tool call's lifecycle.
 - :class:`JsonlCheckpointError` and its subclasses — every error raised on purpose.
 """
 
@@ -23,7 +26,9 @@ from .errors import (
     JsonlCheckpointError,
     StoreError,
 )
+from .replay import RecordedToolError, ReplayAdapter
 from .saver import AsyncJsonlSaver, JsonlSaver
+from .toolcalls import ToolCallKey, ToolCallRecord
 
 __all__ = [
     "AsyncJsonlSaver",
@@ -36,7 +41,11 @@ __all__ = [
     "FormatVersionError",
     "JsonlCheckpointError",
     "JsonlSaver",
+    "RecordedToolError",
+    "ReplayAdapter",
     "StoreError",
+    "ToolCallKey",
+    "ToolCallRecord",
 ]
 
 __version__ = "0.1.0"

@@ -105,7 +105,7 @@ def summarize(record: dict[str, Any], offset: int, length: int) -> dict[str, Any
         s["path"] = record.get("path", "")
         s["w"] = [[w[0], w[1]] for w in record["w"]]
     elif t == "tool":
-        s["key"] = record.get("key")
+        s["key"] = [record["ns"], record["cp"], record["call"]]
     return s
 
 
@@ -132,7 +132,7 @@ class ThreadIndex:
     writes: dict[tuple[str, str], dict[tuple[str, int], WriteEntry]] = field(
         default_factory=dict
     )
-    tool_records: list[RecordRef] = field(default_factory=list)
+    tool_events: dict[tuple[str, str, str], list[RecordRef]] = field(default_factory=dict)
     last_seq: int = -1
     committed_end: int = 0
     records_since_snapshot: int = 0
@@ -156,7 +156,7 @@ class ThreadIndex:
             self.records_since_snapshot = 0
             self.bytes_since_snapshot = 0
         elif t == "tool":
-            self.tool_records.append(ref)
+            self.tool_events.setdefault(tuple(s["key"]), []).append(ref)  # type: ignore[arg-type]
         self.last_seq = ref.seq
         self.committed_end = ref.offset + ref.length
 

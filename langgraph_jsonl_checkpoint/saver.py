@@ -49,6 +49,7 @@ from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
 from .index import DELTA, EMPTY, CheckpointEntry, ThreadIndex
 from .log import ThreadLog
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
+from .toolcalls import ToolCallKey, ToolCallRecord, fold
 
 #: Default number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
@@ -651,6 +652,56 @@ class JsonlSaver(BaseCheckpointSaver[str]):
 
         if run_ids:
             delete_runs(self, {str(r) for r in run_ids})
+
+    # -- tool-call lifecycle (used by ReplayAdapter) ------------------------------
+
+    def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Append tool-call lifecycle events to a thread's log as one durable batch.
+
+        Args:
+            thread_id: The thread.
+            events: Dicts with ``ev``, ``ns``, ``cp``, ``call`` and the event's fields
+                (values already encoded as cells); see ``toolcalls.py``.
+        """
+        if not events:
+            return
+        log = self.store.thread_log(str(thread_id))
+        with log.writer():
+            log.append([{"t": "tool", **e} for e in events])
+
+    def tool_calls(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> list[ToolCallRecord]:
+        """The lifecycle of every tool call recorded in a thread (or of ``keys`` only).
+
+        Returns:
+            One :class:`ToolCallRecord` per call, in the order calls were first seen;
+            ``effective_state`` tells ``uncertain`` calls (started by a dead process).
+        """
+        log = self.store.thread_log(str(thread_id))
+        with log.mutex:
+            idx = log.refresh()
+            if keys is None:
+                refs = [r for rs in idx.tool_events.values() for r in rs]
+            else:
+                refs = [
+                    r
+                    for k in keys
+                    for r in idx.tool_events.get((k.ns, k.checkpoint_id, k.call_id), [])
+                ]
+            refs.sort(key=lambda r: r.seq)
+            events = [log.read_record(r) for r in refs]
+        return list(fold(events, self.codec.decode).values())
+
+    async def arecord_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Async :meth:`record_tool_events`."""
+        await asyncio.to_thread(self.record_tool_events, thread_id, events)
+
+    async def atool_calls(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> list[ToolCallRecord]:
+        """Async :meth:`tool_calls`."""
+        return await asyncio.to_thread(self.tool_calls, thread_id, keys)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """Next channel version: ``"<counter:032>.<random:016>"``, sortable and unique."""

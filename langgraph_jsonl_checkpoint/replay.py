@@ -1,0 +1,438 @@
+"""``ReplayAdapter``: tool calls that survive a crash without running twice by accident.
+
+LangGraph re-runs a whole node when a run resumes, so a tool node interrupted by a crash
+calls every tool of its batch again. The adapter wraps each tool call
+(``ToolNode(wrap_tool_call=...)`` or agent middleware) and journals it:
+``requested`` when the node starts, ``started`` (durable) just before the tool body,
+``finished`` with the result or ``failed`` with the error after it. When the node runs
+again for the same checkpoint, each call is planned from its record
+(:func:`plan_call`):
+
+=====================  =====================================================
+record                 what happens
+=====================  =====================================================
+finished               the recorded result is returned; the tool is not called
+failed                 the recorded error is raised; the tool is not called
+requested, never run   the tool runs
+started, idempotent    the tool runs again
+started, side effects  held: one ``interrupt()`` asks a person
+=====================  =====================================================
+
+The interrupt's value is ``{"type": "uncertain_tool_calls", "calls": [{"id", "name",
+"args", "started_at"}, ...]}``; resume with ``Command(resume={call_id: "retry" | "skip" |
+{"result": ...}})``. ``"skip"`` answers the model with a ToolMessage saying the outcome
+is unknown, so the transcript never keeps a tool call without a result.
+
+Within one ``ToolNode`` task the whole batch shares one interrupt. ``create_agent`` runs
+each tool call as its own task, so there each uncertain call is its own interrupt;
+:meth:`ReplayAdapter.resume_command` answers them all at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command, Interrupt, interrupt
+
+from .errors import ConfigError, JsonlCheckpointError
+from .journal import SaverJournal, StoreJournal, ToolJournal
+from .toolcalls import (
+    FAILED,
+    FINISHED,
+    RELEASED,
+    REQUESTED,
+    STARTED,
+    ToolCallKey,
+    ToolCallRecord,
+    now,
+    process_stamp,
+)
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.store.base import BaseStore
+
+    from .saver import JsonlSaver
+
+INTERRUPT_TYPE = "uncertain_tool_calls"
+_MAX_LIVE_BATCHES = 256
+SKIPPED_TEXT = (
+    "This tool call was interrupted by a crash while it was running, and its outcome is "
+    "unknown: it may or may not have taken effect. It was not run again."
+)
+
+# plan_call outcomes
+RUN = "run"
+REPLAY_RESULT = "replay_result"
+REPLAY_ERROR = "replay_error"
+ASK = "ask"
+SKIP = "skip"
+SUPPLY = "supply"
+
+
+class RecordedToolError(JsonlCheckpointError):
+    """A tool call failed before a restart; its recorded error is raised again."""
+
+
+def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = None) -> str:
+    """Decide what to do with one tool call, given its record. Pure.
+
+    Args:
+        record: The call's lifecycle record, or ``None`` if never seen.
+        idempotent: Whether the tool may safely run twice.
+        answer: A person's answer for an uncertain call (``"retry"``, ``"skip"`` or
+            ``{"result": ...}``), if one was given.
+
+    Returns:
+        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``ASK``, ``SKIP``, ``SUPPLY``.
+    """
+    if record is None or record.state == REQUESTED:
+        return RUN
+    if record.state == FINISHED:
+        return REPLAY_RESULT
+    if record.state == FAILED:
+        return REPLAY_ERROR
+    # started and never settled
+    if idempotent:
+        return RUN
+    if answer is None:
+        return ASK
+    if answer == "retry":
+        return RUN
+    if answer == "skip":
+        return SKIP
+    return SUPPLY
+
+
+def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
+    """Why a resume value does not answer every uncertain call, or ``None`` if it does."""
+    ids = list(call_ids)
+    if not isinstance(answer, dict):
+        return (
+            "resume with a mapping from tool call id to 'retry', 'skip' or "
+            f"{{'result': ...}}, covering: {', '.join(ids)}"
+        )
+    bad = [
+        i
+        for i in ids
+        if not (
+            answer.get(i) in ("retry", "skip")
+            or (isinstance(answer.get(i), dict) and "result" in answer[i])
+        )
+    ]
+    if bad:
+        return (
+            f"no valid answer for tool call(s) {', '.join(bad)}: each needs 'retry', "
+            "'skip' or {'result': ...}"
+        )
+    return None
+
+
+@dataclass
+class _CallContext:
+    thread_id: str
+    ns: str
+    checkpoint_id: str
+    batch: list[dict[str, Any]]  # the tool calls this task handles
+
+    def key(self, call_id: str) -> ToolCallKey:
+        return ToolCallKey(self.ns, self.checkpoint_id, call_id)
+
+
+@dataclass
+class _Batch:
+    """Per task execution: records loaded once, the person's answers asked once."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    alock: asyncio.Lock | None = None
+    ready: bool = False
+    records: dict[ToolCallKey, ToolCallRecord] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+def _messages_of(state: Any) -> list[Any]:
+    if isinstance(state, list):
+        return state
+    if isinstance(state, dict):
+        return list(state.get("messages", []))
+    return list(getattr(state, "messages", []) or [])
+
+
+def _context(request: ToolCallRequest) -> _CallContext:
+    config = request.runtime.config if request.runtime is not None else None
+    conf = (config or {}).get("configurable", {})
+    thread_id = conf.get("thread_id")
+    if thread_id is None:
+        raise ConfigError(
+            "ReplayAdapter needs a thread_id: run the graph with a checkpointer and "
+            "config={'configurable': {'thread_id': ...}}."
+        )
+    ns = conf.get("checkpoint_ns", "")
+    parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+    checkpoint_id = (conf.get("checkpoint_map") or {}).get(parent_ns) or conf.get("checkpoint_id") or ""
+    path = ((config or {}).get("metadata") or {}).get("langgraph_path") or ()
+    own = request.tool_call
+    batch = [own]
+    if not path or path[0] != "__pregel_push":
+        # A ToolNode task runs every pending call of the last AI message.
+        messages = _messages_of(request.state)
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        for m in reversed(messages):
+            if isinstance(m, AIMessage):
+                pending = [c for c in m.tool_calls if c.get("id") not in answered]
+                if any(c.get("id") == own.get("id") for c in pending):
+                    batch = pending
+                break
+    return _CallContext(str(thread_id), ns, checkpoint_id, batch)
+
+
+class ReplayAdapter:
+    """Journals tool calls and replays them safely after a crash.
+
+    Args:
+        saver: A :class:`~.saver.JsonlSaver`: events go into each thread's log.
+        store: Any LangGraph ``BaseStore``, for graphs that use another checkpointer.
+        idempotent: Names of tools that may run twice (reads, searches). A tool is also
+            idempotent if ``tool.metadata["idempotent"]`` is true. Every other tool is
+            treated as side-effecting.
+
+    Raises:
+        ConfigError: Neither or both of ``saver`` and ``store`` were given.
+    """
+
+    def __init__(
+        self,
+        saver: JsonlSaver | None = None,
+        *,
+        store: BaseStore | None = None,
+        idempotent: Iterable[str] = (),
+    ) -> None:
+        if (saver is None) == (store is None):
+            raise ConfigError("ReplayAdapter needs exactly one of saver= (a JsonlSaver) or store= (a BaseStore)")
+        self.journal: ToolJournal = SaverJournal(saver) if saver is not None else StoreJournal(store)  # type: ignore[arg-type]
+        self.idempotent = frozenset(idempotent)
+        # Per task execution (keyed by its scratchpad, which is neither hashable nor
+        # weak-referenceable): a small LRU holding the token, so ids are never confused.
+        self._batches: OrderedDict[int, tuple[Any, _Batch]] = OrderedDict()
+        self._batches_lock = threading.Lock()
+
+    # -- plugging in -------------------------------------------------------------
+
+    def tool_node(self, tools: Sequence[Any], **kwargs: Any) -> ToolNode:
+        """A ``langgraph.prebuilt.ToolNode`` whose calls go through this adapter."""
+        from langgraph.prebuilt import ToolNode
+
+        return ToolNode(tools, wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call, **kwargs)
+
+    def middleware(self) -> Any:
+        """An ``AgentMiddleware`` for ``langchain.agents.create_agent(middleware=[...])``."""
+        from .middleware import replay_middleware
+
+        return replay_middleware(self)
+
+    @staticmethod
+    def resume_command(interrupts: Iterable[Interrupt], answers: dict[str, Any]) -> Command:
+        """A ``Command`` answering every pending uncertain-tool-call interrupt at once.
+
+        Args:
+            interrupts: Pending interrupts (``graph.get_state(config).interrupts``).
+            answers: Tool call id to ``"retry"``, ``"skip"`` or ``{"result": ...}``.
+        """
+        ids = [i.id for i in interrupts if isinstance(i.value, dict) and i.value.get("type") == INTERRUPT_TYPE]
+        return Command(resume={i: answers for i in ids})
+
+    def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """Every journaled tool call of a thread with its lifecycle."""
+        return self.journal.all(str(thread_id))
+
+    async def atool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """Async :meth:`tool_calls`."""
+        return await self.journal.aall(str(thread_id))
+
+    def is_idempotent(self, request: ToolCallRequest) -> bool:
+        """Whether the requested tool may run twice."""
+        return self._tool_is_idempotent(request.tool_call.get("name"), request.tool)
+
+    def _tool_is_idempotent(self, name: str | None, tool: Any) -> bool:
+        if name in self.idempotent:
+            return True
+        metadata = getattr(tool, "metadata", None) or {}
+        return bool(metadata.get("idempotent"))
+
+    # -- the batch: records and the person's answers ---------------------------------
+
+    def _batch_for(self, request: ToolCallRequest) -> _Batch:
+        conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
+        token = conf.get("__pregel_scratchpad")
+        if token is None:
+            return _Batch()
+        with self._batches_lock:
+            entry = self._batches.get(id(token))
+            if entry is not None and entry[0] is token:
+                self._batches.move_to_end(id(token))
+                return entry[1]
+            batch = _Batch()
+            self._batches[id(token)] = (token, batch)
+            while len(self._batches) > _MAX_LIVE_BATCHES:
+                self._batches.popitem(last=False)
+            return batch
+
+    def _uncertain(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> list[dict[str, Any]]:
+        tools = {getattr(t, "name", None): t for t in (getattr(request.runtime, "tools", None) or [])}
+        out = []
+        for call in ctx.batch:
+            rec = batch.records.get(ctx.key(call["id"]))
+            idem = self._tool_is_idempotent(call.get("name"), tools.get(call.get("name")))
+            if rec is not None and rec.state == STARTED and not idem:
+                out.append({"id": call["id"], "name": call.get("name"), "args": call.get("args"), "started_at": rec.started_at})
+        return out
+
+    def _requested_events(self, ctx: _CallContext, batch: _Batch) -> list[dict[str, Any]]:
+        return [
+            self._event(ctx, call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args")))
+            for call in ctx.batch
+            if ctx.key(call["id"]) not in batch.records
+        ]
+
+    def _ask(self, uncertain: list[dict[str, Any]]) -> dict[str, Any]:
+        payload: dict[str, Any] = {"type": INTERRUPT_TYPE, "calls": uncertain}
+        answer = interrupt(payload)
+        while (problem := answer_problems(answer, [c["id"] for c in uncertain])) is not None:
+            answer = interrupt({**payload, "error": problem})
+        return answer
+
+    def _prepare(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> None:
+        with batch.lock:
+            if batch.error is not None:
+                raise batch.error
+            if batch.ready:
+                return
+            try:
+                keys = [ctx.key(c["id"]) for c in ctx.batch]
+                batch.records = self.journal.load(ctx.thread_id, keys)
+                self.journal.record(ctx.thread_id, self._requested_events(ctx, batch))
+                uncertain = self._uncertain(ctx, batch, request)
+                if uncertain:
+                    batch.answers = self._ask(uncertain)
+                batch.ready = True
+            except BaseException as exc:
+                batch.error = exc
+                raise
+
+    async def _aprepare(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> None:
+        if batch.alock is None:
+            batch.alock = asyncio.Lock()
+        async with batch.alock:
+            if batch.error is not None:
+                raise batch.error
+            if batch.ready:
+                return
+            try:
+                keys = [ctx.key(c["id"]) for c in ctx.batch]
+                batch.records = await self.journal.aload(ctx.thread_id, keys)
+                await self.journal.arecord(ctx.thread_id, self._requested_events(ctx, batch))
+                uncertain = self._uncertain(ctx, batch, request)
+                if uncertain:
+                    batch.answers = self._ask(uncertain)
+                batch.ready = True
+            except BaseException as exc:
+                batch.error = exc
+                raise
+
+    # -- one call ------------------------------------------------------------------
+
+    @staticmethod
+    def _event(ctx: _CallContext, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
+        return {"ev": ev, "ns": ctx.ns, "cp": ctx.checkpoint_id, "call": call_id, "at": now(), **fields}
+
+    def _settled(self, ctx: _CallContext, request: ToolCallRequest, action: str, record: ToolCallRecord | None, answer: Any) -> tuple[Any, list[dict[str, Any]]]:
+        """Result (or exception) for actions that do not run the tool, plus events to record."""
+        call = request.tool_call
+        if action == REPLAY_RESULT:
+            assert record is not None
+            return record.result, []
+        if action == REPLAY_ERROR:
+            assert record is not None
+            err = record.error or {}
+            return RecordedToolError(
+                f"tool {call.get('name')!r} (call {call.get('id')}) failed before the run was "
+                f"resumed: {err.get('type', 'Error')}: {err.get('message', '')}"
+            ), []
+        if action == SKIP:
+            msg = ToolMessage(SKIPPED_TEXT, tool_call_id=call["id"], name=call.get("name"), status="error")
+            resolution = "skip"
+        else:  # SUPPLY
+            result = answer["result"]
+            msg = result if isinstance(result, ToolMessage) else ToolMessage(
+                result if isinstance(result, (str, list)) else str(result),
+                tool_call_id=call["id"],
+                name=call.get("name"),
+            )
+            resolution = "result"
+        event = self._event(ctx, call["id"], FINISHED, result=self.journal.encode(msg), resolution=resolution)
+        return msg, [event]
+
+    def wrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+        """``ToolNode`` ``wrap_tool_call`` hook: journal the call, replay it if recorded."""
+        ctx = _context(request)
+        batch = self._batch_for(request)
+        self._prepare(ctx, batch, request)
+        call_id = request.tool_call["id"]
+        record = batch.records.get(ctx.key(call_id))
+        action = plan_call(record, idempotent=self.is_idempotent(request), answer=batch.answers.get(call_id))
+        if action != RUN:
+            outcome, events = self._settled(ctx, request, action, record, batch.answers.get(call_id))
+            self.journal.record(ctx.thread_id, events)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
+        self.journal.record(ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
+        try:
+            result = execute(request)
+        except GraphBubbleUp:
+            self.journal.record(ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
+            raise
+        except Exception as exc:
+            self.journal.record(ctx.thread_id, [self._failed(ctx, call_id, exc)])
+            raise
+        self.journal.record(ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
+        return result
+
+    async def awrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
+        """``ToolNode`` ``awrap_tool_call`` hook: the async form of :meth:`wrap_tool_call`."""
+        ctx = _context(request)
+        batch = self._batch_for(request)
+        await self._aprepare(ctx, batch, request)
+        call_id = request.tool_call["id"]
+        record = batch.records.get(ctx.key(call_id))
+        action = plan_call(record, idempotent=self.is_idempotent(request), answer=batch.answers.get(call_id))
+        if action != RUN:
+            outcome, events = self._settled(ctx, request, action, record, batch.answers.get(call_id))
+            await self.journal.arecord(ctx.thread_id, events)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
+        await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
+        try:
+            result = await execute(request)
+        except GraphBubbleUp:
+            await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
+            raise
+        except Exception as exc:
+            await self.journal.arecord(ctx.thread_id, [self._failed(ctx, call_id, exc)])
+            raise
+        await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
+        return result
+
+    def _failed(self, ctx: _CallContext, call_id: str, exc: BaseException) -> dict[str, Any]:
+        # Only the type and message: a traceback may hold secrets and is not needed.
+        return self._event(ctx, call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]})

@@ -1,0 +1,157 @@
+"""The tool-call lifecycle: events in, the state of each call out.
+
+A tool call moves through events, each one a durable record::
+
+    requested ──> started ──> finished   (result recorded)
+                     │  └───> failed     (error recorded)
+                     └──────> released   (the tool raised an interrupt(): back to requested)
+
+A call that was ``started`` and has neither ``finished`` nor ``failed`` is *in flight*;
+if the process that started it is gone it is *uncertain*: its effect may or may not
+have happened. This module folds events into :class:`ToolCallRecord` values; it reads
+and writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+REQUESTED = "requested"
+STARTED = "started"
+FINISHED = "finished"
+FAILED = "failed"
+RELEASED = "released"
+#: A started call whose process is gone (derived, never recorded).
+UNCERTAIN = "uncertain"
+
+EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED)
+
+_HOST = socket.gethostname()
+
+
+def now() -> str:
+    """Current UTC time as ISO 8601, as stored in events."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def process_stamp() -> dict[str, Any]:
+    """Who is running a call: host and pid, so a reader can tell a dead process."""
+    return {"host": _HOST, "pid": os.getpid()}
+
+
+def _process_alive(stamp: dict[str, Any] | None) -> bool:
+    if not stamp or stamp.get("host") != _HOST:
+        return False
+    pid = stamp.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class ToolCallKey:
+    """What identifies one execution of a tool call.
+
+    Attributes:
+        ns: Namespace of the tool-node task (``tools:<task id>``, nested with ``|``); the
+            task id is derived from the checkpoint it ran from, so a later turn that
+            reuses a call id gets a different key.
+        checkpoint_id: The checkpoint the task ran from.
+        call_id: The model's tool call id.
+    """
+
+    ns: str
+    checkpoint_id: str
+    call_id: str
+
+
+@dataclass
+class ToolCallRecord:
+    """The lifecycle of one tool call, folded from its events.
+
+    Attributes:
+        key: Which call.
+        name: Tool name.
+        args: Arguments the model gave.
+        state: ``requested``, ``started``, ``finished``, ``failed`` or ``uncertain``.
+        requested_at: When the tool node first saw the call.
+        started_at: When the tool body was last entered (``None`` if never).
+        finished_at: When it finished or failed.
+        result: The recorded result (a ``ToolMessage`` or ``Command``) once finished.
+        error: ``{"type": ..., "message": ...}`` once failed.
+        process: Host and pid that last started it.
+        resolution: How a person resolved an uncertain call (``"skip"``, ``"result"``),
+            if that is how it finished.
+    """
+
+    key: ToolCallKey
+    name: str = ""
+    args: Any = None
+    state: str = REQUESTED
+    requested_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    process: dict[str, Any] | None = None
+    resolution: str | None = None
+    events: list[str] = field(default_factory=list)
+
+    def apply(self, event: dict[str, Any], decode: Any) -> None:
+        """Fold one event (a decoded lifecycle record) into this record."""
+        ev = event["ev"]
+        self.events.append(ev)
+        if ev == REQUESTED:
+            self.name = event.get("name", self.name)
+            if "args" in event:
+                self.args = decode(event["args"])
+            self.requested_at = self.requested_at or event.get("at")
+        elif ev == STARTED:
+            if self.state in (FINISHED, FAILED):
+                return  # a late duplicate never reopens a settled call
+            self.state = STARTED
+            self.started_at = event.get("at")
+            self.process = event.get("proc")
+        elif ev == FINISHED:
+            self.state = FINISHED
+            self.finished_at = event.get("at")
+            self.result = decode(event["result"]) if "result" in event else None
+            self.resolution = event.get("resolution")
+        elif ev == FAILED:
+            self.state = FAILED
+            self.finished_at = event.get("at")
+            self.error = event.get("error")
+        elif ev == RELEASED:
+            if self.state == STARTED:
+                self.state = REQUESTED
+
+    @property
+    def effective_state(self) -> str:
+        """``state``, with a started call whose process is gone reported as uncertain."""
+        if self.state == STARTED and not _process_alive(self.process):
+            return UNCERTAIN
+        return self.state
+
+
+def fold(events: list[dict[str, Any]], decode: Any) -> dict[ToolCallKey, ToolCallRecord]:
+    """Fold lifecycle events (in log order) into one record per call."""
+    out: dict[ToolCallKey, ToolCallRecord] = {}
+    for event in events:
+        key = ToolCallKey(event["ns"], event["cp"], event["call"])
+        rec = out.get(key)
+        if rec is None:
+            rec = out[key] = ToolCallRecord(key)
+        rec.apply(event, decode)
+    return out
