@@ -11,6 +11,7 @@ differential normaliser maps away).  Anything stateful (fail-once counters,
 from __future__ import annotations
 
 import operator
+import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
@@ -38,16 +39,33 @@ from typing_extensions import TypedDict
 # --------------------------------------------------------------------------
 
 
+# The tools return ToolMessages with explicit, deterministic ids.  A ToolMessage
+# created by ToolNode has ``id=None``; ``add_messages`` assigns a random id *in
+# place* while the task's writes may still be being serialised by a background
+# ``put_writes`` call, so whether a saved pending write carries that id is a
+# race inside LangGraph (observed: InMemorySaver stores ``None``, SqliteSaver
+# the uuid).  Explicit ids keep the differential comparison deterministic.
+
+
 @tool
-def add(a: int, b: int) -> int:
+def add(a: int, b: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
     """Add two integers."""
-    return a + b
+    return ToolMessage(
+        content=str(a + b), name="add", tool_call_id=tool_call_id, id=f"tool-{tool_call_id}"
+    )
 
 
 @tool
-def multiply(a: int, b: int) -> int:
+def multiply(
+    a: int, b: int, tool_call_id: Annotated[str, InjectedToolCallId]
+) -> ToolMessage:
     """Multiply two integers."""
-    return a * b
+    return ToolMessage(
+        content=str(a * b),
+        name="multiply",
+        tool_call_id=tool_call_id,
+        id=f"tool-{tool_call_id}",
+    )
 
 
 class ScriptedToolModel(BaseChatModel):
@@ -202,7 +220,13 @@ class WorkerInput(TypedDict):
     idx: int
 
 
-def build_fanout_graph() -> StateGraph:
+def build_fanout_graph(*, barrier: bool = True) -> StateGraph:
+    """``barrier=True`` joins with ``add_edge(["left", "right"], "join")``
+    (a NamedBarrierValue channel).  Under ``durability="async"`` LangGraph
+    serialises the checkpoint in the background while the loop keeps
+    mutating the barrier's live ``seen`` set, so what gets stored (and hence
+    the replayed ``next``) is a race independent of the saver; use
+    ``barrier=False`` (two plain edges, same superstep) there."""
     def split(state: FanState) -> dict:
         return {"log": [f"split {len(state['items'])}"]}
 
@@ -236,7 +260,11 @@ def build_fanout_graph() -> StateGraph:
     g.add_edge(START, "split")
     g.add_edge("split", "left")
     g.add_edge("split", "right")
-    g.add_edge(["left", "right"], "join")
+    if barrier:
+        g.add_edge(["left", "right"], "join")
+    else:
+        g.add_edge("left", "join")
+        g.add_edge("right", "join")
     g.add_conditional_edges("join", fan, ["worker"])
     g.add_edge("worker", "reduce")
     g.add_edge("reduce", END)
@@ -611,6 +639,9 @@ def build_flaky_graph() -> StateGraph:
     def flaky(state: FlakyState) -> dict:
         calls["flaky"] += 1
         if calls["flaky"] == 1:
+            # let the parallel "steady" task finish first: otherwise whether it
+            # is cancelled (and a CancelledError write saved) is a timing race
+            time.sleep(0.05)
             raise ValueError("flaky failed on first call")
         return {"log": [f"flaky ok after {calls['flaky']} calls"]}
 
@@ -623,6 +654,8 @@ def build_flaky_graph() -> StateGraph:
     g.add_node("after", after)
     g.add_edge(START, "steady")
     g.add_edge(START, "flaky")
-    g.add_edge(["steady", "flaky"], "after")
+    # plain edges, not a barrier: see build_fanout_graph
+    g.add_edge("steady", "after")
+    g.add_edge("flaky", "after")
     g.add_edge("after", END)
     return g
