@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from .codec import ValueCodec
-from .toolcalls import ToolCallKey, ToolCallRecord, fold
+from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
@@ -77,7 +77,7 @@ class SaverJournal:
         return self.saver.codec.encode(value)
 
     def load(self, thread_id: str, keys: Sequence[ToolCallKey]) -> dict[ToolCallKey, ToolCallRecord]:
-        return {r.key: r for r in self.saver.tool_calls(thread_id, keys)}
+        return self.saver.tool_call_records(thread_id, keys)
 
     def record(self, thread_id: str, events: list[dict[str, Any]]) -> None:
         self.saver.record_tool_events(thread_id, events)
@@ -145,7 +145,7 @@ class StoreJournal:
                 break
             offset += 100
         items.sort(key=lambda i: i.created_at)
-        return list(self._fold(items).values())
+        return calls_only(self._fold(items))
 
     async def aload(self, thread_id: str, keys: Sequence[ToolCallKey]) -> dict[ToolCallKey, ToolCallRecord]:
         items = [await self.store.aget(STORE_NAMESPACE, _store_key(thread_id, k)) for k in keys]
@@ -173,7 +173,7 @@ class StoreJournal:
                 break
             offset += 100
         items.sort(key=lambda i: i.created_at)
-        return list(self._fold(items).values())
+        return calls_only(self._fold(items))
 
 
 def _by_key(events: list[dict[str, Any]]) -> dict[ToolCallKey, list[dict[str, Any]]]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,9 @@ from langgraph.types import Command, Interrupt, interrupt
 from .errors import ConfigError, JsonlCheckpointError
 from .journal import SaverJournal, StoreJournal, ToolJournal
 from .toolcalls import (
+    ANSWER,
+    ASK,
+    ASKS_CALL_ID,
     FAILED,
     FINISHED,
     RELEASED,
@@ -195,6 +198,21 @@ def _context(request: ToolCallRequest) -> _CallContext:
     return _CallContext(str(thread_id), ns, checkpoint_id, batch)
 
 
+def _slots_held(request: ToolCallRequest) -> int | None:
+    """How many of this task's interrupt() slots LangGraph holds a resume value for.
+
+    Reads LangGraph's task scratchpad (internal, stable across 1.x); ``None`` if that
+    is not available, in which case every journaled question is asked again in order.
+    """
+    conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
+    scratchpad = conf.get("__pregel_scratchpad")
+    resume = getattr(scratchpad, "resume", None)
+    get_null = getattr(scratchpad, "get_null_resume", None)
+    if not isinstance(resume, list) or not callable(get_null):
+        return None
+    return len(resume) + (1 if get_null(False) is not None else 0)
+
+
 class ReplayAdapter:
     """Journals tool calls and replays them safely after a crash.
 
@@ -303,12 +321,77 @@ class ReplayAdapter:
             if ctx.key(call["id"]) not in batch.records
         ]
 
-    def _ask(self, uncertain: list[dict[str, Any]]) -> dict[str, Any]:
-        payload: dict[str, Any] = {"type": INTERRUPT_TYPE, "calls": uncertain}
-        answer = interrupt(payload)
-        while (problem := answer_problems(answer, [c["id"] for c in uncertain])) is not None:
-            answer = interrupt({**payload, "error": problem})
-        return answer
+    # -- asking a person ---------------------------------------------------------------
+    #
+    # LangGraph hands resume values to a task's interrupt() calls by position ("slot"),
+    # and keeps them only once the task finishes or interrupts. The adapter journals its
+    # questions and answers with their slots; on re-execution it calls interrupt() again
+    # for each of its slots LangGraph still holds a value for (so a tool's own
+    # interrupt() later in the task keeps its slot), takes answers from the journal, and
+    # asks a new question only for an uncertain call whose current run has no answer.
+
+    def _deliberate(
+        self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Settle the batch's uncertain calls; yields events that must be durable first."""
+        journal = batch.records.get(ctx.key(ASKS_CALL_ID))
+        entries = journal.asks if journal else []
+        questions: dict[int, tuple[int, dict[str, Any]]] = {}  # slot -> (ordinal, question)
+        answered_slots: set[tuple[int, int]] = set()  # (slot, ordinal) answered
+        answers: dict[str, tuple[Any, Any]] = {}  # call id -> (answer, started_at)
+        ordinal = 0
+        for entry in entries:
+            if entry[0] == ASK:
+                ordinal += 1
+                questions[entry[1]] = (ordinal, entry[2])
+            else:
+                _, slot, answer, about = entry
+                if slot in questions:
+                    answered_slots.add((slot, questions[slot][0]))
+                for call_id, started_at in about:
+                    answers[call_id] = (answer[call_id], started_at)
+        held = _slots_held(request)
+        replay = len(questions) if held is None else min(len(questions), held)
+        problem: str | None = None
+        for slot in range(replay):
+            number, question = questions.get(slot, (0, {"type": INTERRUPT_TYPE, "calls": []}))
+            value = interrupt(question)  # LangGraph holds a value: returns it at once
+            if (slot, number) in answered_slots:
+                continue
+            problem = answer_problems(value, [c["id"] for c in question["calls"]])
+            if problem is None:
+                about = [[c["id"], c["started_at"]] for c in question["calls"]]
+                yield [self._answer_event(ctx, slot, value, about)]
+                for call_id, started_at in about:
+                    answers[call_id] = (value[call_id], started_at)
+        slot = replay
+        while True:
+            uncertain = self._uncertain(ctx, batch, request)
+            # An answer counts only for the run of the call it was about: a retry that
+            # crashed again started later, and is asked about again.
+            batch.answers = {
+                c["id"]: answers[c["id"]][0]
+                for c in uncertain
+                if c["id"] in answers and answers[c["id"]][1] == c["started_at"]
+            }
+            open_calls = [c for c in uncertain if c["id"] not in batch.answers]
+            if not open_calls:
+                return
+            question = {"type": INTERRUPT_TYPE, "calls": open_calls}
+            if problem is not None:
+                question["error"] = problem
+            yield [self._event(ctx, ASKS_CALL_ID, ASK, slot=slot, question=self.journal.encode(question))]
+            value = interrupt(question)  # raises until a person answers
+            problem = answer_problems(value, [c["id"] for c in open_calls])
+            if problem is None:
+                about = [[c["id"], c["started_at"]] for c in open_calls]
+                yield [self._answer_event(ctx, slot, value, about)]
+                for call_id, started_at in about:
+                    answers[call_id] = (value[call_id], started_at)
+            slot += 1
+
+    def _answer_event(self, ctx: _CallContext, slot: int, answer: Any, about: list[list[Any]]) -> dict[str, Any]:
+        return self._event(ctx, ASKS_CALL_ID, ANSWER, slot=slot, answer=self.journal.encode(answer), about=about)
 
     def _prepare(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> None:
         with batch.lock:
@@ -317,12 +400,11 @@ class ReplayAdapter:
             if batch.ready:
                 return
             try:
-                keys = [ctx.key(c["id"]) for c in ctx.batch]
+                keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
                 batch.records = self.journal.load(ctx.thread_id, keys)
                 self.journal.record(ctx.thread_id, self._requested_events(ctx, batch))
-                uncertain = self._uncertain(ctx, batch, request)
-                if uncertain:
-                    batch.answers = self._ask(uncertain)
+                for events in self._deliberate(ctx, batch, request):
+                    self.journal.record(ctx.thread_id, events)
                 batch.ready = True
             except BaseException as exc:
                 batch.error = exc
@@ -337,12 +419,11 @@ class ReplayAdapter:
             if batch.ready:
                 return
             try:
-                keys = [ctx.key(c["id"]) for c in ctx.batch]
+                keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
                 batch.records = await self.journal.aload(ctx.thread_id, keys)
                 await self.journal.arecord(ctx.thread_id, self._requested_events(ctx, batch))
-                uncertain = self._uncertain(ctx, batch, request)
-                if uncertain:
-                    batch.answers = self._ask(uncertain)
+                for events in self._deliberate(ctx, batch, request):
+                    await self.journal.arecord(ctx.thread_id, events)
                 batch.ready = True
             except BaseException as exc:
                 batch.error = exc

@@ -49,7 +49,7 @@ from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
 from .index import DELTA, EMPTY, CheckpointEntry, ThreadIndex
 from .log import ThreadLog
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
-from .toolcalls import ToolCallKey, ToolCallRecord, fold
+from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
 #: Default number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
@@ -678,6 +678,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             One :class:`ToolCallRecord` per call, in the order calls were first seen;
             ``effective_state`` tells ``uncertain`` calls (started by a dead process).
         """
+        return calls_only(self.tool_call_records(thread_id, keys))
+
+    def tool_call_records(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> dict[ToolCallKey, ToolCallRecord]:
+        """Folded lifecycle records by key, including each task's question journal."""
         log = self.store.thread_log(str(thread_id))
         with log.mutex:
             idx = log.refresh()
@@ -691,7 +697,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 ]
             refs.sort(key=lambda r: r.seq)
             events = [log.read_record(r) for r in refs]
-        return list(fold(events, self.codec.decode).values())
+        return fold(events, self.codec.decode)
 
     async def arecord_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Async :meth:`record_tool_events`."""

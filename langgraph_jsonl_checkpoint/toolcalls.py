@@ -27,6 +27,12 @@ FAILED = "failed"
 RELEASED = "released"
 #: A started call whose process is gone (derived, never recorded).
 UNCERTAIN = "uncertain"
+#: A question the adapter put to a person, and the answer it got (both recorded under
+#: :data:`ASKS_CALL_ID`, with the interrupt slot they belong to).
+ASK = "ask"
+ANSWER = "answer"
+#: Pseudo call id under which a tool-node task's questions are journaled, in order.
+ASKS_CALL_ID = "__asks__"
 
 EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED)
 
@@ -108,12 +114,19 @@ class ToolCallRecord:
     process: dict[str, Any] | None = None
     resolution: str | None = None
     events: list[str] = field(default_factory=list)
+    #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
+    #: about)`` in log order.
+    asks: list[tuple[Any, ...]] = field(default_factory=list)
 
     def apply(self, event: dict[str, Any], decode: Any) -> None:
         """Fold one event (a decoded lifecycle record) into this record."""
         ev = event["ev"]
         self.events.append(ev)
-        if ev == REQUESTED:
+        if ev == ASK:
+            self.asks.append((ASK, event["slot"], decode(event["question"])))
+        elif ev == ANSWER:
+            self.asks.append((ANSWER, event["slot"], decode(event["answer"]), event["about"]))
+        elif ev == REQUESTED:
             self.name = event.get("name", self.name)
             if "args" in event:
                 self.args = decode(event["args"])
@@ -146,7 +159,11 @@ class ToolCallRecord:
 
 
 def fold(events: list[dict[str, Any]], decode: Any) -> dict[ToolCallKey, ToolCallRecord]:
-    """Fold lifecycle events (in log order) into one record per call."""
+    """Fold lifecycle events (in log order) into one record per call.
+
+    A task's questions to a person are folded under the pseudo call id
+    :data:`ASKS_CALL_ID` (in ``asks``); :func:`calls_only` drops that entry.
+    """
     out: dict[ToolCallKey, ToolCallRecord] = {}
     for event in events:
         key = ToolCallKey(event["ns"], event["cp"], event["call"])
@@ -155,3 +172,8 @@ def fold(events: list[dict[str, Any]], decode: Any) -> dict[ToolCallKey, ToolCal
             rec = out[key] = ToolCallRecord(key)
         rec.apply(event, decode)
     return out
+
+
+def calls_only(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRecord]:
+    """The records of real tool calls (without the per-task question journal)."""
+    return [r for k, r in records.items() if k.call_id != ASKS_CALL_ID]

@@ -1,0 +1,289 @@
+"""ReplayAdapter under real crashes: a child process runs the graph on a ``JsonlSaver``
+and dies at a chosen point of a tool call's lifecycle (SIGKILL from the test, or
+``os._exit``); the thread is then resumed by a different process (a fresh child, or
+this test process) and the side effects (lines the tools append to a file) are counted
+exactly.
+
+Crash points (see ``replaykit.CRASH_POINTS``), for the side-effecting ``send_email``
+call ``c2`` of a parallel batch whose siblings (``c1`` read-only, ``c3`` side-effecting)
+have already finished:
+
+================  ===================  ==========================================
+point             c2's record          after resume
+================  ===================  ==========================================
+before_started    requested            runs (no interrupt)
+before_effect     started (uncertain)  one interrupt; "retry" runs it once
+after_effect      started (uncertain)  one interrupt; "skip" -> "outcome unknown"
+before_finished   started (uncertain)  one interrupt; {"result": ...} is the result
+after_finished    finished             recorded result, tool not called
+================  ===================  ==========================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from langgraph.types import Command
+
+from langgraph_jsonl_checkpoint import RecordedToolError, ReplayAdapter
+from langgraph_jsonl_checkpoint.replay import SKIPPED_TEXT
+
+import replaykit as rk
+from replaykit import call
+
+BATCH = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("charge", "c3", amount=5)]]]
+CONFIRMED = "sent to bob (confirmed by hand)"
+
+# point -> (c2's state before resume, answer, c2's ToolMessage content, c2's resolution)
+MATRIX = {
+    "before_started": ("requested", None, "sent to bob", None),
+    "before_effect": ("uncertain", "retry", "sent to bob", None),
+    "after_effect": ("uncertain", "skip", SKIPPED_TEXT, "skip"),
+    "before_finished": ("uncertain", {"result": CONFIRMED}, CONFIRMED, "result"),
+    "after_finished": ("finished", None, "sent to bob", None),
+}
+
+
+def crash(s: dict) -> rk.Crash:
+    c = rk.run_crash(s)
+    assert c.died, f"child did not die at its crash point: exit code {c.exitcode}\n{c.error}"
+    return c
+
+
+def tool_message(report: dict, call_id: str) -> dict:
+    msgs = [m for m in report["messages"] if m["type"] == "tool" and m["tool_call_id"] == call_id]
+    assert len(msgs) == 1, f"expected one ToolMessage for {call_id}: {report['messages']}"
+    return msgs[0]
+
+
+def assert_complete(report: dict) -> None:
+    """The run finished and every AI tool call has exactly one ToolMessage."""
+    assert report["next"] == [] and report["pending_interrupts"] == [], report
+    calls = sorted(c for m in report["messages"] if m["type"] == "ai" for c in m["tool_calls"])
+    answered = sorted(m["tool_call_id"] for m in report["messages"] if m["type"] == "tool")
+    assert calls == answered
+    assert report["messages"][-1]["type"] == "ai" and report["messages"][-1]["content"].startswith("done: ")
+
+
+@pytest.mark.parametrize("point", list(MATRIX))
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_crash_at_each_lifecycle_point_then_resume_in_new_process(tmp_path: Path, mode: str, point: str) -> None:
+    before, answer, content, resolution = MATRIX[point]
+    how = "kill" if mode == "sync" else "exit"
+    s = rk.spec(tmp_path / "store", plan=BATCH, mode=mode, answers={"c2": answer} if answer else None,
+                crash={"call": "c2", "point": point, "how": how, "settle": ["c1", "c3"]})
+    crash(s)
+    # what the crash left: the siblings finished, c2 as the table says
+    assert rk.effects(s["effects"]) == {"c1": 1, "c3": 1, **({"c2": 1} if point in ("after_effect", "before_finished", "after_finished") else {})}
+
+    report = rk.run_resume(s)
+    assert report["before"]["c1"] == ["finished", "finished"]
+    assert report["before"]["c3"] == ["finished", "finished"]
+    assert report["before"]["c2"][1] == before
+
+    if answer is None:
+        assert report["interrupts"] == []
+    else:
+        # one interrupt for the node, naming only the uncertain call
+        assert len(report["interrupts"]) == 1
+        value = report["interrupts"][0]
+        assert value["type"] == "uncertain_tool_calls" and "error" not in value
+        assert [(c["id"], c["name"], c["args"]) for c in value["calls"]] == [("c2", "send_email", {"to": "bob"})]
+        assert isinstance(value["calls"][0]["started_at"], str) and value["calls"][0]["started_at"]
+
+    assert_complete(report)
+    # exactly one effect per call: finished siblings were not re-run; c2 ran once in all
+    assert report["effects"] == {"c1": 1, "c2": 1, "c3": 1}
+    msg = tool_message(report, "c2")
+    assert msg["content"] == content
+    assert msg["status"] == ("error" if resolution == "skip" else "success")
+    assert tool_message(report, "c1")["content"] == "order 42: shipped"
+    assert tool_message(report, "c3")["content"] == "charged 5"
+    assert {k: v["state"] for k, v in report["tool_calls"].items()} == {"c1": "finished", "c2": "finished", "c3": "finished"}
+    assert report["tool_calls"]["c2"]["resolution"] == resolution
+    assert report["tool_calls"]["c2"]["events"][0] == "requested"
+
+
+@pytest.mark.parametrize(("mode", "target", "name"), [("sync", "c1", "lookup_order"), ("async", "c4", "search")])
+def test_idempotent_call_cut_off_by_crash_runs_again_without_asking(tmp_path: Path, mode: str, target: str, name: str) -> None:
+    # lookup_order is idempotent by name (ReplayAdapter(idempotent=[...])), search by
+    # its metadata {"idempotent": True}
+    plan = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("search", "c4", query="x")]]]
+    others = [c for c in ("c1", "c2", "c4") if c != target]
+    s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
+                crash={"call": target, "point": "after_effect", "how": "kill", "settle": others})
+    crash(s)
+    report = rk.resume(s)  # in this (test) process: also a new process for the store
+    assert report["before"][target] == ["started", "uncertain"]
+    assert report["interrupts"] == []
+    assert_complete(report)
+    assert report["effects"] == {"c1": 1, "c2": 1, "c4": 1, target: 2}
+    assert all(v["state"] == "finished" for v in report["tool_calls"].values())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_wrap_tool_call_plug_crash_then_skip(tmp_path: Path, mode: str) -> None:
+    """``ToolNode(tools, wrap_tool_call=adapter.wrap_tool_call, awrap_tool_call=...)``."""
+    s = rk.spec(tmp_path / "store", plan=BATCH, plug="wrap", mode=mode, answers={"c2": "skip"},
+                crash={"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1", "c3"]})
+    crash(s)
+    report = rk.resume(s)
+    assert [c["id"] for c in report["interrupts"][0]["calls"]] == ["c2"]
+    assert_complete(report)
+    assert report["effects"] == {"c1": 1, "c2": 1, "c3": 1}
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    assert report["tool_calls"]["c2"]["resolution"] == "skip"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_create_agent_crash_with_two_uncertain_calls(tmp_path: Path, mode: str) -> None:
+    """create_agent runs each call as its own task: one interrupt per uncertain call, all
+    answered at once by ``ReplayAdapter.resume_command``."""
+    s = rk.spec(tmp_path / "store", plan=BATCH, plug="agent", mode=mode, answers={"c2": "skip", "c3": "retry"},
+                crash={"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1"],
+                       "effects_of": ["c3"], "hold": ["c3"]})
+    crash(s)
+    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
+    report = rk.run_resume(s) if mode == "sync" else rk.resume(s)
+    assert report["before"] == {"c1": ["finished", "finished"], "c2": ["started", "uncertain"], "c3": ["started", "uncertain"]}
+    assert len(report["interrupts"]) == 2
+    assert sorted(c["id"] for i in report["interrupts"] for c in i["calls"]) == ["c2", "c3"]
+    assert all(len(i["calls"]) == 1 and i["type"] == "uncertain_tool_calls" for i in report["interrupts"])
+    assert_complete(report)
+    assert report["effects"] == {"c1": 1, "c2": 1, "c3": 2}  # "retry" ran c3 exactly once more
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    assert tool_message(report, "c3")["content"] == "charged 5"
+    assert {k: (v["state"], v["resolution"]) for k, v in report["tool_calls"].items()} == {
+        "c1": ("finished", None), "c2": ("finished", "skip"), "c3": ("finished", None)}
+
+
+def test_create_agent_crash_after_finished_replays_result(tmp_path: Path) -> None:
+    s = rk.spec(tmp_path / "store", plan=BATCH, plug="agent", mode="sync",
+                crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1", "c3"]})
+    crash(s)
+    report = rk.resume(s)
+    assert report["before"]["c2"] == ["finished", "finished"]
+    assert report["interrupts"] == []
+    assert_complete(report)
+    assert report["effects"] == {"c1": 1, "c2": 1, "c3": 1}
+    assert tool_message(report, "c2")["content"] == "sent to bob"
+
+
+def test_command_result_replayed_after_crash(tmp_path: Path) -> None:
+    """A tool returning ``Command(update={"messages": [...], "status": ...})`` finished,
+    then the process died before the node's writes were saved: the recorded Command is
+    applied on resume, the tool is not called again."""
+    plan = [[[call("set_status", "c1", status="shipped"), call("send_email", "c2", to="bob")]]]
+    s = rk.spec(tmp_path / "store", plan=plan, crash={"call": "c1", "point": "after_finished", "how": "kill", "settle": ["c2"]})
+    crash(s)
+    report = rk.resume(s)
+    assert report["interrupts"] == []
+    assert_complete(report)
+    assert report["status"] == "shipped"
+    assert tool_message(report, "c1")["content"] == "status is now shipped"
+    assert report["effects"] == {"c1": 1, "c2": 1}
+
+
+def test_failed_call_survives_crash_and_is_not_called_again(tmp_path: Path) -> None:
+    """``explode`` failed (recorded), then the process died while a sibling finished."""
+    plan = [[[call("explode", "c1", reason="disk full"), call("send_email", "c2", to="bob")]]]
+    s = rk.spec(tmp_path / "store", plan=plan, crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1"]})
+    crash(s)
+    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+
+    saver, adapter = rk.open_store(s)
+    with saver:
+        rec = {r.key.call_id: r for r in saver.tool_calls("t1")}
+        assert rec["c1"].state == "failed" and rec["c1"].error == {"type": "ToolBoom", "message": "boom: disk full"}
+        # default error handling: the recorded error is raised again, the tool not called
+        graph = rk.graph_for(s, saver, adapter)
+        with pytest.raises(RecordedToolError, match="ToolBoom: boom: disk full"):
+            graph.invoke(None, rk.config("t1"))
+        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+
+    # a graph that hands recorded errors to the model: it finishes, still without calls
+    saver, adapter = rk.open_store(s)
+    with saver:
+        graph = rk.graph_for(s, saver, adapter, handle_tool_errors=(RecordedToolError,))
+        out = graph.invoke(None, rk.config("t1"))
+        rk.assert_transcript_complete(out["messages"])
+        msgs = rk.tool_messages(out["messages"])
+        assert msgs["c1"][0].status == "error" and "boom: disk full" in msgs["c1"][0].content
+        assert msgs["c2"][0].content == "sent to bob"
+        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+        assert {r.key.call_id: r.state for r in saver.tool_calls("t1")} == {"c1": "failed", "c2": "finished"}
+
+
+def test_no_adapter_reruns_the_whole_batch_after_a_crash(tmp_path: Path) -> None:
+    """Control: the same crash with a plain ToolNode re-runs every call of the batch, so
+    the effect counts above do tell the adapter's work apart."""
+    s = rk.spec(tmp_path / "store", plan=BATCH, plug="plain",
+                crash={"call": "c2", "point": "after_effect", "how": "kill", "effects_of": ["c1", "c3"]})
+    crash(s)
+    report = rk.resume(s)
+    assert report["interrupts"] == []
+    assert_complete(report)
+    assert report["effects"] == {"c1": 2, "c2": 2, "c3": 2}
+
+
+@pytest.mark.parametrize("form", ["value", "resume_command"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_uncertain_call_and_tool_interrupt_in_one_batch(tmp_path: Path, mode: str, form: str) -> None:
+    """The adapter's own interrupt and a tool's ``interrupt()`` in the same ToolNode task:
+    each resume value must reach the interrupt it answers, and nothing runs twice."""
+    plan = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("approve", "c3", action="refund")]]]
+    # dies when approve (c3) is about to start, while send_email (c2) is past its effect
+    s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
+                crash={"call": "c3", "point": "before_started", "how": "kill", "settle": ["c1"],
+                       "effects_of": ["c2"], "hold": ["c2"]})
+    crash(s)
+    saver, adapter = rk.open_store(s)
+    with saver:
+        assert {r.key.call_id: r.effective_state for r in saver.tool_calls("t1")} == {
+            "c1": "finished", "c2": "uncertain", "c3": "requested"}
+        graph = rk.graph_for(s, saver, adapter)
+        cfg = rk.config("t1")
+
+        def run(inp):
+            if mode == "async":
+                return asyncio.run(graph.ainvoke(inp, cfg))
+            return graph.invoke(inp, cfg)
+
+        run(None)
+        (first,) = graph.get_state(cfg).interrupts
+        assert first.value["type"] == "uncertain_tool_calls" and [c["id"] for c in first.value["calls"]] == ["c2"]
+        if form == "value":
+            run(Command(resume={"c2": "skip"}))
+        else:
+            run(ReplayAdapter.resume_command([first], {"c2": "skip"}))
+        (second,) = graph.get_state(cfg).interrupts
+        assert second.value == {"approve": "refund"}
+        out = run(Command(resume="approved by Ann") if form == "value" else Command(resume={second.id: "approved by Ann"}))
+        rk.assert_transcript_complete(out["messages"])
+        msgs = rk.tool_messages(out["messages"])
+        assert msgs["c2"][0].content == SKIPPED_TEXT
+        assert msgs["c3"][0].content == "refund: approved by Ann"
+        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
+
+
+@pytest.mark.parametrize("form", ["value", "resume_command"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_crash_during_retry_asks_again(tmp_path: Path, mode: str, form: str) -> None:
+    """The person answered "retry" and the retried call was killed after its effect too.
+    That is a new uncertainty: the person must be asked again, not the old "retry"
+    reused (that would send the email a third time without asking)."""
+    crash_c2 = {"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1", "c3"]}
+    s = rk.spec(tmp_path / "store", plan=BATCH, mode=mode, crash=crash_c2, answers={"c2": "skip"})
+    crash(s)
+    # resume: Command(resume={"c2": "retry"}) or resume_command(interrupts, {"c2": "retry"})
+    crash({**s, "resume_with": {"c2": "retry"}, "resume_form": form, "crash": {**crash_c2, "settle": []}})
+    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 2, "c3": 1}
+
+    report = rk.run_resume(s)
+    assert report["before"]["c2"] == ["started", "uncertain"]
+    assert [c["id"] for i in report["interrupts"] for c in i["calls"]] == ["c2"]
+    assert_complete(report)
+    assert report["effects"] == {"c1": 1, "c2": 2, "c3": 1}
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT

@@ -1,0 +1,32 @@
+"""Run examples/crash_and_resume.py as a user would, in its own subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crash_and_resume.py"
+
+
+def test_crash_and_resume_example(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, str(EXAMPLE), "--store", str(workdir)],
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    # process A really was SIGKILLed inside send_email, after the email was written
+    assert "send_email: email written to the outbox" in proc.stdout, out
+    assert "SIGKILL to process A" in proc.stdout, out
+    assert "send_email    [call_email_1042] uncertain" in proc.stdout, out
+    # process B stopped on the uncertain call, process C answered "skip"
+    assert "interrupt: uncertain_tool_calls" in proc.stdout, out
+    assert "resume with {'call_email_1042': 'skip'}" in proc.stdout, out
+    assert "send_email    [call_email_1042] finished (resolved: skip)" in proc.stdout, out
+    assert "OK: the email was sent exactly once" in proc.stdout, out
+    # and the files agree: one email, one lookup, a checkpoint store
+    emails = [json.loads(line) for line in (workdir / "outbox.jsonl").read_text().splitlines()]
+    assert [e["to"] for e in emails] == ["ada@example.com"]
+    assert (workdir / "lookups.log").read_text().splitlines() == ["1042"]
+    assert any(p.is_file() and p.stat().st_size for p in (workdir / "checkpoints").rglob("*"))
