@@ -135,7 +135,10 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
         if rec is None or not isinstance(rec.get("seq"), int) or (
             next_seq is not None and rec["seq"] != next_seq
         ):
-            if _valid_record_follows(data, nl + 1):
+            # Damage followed by a newer record is mid-log corruption. Valid lines with
+            # old sequence numbers after it are stale blocks (power loss), i.e. a tail.
+            after = next_seq - 1 if next_seq is not None else -1
+            if _newer_record_follows(data, pos if rec is not None else nl + 1, after):
                 result.corrupt_offset = base_offset + pos
             break
         next_seq = rec["seq"] + 1
@@ -149,15 +152,16 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
     return result
 
 
-def _valid_record_follows(data: bytes, start: int) -> bool:
-    """Whether any checksum-valid line starts at or after ``start`` in ``data``."""
+def _newer_record_follows(data: bytes, start: int, after_seq: int) -> bool:
+    """Whether a checksum-valid line with ``seq > after_seq`` starts at/after ``start``."""
     pos = start
     size = len(data)
     while pos < size:
         nl = data.find(b"\n", pos)
         if nl < 0:
             return False
-        if check_line(data[pos:nl]):
+        rec = parse_line(data[pos:nl])
+        if rec is not None and isinstance(rec.get("seq"), int) and rec["seq"] > after_seq:
             return True
         pos = nl + 1
     return False

@@ -40,6 +40,11 @@ from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVe
 from .index import RecordRef, ThreadIndex, summarize
 
 FORMAT_VERSION = 1
+
+
+class IndexRebuilt(Exception):
+    """Internal: the index was found wrong and rebuilt from the log; retry the operation."""
+
 #: Update the sidecar index once this many records are past its covered offset.
 INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
@@ -87,6 +92,9 @@ class ThreadLog:
         self._summaries: list[dict[str, Any]] = []  # what the sidecar would hold
         # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
         self._sidecar_state = (0, 0)
+        self._durable_seq = 0  # highest seq the sidecar says was fsynced
+        self._from_sidecar = False  # index entries not verified by a scan of the log
+        self._verified: set[int] = set()  # sidecar entries checked against their record
         #: Scratch space for the saver (list fingerprints); dropped on reload.
         self.cache: dict[Any, Any] = {}
 
@@ -135,7 +143,18 @@ class ThreadLog:
                 st = os.fstat(self._rfd)  # type: ignore[arg-type]
             if st.st_size > self.index.committed_end:
                 self._scan_from(self.index.committed_end, st.st_size)
-            elif st.st_size < self.index.committed_end:
+            if self.index.last_seq < self._durable_seq:
+                raise CorruptLogError(
+                    f"thread {self.thread_id!r}: log {self.path} holds committed records "
+                    f"up to sequence {self.index.last_seq}, but its index says records up "
+                    f"to {self._durable_seq} were durable: the record at byte offset "
+                    f"{self.index.committed_end} is damaged or the file was cut. Nothing "
+                    "was changed. Restore the log from a backup; if you accept losing the "
+                    f"records from that offset on, delete {self.index_path}.",
+                    path=self.path,
+                    offset=self.index.committed_end,
+                )
+            if st.st_size < self.index.committed_end:
                 raise CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} is {st.st_size} bytes but "
                     f"{self.index.committed_end} bytes were committed to it; it was "
@@ -157,10 +176,12 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.cache.clear()
         self._summaries = []
+        self._verified = set()
         self._sidecar_state = (0, 0)
+        self._durable_seq = 0
         self.gen = 0
 
-    def _load(self, ino: int) -> None:
+    def _load(self, ino: int, *, use_sidecar: bool = True) -> None:
         """Open a (new generation of the) log: check its header, load or rebuild the index."""
         self._reset()
         try:
@@ -208,7 +229,9 @@ class ThreadLog:
             )
         self.gen = header.get("gen", 1)
         self._apply(summarize(header, 0, nl + 1))
-        self._load_sidecar()
+        self._from_sidecar = False
+        if use_sidecar:
+            self._load_sidecar()
 
     def _apply(self, summary: dict[str, Any]) -> None:
         self.index.apply(summary)
@@ -237,6 +260,9 @@ class ThreadLog:
                 break
             summaries.append(s)
             offset, seq = offset + s["n"], seq + 1
+        # The sidecar is written only after the records it covers were fsynced: the
+        # log must hold at least that many records, whatever else is wrong with it.
+        self._durable_seq = summaries[-1]["s"] if summaries else 0
         # Trust the prefix only if the log really holds the record it ends with.
         if summaries:
             last = summaries[-1]
@@ -244,6 +270,7 @@ class ThreadLog:
                 summaries = []  # inconsistent with the log: rebuild from the log
         for s in summaries:
             self._apply(s)
+        self._from_sidecar = bool(summaries)
         if len(summaries) == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
             self._sidecar_state = (len(data), len(summaries))
 
@@ -285,7 +312,20 @@ class ThreadLog:
             )
         data = os.pread(fd, ref.length, ref.offset)
         rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
-        if rec is None or rec.get("seq") != ref.seq:
+        if rec is None or rec.get("seq") != ref.seq or (
+            # Entries loaded from the sidecar are checked against the record the first
+            # time it is read: every field the index served must come from the log.
+            self._from_sidecar
+            and ref.seq not in self._verified
+            and not self._summary_matches(rec, ref)
+        ):
+            if self._from_sidecar:
+                # The sidecar lied (stale, tampered): rebuild from the log, then retry.
+                durable = self._durable_seq
+                self._load(os.fstat(fd).st_ino, use_sidecar=False)
+                self._durable_seq = durable
+                self.refresh()
+                raise IndexRebuilt()
             raise CorruptLogError(
                 f"thread {self.thread_id!r}: log {self.path} has no valid record "
                 f"{ref.seq} at byte offset {ref.offset}. Delete {self.index_path} to "
@@ -295,6 +335,13 @@ class ThreadLog:
             )
         rec.pop("more", None)
         return rec
+
+    def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
+        stored = self._summaries[ref.seq] if ref.seq < len(self._summaries) else None
+        if stored != summarize({k: v for k, v in rec.items() if k != "more"}, ref.offset, ref.length):
+            return False
+        self._verified.add(ref.seq)
+        return True
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every committed record of the log, header first (reads the whole file)."""

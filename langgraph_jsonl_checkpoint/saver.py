@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import random
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -47,7 +47,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .codec import ListFingerprint, ValueCodec, state_hash
 from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
 from .index import DELTA, EMPTY, CheckpointEntry, ThreadIndex
-from .log import ThreadLog
+from .log import IndexRebuilt, ThreadLog
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
@@ -72,6 +72,17 @@ def _thread_id(config: RunnableConfig | None, what: str) -> str:
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+T = TypeVar("T")
+
+
+def _healing(operation: Callable[[], T]) -> T:
+    """Run a read/append; if it found the sidecar index wrong (and rebuilt it), rerun it."""
+    try:
+        return operation()
+    except IndexRebuilt:
+        return operation()
 
 
 def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
@@ -233,15 +244,21 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         ns = configurable.get("checkpoint_ns", "")
         requested = get_checkpoint_id(config)
         log = self.store.thread_log(thread_id)
-        with log.mutex:
-            idx = log.refresh()
-            checkpoint_id = requested or idx.latest_id(ns)
-            if checkpoint_id is None:
-                return None
-            entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
-            if entry is None:
-                return None
-            tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+
+        def read() -> CheckpointTuple | None:
+            with log.mutex:
+                idx = log.refresh()
+                checkpoint_id = requested or idx.latest_id(ns)
+                if checkpoint_id is None:
+                    return None
+                entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+                if entry is None:
+                    return None
+                return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+
+        tup = _healing(read)
+        if tup is None:
+            return None
         if requested:
             return tup._replace(config=config)
         return tup
@@ -317,15 +334,22 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 idx = log.refresh()
                 matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, remaining)
             for ns, checkpoint_id in matches:
-                with log.mutex:
-                    idx = log.refresh()
-                    entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
-                    if entry is None:
-                        continue  # removed since (prune, delete)
-                    tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+                tup = _healing(lambda: self._read_listed(log, thread_id, ns, checkpoint_id))
+                if tup is None:
+                    continue  # removed since (prune, delete)
                 if remaining is not None:
                     remaining -= 1
                 yield tup
+
+    def _read_listed(
+        self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str
+    ) -> CheckpointTuple | None:
+        with log.mutex:
+            idx = log.refresh()
+            entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+            if entry is None:
+                return None
+            return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
 
     def _matching_ids(
         self,
@@ -368,6 +392,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         """
         if not channels:
             return {}
+        return _healing(lambda: self._delta_channel_history(config, channels))
+
+    def _delta_channel_history(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
         thread_id = _thread_id(config, "get_delta_channel_history")
         ns = config["configurable"].get("checkpoint_ns", "")
         log = self.store.thread_log(thread_id)
@@ -451,6 +480,18 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         }
         values = checkpoint["channel_values"]
         log = self.store.thread_log(thread_id)
+        _healing(lambda: self._append_checkpoint(log, ns, parent, record, values, new_versions))
+        return _config(thread_id, ns, checkpoint["id"])
+
+    def _append_checkpoint(
+        self,
+        log: ThreadLog,
+        ns: str,
+        parent: str | None,
+        record: dict[str, Any],
+        values: Mapping[str, Any],
+        new_versions: ChannelVersions,
+    ) -> None:
         with log.writer() as idx:
             entries: dict[str, Any] = {}
             fingerprints: dict[str, ListFingerprint] = {}
@@ -463,7 +504,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 )
                 if fp is not None:
                     fingerprints[channel] = fp
-            record["values"] = entries
+            record = {**record, "values": entries}
             batch = [record]
             if (
                 idx.records_since_snapshot + 1 >= self.snapshot_every
@@ -475,7 +516,6 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             log.append(batch)
             for channel, fp in fingerprints.items():
                 log.cache[(ns, channel)] = (new_versions[channel], fp)
-        return _config(thread_id, ns, checkpoint["id"])
 
     def _encode_value(
         self,
@@ -621,7 +661,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         """
         from .generations import copy_records
 
-        copy_records(self, str(source_thread_id), str(target_thread_id))
+        _healing(lambda: copy_records(self, str(source_thread_id), str(target_thread_id)))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads: ``"keep_latest"`` per namespace, or ``"delete"`` everything.
@@ -639,7 +679,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
             else:
-                prune_thread(self, str(thread_id))
+                _healing(lambda: prune_thread(self, str(thread_id)))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose ``metadata["run_id"]`` is given.
@@ -651,7 +691,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         from .generations import delete_runs
 
         if run_ids:
-            delete_runs(self, {str(r) for r in run_ids})
+            _healing(lambda: delete_runs(self, {str(r) for r in run_ids}))
 
     # -- tool-call lifecycle (used by ReplayAdapter) ------------------------------
 
@@ -685,6 +725,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     ) -> dict[ToolCallKey, ToolCallRecord]:
         """Folded lifecycle records by key, including each task's question journal."""
         log = self.store.thread_log(str(thread_id))
+        return _healing(lambda: self._tool_call_records(log, keys))
+
+    def _tool_call_records(
+        self, log: ThreadLog, keys: Sequence[ToolCallKey] | None
+    ) -> dict[ToolCallKey, ToolCallRecord]:
         with log.mutex:
             idx = log.refresh()
             if keys is None:
