@@ -330,16 +330,28 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             if remaining is not None and remaining <= 0:
                 return
             log = self.store.thread_log(thread_id)
-            with log.mutex:
-                idx = log.refresh()
-                matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, remaining)
-            for ns, checkpoint_id in matches:
-                tup = _healing(lambda: self._read_listed(log, thread_id, ns, checkpoint_id))
-                if tup is None:
-                    continue  # removed since (prune, delete)
-                if remaining is not None:
-                    remaining -= 1
-                yield tup
+            seen: set[tuple[str, str]] = set()
+            while True:  # rerun for this thread if the index had to be rebuilt
+                with log.mutex:
+                    idx = log.refresh()
+                    want = None if remaining is None else remaining + len(seen)
+                    matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, want)
+                try:
+                    for ns, checkpoint_id in matches:
+                        if (ns, checkpoint_id) in seen:
+                            continue
+                        tup = self._read_listed(log, thread_id, ns, checkpoint_id)
+                        if tup is None:
+                            continue  # removed since (prune, delete)
+                        seen.add((ns, checkpoint_id))
+                        if remaining is not None:
+                            remaining -= 1
+                        yield tup
+                        if remaining is not None and remaining <= 0:
+                            return
+                except IndexRebuilt:
+                    continue
+                break
 
     def _read_listed(
         self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str
