@@ -118,6 +118,10 @@ class ThreadLog:
         except Exception:
             pass
 
+    def generation_token(self) -> tuple[int | None, int]:
+        """Changes whenever offsets read earlier may no longer be valid (rewrite, delete)."""
+        return (self._ino, self.gen)
+
     def exists(self) -> bool:
         """Whether the log file exists (after :meth:`refresh`)."""
         return self._ino is not None

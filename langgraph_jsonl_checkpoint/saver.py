@@ -93,10 +93,16 @@ def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
 class _Reader:
     """Reads one thread's records for one call, each record at most once."""
 
-    def __init__(self, log: ThreadLog, codec: ValueCodec) -> None:
+    def __init__(self, log: ThreadLog, codec: ValueCodec, *, shared: bool = False) -> None:
         self.log = log
         self.codec = codec
+        #: Reused across several results (list): decoded values must not share objects.
+        self.shared = shared
         self.records: dict[int, dict[str, Any]] = {}
+        self.gen = log.generation_token()
+
+    def decode(self, cell: Mapping[str, Any]) -> Any:
+        return self.codec.decode(cell, fresh=self.shared)
 
     def record(self, ref: Any) -> dict[str, Any]:
         rec = self.records.get(ref.offset)
@@ -120,7 +126,7 @@ class _Reader:
                 path=self.log.path,
                 offset=0,
             )
-        value = self.codec.decode(self.record(entry.ref)["values"][channel]["val"])
+        value = self.decode(self.record(entry.ref)["values"][channel]["val"])
         for stored in reversed(chain):
             keep = stored["keep"]
             if type(value) is not list or len(value) != keep:
@@ -130,11 +136,11 @@ class _Reader:
                     path=self.log.path,
                     offset=0,
                 )
-            value = value + self.codec.decode(stored["tail"])
+            value = value + self.decode(stored["tail"])
         return value
 
     def write_value(self, entry: Any) -> Any:
-        return self.codec.decode(self.record(entry.ref)["w"][entry.position][2])
+        return self.decode(self.record(entry.ref)["w"][entry.position][2])
 
 
 class JsonlSaver(BaseCheckpointSaver[str]):
@@ -271,8 +277,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         ns: str,
         checkpoint_id: str,
         entry: CheckpointEntry,
+        reader: _Reader | None = None,
     ) -> CheckpointTuple:
-        reader = _Reader(log, self.codec)
+        reader = reader or _Reader(log, self.codec)
         rec = reader.record(entry.ref)
         values: dict[str, Any] = {}
         for channel, version in rec["cv"].items():
@@ -280,9 +287,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             if blob is None or blob.kind == EMPTY:
                 continue
             values[channel] = reader.value(idx, ns, channel, version)
-        checkpoint: dict[str, Any] = self.codec.decode(rec["cp"])
+        checkpoint: dict[str, Any] = reader.decode(rec["cp"])
         checkpoint["id"] = checkpoint_id
-        checkpoint["channel_versions"] = rec["cv"]
+        checkpoint["channel_versions"] = dict(rec["cv"])
         checkpoint["channel_values"] = values
         pending = [
             (task, w.channel, reader.write_value(w))
@@ -291,7 +298,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         return CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,  # type: ignore[arg-type]
-            metadata=self.codec.decode(rec["md"]),
+            metadata=reader.decode(rec["md"]),
             parent_config=_config(thread_id, ns, entry.parent) if entry.parent else None,
             pending_writes=pending,
         )
@@ -336,11 +343,14 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                     idx = log.refresh()
                     want = None if remaining is None else remaining + len(seen)
                     matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, want)
+                # One reader for the whole listing: neighbouring checkpoints share most
+                # of their records (delta chains, snapshots).
+                reader = _Reader(log, self.codec, shared=True)
                 try:
                     for ns, checkpoint_id in matches:
                         if (ns, checkpoint_id) in seen:
                             continue
-                        tup = self._read_listed(log, thread_id, ns, checkpoint_id)
+                        tup = self._read_listed(log, thread_id, ns, checkpoint_id, reader)
                         if tup is None:
                             continue  # removed since (prune, delete)
                         seen.add((ns, checkpoint_id))
@@ -354,14 +364,17 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 break
 
     def _read_listed(
-        self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str
+        self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str, reader: _Reader
     ) -> CheckpointTuple | None:
         with log.mutex:
             idx = log.refresh()
+            if reader.gen != log.generation_token():
+                reader.records.clear()  # the log was rewritten: offsets changed
+                reader.gen = log.generation_token()
             entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
             if entry is None:
                 return None
-            return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+            return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
 
     def _matching_ids(
         self,

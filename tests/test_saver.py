@@ -355,3 +355,29 @@ def test_hostile_thread_ids_stay_inside_the_store_and_do_not_collide(tmp_path: P
     for n, tid in enumerate(ids):
         assert saver.get_tuple({"configurable": {"thread_id": tid}}).checkpoint["channel_values"]["who"] == n
     assert sorted(saver.store.thread_ids()) == sorted(ids)
+
+
+def test_listed_tuples_share_no_objects_with_each_other(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s", snapshot_every=2)
+    parent = None
+    values = []
+    for i in range(5):
+        values.append({"k": i, "items": [{"n": j} for j in range(i + 1)]})
+        parent = _put(saver, "t", i, {"a": values[-1], "m": [{"n": j} for j in range(i + 1)]},
+                      parent["configurable"]["checkpoint_id"] if parent else None)
+        saver.put_writes(parent, [("a", {"w": i})], f"task-{i}")
+    want = [(values[i], [{"n": j} for j in range(i + 1)], {"w": i}) for i in range(5)][::-1]
+    got = []
+    for tup in saver.list({"configurable": {"thread_id": "t"}}):
+        cv = tup.checkpoint["channel_values"]
+        got.append((json.loads(json.dumps(cv["a"])), json.loads(json.dumps(cv["m"])),
+                    json.loads(json.dumps(tup.pending_writes[0][2]))))
+        # mutate everything this tuple handed out before the next one is read
+        cv["m"].append({"n": -1})
+        for item in cv["m"]:
+            item["n"] = "mutated"
+        cv["a"]["k"] = "mutated"
+        cv["a"]["items"].clear()
+        tup.pending_writes[0][2]["w"] = "mutated"
+        tup.checkpoint["channel_versions"]["a"] = "mutated"
+    assert got == want
