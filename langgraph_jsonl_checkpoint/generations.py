@@ -99,7 +99,7 @@ def _entry(
     prev = last.get((ns, ch))
     if fp is not None and prev is not None:
         base_version, base_fp, depth = prev
-        if depth < saver.max_delta_depth and fp.extends(base_fp):
+        if depth < 8 * saver.snapshot_policy.every and fp.extends(base_fp):
             last[(ns, ch)] = (version, fp, depth + 1)
             return {
                 "ver": version,

@@ -14,9 +14,10 @@ Records a ``put`` writes (one line each, see ``docs/format.md``)::
 
 ``values`` holds only the channels in ``new_versions``: a full value, a delta against an
 earlier version of the same channel, or ``{"empty":1}`` for a channel that was consumed.
-A snapshot record follows a checkpoint every ``snapshot_every`` checkpoints (or
-``snapshot_bytes`` of log), giving full values for every delta-stored channel, so no
-read follows more than ``2 * snapshot_every`` records for a value.
+A snapshot record follows a checkpoint when :class:`~.index.SnapshotPolicy` says so (at
+least ``snapshot_every`` checkpoints and, in delta bytes, ``snapshot_ratio`` times the
+last snapshot since it), giving full values for every delta-stored channel: the log
+stays linear in the conversation, and a read replays at most that much past a snapshot.
 """
 
 from __future__ import annotations
@@ -46,15 +47,15 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .codec import ListFingerprint, ValueCodec, state_hash
 from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
-from .index import DELTA, EMPTY, CheckpointEntry, ThreadIndex
+from .index import DELTA, EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
-#: Default number of checkpoint records between snapshot records.
+#: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
-#: Default number of log bytes between snapshot records.
-DEFAULT_SNAPSHOT_BYTES = 4 * 1024 * 1024
+#: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
+DEFAULT_SNAPSHOT_RATIO = 0.5
 _LIST_BATCH = 64
 
 
@@ -160,8 +161,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         serde: Serializer for values that are not plain JSON or LangChain messages (and,
             if it is not LangGraph's ``JsonPlusSerializer`` — ``EncryptedSerializer``,
             say — for every value).
-        snapshot_every: Checkpoint records between snapshot records.
-        snapshot_bytes: Log bytes between snapshot records.
+        snapshot_every: Minimum checkpoint records between snapshot records.
+        snapshot_ratio: Minimum delta bytes between snapshot records, as a fraction of
+            the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
 
@@ -176,7 +178,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         *,
         serde: SerializerProtocol | None = None,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
-        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        snapshot_ratio: float = DEFAULT_SNAPSHOT_RATIO,
         read_only: bool = False,
         max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
     ) -> None:
@@ -184,9 +186,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
-        self.snapshot_every = snapshot_every
-        self.snapshot_bytes = snapshot_bytes
-        self.max_delta_depth = 2 * snapshot_every
+        if snapshot_ratio < 0:
+            raise ConfigError("snapshot_ratio must not be negative")
+        self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
 
     # -- construction helpers ------------------------------------------------------
 
@@ -531,10 +533,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                     fingerprints[channel] = fp
             record = {**record, "values": entries}
             batch = [record]
-            if (
-                idx.records_since_snapshot + 1 >= self.snapshot_every
-                or idx.bytes_since_snapshot >= self.snapshot_bytes
-            ):
+            if self.snapshot_policy.due(idx):
                 snapshot = self._snapshot_record(log, idx, ns, record, values)
                 if snapshot is not None:
                     batch.append(snapshot)
@@ -564,7 +563,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 if (
                     blob is not None
                     and blob.kind != EMPTY
-                    and blob.depth < self.max_delta_depth
+                    and blob.depth < self.snapshot_policy.max_depth
                     and fp.extends(base_fp)
                 ):
                     return {

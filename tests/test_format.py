@@ -347,3 +347,18 @@ def test_files_have_private_permissions(tmp_path: Path) -> None:
     assert (tmp_path / "s" / "threads").stat().st_mode & 0o777 == 0o700
     for f in (tmp_path / "s" / "threads").iterdir():
         assert f.stat().st_mode & 0o777 == 0o600, f
+
+
+def test_log_grows_linearly_with_a_growing_conversation(tmp_path: Path, monkeypatch) -> None:
+    """Snapshots are paced by bytes as well as by count, so a conversation five times
+    longer takes about five times the space (a count-only policy copies the whole state
+    every few steps: quadratic)."""
+    monkeypatch.setattr(os, "fdatasync", lambda fd: None)  # speed only; not under test
+    sizes = {}
+    for n in (100, 500):
+        saver = JsonlSaver(tmp_path / f"s{n}", snapshot_every=8)
+        _put_chain(saver, "t", [[HumanMessage("x" * 200, id=str(j)) for j in range(i + 1)] for i in range(n)])
+        saver.close()
+        sizes[n] = sum(p.stat().st_size for p in (tmp_path / f"s{n}" / "threads").glob("*.jsonl"))
+        assert any(r["t"] == "snapshot" for r in _records(tmp_path / f"s{n}"))
+    assert sizes[500] <= 6 * sizes[100], sizes
