@@ -1,0 +1,141 @@
+"""Crash battery 4: damage in the middle of a log (4 KiB zeroed).
+
+Zeroed sectors followed by valid records are not a torn tail: opening and reading must
+raise ``CorruptLogError`` naming the file and the offset of the first damaged record,
+and a writer must refuse without touching the file (cutting there would throw away
+every acknowledged record after the damage).
+
+Future features (RELIABILITY.md item 4) are written as strict xfails so they flip to
+failures, to be turned into plain tests, once implemented: a read-only open that serves
+the valid prefix, an error message naming the repair command, and the repair command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import crashkit as ck
+import pytest
+
+from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
+
+ZEROED = 4096
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ck.ReferenceLog, Path]:
+    store = tmp_path_factory.mktemp("ref") / "store"
+    reflog = ck.build_reference_log(store)
+    assert len(reflog.data) > 3 * ZEROED
+    return reflog, store
+
+
+def _damage(reflog: ck.ReferenceLog, src: Path, dst: Path, *, keep_index: bool) -> tuple[ck.ThreadFiles, int, bytes]:
+    """Copy the store and zero 4 KiB in the middle of the log.
+
+    Returns the files, the offset of the first damaged record, and the damaged bytes.
+    """
+    ck.copy_store(src, dst, index=keep_index)
+    files = ck.ThreadFiles.of(dst, reflog.thread_id)
+    start = len(reflog.data) // 2 - ZEROED // 2
+    damaged = reflog.data[:start] + b"\0" * ZEROED + reflog.data[start + ZEROED :]
+    ck.write_in_place(files.log, damaged)
+    assert ck.sidecar_in_use(dst, reflog.thread_id) == keep_index
+    first = max(off for off, _, _ in ck.record_spans(reflog.data) if off <= start)
+    return files, first, damaged
+
+
+def _valid_prefix_state(reflog: ck.ReferenceLog, first_damaged: int) -> dict:
+    state = {"list": {}, "latest": {}}
+    for size, ans in reflog.acked:
+        if size <= first_damaged:
+            state = ans
+    return state
+
+
+@pytest.mark.parametrize("index", ["no-index", "with-index"])
+def test_reading_raises_corrupt_log_error_naming_file_and_offset(
+    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str
+) -> None:
+    reflog, src = ref
+    files, first, _ = _damage(reflog, src, tmp_path / "store", keep_index=index == "with-index")
+    saver = JsonlSaver(tmp_path / "store")
+    with pytest.raises(CorruptLogError) as info:
+        list(saver.list(ck.config(reflog.thread_id)))
+    err = info.value
+    assert err.path == files.log
+    # Without an index the scan finds the first damaged record. With one, a read finds
+    # whichever damaged record it needed; it must lie in the damaged stretch.
+    if index == "no-index":
+        assert err.offset == first
+    else:
+        assert first <= err.offset < len(reflog.data) // 2 + ZEROED // 2
+    assert files.log in str(err) and str(err.offset) in str(err)
+    if index == "no-index":
+        with pytest.raises(CorruptLogError):
+            JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
+
+
+@pytest.mark.parametrize("index", ["no-index", "with-index"])
+def test_a_writer_refuses_and_changes_nothing(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str) -> None:
+    reflog, src = ref
+    files, _, damaged = _damage(reflog, src, tmp_path / "store", keep_index=index == "with-index")
+    saver = JsonlSaver(tmp_path / "store")
+    v = {"m": saver.get_next_version(None, None)}
+    with pytest.raises(CorruptLogError):
+        saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+    with pytest.raises(CorruptLogError):
+        saver.put_writes(ck.config(reflog.thread_id, "", ck.cp_id(3)), [("m", 1)], "late-task")
+    with open(files.log, "rb") as f:
+        assert f.read() == damaged, "a writer changed a log with mid-log damage"
+    assert not os.path.exists(files.quarantine)
+
+
+@pytest.mark.xfail(strict=True, reason="future feature: read-only open serving the valid prefix of a damaged log")
+def test_read_only_open_serves_the_valid_prefix(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
+    reflog, src = ref
+    _, first, _ = _damage(reflog, src, tmp_path / "store", keep_index=False)
+    saver = JsonlSaver(tmp_path / "store", read_only=True)
+    want = _valid_prefix_state(reflog, first)
+    got = ck.answers(saver, reflog.thread_id)
+    assert not ck.diff_answers(got, want), ck.diff_answers(got, want)
+
+
+@pytest.mark.xfail(strict=True, reason="future feature: the error names the repair command (langgraph-jsonl CLI not built yet)")
+def test_error_names_the_repair_command(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
+    reflog, src = ref
+    _damage(reflog, src, tmp_path / "store", keep_index=False)
+    with pytest.raises(CorruptLogError, match="langgraph-jsonl repair"):
+        JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="future feature: repair command (README: `langgraph-jsonl` CLI: verify, repair, ...); "
+    "adjust the invocation to the real CLI when it lands",
+)
+def test_repair_archives_the_original_then_keeps_the_valid_prefix(
+    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
+) -> None:
+    reflog, src = ref
+    store = tmp_path / "store"
+    files, first, damaged = _damage(reflog, src, store, keep_index=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "langgraph_jsonl_checkpoint", "repair", str(store), "--thread", reflog.thread_id],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    archived = [
+        os.path.join(root, f) for root, _, fs in os.walk(store) for f in fs
+        if Path(root, f).read_bytes() == damaged
+    ]
+    assert archived, "repair did not keep a copy of the damaged log"
+    saver = JsonlSaver(store)
+    got = ck.answers(saver, reflog.thread_id)
+    assert not ck.diff_answers(got, _valid_prefix_state(reflog, first))
+    v = {"m": saver.get_next_version(None, None)}
+    saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+    assert JsonlSaver(store).get_tuple(ck.config(reflog.thread_id)).checkpoint["id"] == ck.AFTER_CUT_ID
