@@ -71,10 +71,20 @@ class ThreadLog:
         name: File stem for this thread (from the store's naming).
         thread_id: The thread id, checked against the log's header.
         read_only: Never repair, create or rewrite.
+        temp_dir: Folder for temp files of rewrites (same file system as ``directory``).
     """
 
-    def __init__(self, directory: str, name: str, thread_id: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        name: str,
+        thread_id: str,
+        *,
+        read_only: bool = False,
+        temp_dir: str | None = None,
+    ) -> None:
         self.directory = directory
+        self.temp_dir = temp_dir or directory
         self.name = name
         self.thread_id = thread_id
         self.read_only = read_only
@@ -93,6 +103,10 @@ class ThreadLog:
         # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
         self._sidecar_state = (0, 0)
         self._durable_seq = 0  # highest seq the sidecar says was fsynced
+        self._last_crc: bytes | None = None  # checksum digits of the last indexed record
+        self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
+        self._swept = False  # stale temp files removed (once per load, under the lock)
+        self._verified_for_writing = False  # checksums of the whole log checked
         self._from_sidecar = False  # index entries not verified by a scan of the log
         self._verified: set[int] = set()  # sidecar entries checked against their record
         #: Scratch space for the saver (list fingerprints); dropped on reload.
@@ -142,7 +156,9 @@ class ThreadLog:
             except FileNotFoundError:
                 self._reset()
                 return self.index
-            if self._ino != st.st_ino:
+            if self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
+                # A new generation, or the end of the log was cut back and rewritten (a
+                # writer abandoning a batch whose fsync failed): index it afresh.
                 self._load(st.st_ino)
                 st = os.fstat(self._rfd)  # type: ignore[arg-type]
             if st.st_size > self.index.committed_end:
@@ -158,16 +174,17 @@ class ThreadLog:
                     path=self.path,
                     offset=self.index.committed_end,
                 )
-            if st.st_size < self.index.committed_end:
-                raise CorruptLogError(
-                    f"thread {self.thread_id!r}: log {self.path} is {st.st_size} bytes but "
-                    f"{self.index.committed_end} bytes were committed to it; it was "
-                    "truncated outside this library. Restore it from a backup; do not "
-                    "keep writing to it.",
-                    path=self.path,
-                    offset=st.st_size,
-                )
             return self.index
+
+    def _tail_unchanged(self, size: int) -> bool:
+        """Whether the last record this index holds is still there, byte for byte."""
+        last = self._summaries[-1] if self._summaries else None
+        if last is None or self._rfd is None:
+            return True
+        if size < last["o"] + last["n"]:
+            return False
+        crc = os.pread(self._rfd, 8, last["o"] + last["n"] - 11)
+        return crc == self._last_crc
 
     def _reset(self) -> None:
         if self._rfd is not None:
@@ -181,6 +198,7 @@ class ThreadLog:
         self.cache.clear()
         self._summaries = []
         self._verified = set()
+        self._verified_for_writing = False
         self._sidecar_state = (0, 0)
         self._durable_seq = 0
         self.gen = 0
@@ -197,11 +215,23 @@ class ThreadLog:
                     "refuses links. Remove it."
                 ) from exc
             raise
+        try:
+            head = os.pread(fd, _HEADER_PROBE, 0)
+            nl = head.find(b"\n")
+            header = self._check_header(framing.parse_line(head[:nl]) if nl > 0 else None, head)
+        except BaseException:
+            os.close(fd)  # refused: stays refused on every later call
+            raise
         self._rfd = fd
         self._ino = os.fstat(fd).st_ino
-        head = os.pread(fd, _HEADER_PROBE, 0)
-        nl = head.find(b"\n")
-        header = framing.parse_line(head[:nl]) if nl > 0 else None
+        self.gen = header.get("gen", 1)
+        self._apply(summarize(header, 0, nl + 1))
+        self._remember_last_crc()
+        self._from_sidecar = False
+        if use_sidecar:
+            self._load_sidecar()
+
+    def _check_header(self, header: dict[str, Any] | None, head: bytes) -> dict[str, Any]:
         if header is None:
             if not head:
                 # An empty file: a creation that never completed. Treat as absent data.
@@ -231,15 +261,12 @@ class ThreadLog:
                 "Files in the store must not be renamed or copied by hand; use "
                 "copy_thread()."
             )
-        self.gen = header.get("gen", 1)
-        self._apply(summarize(header, 0, nl + 1))
-        self._from_sidecar = False
-        if use_sidecar:
-            self._load_sidecar()
+        return header
 
-    def _apply(self, summary: dict[str, Any]) -> None:
+    def _apply(self, summary: dict[str, Any], crc: bytes | None = None) -> None:
         self.index.apply(summary)
         self._summaries.append(summary)
+        self._last_crc = crc
 
     def _load_sidecar(self) -> None:
         """Apply the sidecar's longest valid prefix that matches this log.
@@ -275,6 +302,7 @@ class ThreadLog:
         for s in summaries:
             self._apply(s)
         self._from_sidecar = bool(summaries)
+        self._remember_last_crc()
         if len(summaries) == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
             self._sidecar_state = (len(data), len(summaries))
 
@@ -285,11 +313,17 @@ class ThreadLog:
         rec = framing.parse_line(data[:-1])
         return rec is not None and rec.get("seq") == ref.seq
 
+    def _remember_last_crc(self) -> None:
+        last = self._summaries[-1] if self._summaries else None
+        if last is not None and self._rfd is not None:
+            self._last_crc = os.pread(self._rfd, 8, last["o"] + last["n"] - 11)
+
     def _scan_from(self, start: int, end: int) -> None:
         data = os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
         result = framing.scan(data, start, expect_seq=self.index.last_seq + 1)
         for r in result.records:
             self._apply(summarize(r.record, r.offset, r.length))
+        self._remember_last_crc()
         if result.corrupt_offset is not None:
             raise CorruptLogError(
                 f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
@@ -365,35 +399,108 @@ class ThreadLog:
             raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
         with self.mutex:
             if self._lock_fd is None:
-                self._lock_fd = _open_mode(self.lock_path, os.O_RDWR | os.O_CREAT)
+                self._lock_fd = _open_companion(self, self.lock_path, os.O_RDWR | os.O_CREAT)
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
             try:
+                if not self._swept:
+                    self._sweep_temp_files()
+                self._cut_abandoned()
                 self.refresh()
                 if self._ino is not None:
+                    if self._from_sidecar and not self._verified_for_writing:
+                        self._verify_checksums()
                     self._repair_tail()
                 yield self.index
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
+    def _temp_path(self, kind: str) -> str:
+        # In the store's tmp/ folder, named by pid, so a sweep can tell whose it is.
+        return os.path.join(self.temp_dir, f"{self.name}.{kind}.{os.getpid()}-{threading.get_ident()}")
+
+    def _sweep_temp_files(self) -> None:
+        """Remove this thread's temp files a crashed writer left (we hold the lock)."""
+        prefix = self.name + "."
+        try:
+            entries = os.listdir(self.temp_dir)
+        except FileNotFoundError:
+            entries = []
+        for entry in entries:
+            if entry.startswith(prefix):
+                _unlink_quietly(os.path.join(self.temp_dir, entry))
+        self._swept = True
+
+    def _verify_checksums(self) -> None:
+        """Before the first append: every committed record's checksum, once per load.
+
+        Entries from the sidecar were never read; a writer must not append after damage
+        it did not see (the log would look healthy up to its end). If the sidecar's
+        offsets are what is wrong, the index is rebuilt by a full scan instead, which
+        raises on real damage.
+        """
+        end = self.index.committed_end
+        data = os.pread(self._rfd, end, 0)  # type: ignore[arg-type]
+        for s in self._summaries:
+            if not framing.check_line(data[s["o"] : s["o"] + s["n"] - 1]):
+                durable = self._durable_seq
+                self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+                self._durable_seq = durable
+                self.refresh()  # scans (and checks) every record
+                self._verified_for_writing = True
+                return
+        self._verified_for_writing = True
+
+    def _cut_abandoned(self) -> None:
+        """Retry cutting a batch whose fsync failed and whose first cut failed too."""
+        if self._abandoned is None:
+            return
+        start, data = self._abandoned
+        try:
+            fd = _open_mode(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            self._abandoned = None
+            return
+        try:
+            if os.pread(fd, len(data), start) == data:
+                os.ftruncate(fd, start)
+                os.fsync(fd)
+            self._abandoned = None
+        except OSError as exc:
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: {self.path} still holds a batch that was never "
+                f"acknowledged (from byte offset {start}) and it cannot be cut: {exc}. "
+                "Fix the file system, then retry."
+            ) from exc
+        finally:
+            os.close(fd)
+
     def _repair_tail(self) -> None:
+        """Move bytes past the last committed batch to the quarantine file, then cut them."""
         size = os.fstat(self._rfd).st_size  # type: ignore[arg-type]
         end = self.index.committed_end
         if size <= end:
             return
         torn = os.pread(self._rfd, size - end, end)  # type: ignore[arg-type]
-        qfd = _open_mode(self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        stamp = datetime.now(timezone.utc).isoformat()
+        note = framing.frame(
+            {"t": "quarantine", "seq": 0, "at": stamp, "offset": end, "bytes": len(torn)}
+        )
         try:
-            stamp = datetime.now(timezone.utc).isoformat()
-            note = framing.frame(
-                {"t": "quarantine", "seq": 0, "at": stamp, "offset": end, "bytes": len(torn)}
-            )
-            os.write(qfd, note + torn + b"\n")
-            os.fsync(qfd)
-        finally:
-            os.close(qfd)
-        wfd = self._write_fd()
-        os.ftruncate(wfd, end)
-        os.fsync(wfd)
+            qfd = _open_companion(self, self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                _write_all(qfd, note + torn + b"\n")
+                os.fsync(qfd)
+            finally:
+                os.close(qfd)
+            wfd = self._write_fd()
+            os.ftruncate(wfd, end)
+            os.fsync(wfd)
+        except OSError as exc:
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: could not set aside the torn tail of "
+                f"{self.path} (byte offset {end}, {len(torn)} bytes): {exc}. Nothing was "
+                "written; check free space and the file system, then retry."
+            ) from exc
 
     def _write_fd(self) -> int:
         if self._wfd is None:
@@ -436,15 +543,10 @@ class ThreadLog:
         start = self.index.committed_end
         fd = self._write_fd()
         try:
-            written = 0
-            while written < len(data):
-                n = os.write(fd, data[written:])
-                if n <= 0:
-                    raise OSError(errno.EIO, "short write")
-                written += n
+            _write_all(fd, data)
             os.fdatasync(fd)
         except OSError as exc:
-            self._abandon_write(start)
+            self._abandon_write(start, data)
             raise DurabilityError(
                 f"thread {self.thread_id!r}: could not append to {self.path}: {exc}. "
                 "Nothing was acknowledged; check free disk space and the file system, "
@@ -454,21 +556,29 @@ class ThreadLog:
         offset = start
         for rec, line in zip(records, lines):
             ref = RecordRef(offset, len(line), rec["seq"])
-            self._apply(summarize(rec, offset, len(line)))
+            self._apply(summarize(rec, offset, len(line)), line[-11:-3])
             placed.append((rec, ref))
             offset += len(line)
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
-            self.write_sidecar()
+            try:
+                self.write_sidecar()
+            except OSError:
+                pass  # the sidecar is only a cache; the batch is durable and acknowledged
         return placed
 
-    def _abandon_write(self, start: int) -> None:
-        """After a failed write or fsync: cut back and never reuse the handle."""
+    def _abandon_write(self, start: int, data: bytes) -> None:
+        """After a failed write or fsync: cut back and never reuse the handle.
+
+        If even the cut fails, the (possibly complete) batch is remembered and cut before
+        this process appends again; it was never acknowledged.
+        """
         fd, self._wfd = self._wfd, None
         try:
             if fd is not None:
                 os.ftruncate(fd, start)
+                os.fsync(fd)
         except OSError:
-            pass  # the torn bytes are cut by the next writer's tail repair
+            self._abandoned = (start, data)
         finally:
             if fd is not None:
                 os.close(fd)
@@ -498,31 +608,41 @@ class ThreadLog:
         self._install(body)
 
     def _install(self, records: list[dict[str, Any]]) -> None:
-        tmp = self.path + f".tmp-{os.getpid()}-{threading.get_ident()}"
+        tmp = self._temp_path("jsonl")
         data = b"".join(framing.frame(r) for r in records)
-        fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
-            os.fsync(fd)
+            fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
-            os.close(fd)
-            os.unlink(tmp)
+            _unlink_quietly(tmp)
             raise DurabilityError(
                 f"thread {self.thread_id!r}: could not write {tmp}: {exc}. The thread's "
                 "log was not changed."
             ) from exc
-        os.close(fd)
-        os.replace(tmp, self.path)
-        fsync_dir(self.directory)
+        try:
+            os.replace(tmp, self.path)
+            fsync_dir(self.directory)
+        except OSError as exc:
+            _unlink_quietly(tmp)
+            self._ino = None
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: could not make the new {self.path} durable: "
+                f"{exc}. The operation was not acknowledged; retry it."
+            ) from exc
         self._ino = None  # force a reload of the new generation
         try:
             os.unlink(self.index_path)
         except FileNotFoundError:
             pass
         self.refresh()
-        self.write_sidecar()
+        try:
+            self.write_sidecar()
+        except OSError:
+            pass  # only a cache
 
     def write_sidecar(self) -> None:
         """Bring the sidecar index up to date with the in-memory index.
@@ -543,7 +663,7 @@ class ThreadLog:
             data = b"".join(framing.frame(s) for s in body[known_count:])
             fd = _open_mode(self.index_path, os.O_WRONLY | os.O_APPEND)
             try:
-                os.write(fd, data)
+                _write_all(fd, data)
             finally:
                 os.close(fd)
             self._sidecar_state = (known_size + len(data), len(body))
@@ -551,13 +671,17 @@ class ThreadLog:
         lines = [framing.frame({"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino})]
         lines += [framing.frame(s) for s in body]
         data = b"".join(lines)
-        tmp = self.index_path + f".tmp-{os.getpid()}-{threading.get_ident()}"
-        fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        tmp = self._temp_path("idx")
         try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.index_path)
+            fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.index_path)
+        except OSError:
+            _unlink_quietly(tmp)
+            raise
         self._sidecar_state = (len(data), len(body))
 
     def sidecar_lag(self) -> int:
@@ -574,3 +698,32 @@ class ThreadLog:
         fsync_dir(self.directory)
         self._reset()
 
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``write`` until every byte is written; a write of 0 bytes is an error."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write")
+        view = view[n:]
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _open_companion(log: ThreadLog, path: str, flags: int) -> int:
+    """Open a lock or quarantine file, refusing symbolic links with a clear error."""
+    try:
+        return _open_mode(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ForeignFileError(
+                f"thread {log.thread_id!r}: {path} is a symbolic link; the store refuses "
+                "links (one could redirect writes outside it). Remove it."
+            ) from exc
+        raise

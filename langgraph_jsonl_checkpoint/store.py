@@ -34,6 +34,7 @@ from .log import FORMAT_VERSION, ThreadLog, fsync_dir
 
 MARKER = "STORE.json"
 THREADS_DIR = "threads"
+TEMP_DIR = "tmp"
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 #: Thread logs kept open at once; each holds up to three descriptors.
 DEFAULT_MAX_OPEN_THREADS = 128
@@ -41,7 +42,7 @@ DEFAULT_MAX_OPEN_THREADS = 128
 
 def thread_file_stem(thread_id: str) -> str:
     """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
-    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
     slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
     return f"{slug}-{digest}"
 
@@ -69,6 +70,7 @@ class Store:
         self.path = os.path.abspath(os.fspath(path))
         self.read_only = read_only
         self.threads_path = os.path.join(self.path, THREADS_DIR)
+        self.temp_path = os.path.join(self.path, TEMP_DIR)
         self._max_open = max(1, max_open_threads)
         self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
         self._lock = threading.Lock()
@@ -101,13 +103,27 @@ class Store:
                 self._write_marker(marker)
         else:
             self._check_marker(marker)
-        if not os.path.isdir(self.threads_path):
-            if self.read_only:
-                return
-            os.makedirs(self.threads_path, mode=0o700, exist_ok=True)
-            os.chmod(self.threads_path, 0o700)
-            fsync_dir(self.path)
+        if self.read_only:
+            if os.path.isdir(self.threads_path):
+                self._check_permissions()
+            return
+        for sub in (self.threads_path, self.temp_path):
+            if not os.path.isdir(sub):
+                os.makedirs(sub, mode=0o700, exist_ok=True)
+                os.chmod(sub, 0o700)
+                fsync_dir(self.path)
         self._check_permissions()
+        self._sweep_dead_temp_files()
+
+    def _sweep_dead_temp_files(self) -> None:
+        """Remove temp files of processes that are gone (a crash mid-rewrite)."""
+        for entry in os.listdir(self.temp_path):
+            pid_part = entry.rsplit(".", 1)[-1].split("-", 1)[0]
+            if pid_part.isdigit() and not _pid_alive(int(pid_part)):
+                try:
+                    os.unlink(os.path.join(self.temp_path, entry))
+                except FileNotFoundError:
+                    pass
 
     def _write_marker(self, marker: str) -> None:
         tmp = marker + ".tmp"
@@ -137,7 +153,9 @@ class Store:
             raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
 
     def _check_permissions(self) -> None:
-        for p in (self.path, self.threads_path):
+        for p in (self.path, self.threads_path, self.temp_path):
+            if not os.path.lexists(p):
+                continue
             st = os.lstat(p)
             if stat.S_ISLNK(st.st_mode):
                 raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
@@ -151,7 +169,18 @@ class Store:
     # -- thread logs ---------------------------------------------------------
 
     def thread_log(self, thread_id: str) -> ThreadLog:
-        """The :class:`ThreadLog` of a thread (opened on first use, cached)."""
+        """The :class:`ThreadLog` of a thread (opened on first use, cached).
+
+        Raises:
+            ConfigError: The id cannot be stored (not valid Unicode text).
+        """
+        try:
+            thread_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"thread id {thread_id!r} is not valid Unicode text (it holds a lone "
+                "surrogate) and cannot be stored; use a str that encodes as UTF-8."
+            ) from exc
         with self._lock:
             log = self._logs.get(thread_id)
             if log is not None:
@@ -162,6 +191,7 @@ class Store:
                 thread_file_stem(thread_id),
                 thread_id,
                 read_only=self.read_only,
+                temp_dir=self.temp_path,
             )
             self._logs[thread_id] = log
             while len(self._logs) > self._max_open:
@@ -232,3 +262,15 @@ class Store:
                     except (OSError, JsonlCheckpointError):
                         pass  # the sidecar is only a cache; the next open scans the log
                 log.close()
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -436,9 +436,11 @@ def write_in_place(path: str, data: bytes) -> None:
 
 
 def stray_temp_files(store: str | os.PathLike) -> list[str]:
+    """Temp files left in the store: anything in its tmp/ folder, or named *.tmp*."""
     out = []
+    temp_dir = os.path.join(os.fspath(store), "tmp")
     for root, _, files in os.walk(store):
-        out += [os.path.join(root, f) for f in files if ".tmp" in f]
+        out += [os.path.join(root, f) for f in files if ".tmp" in f or root == temp_dir]
     return out
 
 

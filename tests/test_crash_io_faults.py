@@ -311,7 +311,7 @@ def test_prune_write_fault_changes_nothing(store, monkeypatch: pytest.MonkeyPatc
     saver = JsonlSaver(path)
     files = ck.ThreadFiles.of(path, reflog.thread_id)
     monkeypatch.setattr(log_module, "os", FaultyOS(
-        lambda name, p, args: enospc() if name == "write" and ".tmp-" in p else None))
+        lambda name, p, args: enospc() if name == "write" and os.path.dirname(p) == str(path / "tmp") else None))
     with pytest.raises(DurabilityError):
         saver.prune([reflog.thread_id])
     monkeypatch.setattr(log_module, "os", os)

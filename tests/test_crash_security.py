@@ -53,7 +53,7 @@ def test_hostile_thread_ids_stay_inside_and_do_not_collide(tmp_path: Path) -> No
     assert len({thread_file_stem(t) for t in HOSTILE_IDS}) == len(HOSTILE_IDS)
     assert all(len(n) < 100 and "/" not in n and "\0" not in n and not n.startswith(".") for n in names)
     assert sorted(os.listdir(tmp_path)) == ["s"]
-    assert sorted(os.listdir(store)) == ["STORE.json", "threads"]
+    assert sorted(os.listdir(store)) == ["STORE.json", "threads", "tmp"]
     fresh = JsonlSaver(store)
     for n, tid in enumerate(HOSTILE_IDS):
         assert fresh.get_tuple(ck.config(tid)).checkpoint["channel_values"]["m"] == n

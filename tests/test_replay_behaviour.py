@@ -351,7 +351,10 @@ class _BothDie(rk.Hooks):
     """c2 and c3 both "die" after their effect, each once both effects happened."""
 
     def __init__(self, env: Env) -> None:
-        self.ready = rk.effects_present(env.effects_path, ["c2", "c3"])
+        # c1 (no hook) must have settled too, or the crash can cut it short.
+        self.ready = rk.all_of(
+            rk.effects_present(env.effects_path, ["c2", "c3"]), rk.settled(env.records, ["c1"])
+        )
 
     def at(self, point: str, call_id: str) -> None:
         if point == "after_effect" and call_id in ("c2", "c3"):
