@@ -25,6 +25,7 @@ from .errors import (
     FormatVersionError,
     JsonlCheckpointError,
     StoreError,
+    ThreadDeletedError,
 )
 from .replay import RecordedToolError, ReplayAdapter
 from .saver import AsyncJsonlSaver, JsonlSaver
@@ -44,6 +45,7 @@ __all__ = [
     "RecordedToolError",
     "ReplayAdapter",
     "StoreError",
+    "ThreadDeletedError",
     "ToolCallKey",
     "ToolCallRecord",
 ]

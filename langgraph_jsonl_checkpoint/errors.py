@@ -11,6 +11,7 @@ catch them all with one ``except``::
     ├── CorruptLogError        a record before the end of a log is damaged
     ├── EncodeError            a value the serializer cannot encode
     ├── DeltaHistoryError      a deletion would cut the history a DeltaChannel needs
+    ├── ThreadDeletedError     a late write for a checkpoint of a deleted thread
     └── DurabilityError        a write could not be made durable; nothing was acknowledged
 
 Messages name the thread, the file and, where it helps, the byte offset, and say what to
@@ -64,3 +65,7 @@ class DurabilityError(JsonlCheckpointError, OSError):
 
 class DeltaHistoryError(JsonlCheckpointError):
     """Deleting these checkpoints would leave a DeltaChannel unable to rebuild its value."""
+
+
+class ThreadDeletedError(JsonlCheckpointError):
+    """A write arrived for a checkpoint of a thread that was deleted since."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVe
 from .index import RecordRef, ThreadIndex, summarize
 
 FORMAT_VERSION = 1
+logger = logging.getLogger(__name__)
 
 
 class IndexRebuilt(Exception):
@@ -107,6 +109,9 @@ class ThreadLog:
         self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
         self._swept = False  # stale temp files removed (once per load, under the lock)
         self._verified_for_writing = False  # checksums of the whole log checked
+        self._damage_reported = False
+        self._tombstone: str | None = None  # newest checkpoint id of a deleted log
+        self._tombstone_read = False
         self._from_sidecar = False  # index entries not verified by a scan of the log
         self._verified: set[int] = set()  # sidecar entries checked against their record
         #: Scratch space for the saver (list fingerprints); dropped on reload.
@@ -163,14 +168,13 @@ class ThreadLog:
                 st = os.fstat(self._rfd)  # type: ignore[arg-type]
             if st.st_size > self.index.committed_end:
                 self._scan_from(self.index.committed_end, st.st_size)
-            if self.index.last_seq < self._durable_seq:
+            if self.index.last_seq < self._durable_seq and not self.read_only:
                 raise CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} holds committed records "
                     f"up to sequence {self.index.last_seq}, but its index says records up "
                     f"to {self._durable_seq} were durable: the record at byte offset "
                     f"{self.index.committed_end} is damaged or the file was cut. Nothing "
-                    "was changed. Restore the log from a backup; if you accept losing the "
-                    f"records from that offset on, delete {self.index_path}.",
+                    f"was changed. {self.repair_hint()}",
                     path=self.path,
                     offset=self.index.committed_end,
                 )
@@ -197,6 +201,7 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.cache.clear()
         self._summaries = []
+        self._tombstone_read = False  # the log vanished: maybe deleted elsewhere
         self._verified = set()
         self._verified_for_writing = False
         self._sidecar_state = (0, 0)
@@ -325,15 +330,33 @@ class ThreadLog:
             self._apply(summarize(r.record, r.offset, r.length))
         self._remember_last_crc()
         if result.corrupt_offset is not None:
+            if self.read_only:
+                if not self._damage_reported:
+                    logger.warning(
+                        "thread %r: log %s is damaged at byte offset %d; serving the %d "
+                        "records before it (read-only). %s",
+                        self.thread_id, self.path, result.corrupt_offset,
+                        self.index.last_seq, self.repair_hint(),
+                    )
+                    self._damage_reported = True
+                return
             raise CorruptLogError(
                 f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
-                f"offset {result.corrupt_offset}, followed by valid records. Records "
-                "before it are readable; nothing was changed. Move the file aside and "
-                "restore it from a backup, or keep the valid prefix by truncating the "
-                f"file to {result.corrupt_offset} bytes after copying it.",
+                f"offset {result.corrupt_offset}, followed by valid records. Nothing was "
+                "changed. Records before it can be read with JsonlSaver(..., "
+                f"read_only=True). {self.repair_hint()}",
                 path=self.path,
                 offset=result.corrupt_offset,
             )
+
+    def repair_hint(self) -> str:
+        """The sentence naming the repair command for this thread."""
+        store = os.path.dirname(self.directory)
+        return (
+            f"To keep the valid prefix, run `langgraph-jsonl repair {store} --thread "
+            f"{self.thread_id}` (it archives the original first), or restore the file "
+            "from a backup."
+        )
 
     def read_record(self, ref: RecordRef) -> dict[str, Any]:
         """Read and check the record at ``ref``.
@@ -397,20 +420,26 @@ class ThreadLog:
         """Hold the thread's writer lock, with the index current and any torn tail cut."""
         if self.read_only:
             raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
+        with self.locked():
+            if not self._swept:
+                self._sweep_temp_files()
+            self._cut_abandoned()
+            self.refresh()
+            if self._ino is not None:
+                if self._from_sidecar and not self._verified_for_writing:
+                    self._verify_checksums()
+                self._repair_tail()
+            yield self.index
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the in-process lock and the cross-process writer lock (nothing else)."""
         with self.mutex:
             if self._lock_fd is None:
                 self._lock_fd = _open_companion(self, self.lock_path, os.O_RDWR | os.O_CREAT)
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
             try:
-                if not self._swept:
-                    self._sweep_temp_files()
-                self._cut_abandoned()
-                self.refresh()
-                if self._ino is not None:
-                    if self._from_sidecar and not self._verified_for_writing:
-                        self._verify_checksums()
-                    self._repair_tail()
-                yield self.index
+                yield
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
@@ -688,8 +717,29 @@ class ThreadLog:
         """Records in the log that the sidecar file does not cover yet."""
         return len(self._summaries) - 1 - self._sidecar_state[1]
 
+    @property
+    def tombstone_path(self) -> str:
+        return os.path.join(self.directory, self.name + ".deleted")
+
     def remove(self) -> None:
-        """Delete the log, sidecar and quarantine files. Call under :meth:`writer`."""
+        """Delete the log, sidecar and quarantine files. Call under :meth:`writer`.
+
+        Leaves a small tombstone naming the newest checkpoint id that was deleted, so a
+        write LangGraph was still sending for it cannot bring the thread back.
+        """
+        newest = max(
+            (ids[-1] for ids in self.index.ordered_ids.values() if ids), default=None
+        )
+        newest = max(filter(None, (newest, self.deleted_up_to())), default=None)
+        if newest is not None:
+            tmp = self._temp_path("deleted")
+            fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                _write_all(fd, framing.frame({"t": "deleted", "seq": 0, "thread": self.thread_id, "upto": newest}))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.tombstone_path)
         for p in (self.path, self.index_path, self.quarantine_path):
             try:
                 os.unlink(p)
@@ -697,6 +747,19 @@ class ThreadLog:
                 pass
         fsync_dir(self.directory)
         self._reset()
+        self._tombstone, self._tombstone_read = newest, True
+
+    def deleted_up_to(self) -> str | None:
+        """Newest checkpoint id of an earlier, deleted log of this thread (if any)."""
+        if not self._tombstone_read:
+            try:
+                with open(self.tombstone_path, "rb") as f:
+                    rec = framing.parse_line(f.read().rstrip(b"\n"))
+                self._tombstone = rec.get("upto") if rec else None
+            except FileNotFoundError:
+                self._tombstone = None
+            self._tombstone_read = True
+        return self._tombstone
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -46,7 +46,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .codec import ListFingerprint, ValueCodec, state_hash
-from .errors import ConfigError, CorruptLogError, JsonlCheckpointError
+from .errors import ConfigError, CorruptLogError, JsonlCheckpointError, ThreadDeletedError
 from .index import DELTA, EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
@@ -84,6 +84,19 @@ def _healing(operation: Callable[[], T]) -> T:
         return operation()
     except IndexRebuilt:
         return operation()
+
+
+def _refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
+    """A late write for a checkpoint of a deleted log must not bring the thread back."""
+    if log.exists():
+        return
+    upto = log.deleted_up_to()
+    if upto is not None and checkpoint_id <= upto:
+        raise ThreadDeletedError(
+            f"thread {log.thread_id!r} was deleted; refusing a write for its checkpoint "
+            f"{checkpoint_id} (a run was still saving when delete_thread was called). "
+            "Start a new run to use this thread id again."
+        )
 
 
 def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
@@ -520,6 +533,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> None:
         with log.writer() as idx:
+            _refuse_deleted(log, record["id"])
             entries: dict[str, Any] = {}
             fingerprints: dict[str, ListFingerprint] = {}
             for channel, version in new_versions.items():
@@ -651,6 +665,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         ]
         log = self.store.thread_log(thread_id)
         with log.writer() as idx:
+            _refuse_deleted(log, checkpoint_id)
             fresh = [
                 w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])
             ]

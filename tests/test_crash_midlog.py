@@ -5,9 +5,8 @@ raise ``CorruptLogError`` naming the file and the offset of the first damaged re
 and a writer must refuse without touching the file (cutting there would throw away
 every acknowledged record after the damage).
 
-Future features (RELIABILITY.md item 4) are written as strict xfails so they flip to
-failures, to be turned into plain tests, once implemented: a read-only open that serves
-the valid prefix, an error message naming the repair command, and the repair command.
+Also: a read-only open serves the valid prefix, the error names the repair command, and
+`langgraph-jsonl repair` archives the original before keeping the valid prefix.
 """
 
 from __future__ import annotations
@@ -94,7 +93,6 @@ def test_a_writer_refuses_and_changes_nothing(ref: tuple[ck.ReferenceLog, Path],
     assert not os.path.exists(files.quarantine)
 
 
-@pytest.mark.xfail(strict=True, reason="future feature: read-only open serving the valid prefix of a damaged log")
 def test_read_only_open_serves_the_valid_prefix(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
     reflog, src = ref
     _, first, _ = _damage(reflog, src, tmp_path / "store", keep_index=False)
@@ -104,7 +102,6 @@ def test_read_only_open_serves_the_valid_prefix(ref: tuple[ck.ReferenceLog, Path
     assert not ck.diff_answers(got, want), ck.diff_answers(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason="future feature: the error names the repair command (langgraph-jsonl CLI not built yet)")
 def test_error_names_the_repair_command(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
     reflog, src = ref
     _damage(reflog, src, tmp_path / "store", keep_index=False)
@@ -112,11 +109,6 @@ def test_error_names_the_repair_command(ref: tuple[ck.ReferenceLog, Path], tmp_p
         JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="future feature: repair command (README: `langgraph-jsonl` CLI: verify, repair, ...); "
-    "adjust the invocation to the real CLI when it lands",
-)
 def test_repair_archives_the_original_then_keeps_the_valid_prefix(
     ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
 ) -> None:

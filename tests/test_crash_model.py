@@ -222,11 +222,6 @@ SaverMachine.TestCase.settings = settings(
 TestSaverMachine = SaverMachine.TestCase
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="future feature: refuse a put_writes for a checkpoint of a deleted thread (LangGraph's "
-    "background put_writes can land after delete_thread and resurrect the thread's log)",
-)
 def test_a_late_put_writes_to_a_deleted_thread_is_refused(tmp_path) -> None:
     saver = JsonlSaver(tmp_path / "s")
     v = {"m": saver.get_next_version(None, None)}

@@ -192,7 +192,7 @@ def test_umask_000_still_gives_0600_files_and_0700_directories(tmp_path: Path) -
         saver.copy_thread("t", "copy")
         saver.prune(["t"])
         saver.delete_thread("copy")
-        _put(saver, "copy", ck.cp_id(1), [2])
+        _put(saver, "copy", ck.cp_id(10), [2])  # a new run (older ids are refused after a delete)
         saver.close()
         JsonlSaver(store).close()
     finally:
