@@ -20,6 +20,8 @@ from .codec import ListFingerprint
 from .errors import DeltaHistoryError
 from .index import EMPTY, ThreadIndex, version_key
 from .log import ThreadLog
+from .reader import ValueReader
+from .records import value_entry
 
 if TYPE_CHECKING:
     from .saver import JsonlSaver
@@ -55,9 +57,7 @@ def _rebuilt_records(
     saver: JsonlSaver, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]]
 ) -> list[dict[str, Any]]:
     """Records of a new generation holding exactly the kept checkpoints and their writes."""
-    from .saver import _Reader
-
-    reader = _Reader(log, saver.codec)
+    reader = ValueReader(log, saver.codec)
     emitted: set[tuple[str, str, Any]] = set()
     last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]] = {}
     out: list[dict[str, Any]] = []
@@ -95,21 +95,15 @@ def _entry(
     version: Any,
     value: Any,
 ) -> dict[str, Any]:
+    """Re-emit a value, as a delta on the channel's previous re-emitted list if it can."""
     fp = ListFingerprint.of(value)
     prev = last.get((ns, ch))
-    if fp is not None and prev is not None:
-        base_version, base_fp, depth = prev
-        if depth < 8 * saver.snapshot_policy.every and fp.extends(base_fp):
-            last[(ns, ch)] = (version, fp, depth + 1)
-            return {
-                "ver": version,
-                "base": base_version,
-                "keep": base_fp.count,
-                "tail": saver.codec.encode(value[base_fp.count :]),
-            }
+    # No snapshots in a rewritten file: keep chains short instead.
+    base = prev[:2] if prev is not None and prev[2] < 8 * saver.snapshot_policy.every else None
+    entry = value_entry(saver.codec, version, value, fp, base)
     if fp is not None:
-        last[(ns, ch)] = (version, fp, 0)
-    return {"ver": version, "val": saver.codec.encode(value)}
+        last[(ns, ch)] = (version, fp, prev[2] + 1 if "base" in entry and prev else 0)
+    return entry
 
 
 def _all_checkpoints(idx: ThreadIndex) -> set[tuple[str, str]]:

@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
-import orjson
 
 from . import framing
 from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
@@ -583,7 +582,7 @@ class ThreadLog:
             ) from exc
         placed = []
         offset = start
-        for rec, line in zip(records, lines):
+        for rec, line in zip(records, lines, strict=True):
             ref = RecordRef(offset, len(line), rec["seq"])
             self._apply(summarize(rec, offset, len(line)), line[-11:-3])
             placed.append((rec, ref))

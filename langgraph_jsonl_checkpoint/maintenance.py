@@ -93,13 +93,13 @@ def verify(saver: Any, thread_ids: list[str] | None = None) -> VerifyReport:
 def _check_snapshots(saver: Any, tid: str, result: framing.ScanResult, report: VerifyReport) -> int:
     """Rebuild each snapshot's values from deltas alone and compare the state hash."""
     from .index import ThreadIndex, summarize
-    from .saver import _Reader
+    from .reader import ValueReader
 
     log = saver.store.thread_log(tid)
     checked = 0
     with log.mutex:
         log.refresh()
-        reader = _Reader(log, saver.codec)
+        reader = ValueReader(log, saver.codec)
         # An index without snapshot records: values must come from deltas alone.
         deltas_only = ThreadIndex()
         for r in result.records:

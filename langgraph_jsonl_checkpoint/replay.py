@@ -76,7 +76,7 @@ SKIPPED_TEXT = (
 RUN = "run"
 REPLAY_RESULT = "replay_result"
 REPLAY_ERROR = "replay_error"
-ASK = "ask"
+HOLD = "hold"
 SKIP = "skip"
 SUPPLY = "supply"
 
@@ -95,7 +95,8 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
             ``{"result": ...}``), if one was given.
 
     Returns:
-        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``ASK``, ``SKIP``, ``SUPPLY``.
+        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
+        ``SKIP``, ``SUPPLY``.
     """
     if record is None or record.state == REQUESTED:
         return RUN
@@ -107,7 +108,7 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
     if idempotent:
         return RUN
     if answer is None:
-        return ASK
+        return HOLD
     if answer == "retry":
         return RUN
     if answer == "skip":

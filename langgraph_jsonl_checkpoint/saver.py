@@ -45,10 +45,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .codec import ListFingerprint, ValueCodec, state_hash
-from .errors import ConfigError, CorruptLogError, JsonlCheckpointError, ThreadDeletedError
-from .index import DELTA, EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
+from .codec import ValueCodec
+from .errors import ConfigError, ThreadDeletedError
+from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog
+from .reader import ValueReader
+from .records import RecordBuilder
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
@@ -102,59 +104,6 @@ def _refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
 def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
     for cid in ids:
         yield cid, ns
-
-
-class _Reader:
-    """Reads one thread's records for one call, each record at most once."""
-
-    def __init__(self, log: ThreadLog, codec: ValueCodec, *, shared: bool = False) -> None:
-        self.log = log
-        self.codec = codec
-        #: Reused across several results (list): decoded values must not share objects.
-        self.shared = shared
-        self.records: dict[int, dict[str, Any]] = {}
-        self.gen = log.generation_token()
-
-    def decode(self, cell: Mapping[str, Any]) -> Any:
-        return self.codec.decode(cell, fresh=self.shared)
-
-    def record(self, ref: Any) -> dict[str, Any]:
-        rec = self.records.get(ref.offset)
-        if rec is None:
-            rec = self.log.read_record(ref)
-            self.records[ref.offset] = rec
-        return rec
-
-    def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
-        """The stored value of a channel version (following deltas back to a full value)."""
-        entry = idx.blob(ns, channel, version)
-        chain = []
-        while entry is not None and entry.kind == DELTA:
-            stored = self.record(entry.ref)["values"][channel]
-            chain.append(stored)
-            entry = idx.blob(ns, channel, stored["base"])
-        if entry is None or entry.kind == EMPTY:
-            raise CorruptLogError(
-                f"thread {self.log.thread_id!r}: the value of channel {channel!r} at version "
-                f"{version!r} refers to a base version that is not in {self.log.path}.",
-                path=self.log.path,
-                offset=0,
-            )
-        value = self.decode(self.record(entry.ref)["values"][channel]["val"])
-        for stored in reversed(chain):
-            keep = stored["keep"]
-            if type(value) is not list or len(value) != keep:
-                raise CorruptLogError(
-                    f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
-                    f"version {stored['ver']!r} expects {keep} items in its base.",
-                    path=self.log.path,
-                    offset=0,
-                )
-            value = value + self.decode(stored["tail"])
-        return value
-
-    def write_value(self, entry: Any) -> Any:
-        return self.decode(self.record(entry.ref)["w"][entry.position][2])
 
 
 class JsonlSaver(BaseCheckpointSaver[str]):
@@ -292,9 +241,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         ns: str,
         checkpoint_id: str,
         entry: CheckpointEntry,
-        reader: _Reader | None = None,
+        reader: ValueReader | None = None,
     ) -> CheckpointTuple:
-        reader = reader or _Reader(log, self.codec)
+        reader = reader or ValueReader(log, self.codec)
         rec = reader.record(entry.ref)
         values: dict[str, Any] = {}
         for channel, version in rec["cv"].items():
@@ -360,7 +309,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                     matches = self._matching_ids(idx, ns_filter, id_filter, before_id, filter, want)
                 # One reader for the whole listing: neighbouring checkpoints share most
                 # of their records (delta chains, snapshots).
-                reader = _Reader(log, self.codec, shared=True)
+                reader = ValueReader(log, self.codec, shared=True)
                 try:
                     for ns, checkpoint_id in matches:
                         if (ns, checkpoint_id) in seen:
@@ -379,7 +328,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 break
 
     def _read_listed(
-        self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str, reader: _Reader
+        self, log: ThreadLog, thread_id: str, ns: str, checkpoint_id: str, reader: ValueReader
     ) -> CheckpointTuple | None:
         with log.mutex:
             idx = log.refresh()
@@ -444,7 +393,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         seeds: dict[str, Any] = {}
         with log.mutex:
             idx = log.refresh()
-            reader = _Reader(log, self.codec)
+            reader = ValueReader(log, self.codec)
             by_id = idx.checkpoints.get(ns, {})
             target = get_checkpoint_id(config) or idx.latest_id(ns)
             entry = by_id.get(target) if target else None
@@ -534,109 +483,17 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     ) -> None:
         with log.writer() as idx:
             _refuse_deleted(log, record["id"])
-            entries: dict[str, Any] = {}
-            fingerprints: dict[str, ListFingerprint] = {}
-            for channel, version in new_versions.items():
-                if channel not in values:
-                    entries[channel] = {"ver": version, "empty": 1}
-                    continue
-                entries[channel], fp = self._encode_value(
-                    log, idx, ns, channel, version, values[channel], parent
-                )
-                if fp is not None:
-                    fingerprints[channel] = fp
+            builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
+            entries, fingerprints = builder.values(ns, parent, values, new_versions)
             record = {**record, "values": entries}
             batch = [record]
             if self.snapshot_policy.due(idx):
-                snapshot = self._snapshot_record(log, idx, ns, record, values)
+                snapshot = builder.snapshot(ns, record, values)
                 if snapshot is not None:
                     batch.append(snapshot)
             log.append(batch)
             for channel, fp in fingerprints.items():
                 log.cache[(ns, channel)] = (new_versions[channel], fp)
-
-    def _encode_value(
-        self,
-        log: ThreadLog,
-        idx: ThreadIndex,
-        ns: str,
-        channel: str,
-        version: Any,
-        value: Any,
-        parent: str | None,
-    ) -> tuple[dict[str, Any], ListFingerprint | None]:
-        """A value entry: a delta when the list extends a stored version, else full."""
-        fp = ListFingerprint.of(value)
-        if fp is not None:
-            base = log.cache.get((ns, channel)) or self._parent_fingerprint(
-                log, idx, ns, channel, parent
-            )
-            if base is not None:
-                base_version, base_fp = base
-                blob = idx.blob(ns, channel, base_version)
-                if (
-                    blob is not None
-                    and blob.kind != EMPTY
-                    and blob.depth < self.snapshot_policy.max_depth
-                    and fp.extends(base_fp)
-                ):
-                    return {
-                        "ver": version,
-                        "base": base_version,
-                        "keep": base_fp.count,
-                        "tail": self.codec.encode(value[base_fp.count :]),
-                    }, fp
-        return {"ver": version, "val": self.codec.encode(value)}, fp
-
-    def _parent_fingerprint(
-        self, log: ThreadLog, idx: ThreadIndex, ns: str, channel: str, parent: str | None
-    ) -> tuple[Any, ListFingerprint] | None:
-        """After a restart, fingerprint the parent's value so deltas continue."""
-        entry = idx.checkpoints.get(ns, {}).get(parent) if parent else None
-        version = entry.versions.get(channel) if entry else None
-        if version is None:
-            return None
-        blob = idx.blob(ns, channel, version)
-        if blob is None or blob.kind == EMPTY:
-            return None
-        try:
-            value = _Reader(log, self.codec).value(idx, ns, channel, version)
-        except (JsonlCheckpointError, ValueError):
-            return None
-        fp = ListFingerprint.of(value)
-        return (version, fp) if fp is not None else None
-
-    def _snapshot_record(
-        self,
-        log: ThreadLog,
-        idx: ThreadIndex,
-        ns: str,
-        record: dict[str, Any],
-        values: Mapping[str, Any],
-    ) -> dict[str, Any] | None:
-        """Full values for every channel of this checkpoint that is stored as a delta."""
-        reader = _Reader(log, self.codec)
-        full: dict[str, tuple[Any, Any]] = {}
-        for channel, version in record["cv"].items():
-            entry = record["values"].get(channel)
-            if entry is not None:
-                if "base" in entry:
-                    full[channel] = (version, values[channel])
-                continue
-            blob = idx.blob(ns, channel, version)
-            if blob is not None and blob.kind == DELTA:
-                full[channel] = (version, reader.value(idx, ns, channel, version))
-        if not full:
-            return None
-        return {
-            "t": "snapshot",
-            "ns": ns,
-            "cp": record["id"],
-            "values": {
-                ch: {"ver": ver, "val": self.codec.encode(val)} for ch, (ver, val) in full.items()
-            },
-            "h": state_hash(full),
-        }
 
     def put_writes(
         self,
@@ -718,7 +575,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             if strategy == "delete":
                 self.delete_thread(thread_id)
             else:
-                _healing(lambda: prune_thread(self, str(thread_id)))
+                tid = str(thread_id)
+                _healing(lambda: prune_thread(self, tid))  # noqa: B023 - called at once
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose ``metadata["run_id"]`` is given.

@@ -1,0 +1,52 @@
+"""The replay adapter's pure decisions: plan_call and answer_problems."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_jsonl_checkpoint.replay import (
+    HOLD,
+    REPLAY_ERROR,
+    REPLAY_RESULT,
+    RUN,
+    SKIP,
+    SUPPLY,
+    answer_problems,
+    plan_call,
+)
+from langgraph_jsonl_checkpoint.toolcalls import ToolCallKey, ToolCallRecord, fold
+
+KEY = ToolCallKey("tools:1", "cp", "c1")
+
+
+def _record(*events: str) -> ToolCallRecord:
+    return fold([{"ev": e, "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t"} for e in events], lambda c: c)[KEY]
+
+
+@pytest.mark.parametrize(
+    ("events", "idempotent", "answer", "want"),
+    [
+        ((), False, None, RUN),
+        (("requested",), False, None, RUN),
+        (("requested", "started", "finished"), False, None, REPLAY_RESULT),
+        (("requested", "started", "failed"), True, None, REPLAY_ERROR),
+        (("requested", "started"), True, None, RUN),
+        (("requested", "started"), False, None, HOLD),
+        (("requested", "started"), False, "retry", RUN),
+        (("requested", "started"), False, "skip", SKIP),
+        (("requested", "started"), False, {"result": "x"}, SUPPLY),
+        (("requested", "started", "released"), False, None, RUN),
+        (("requested", "started", "finished", "started"), False, None, REPLAY_RESULT),
+    ],
+)
+def test_plan_call(events, idempotent, answer, want) -> None:
+    record = _record(*events) if events else None
+    assert plan_call(record, idempotent=idempotent, answer=answer) == want
+
+
+def test_answer_problems_names_the_unanswered_calls() -> None:
+    assert answer_problems({"a": "skip", "b": {"result": 1}}, ["a", "b"]) is None
+    assert "b" in answer_problems({"a": "skip", "b": "maybe"}, ["a", "b"])
+    assert "b" in answer_problems({"a": "retry"}, ["a", "b"])
+    assert "mapping" in answer_problems("skip", ["a"])
+    assert "b" in answer_problems({"a": "skip", "b": {"value": 1}}, ["a", "b"])
