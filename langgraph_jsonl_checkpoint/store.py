@@ -31,6 +31,7 @@ import orjson
 
 from .errors import ConfigError, ForeignFileError, JsonlCheckpointError, StoreError
 from .log import FORMAT_VERSION, ThreadLog, fsync_dir
+from .toolcalls import pid_alive
 
 MARKER = "STORE.json"
 THREADS_DIR = "threads"
@@ -119,7 +120,7 @@ class Store:
         """Remove temp files of processes that are gone (a crash mid-rewrite)."""
         for entry in os.listdir(self.temp_path):
             pid_part = entry.rsplit(".", 1)[-1].split("-", 1)[0]
-            if pid_part.isdigit() and not _pid_alive(int(pid_part)):
+            if pid_part.isdigit() and not pid_alive(int(pid_part)):
                 try:
                     os.unlink(os.path.join(self.temp_path, entry))
                 except FileNotFoundError:
@@ -263,14 +264,3 @@ class Store:
                         pass  # the sidecar is only a cache; the next open scans the log
                 log.close()
 
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -49,12 +49,8 @@ def process_stamp() -> dict[str, Any]:
     return {"host": _HOST, "pid": os.getpid()}
 
 
-def _process_alive(stamp: dict[str, Any] | None) -> bool:
-    if not stamp or stamp.get("host") != _HOST:
-        return False
-    pid = stamp.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (ours counts as alive)."""
     if pid == os.getpid():
         return True
     try:
@@ -64,6 +60,13 @@ def _process_alive(stamp: dict[str, Any] | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _process_alive(stamp: dict[str, Any] | None) -> bool:
+    if not stamp or stamp.get("host") != _HOST:
+        return False
+    pid = stamp.get("pid")
+    return isinstance(pid, int) and pid > 0 and pid_alive(pid)
 
 
 @dataclass(frozen=True)
