@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Value kinds in a checkpoint record's "values" and in the index.
 FULL = 0
@@ -27,8 +27,11 @@ DELTA = 1
 EMPTY = 2
 
 
-@dataclass(frozen=True)
-class RecordRef:
+# Index entries are NamedTuples: tens of thousands are built when a sidecar is loaded,
+# and frozen dataclasses cost several times more to construct.
+
+
+class RecordRef(NamedTuple):
     """Where a record lies in the log: byte offset, length and sequence number."""
 
     offset: int
@@ -36,8 +39,7 @@ class RecordRef:
     seq: int
 
 
-@dataclass
-class CheckpointEntry:
+class CheckpointEntry(NamedTuple):
     """A checkpoint's place in the log and the facts ``list`` needs without reading it."""
 
     ref: RecordRef
@@ -46,8 +48,7 @@ class CheckpointEntry:
     versions: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class BlobEntry:
+class BlobEntry(NamedTuple):
     """Where the value of one channel version is stored.
 
     Attributes:
@@ -63,8 +64,7 @@ class BlobEntry:
     depth: int = 0
 
 
-@dataclass(frozen=True)
-class WriteEntry:
+class WriteEntry(NamedTuple):
     """One pending write: its record, position in that record, channel and task path."""
 
     ref: RecordRef
@@ -147,8 +147,11 @@ def _value_summary(entry: dict[str, Any]) -> list[Any]:
 
 
 def version_key(version: Any) -> Any:
-    """A hashable key for a channel version (JSON may turn 1.0 and 1 into one value)."""
-    return (type(version).__name__, version)
+    """A hashable key for a channel version that keeps ``1``, ``1.0`` and ``"1"`` apart.
+
+    Strings (LangGraph's own versions) are their own key; a tuple never equals a str.
+    """
+    return version if type(version) is str else (type(version).__name__, version)
 
 
 @dataclass
