@@ -80,8 +80,9 @@ class SnapshotPolicy:
     A snapshot is due once at least ``every`` checkpoint records *and* delta bytes worth
     ``ratio`` times the previous snapshot's size were written since it. Counting bytes
     keeps the log linear in the conversation: a snapshot's cost (the whole state) is
-    paid once per ``ratio`` × state of new data, so snapshots add at most ``1/ratio``
-    times the delta bytes, and a read replays at most that much beyond the snapshot.
+    paid once per ``ratio`` × state of new data, so snapshots add about ``1/ratio``
+    times the delta bytes (plus the final state), and a read replays at most
+    ``ratio`` × the state beyond the snapshot.
     (A count alone would copy the whole state every ``every`` steps: quadratic.)
 
     Attributes:
@@ -91,7 +92,7 @@ class SnapshotPolicy:
     """
 
     every: int = 64
-    ratio: float = 0.5
+    ratio: float = 1.0
     max_depth: int = 4096
 
     def due(self, index: ThreadIndex) -> bool:

@@ -57,8 +57,9 @@ from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
 #: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
-DEFAULT_SNAPSHOT_RATIO = 0.5
+DEFAULT_SNAPSHOT_RATIO = 1.0
 _LIST_BATCH = 64
+_VERSION_WIDTH = 12
 
 
 def _thread_id(config: RunnableConfig | None, what: str) -> str:
@@ -652,14 +653,22 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         return await asyncio.to_thread(self.tool_calls, thread_id, keys)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
-        """Next channel version: ``"<counter:032>.<random:016>"``, sortable and unique."""
+        """Next channel version: ``"<counter>.<random hex>"``, string-sortable and unique.
+
+        The counter is zero-padded to a fixed width (12 digits; or the width of
+        ``current`` when that is a string, so versions from other savers, 32 digits
+        wide, keep sorting correctly). The random part keeps forks of one thread apart.
+        Versions appear in every checkpoint record several times, so they are kept
+        short: LangGraph's bundled savers use 49 characters, these 25.
+        """
         if current is None:
-            counter = 0
+            counter, width = 0, _VERSION_WIDTH
         elif isinstance(current, int):
-            counter = current
+            counter, width = current, _VERSION_WIDTH
         else:
-            counter = int(str(current).split(".")[0])
-        return f"{counter + 1:032}.{random.random():016}"
+            head = str(current).split(".")[0]
+            counter, width = int(head), max(len(head), _VERSION_WIDTH)
+        return f"{counter + 1:0{width}}.{random.getrandbits(48):012x}"
 
     # -- async twins ------------------------------------------------------------
 

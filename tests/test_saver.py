@@ -154,8 +154,16 @@ def test_versions_sort_and_accept_integers() -> None:
     v1 = saver_cls.get_next_version(None, None, None)  # type: ignore[arg-type]
     v2 = saver_cls.get_next_version(None, v1, None)  # type: ignore[arg-type]
     assert v1 < v2
-    assert saver_cls.get_next_version(None, 7, None).startswith(f"{8:032}.")  # type: ignore[arg-type]
+    assert saver_cls.get_next_version(None, 7, None).startswith(f"{8:012}.")  # type: ignore[arg-type]
     assert v2 != saver_cls.get_next_version(None, v1, None)  # type: ignore[arg-type]
+    # a version from another saver (32 digits wide) keeps its width, so order holds
+    foreign = f"{41:032}.{0.5:016}"
+    nxt = saver_cls.get_next_version(None, foreign, None)  # type: ignore[arg-type]
+    assert nxt.startswith(f"{42:032}.") and nxt > foreign
+    versions = [None]
+    for _ in range(1200):
+        versions.append(saver_cls.get_next_version(None, versions[-1], None))  # type: ignore[arg-type]
+    assert versions[1:] == sorted(versions[1:])
 
 
 # -- index ---------------------------------------------------------------------------
