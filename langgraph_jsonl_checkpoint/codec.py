@@ -29,6 +29,7 @@ Nothing here touches files; every function takes values and returns values.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import math
 
@@ -209,13 +210,36 @@ def _readable_cell(value: Any) -> dict[str, Any] | None:
     return None
 
 
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
+    """Field defaults of a message class, computed once (pydantic's per-field default
+    lookup inside model_construct costs more than the rest of the revival)."""
+    found = _DEFAULTS.get(cls)
+    if found is None:
+        found = _DEFAULTS[cls] = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in cls.model_fields.items()
+            if not field.is_required()
+        }
+    return found
+
+
 def _revive_message(data: dict[str, Any]) -> BaseMessage:
     cls = MESSAGE_TYPES.get(data.get("type", ""))
     if cls is None:
         raise ValueError(f"unknown message type {data.get('type')!r}")
     # Validation already ran when the message was built; model_construct rebuilds an
-    # equal message from its own model_dump() at a fraction of the cost.
-    return cls.model_construct(**data)
+    # equal message from its own dump at a fraction of the cost. Fields left out of the
+    # dump (at their defaults) get fresh copies of those defaults.
+    full = {
+        k: (copy.deepcopy(v) if isinstance(v, (dict, list, set)) else v)
+        for k, v in _defaults(cls).items()
+        if k not in data
+    }
+    full.update(data)
+    return cls.model_construct(**full)
 
 
 # -- list deltas --------------------------------------------------------------
