@@ -210,19 +210,26 @@ def _readable_cell(value: Any) -> dict[str, Any] | None:
     return None
 
 
-_DEFAULTS: dict[type, dict[str, Any]] = {}
+_DEFAULTS: dict[type, list[tuple[str, Any, Any]]] = {}
 
 
-def _defaults(cls: type[BaseMessage]) -> dict[str, Any]:
-    """Field defaults of a message class, computed once (pydantic's per-field default
-    lookup inside model_construct costs more than the rest of the revival)."""
+def _defaults(cls: type[BaseMessage]) -> list[tuple[str, Any, Any]]:
+    """``(field, default, make)`` of a message class, computed once: pydantic's own
+    per-field default lookup inside model_construct costs more than the rest of the
+    revival. ``make`` builds a fresh copy of a mutable default (``None``: share it)."""
     found = _DEFAULTS.get(cls)
     if found is None:
-        found = _DEFAULTS[cls] = {
-            name: field.get_default(call_default_factory=True)
-            for name, field in cls.model_fields.items()
-            if not field.is_required()
-        }
+        found = []
+        for name, field in cls.model_fields.items():
+            if field.is_required():
+                continue
+            value = field.get_default(call_default_factory=True)
+            if isinstance(value, (dict, list, set)):
+                make = type(value) if not value else (lambda v=value: copy.deepcopy(v))
+            else:
+                make = None
+            found.append((name, value, make))
+        _DEFAULTS[cls] = found
     return found
 
 
@@ -234,9 +241,9 @@ def _revive_message(data: dict[str, Any]) -> BaseMessage:
     # equal message from its own dump at a fraction of the cost. Fields left out of the
     # dump (at their defaults) get fresh copies of those defaults.
     full = {
-        k: (copy.deepcopy(v) if isinstance(v, (dict, list, set)) else v)
-        for k, v in _defaults(cls).items()
-        if k not in data
+        name: (make() if make is not None else value)
+        for name, value, make in _defaults(cls)
+        if name not in data
     }
     full.update(data)
     return cls.model_construct(**full)
