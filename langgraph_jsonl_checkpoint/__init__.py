@@ -16,6 +16,7 @@ Public names:
 """
 
 from .errors import (
+    ConcurrentRunError,
     ConfigError,
     CorruptLogError,
     DeltaHistoryError,
@@ -33,6 +34,7 @@ from .toolcalls import ToolCallKey, ToolCallRecord
 
 __all__ = [
     "AsyncJsonlSaver",
+    "ConcurrentRunError",
     "ConfigError",
     "CorruptLogError",
     "DeltaHistoryError",

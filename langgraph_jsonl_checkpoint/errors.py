@@ -12,6 +12,7 @@ catch them all with one ``except``::
     ├── EncodeError            a value the serializer cannot encode
     ├── DeltaHistoryError      a deletion would cut the history a DeltaChannel needs
     ├── ThreadDeletedError     a late write for a checkpoint of a deleted thread
+    ├── ConcurrentRunError     another run advanced the same thread meanwhile
     └── DurabilityError        a write could not be made durable; nothing was acknowledged
 
 Messages name the thread, the file and, where it helps, the byte offset, and say what to
@@ -69,3 +70,7 @@ class DeltaHistoryError(JsonlCheckpointError):
 
 class ThreadDeletedError(JsonlCheckpointError):
     """A write arrived for a checkpoint of a thread that was deleted since."""
+
+
+class ConcurrentRunError(JsonlCheckpointError):
+    """Another run wrote a newer checkpoint to the thread this run is advancing."""

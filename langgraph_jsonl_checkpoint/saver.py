@@ -46,7 +46,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .codec import ValueCodec
-from .errors import ConfigError, ThreadDeletedError
+from .errors import ConcurrentRunError, ConfigError, ThreadDeletedError
 from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog
 from .reader import ValueReader
@@ -129,6 +129,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
+        concurrent_runs: ``"refuse"`` (default): when runs carry a ``run_id``, a run
+            whose thread was advanced by another run meanwhile gets
+            :class:`~.errors.ConcurrentRunError` instead of silently forking it.
+            ``"allow"``: store every put as given, like LangGraph's own savers.
 
     Raises:
         ConfigError: ``path`` is not a directory.
@@ -144,8 +148,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         snapshot_ratio: float = DEFAULT_SNAPSHOT_RATIO,
         read_only: bool = False,
         max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
+        concurrent_runs: str = "refuse",
     ) -> None:
         super().__init__(serde=serde)
+        if concurrent_runs not in ("refuse", "allow"):
+            raise ConfigError("concurrent_runs must be 'refuse' or 'allow'")
+        self.concurrent_runs = concurrent_runs
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
@@ -365,6 +373,41 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 break
         return out
 
+    def _refuse_concurrent_run(
+        self, log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | None, record: dict[str, Any]
+    ) -> None:
+        """Refuse a put that would silently fork a thread another run is advancing.
+
+        Works when runs carry a ``run_id`` in their metadata (LangGraph copies it from
+        ``config["configurable"]["run_id"]`` or ``config["metadata"]["run_id"]``;
+        LangGraph Platform sets it). A put is refused when its parent was written by the
+        same run (so it is not the first step of a deliberate fork or time travel) and a
+        newer checkpoint of another run has appeared since: the thread moved on
+        underneath this run.
+        """
+        if self.concurrent_runs == "allow":
+            return
+        run_id = self._metadata_of_cell(record["md"]).get("run_id")
+        latest = idx.latest_id(ns)
+        if run_id is None or parent is None or latest is None or latest <= parent:
+            return
+        by_id = idx.checkpoints.get(ns, {})
+        if parent not in by_id:
+            return
+        mine = self._metadata_for_filter(by_id[parent]).get("run_id")
+        other = self._metadata_for_filter(by_id[latest]).get("run_id")
+        if mine == run_id and other is not None and other != run_id:
+            raise ConcurrentRunError(
+                f"thread {log.thread_id!r}: run {run_id} tried to continue from checkpoint "
+                f"{parent}, but run {other} has written a newer checkpoint ({latest}) to "
+                "the same thread meanwhile. Two runs must not advance one thread at once; "
+                "nothing was written for this step. Retry once the other run is done "
+                "(graph.invoke(None, config) resumes from the latest checkpoint)."
+            )
+
+    def _metadata_of_cell(self, cell: Mapping[str, Any]) -> Mapping[str, Any]:
+        return cell["json"] if "json" in cell else self.codec.decode(cell)
+
     def _metadata_for_filter(self, entry: CheckpointEntry) -> Mapping[str, Any]:
         cell = entry.metadata
         if "json" in cell:
@@ -484,6 +527,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     ) -> None:
         with log.writer() as idx:
             _refuse_deleted(log, record["id"])
+            self._refuse_concurrent_run(log, idx, ns, parent, record)
             builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
             entries, fingerprints = builder.values(ns, parent, values, new_versions)
             record = {**record, "values": entries}

@@ -389,3 +389,71 @@ def test_listed_tuples_share_no_objects_with_each_other(tmp_path: Path) -> None:
         tup.pending_writes[0][2]["w"] = "mutated"
         tup.checkpoint["channel_versions"]["a"] = "mutated"
     assert got == want
+
+
+def _two_step_graph(saver: JsonlSaver):
+    import time
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        steps: list
+
+    def first(state: State) -> dict:
+        time.sleep(0.3)  # both runs are inside this step at the same time
+        return {"steps": state["steps"] + ["first"]}
+
+    builder = StateGraph(State)
+    builder.add_node("first", first)
+    builder.add_node("second", lambda state: {"steps": state["steps"] + ["second"]})
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    return builder.compile(checkpointer=saver)
+
+
+def _race(graph, configs: list) -> list:
+    outcomes: list = []
+    start = threading.Barrier(len(configs), timeout=10)
+
+    def run(config) -> None:
+        start.wait()
+        try:
+            outcomes.append(graph.invoke({"steps": []}, config, durability="sync"))
+        except JsonlCheckpointError as exc:
+            outcomes.append(exc)
+
+    workers = [threading.Thread(target=run, args=(c,)) for c in configs]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return outcomes
+
+
+def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path: Path) -> None:
+    """With run ids (as LangGraph Platform passes them), the second of two concurrent
+    runs on one thread gets a clear error; a deliberate fork from an old checkpoint
+    (time travel) is still allowed."""
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
+    configs = [{"configurable": {"thread_id": "shared", "run_id": f"run-{i}"}} for i in range(2)]
+    outcomes = _race(graph, configs)
+    errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
+    assert len(errors) == 1, outcomes
+    assert "'shared'" in str(errors[0]) and "newer checkpoint" in str(errors[0])
+    # time travel from the oldest checkpoint, by a third run, forks on purpose and works
+    history = list(graph.get_state_history({"configurable": {"thread_id": "shared"}}))
+    oldest = {"configurable": {**history[-1].config["configurable"], "run_id": "run-2"}}
+    assert graph.invoke(None, oldest, durability="sync")["steps"] == ["first", "second"]
+
+
+def test_without_run_ids_concurrent_runs_keep_both_branches(tmp_path: Path) -> None:
+    """Without run ids the saver cannot tell two runs apart: both finish and both
+    branches are kept (nothing lost); README documents passing a run_id."""
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
+    outcomes = _race(graph, [{"configurable": {"thread_id": "shared"}}] * 2)
+    assert all(isinstance(o, dict) for o in outcomes), outcomes
+    assert len(list(graph.checkpointer.list({"configurable": {"thread_id": "shared"}}))) == 8
