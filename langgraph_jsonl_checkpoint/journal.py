@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .saver import JsonlSaver
 
 STORE_NAMESPACE = ("langgraph_jsonl_checkpoint", "tool_calls")
+_PAGE = 100
 
 
 class ToolJournal(Protocol):
@@ -125,27 +126,20 @@ class StoreJournal:
 
     def record(self, thread_id: str, events: list[dict[str, Any]]) -> None:
         for key, evs in _by_key(events).items():
-            item = self.store.get(STORE_NAMESPACE, _store_key(thread_id, key))
-            old = item.value["events"] if item is not None else []
-            self.store.put(
-                STORE_NAMESPACE,
-                _store_key(thread_id, key),
-                {"thread_id": thread_id, "events": old + evs},
-                index=False,
-            )
+            skey = _store_key(thread_id, key)
+            item = self.store.get(STORE_NAMESPACE, skey)
+            self.store.put(STORE_NAMESPACE, skey, _appended(item, thread_id, evs), index=False)
 
     def all(self, thread_id: str) -> list[ToolCallRecord]:
         items, offset = [], 0
         while True:
             page = self.store.search(
-                STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=100, offset=offset
+                STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset
             )
             items += page
-            if len(page) < 100:
-                break
-            offset += 100
-        items.sort(key=lambda i: i.created_at)
-        return calls_only(self._fold(items))
+            if len(page) < _PAGE:
+                return self._calls(items)
+            offset += _PAGE
 
     async def aload(self, thread_id: str, keys: Sequence[ToolCallKey]) -> dict[ToolCallKey, ToolCallRecord]:
         items = [await self.store.aget(STORE_NAMESPACE, _store_key(thread_id, k)) for k in keys]
@@ -153,27 +147,30 @@ class StoreJournal:
 
     async def arecord(self, thread_id: str, events: list[dict[str, Any]]) -> None:
         for key, evs in _by_key(events).items():
-            item = await self.store.aget(STORE_NAMESPACE, _store_key(thread_id, key))
-            old = item.value["events"] if item is not None else []
-            await self.store.aput(
-                STORE_NAMESPACE,
-                _store_key(thread_id, key),
-                {"thread_id": thread_id, "events": old + evs},
-                index=False,
-            )
+            skey = _store_key(thread_id, key)
+            item = await self.store.aget(STORE_NAMESPACE, skey)
+            await self.store.aput(STORE_NAMESPACE, skey, _appended(item, thread_id, evs), index=False)
 
     async def aall(self, thread_id: str) -> list[ToolCallRecord]:
         items, offset = [], 0
         while True:
             page = await self.store.asearch(
-                STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=100, offset=offset
+                STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset
             )
             items += page
-            if len(page) < 100:
-                break
-            offset += 100
+            if len(page) < _PAGE:
+                return self._calls(items)
+            offset += _PAGE
+
+    def _calls(self, items: list[Any]) -> list[ToolCallRecord]:
         items.sort(key=lambda i: i.created_at)
         return calls_only(self._fold(items))
+
+
+def _appended(item: Any, thread_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The store value of a call with ``events`` added to what ``item`` held."""
+    old = item.value["events"] if item is not None else []
+    return {"thread_id": thread_id, "events": old + events}
 
 
 def _by_key(events: list[dict[str, Any]]) -> dict[ToolCallKey, list[dict[str, Any]]]:

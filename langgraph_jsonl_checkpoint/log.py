@@ -383,10 +383,7 @@ class ThreadLog:
         ):
             if self._from_sidecar:
                 # The sidecar lied (stale, tampered): rebuild from the log, then retry.
-                durable = self._durable_seq
-                self._load(os.fstat(fd).st_ino, use_sidecar=False)
-                self._durable_seq = durable
-                self.refresh()
+                self._rebuild_without_sidecar()
                 raise IndexRebuilt()
             raise CorruptLogError(
                 f"thread {self.thread_id!r}: log {self.path} has no valid record "
@@ -472,13 +469,16 @@ class ThreadLog:
         data = os.pread(self._rfd, end, 0)  # type: ignore[arg-type]
         for s in self._summaries:
             if not framing.check_line(data[s["o"] : s["o"] + s["n"] - 1]):
-                durable = self._durable_seq
-                self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
-                self._durable_seq = durable
-                self.refresh()  # scans (and checks) every record
-                self._verified_for_writing = True
-                return
+                self._rebuild_without_sidecar()  # the scan checks every record
+                break
         self._verified_for_writing = True
+
+    def _rebuild_without_sidecar(self) -> None:
+        """Re-index this generation by scanning the log, keeping the durable watermark."""
+        durable = self._durable_seq
+        self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+        self._durable_seq = durable
+        self.refresh()
 
     def _cut_abandoned(self) -> None:
         """Retry cutting a batch whose fsync failed and whose first cut failed too."""

@@ -406,13 +406,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             )
 
     def _metadata_of_cell(self, cell: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Metadata to compare against (plain JSON is read in place, never handed out)."""
         return cell["json"] if "json" in cell else self.codec.decode(cell)
 
     def _metadata_for_filter(self, entry: CheckpointEntry) -> Mapping[str, Any]:
-        cell = entry.metadata
-        if "json" in cell:
-            return cell["json"]  # only read, never handed out
-        return self.codec.decode(cell)
+        return self._metadata_of_cell(entry.metadata)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
