@@ -31,7 +31,6 @@ import argparse
 import json
 import random
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time

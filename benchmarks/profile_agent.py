@@ -28,7 +28,6 @@ import pstats
 import sys
 import threading
 import time
-from pathlib import Path
 
 from _common import RESULTS
 

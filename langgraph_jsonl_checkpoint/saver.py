@@ -51,6 +51,7 @@ from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog
 from .reader import ValueReader
 from .records import RecordBuilder
+from .runs import NEW_THREAD, RunTracker
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 
@@ -129,9 +130,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
-        concurrent_runs: ``"refuse"`` (default): when runs carry a ``run_id``, a run
-            whose thread was advanced by another run meanwhile gets
-            :class:`~.errors.ConcurrentRunError` instead of silently forking it.
+        concurrent_runs: ``"refuse"`` (default): a LangGraph run whose thread was
+            advanced by another run meanwhile gets :class:`~.errors.ConcurrentRunError`
+            at its next put instead of silently forking the thread (runs are told apart
+            by LangGraph's per-run ``Runtime`` object, see :mod:`.runs`, or by a
+            ``run_id`` in their metadata; time travel from an addressed checkpoint
+            still forks).
             ``"allow"``: store every put as given, like LangGraph's own savers.
 
     Raises:
@@ -154,6 +158,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if concurrent_runs not in ("refuse", "allow"):
             raise ConfigError("concurrent_runs must be 'refuse' or 'allow'")
         self.concurrent_runs = concurrent_runs
+        self._runs = RunTracker()
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
@@ -236,6 +241,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
 
         tup = _healing(read)
+        if self.concurrent_runs == "refuse":
+            self._runs.read(configurable, thread_id, ns, tup.checkpoint["id"] if tup else None)
         if tup is None:
             return None
         if requested:
@@ -405,6 +412,32 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 "(graph.invoke(None, config) resumes from the latest checkpoint)."
             )
 
+    def _refuse_moved_head(
+        self, log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | None, expected: Any
+    ) -> None:
+        """Refuse a run's put when the head it continues from is no longer the head.
+
+        ``expected`` is what :class:`~.runs.RunTracker` knows of this run: the checkpoint
+        it read as the latest or last wrote (or that it found the namespace empty);
+        ``None`` when the run is not checked (time travel, or no run identity).
+        """
+        if expected is None or self.concurrent_runs == "allow":
+            return
+        latest = idx.latest_id(ns)
+        if expected is NEW_THREAD:
+            moved = parent is None and latest is not None
+        else:
+            moved = parent == expected and latest is not None and latest != parent
+        if moved:
+            raise ConcurrentRunError(
+                f"thread {log.thread_id!r} (file {log.path}): this run continues from "
+                f"checkpoint {parent or '(none: a new thread)'}, but another run has written "
+                f"checkpoint {latest} to the same thread meanwhile. Two runs must not advance "
+                "one thread at once; nothing was written for this step. Retry once the "
+                "other run is done (graph.invoke(None, config) resumes from the latest "
+                "checkpoint), or pass concurrent_runs='allow' to keep both branches."
+            )
+
     def _metadata_of_cell(self, cell: Mapping[str, Any]) -> Mapping[str, Any]:
         """Metadata to compare against (plain JSON is read in place, never handed out)."""
         return cell["json"] if "json" in cell else self.codec.decode(cell)
@@ -511,7 +544,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         }
         values = checkpoint["channel_values"]
         log = self.store.thread_log(thread_id)
-        _healing(lambda: self._append_checkpoint(log, ns, parent, record, values, new_versions))
+        expected = self._runs.expected(configurable, thread_id, ns)
+        _healing(
+            lambda: self._append_checkpoint(log, ns, parent, record, values, new_versions, expected)
+        )
+        if self.concurrent_runs == "refuse":
+            self._runs.advanced(configurable, thread_id, ns, checkpoint["id"])
         return _config(thread_id, ns, checkpoint["id"])
 
     def _append_checkpoint(
@@ -522,10 +560,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         record: dict[str, Any],
         values: Mapping[str, Any],
         new_versions: ChannelVersions,
+        expected: Any = None,
     ) -> None:
         with log.writer() as idx:
             _refuse_deleted(log, record["id"])
             self._refuse_concurrent_run(log, idx, ns, parent, record)
+            self._refuse_moved_head(log, idx, ns, parent, expected)
             builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
             entries, fingerprints = builder.values(ns, parent, values, new_versions)
             record = {**record, "values": entries}

@@ -443,17 +443,117 @@ def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path:
     outcomes = _race(graph, configs)
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
-    assert "'shared'" in str(errors[0]) and "newer checkpoint" in str(errors[0])
+    assert "'shared'" in str(errors[0]) and "meanwhile" in str(errors[0])
     # time travel from the oldest checkpoint, by a third run, forks on purpose and works
     history = list(graph.get_state_history({"configurable": {"thread_id": "shared"}}))
     oldest = {"configurable": {**history[-1].config["configurable"], "run_id": "run-2"}}
     assert graph.invoke(None, oldest, durability="sync")["steps"] == ["first", "second"]
 
 
-def test_without_run_ids_concurrent_runs_keep_both_branches(tmp_path: Path) -> None:
-    """Without run ids the saver cannot tell two runs apart: both finish and both
-    branches are kept (nothing lost); README documents passing a run_id."""
+def test_run_ids_in_metadata_refuse_a_put_behind_another_runs_checkpoint(tmp_path: Path) -> None:
+    """Puts made without LangGraph's Runtime (a saver driven directly, or a run the
+    tracker no longer remembers) are still checked by their metadata run_id."""
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+
+    saver = JsonlSaver(tmp_path / "s")
+
+    def put(i: int, parent: str | None, run_id: str):
+        versions = {"a": saver.get_next_version(None, None)}
+        cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "run_id": run_id}}
+        if parent:
+            cfg["configurable"]["checkpoint_id"] = parent
+        return saver.put(cfg, _checkpoint(i, {"a": i}, versions), {"step": i}, versions)
+
+    put(0, None, "a")
+    put(1, CP_IDS[0], "b")  # run b continues from a's checkpoint: a new run, allowed
+    with pytest.raises(ConcurrentRunError, match="run a tried to continue from checkpoint"):
+        put(2, CP_IDS[0], "a")  # run a continues from its own checkpoint behind b's
+    put(3, CP_IDS[0], "c")  # a third run forking from there on purpose: allowed
+    assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == [
+        CP_IDS[3], CP_IDS[1], CP_IDS[0]]
+
+
+def test_a_saver_driven_directly_may_branch_anywhere(tmp_path: Path) -> None:
+    """Without a LangGraph run (no Runtime in the config) and without run ids, puts on
+    an old checkpoint are deliberate branches, even right after a latest read."""
+    saver = JsonlSaver(tmp_path / "s")
+    first = _put(saver, "t", 0, {"a": 1})
+    saver.get_tuple({"configurable": {"thread_id": "t"}})
+    _put(saver, "t", 1, {"a": 2}, parent=CP_IDS[0])
+    _put(saver, "t", 2, {"a": 3}, parent=CP_IDS[0])
+    assert first["configurable"]["checkpoint_id"] == CP_IDS[0]
+    assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 3
+
+
+def test_without_run_ids_the_run_that_falls_behind_is_refused_too(tmp_path: Path) -> None:
+    """Without run ids, the saver recognises each LangGraph run by its Runtime: of two
+    runs racing on one thread, one gets ConcurrentRunError and nothing of its failed
+    step is stored; time travel afterwards still forks on purpose."""
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+
     graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
+    cfg = {"configurable": {"thread_id": "shared"}}
+    outcomes = _race(graph, [cfg] * 2)
+    errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
+    assert len(errors) == 1, outcomes
+    assert "another run has written" in str(errors[0]) and "'shared'" in str(errors[0])
+    finished = [o for o in outcomes if isinstance(o, dict)]
+    assert finished == [{"steps": ["first", "second"]}]
+    # the winner's 4 checkpoints, and the loser's input checkpoint if it was written
+    # before the winner's (then its first step was refused; else its input put was)
+    assert len(list(graph.checkpointer.list(cfg))) in (4, 5)
+    assert graph.get_state(cfg).values == {"steps": ["first", "second"]}
+    # the refused run resumes cleanly once the other is done
+    assert graph.invoke(None, cfg, durability="sync") == {"steps": ["first", "second"]}
+    history = list(graph.get_state_history(cfg))
+    assert graph.invoke(None, history[-1].config, durability="sync")["steps"] == ["first", "second"]
+
+
+def test_concurrent_runs_allow_keeps_both_branches(tmp_path: Path) -> None:
+    """concurrent_runs='allow' stores every put as given, like LangGraph's own savers."""
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s", concurrent_runs="allow"))
     outcomes = _race(graph, [{"configurable": {"thread_id": "shared"}}] * 2)
     assert all(isinstance(o, dict) for o in outcomes), outcomes
     assert len(list(graph.checkpointer.list({"configurable": {"thread_id": "shared"}}))) == 8
+
+
+async def test_async_runs_racing_on_one_thread_one_is_refused(tmp_path: Path) -> None:
+    import asyncio
+
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+
+    graph = _two_step_graph(AsyncJsonlSaver(tmp_path / "s"))
+    cfg = {"configurable": {"thread_id": "shared"}}
+    outcomes = await asyncio.gather(
+        *(graph.ainvoke({"steps": []}, cfg, durability="sync") for _ in range(2)),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(o, ConcurrentRunError) for o in outcomes) == 1, outcomes
+    assert (await graph.aget_state(cfg)).values == {"steps": ["first", "second"]}
+
+
+def test_two_processes_racing_on_one_thread_one_is_refused(tmp_path: Path) -> None:
+    """The head check runs under the thread's writer lock, so it holds across processes."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(2, timeout=20)
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_race_child, args=(str(tmp_path / "s"), barrier, queue)) for _ in range(2)]
+    JsonlSaver(tmp_path / "s")  # create the store before the children race
+    for p in procs:
+        p.start()
+    results = sorted(queue.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(30)
+    assert results == ["ConcurrentRunError", "ok"], results
+
+
+def _race_child(store: str, barrier, queue) -> None:
+    graph = _two_step_graph(JsonlSaver(store))
+    barrier.wait()
+    try:
+        graph.invoke({"steps": []}, {"configurable": {"thread_id": "shared"}}, durability="sync")
+        queue.put("ok")
+    except Exception as exc:  # reported to the parent
+        queue.put(type(exc).__name__)

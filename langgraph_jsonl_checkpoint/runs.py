@@ -1,0 +1,101 @@
+"""Which checkpoint each LangGraph run in this process expects to be its thread's head.
+
+Two workers advancing one thread at once would otherwise fork it silently: each reads
+the latest checkpoint, each appends its steps after it, and the one that writes second
+leaves the other's branch behind without anyone having asked for a fork. A checkpoint
+log alone cannot tell that apart from deliberate time travel (continuing from an old
+checkpoint), so the saver watches how each run *started*:
+
+- a run that read the thread's latest checkpoint (``get_tuple`` without a
+  ``checkpoint_id``) expects to stay on the head: if, when it puts its next checkpoint,
+  the thread's newest checkpoint is not that run's own parent, another run advanced the
+  thread underneath it;
+- a run that read a checkpoint by id is time travelling: its first put forks on purpose
+  and is never refused; from then on it is on its own head like any other run.
+
+A run is recognised by the ``Runtime`` object LangGraph puts into every config of one
+invocation (``configurable["__pregel_runtime"]``, the same object from the first read
+to the last put of that run, a different one for each subgraph and each invocation).
+Calls without it (a saver driven directly) are never checked. The tracker keeps the
+last :data:`MAX_RUNS` runs it has seen; a forgotten run is simply not checked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+try:  # the key LangGraph stores the run's Runtime under (stable in langgraph 1.x)
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME
+except ImportError:  # pragma: no cover - older or reorganised langgraph
+    CONFIG_KEY_RUNTIME = "__pregel_runtime"
+
+MAX_RUNS = 4096
+"""Runs remembered at once (the least recently seen is forgotten first)."""
+
+TIME_TRAVEL = object()
+"""Marker: the run addressed a checkpoint by id, so its next put may fork."""
+
+NEW_THREAD = object()
+"""Marker: the run found no checkpoint in the namespace (a new thread)."""
+
+
+class RunTracker:
+    """Remember, per run and namespace, the checkpoint the run's next put must follow."""
+
+    def __init__(self, max_runs: int = MAX_RUNS) -> None:
+        self._runs: OrderedDict[int, tuple[Any, dict[tuple[str, str], Any]]] = OrderedDict()
+        self._max = max_runs
+        self._lock = threading.Lock()
+
+    def _tips(self, configurable: Mapping[str, Any], create: bool) -> dict | None:
+        runtime = configurable.get(CONFIG_KEY_RUNTIME)
+        if runtime is None:
+            return None
+        key = id(runtime)
+        slot = self._runs.get(key)
+        if slot is not None and slot[0] is runtime:
+            self._runs.move_to_end(key)
+            return slot[1]
+        if not create:
+            return None
+        # The Runtime is held (not weakly: it does not support weak references) so
+        # its id cannot be reused while it is remembered.
+        tips: dict[tuple[str, str], Any] = {}
+        self._runs[key] = (runtime, tips)
+        while len(self._runs) > self._max:
+            self._runs.popitem(last=False)
+        return tips
+
+    def read(self, configurable: Mapping[str, Any], thread_id: str, ns: str,
+             found: str | None) -> None:
+        """Note a ``get_tuple``: by id (time travel) or of the latest (``found``)."""
+        with self._lock:
+            tips = self._tips(configurable, create=True)
+            if tips is None:
+                return
+            if configurable.get("checkpoint_id"):
+                tips[(thread_id, ns)] = TIME_TRAVEL
+            elif tips.get((thread_id, ns)) is not TIME_TRAVEL:
+                # LangGraph reads the latest after an addressed read too (to see whether
+                # the thread moved past it): that must not undo the time travel.
+                tips[(thread_id, ns)] = NEW_THREAD if found is None else found
+
+    def expected(self, configurable: Mapping[str, Any], thread_id: str, ns: str) -> Any:
+        """The head this run expects before its put, or ``None`` if it is not checked."""
+        with self._lock:
+            tips = self._tips(configurable, create=False)
+            if tips is None:
+                return None
+            tip = tips.get((thread_id, ns))
+            return None if tip is TIME_TRAVEL else tip
+
+    def advanced(self, configurable: Mapping[str, Any], thread_id: str, ns: str,
+                 checkpoint_id: str) -> None:
+        """Note that the run's put succeeded: its new checkpoint is now its head."""
+        with self._lock:
+            tips = self._tips(configurable, create=True)
+            if tips is not None:
+                tips[(thread_id, ns)] = checkpoint_id
