@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
+import orjson
 
 from . import framing
 from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
@@ -50,6 +51,7 @@ class IndexRebuilt(Exception):
 #: Update the sidecar index once this many records are past its covered offset.
 INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
+
 
 
 def _open_mode(path: str, flags: int) -> int:
@@ -105,6 +107,7 @@ class ThreadLog:
         # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
         self._sidecar_state = (0, 0)
         self._durable_seq = 0  # highest seq the sidecar says was fsynced
+        self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
         self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
         self._swept = False  # stale temp files removed (once per load, under the lock)
@@ -166,6 +169,8 @@ class ThreadLog:
                     # A new generation, or the end of the log was cut back and rewritten
                     # (a writer abandoning a batch whose fsync failed): index it afresh.
                     self._load(st.st_ino)
+                    if self._torn_header is not None:
+                        return self.index  # reads as an absent thread
                     st = os.fstat(self._rfd)  # type: ignore[arg-type]
                 if st.st_size > self.index.committed_end:
                     self._scan_from(self.index.committed_end, st.st_size)
@@ -207,6 +212,7 @@ class ThreadLog:
         self._verified_for_writing = False
         self._sidecar_state = (0, 0)
         self._durable_seq = 0
+        self._torn_header = None
         self.gen = 0
 
     def _load(self, ino: int, *, use_sidecar: bool = True) -> None:
@@ -224,6 +230,14 @@ class ThreadLog:
         try:
             head = os.pread(fd, _HEADER_PROBE, 0)
             nl = head.find(b"\n")
+            if nl < 0 and self._is_torn_header(head):
+                # Cut inside its header line. Unless its index says records were durable
+                # (then data was lost: refuse), the thread reads as absent, and the next
+                # writer sets the bytes aside (_set_aside_torn_header).
+                self._refuse_if_indexed(ino)
+                os.close(fd)
+                self._torn_header = head
+                return
             header = self._check_header(framing.parse_line(head[:nl]) if nl > 0 else None, head)
         except BaseException:
             os.close(fd)  # refused: stays refused on every later call
@@ -237,14 +251,44 @@ class ThreadLog:
         if use_sidecar:
             self._load_sidecar()
 
+    def _is_torn_header(self, head: bytes) -> bool:
+        """Whether ``head`` (no newline in it) is this thread's header line, cut short.
+
+        The header is created atomically, so only outside damage (a copy or restore cut
+        short, a file system losing an unsynced rename's data) leaves one. It counts as
+        torn only if its bytes are what this package writes for this thread: an empty
+        file, or a prefix of the header's fixed part, or that fixed part followed by
+        the generation and creation time, cut anywhere.
+        """
+        fixed = orjson.dumps(
+            {"t": "header", "seq": 0, "format": FORMAT_VERSION, "thread": self.thread_id}
+        )[:-1] + b',"gen":'  # as create() writes it, up to the generation
+        if len(head) <= len(fixed):
+            return fixed.startswith(head)
+        return head.startswith(fixed) and _is_cut_header_rest(head[len(fixed):])
+
+    def _refuse_if_indexed(self, ino: int) -> None:
+        """Raise if this file's sidecar says records past the header were durable."""
+        try:
+            with open(self.index_path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError:
+            return
+        head = framing.parse_line(lines[0])
+        if head is None or head.get("ino") != ino:
+            return  # another generation's index, or none
+        entries = [e for e in map(framing.parse_line, lines[1:]) if e and "s" in e]
+        if entries:
+            raise CorruptLogError(
+                f"thread {self.thread_id!r}: log {self.path} was cut inside its header "
+                f"line, but its index says records up to sequence {entries[-1]['s']} were "
+                f"durable: the file lost data. Nothing was changed. {self.repair_hint()}",
+                path=self.path,
+                offset=0,
+            )
+
     def _check_header(self, header: dict[str, Any] | None, head: bytes) -> dict[str, Any]:
         if header is None:
-            if not head:
-                # An empty file: a creation that never completed. Treat as absent data.
-                raise ForeignFileError(
-                    f"thread {self.thread_id!r}: log {self.path} is empty (no header). "
-                    "Move it aside; the thread will start fresh."
-                )
             raise ForeignFileError(
                 f"thread {self.thread_id!r}: {self.path} does not start with a "
                 "langgraph-jsonl-checkpoint header record. It is not a log this package "
@@ -427,6 +471,8 @@ class ThreadLog:
                 if self._from_sidecar and not self._verified_for_writing:
                     self._verify_checksums()
                 self._repair_tail()
+            elif self._torn_header is not None:
+                self._set_aside_torn_header()
             yield self.index
 
     @contextmanager
@@ -511,17 +557,8 @@ class ThreadLog:
         if size <= end:
             return
         torn = os.pread(self._rfd, size - end, end)  # type: ignore[arg-type]
-        stamp = datetime.now(timezone.utc).isoformat()
-        note = framing.frame(
-            {"t": "quarantine", "seq": 0, "at": stamp, "offset": end, "bytes": len(torn)}
-        )
         try:
-            qfd = _open_companion(self, self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-            try:
-                _write_all(qfd, note + torn + b"\n")
-                os.fsync(qfd)
-            finally:
-                os.close(qfd)
+            self._quarantine(end, torn)
             wfd = self._write_fd()
             os.ftruncate(wfd, end)
             os.fsync(wfd)
@@ -531,6 +568,36 @@ class ThreadLog:
                 f"{self.path} (byte offset {end}, {len(torn)} bytes): {exc}. Nothing was "
                 "written; check free space and the file system, then retry."
             ) from exc
+
+    def _set_aside_torn_header(self) -> None:
+        """Move a header line cut short to the quarantine file and remove the log."""
+        torn = self._torn_header or b""
+        try:
+            self._quarantine(0, torn)
+            os.unlink(self.path)
+            fsync_dir(os.path.dirname(self.path))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise DurabilityError(
+                f"thread {self.thread_id!r}: could not set aside {self.path}, whose header "
+                f"line was cut short ({len(torn)} bytes): {exc}. Nothing was written; check "
+                "the file system, then retry."
+            ) from exc
+        self._torn_header = None
+
+    def _quarantine(self, offset: int, torn: bytes) -> None:
+        """Append ``torn`` (cut from ``offset`` of the log) to the quarantine file, synced."""
+        stamp = datetime.now(timezone.utc).isoformat()
+        note = framing.frame(
+            {"t": "quarantine", "seq": 0, "at": stamp, "offset": offset, "bytes": len(torn)}
+        )
+        qfd = _open_companion(self, self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            _write_all(qfd, note + torn + b"\n")
+            os.fsync(qfd)
+        finally:
+            os.close(qfd)
 
     def _write_fd(self) -> int:
         if self._wfd is None:
@@ -761,6 +828,25 @@ class ThreadLog:
                 self._tombstone = None
             self._tombstone_read = True
         return self._tombstone
+
+
+def _is_cut_header_rest(rest: bytes) -> bool:
+    """Whether ``rest`` is ``<gen>,"created":"<time>","c":"<crc>"}`` cut anywhere."""
+    digits = len(rest) - len(rest.lstrip(b"0123456789"))
+    if not 1 <= digits <= 12:
+        return False
+    rest = rest[digits:]
+    for literal, allowed in ((b',"created":"', b"0123456789T:.+-"), (b'","c":"', b"0123456789abcdef")):
+        if len(rest) <= len(literal):
+            return literal.startswith(rest)
+        if not rest.startswith(literal):
+            return False
+        rest = rest[len(literal):]
+        field = len(rest) - len(rest.lstrip(allowed))
+        if field > 40:
+            return False
+        rest = rest[field:]
+    return b'"}'.startswith(rest)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -65,25 +65,69 @@ def test_cut_at_batch_ends_and_next_to_them_in_process(ref: ck.ReferenceLog, tmp
 
 
 @pytest.mark.parametrize("where", ["empty", "inside"])
-def test_cut_inside_the_header_is_refused_and_left_alone(ref: ck.ReferenceLog, tmp_path: Path, where: str) -> None:
-    """The header is written by an atomic create (temp file + fsync + rename), so a torn
-    header is never a crash state of this library: only outside damage makes one. The
-    saver refuses the file with an error naming it and changes nothing (it does not
-    treat it as an empty thread and write over it)."""
+def test_cut_inside_the_header_reads_as_a_new_thread(ref: ck.ReferenceLog, tmp_path: Path, where: str) -> None:
+    """A log cut inside its header line holds no committed record: it reads as an absent
+    thread (read-only too), and the next put sets the bytes aside in the quarantine
+    file and starts the log afresh. (The header is created atomically, so only outside
+    damage makes one.)"""
     store = str(tmp_path / "s")
     JsonlSaver(store)
     files = ck.ThreadFiles.of(store, ref.thread_id)
     cuts = [0] if where == "empty" else list(range(1, ref.header_end))
     for cut in cuts:
+        for p in (files.log, files.quarantine, files.idx):
+            if os.path.exists(p):
+                os.unlink(p)
         with open(files.log, "wb") as f:
             f.write(ref.data[:cut])
+        assert JsonlSaver(store).get_tuple(ck.config(ref.thread_id)) is None, cut
+        assert JsonlSaver(store, read_only=True).get_tuple(ck.config(ref.thread_id)) is None
+        with open(files.log, "rb") as f:
+            assert f.read() == ref.data[:cut]  # reading changes nothing
+        saver = JsonlSaver(store)
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(ck.config(ref.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+        fresh = JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
+        assert fresh.checkpoint["id"] == ck.AFTER_CUT_ID and fresh.checkpoint["channel_values"] == {"m": [1]}
+        assert [raw for _, raw in ck.read_quarantine(files.quarantine)] == [ref.data[:cut]], cut
+
+
+def test_a_header_cut_below_its_index_fails_loudly(ref: ck.ReferenceLog, tmp_path: Path) -> None:
+    """If the sidecar says records were durable, a log cut inside its header lost data:
+    refused (CorruptLogError naming the file and the repair command), not served empty."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+
+    store = str(tmp_path / "s")
+    JsonlSaver(store)
+    files = ck.ThreadFiles.of(store, ref.thread_id)
+    with open(files.log, "wb") as f:
+        f.write(ref.data)
+    saver = JsonlSaver(store)
+    assert saver.get_tuple(ck.config(ref.thread_id)) is not None
+    saver.close()  # writes the sidecar
+    assert ck.sidecar_in_use(store, ref.thread_id)
+    with open(files.log, "r+b") as f:
+        f.truncate(ref.header_end // 2)
+    with pytest.raises(CorruptLogError) as info:
+        JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
+    assert files.log in str(info.value) and "repair" in str(info.value)
+
+
+def test_a_foreign_file_in_place_of_a_log_is_refused_and_left_alone(ref: ck.ReferenceLog, tmp_path: Path) -> None:
+    """Bytes that are not a cut of this thread's header are someone else's file."""
+    store = str(tmp_path / "s")
+    JsonlSaver(store)
+    files = ck.ThreadFiles.of(store, ref.thread_id)
+    other = ref.data[: ref.header_end - 1].replace(ref.thread_id.encode(), b"someone-else", 1)
+    for junk in (b"hello", b'{"t":"header","seq":0,"format":1,"thread":"x"', other[:60], b"\x00" * 10):
+        with open(files.log, "wb") as f:
+            f.write(junk)
         with pytest.raises(ForeignFileError) as info:
             JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
         assert files.log in str(info.value)
-        saver = JsonlSaver(store)  # fresh: test_crash_security checks a refusal stays refused
+        saver = JsonlSaver(store)
         v = {"m": saver.get_next_version(None, None)}
         with pytest.raises(JsonlCheckpointError):
             saver.put(ck.config(ref.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
         with open(files.log, "rb") as f:
-            assert f.read() == ref.data[:cut]
-        assert not os.path.exists(files.quarantine)
+            assert f.read() == junk
