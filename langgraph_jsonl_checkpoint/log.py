@@ -164,7 +164,7 @@ class ThreadLog:
             except FileNotFoundError:
                 self._reset()
                 return self.index
-            with _bulk_allocation():
+            with bulk_allocation():
                 if self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
                     # A new generation, or the end of the log was cut back and rewritten
                     # (a writer abandoning a batch whose fsync failed): index it afresh.
@@ -880,11 +880,13 @@ def _open_companion(log: ThreadLog, path: str, flags: int) -> int:
 
 
 @contextmanager
-def _bulk_allocation() -> Iterator[None]:
-    """Pause the cyclic garbage collector while an index is built.
+def bulk_allocation() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many acyclic objects are built.
 
-    Loading a sidecar allocates tens of thousands of small acyclic objects; the
-    collector's passes over the growing heap took about 45% of the load time.
+    Loading a sidecar allocates tens of thousands of small objects; the collector's
+    passes over the growing heap took about 45% of the load time (and half of reading
+    a long conversation's history). The collector is only resumed if it was running
+    when the pause began; code inside must not run user callbacks.
     """
     enabled = gc.isenabled()
     if enabled:

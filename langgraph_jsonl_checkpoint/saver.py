@@ -48,7 +48,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from .codec import ValueCodec
 from .errors import ConcurrentRunError, ConfigError, ThreadDeletedError
 from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
-from .log import IndexRebuilt, ThreadLog
+from .log import IndexRebuilt, ThreadLog, bulk_allocation
 from .reader import ValueReader
 from .records import RecordBuilder
 from .runs import NEW_THREAD, RunTracker
@@ -262,11 +262,14 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         reader = reader or ValueReader(log, self.codec)
         rec = reader.record(entry.ref)
         values: dict[str, Any] = {}
-        for channel, version in rec["cv"].items():
-            blob = idx.blob(ns, channel, version)
-            if blob is None or blob.kind == EMPTY:
-                continue
-            values[channel] = reader.value(idx, ns, channel, version)
+        # Reviving a long conversation allocates thousands of objects; the cyclic
+        # collector's passes over them took half of a get_state_history call.
+        with bulk_allocation():
+            for channel, version in rec["cv"].items():
+                blob = idx.blob(ns, channel, version)
+                if blob is None or blob.kind == EMPTY:
+                    continue
+                values[channel] = reader.value(idx, ns, channel, version)
         checkpoint: dict[str, Any] = reader.decode(rec["cp"])
         checkpoint["id"] = checkpoint_id
         checkpoint["channel_versions"] = dict(rec["cv"])
