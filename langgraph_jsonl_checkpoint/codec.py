@@ -213,36 +213,56 @@ def _readable_cell(value: Any) -> dict[str, Any] | None:
 class _MessageShape:
     """What reviving a message class needs, computed once per class.
 
-    Attributes:
-        fields: Field names in declaration order (the order ``model_construct`` uses).
-        required: Field names without a default.
-        defaults: ``name -> (default, make)``; ``make`` builds a fresh copy of a mutable
-            default (``None``: the default is immutable and shared).
-        direct: Whether instances may be built without ``model_construct`` (no
-            post-init hook).
+    ``template`` holds every field in declaration order (the order ``model_construct``
+    gives ``__dict__``) at its default; a revived message is ``template.copy()``
+    updated with the stored fields (an update keeps each key's position). ``plans``
+    maps the tuple of a dump's keys to the mutable defaults that need fresh copies
+    (``None``: revive with ``model_construct``, for extra keys or a missing required
+    field).
     """
 
-    __slots__ = ("defaults", "direct", "field_set", "fields", "required")
+    __slots__ = ("cls", "defaults", "direct", "fields", "plans", "required", "template")
 
     def __init__(self, cls: type[BaseMessage]) -> None:
-        self.fields = list(cls.model_fields)
-        self.field_set = frozenset(self.fields)
-        self.defaults: dict[str, tuple[Any, Any]] = {}
-        required = []
+        self.cls = cls
+        self.fields = frozenset(cls.model_fields)
+        self.template: dict[str, Any] = {}
+        self.defaults: dict[str, Any] = {}  # name -> make (None: immutable, shared)
+        required = set()
         for name, field in cls.model_fields.items():
             if field.is_required():
-                required.append(name)
+                required.add(name)
+                self.template[name] = None
                 continue
             value = field.get_default(call_default_factory=True)
             if isinstance(value, (dict, list, set)):
                 make = type(value) if not value else (lambda v=value: copy.deepcopy(v))
             else:
                 make = None
-            self.defaults[name] = (value, make)
+            self.template[name] = value
+            self.defaults[name] = make
         self.required = frozenset(required)
+        # Without a post-init hook, filling the instance directly is what
+        # model_construct does, at less than half the cost.
         self.direct = getattr(cls, "__pydantic_post_init__", None) is None
+        self.plans: dict[tuple[str, ...], list[tuple[str, Any]] | None] = {}
+
+    def plan(self, keys: tuple[str, ...]) -> list[tuple[str, Any]] | None:
+        found = self.plans.get(keys, _MISSING)
+        if found is not _MISSING:
+            return found  # type: ignore[return-value]
+        present = set(keys)
+        if not self.direct or not present <= self.fields or not self.required <= present:
+            plan = None
+        else:
+            plan = [(n, make) for n, make in self.defaults.items()
+                    if make is not None and n not in present]
+        if len(self.plans) < 256:  # dumps of one class have few distinct key sets
+            self.plans[keys] = plan
+        return plan
 
 
+_MISSING = object()
 _SHAPES: dict[type, _MessageShape] = {}
 
 
@@ -256,22 +276,19 @@ def _revive_message(data: dict[str, Any]) -> BaseMessage:
     # Validation already ran when the message was built, so it is rebuilt from its own
     # dump without running it again, as model_construct does: every field in
     # declaration order, fields left out of the dump (at their defaults) as fresh
-    # copies of those defaults. Filling the instance directly costs less than half of
-    # model_construct, which looks each default up again; anything unusual (extra
-    # keys, a missing required field, a post-init hook) goes through model_construct.
-    full: dict[str, Any] = {}
-    defaults = shape.defaults
-    for name in shape.fields:
-        if name in data:
-            full[name] = data[name]
-        else:
-            found = defaults.get(name)
-            if found is None:
-                return cls.model_construct(**data)  # a required field is missing
-            value, make = found
-            full[name] = make() if make is not None else value
-    if not shape.direct or len(data) != len(shape.field_set & data.keys()):
-        return cls.model_construct(**full, **{k: v for k, v in data.items() if k not in full})
+    # copies of those defaults.
+    plan = shape.plan(tuple(data))
+    if plan is None:
+        fresh = {
+            name: make() if make is not None else shape.template[name]
+            for name, make in shape.defaults.items()
+            if name not in data
+        }
+        return cls.model_construct(**fresh, **data)
+    full = shape.template.copy()
+    full.update(data)
+    for name, make in plan:
+        full[name] = make()
     message = cls.__new__(cls)
     object.__setattr__(message, "__dict__", full)
     object.__setattr__(message, "__pydantic_fields_set__", set(full))

@@ -176,6 +176,29 @@ def test_messages_are_stored_as_their_json_and_revive_equal() -> None:
     assert [type(m) for m in back] == [type(m) for m in msgs]
 
 
+def test_revived_messages_match_pydantic_in_every_detail() -> None:
+    """The revival fills instances without model_construct: each must be what
+    model_construct gives (field order, fields set, extras), and messages revived
+    from one stored list share no mutable default."""
+    codec = ValueCodec(JsonPlusSerializer())
+    msgs = [*_messages(), AIMessage("with extra", id="x1", custom={"k": [1]}), HumanMessage("", id="e")]
+    back = codec.decode(orjson.loads(orjson.dumps(codec.encode(msgs))))
+    for original, revived in zip(msgs, back, strict=True):
+        dump = {"type": original.type, **original.model_dump(exclude_defaults=True)}
+        reference = type(original).model_construct(**dump)
+        assert list(revived.__dict__) == list(reference.__dict__)
+        assert revived.__dict__ == reference.__dict__
+        assert revived.__pydantic_extra__ == reference.__pydantic_extra__
+        assert revived.model_dump() == original.model_dump()
+        assert revived.model_dump_json() == original.model_dump_json()
+    twice = codec.decode(orjson.loads(orjson.dumps(codec.encode([HumanMessage("a"), HumanMessage("b")]))))
+    twice[0].additional_kwargs["mutated"] = True
+    twice[0].response_metadata["mutated"] = True
+    assert twice[1].additional_kwargs == {} and twice[1].response_metadata == {}
+    again = codec.decode(codec.encode([HumanMessage("c")]))
+    assert again[0].additional_kwargs == {}
+
+
 def test_non_json_message_fields_fall_back_to_typed() -> None:
     codec = ValueCodec(JsonPlusSerializer())
     msg = ToolMessage("r", tool_call_id="c", artifact={1, 2, 3})
