@@ -92,7 +92,7 @@ class SnapshotPolicy:
     """
 
     every: int = 64
-    ratio: float = 1.0
+    ratio: float = 2.0
     max_depth: int = 4096
 
     def due(self, index: ThreadIndex) -> bool:

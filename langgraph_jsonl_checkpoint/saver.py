@@ -58,7 +58,7 @@ from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
 #: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
-DEFAULT_SNAPSHOT_RATIO = 1.0
+DEFAULT_SNAPSHOT_RATIO = 2.0
 _LIST_BATCH = 64
 _VERSION_WIDTH = 12
 
