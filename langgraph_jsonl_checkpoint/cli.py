@@ -1,4 +1,4 @@
-"""``langgraph-jsonl``: inspect, verify and repair a store from the shell.
+"""``langgraph-jsonl``: inspect, verify, repair and compact a store from the shell.
 
 A thin layer over :mod:`.maintenance` and the saver; every command takes the store
 directory first. Examples::
@@ -7,6 +7,8 @@ directory first. Examples::
     langgraph-jsonl verify ./checkpoints
     langgraph-jsonl verify ./checkpoints --thread t-1
     langgraph-jsonl repair ./checkpoints --thread t-1
+    langgraph-jsonl compact ./checkpoints
+    langgraph-jsonl compact ./checkpoints --thread t-1 --keep-latest
 
 Exit status: 0 when all is well, 1 when ``verify`` found problems, 2 on bad usage or an
 error (printed without a traceback).
@@ -60,10 +62,28 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    saver = JsonlSaver(args.store)
+    total_before = total_after = 0
+    for tid in [args.thread] if args.thread else list(saver.store.thread_ids()):
+        if args.keep_latest:
+            before = saver.store.thread_log(tid).refresh().committed_end
+            saver.prune([tid])
+            after = saver.store.thread_log(tid).refresh().committed_end
+        else:
+            before, after = saver.compact(tid)
+        total_before += before
+        total_after += after
+        print(f"thread {tid!r}: {before} -> {after} bytes")
+    print(f"compacted: {total_before} -> {total_after} bytes")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (documented commands; tests check each has help)."""
     parser = argparse.ArgumentParser(
-        prog="langgraph-jsonl", description="Inspect, verify and repair a JsonlSaver store."
+        prog="langgraph-jsonl",
+        description="Inspect, verify, repair and compact a JsonlSaver store."
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("threads", help="list threads with their checkpoint counts",
@@ -82,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("store")
     p.add_argument("--thread", required=True, help="the thread id to repair")
     p.set_defaults(run=_repair)
+    p = sub.add_parser("compact", help="rewrite logs without superseded records (same answers)",
+                       description="Rewrite thread logs atomically without snapshots, retried "
+                       "or replaced writes and duplicates; every checkpoint stays unless "
+                       "--keep-latest. Example: langgraph-jsonl compact ./checkpoints")
+    p.add_argument("store")
+    p.add_argument("--thread", help="compact only this thread id")
+    p.add_argument("--keep-latest", action="store_true",
+                   help="also drop old checkpoints: keep the latest per namespace (prune)")
+    p.set_defaults(run=_compact)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""Operations that replace a thread's log by a new generation: prune, delete_for_runs, copy.
+"""Operations that replace a thread's log by a new generation: compact, prune,
+delete_for_runs; and copy.
 
 A new generation is written beside the log and renamed over it (see
 ``ThreadLog.rewrite``), so a crash leaves the old or the new file, never a mix. Values
@@ -54,9 +55,14 @@ def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id
 
 
 def _rebuilt_records(
-    saver: JsonlSaver, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]]
+    saver: JsonlSaver, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]],
+    *, live_writes_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """Records of a new generation holding exactly the kept checkpoints and their writes."""
+    """Records of a new generation holding exactly the kept checkpoints and their writes.
+
+    With ``live_writes_only``, write entries the index no longer serves (a retried
+    regular slot's later copies, a special slot's replaced writes) are left out.
+    """
     reader = ValueReader(log, saver.codec)
     emitted: set[tuple[str, str, Any]] = set()
     last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]] = {}
@@ -81,10 +87,27 @@ def _rebuilt_records(
                 values[ch] = _entry(saver, last, ns, ch, version, value)
             out.append({**rec, "values": values})
         elif t == "writes" and (rec["ns"], rec["cp"]) in keep:
+            if live_writes_only:
+                rec = _live_writes(idx, rec)
+                if rec is None:
+                    continue
             out.append(rec)
         elif t == "tool":
             out.append(rec)
     return out
+
+
+def _live_writes(idx: ThreadIndex, rec: dict[str, Any]) -> dict[str, Any] | None:
+    """``rec`` with only the write entries the index serves (``None`` if there are none)."""
+    slots = idx.writes.get((rec["ns"], rec["cp"]), {})
+    live = [
+        w for position, w in enumerate(rec["w"])
+        if (e := slots.get((rec["task"], w[0]))) is not None
+        and e.ref.seq == rec["seq"] and e.position == position
+    ]
+    if not live:
+        return None
+    return rec if len(live) == len(rec["w"]) else {**rec, "w": live}
 
 
 def _entry(
@@ -108,6 +131,28 @@ def _entry(
 
 def _all_checkpoints(idx: ThreadIndex) -> set[tuple[str, str]]:
     return {(ns, cid) for ns, by_id in idx.checkpoints.items() for cid in by_id}
+
+
+def compact_thread(saver: JsonlSaver, thread_id: str) -> tuple[int, int]:
+    """Rewrite a thread's log with the same answers and nothing superseded.
+
+    Every checkpoint, pending write and tool-call event stays; snapshot records,
+    superseded duplicates of a checkpoint record and write entries the index no longer
+    serves go; each channel version is stored once, as a delta where it extends the
+    previous one (chains kept short). Writes whose checkpoint is not (yet) in the log
+    are kept too.
+
+    Returns:
+        The log's size in bytes before and after (``(0, 0)`` for an absent thread).
+    """
+    log = saver.store.thread_log(thread_id)
+    with log.writer() as idx:
+        if not log.exists():
+            return (0, 0)
+        before = idx.committed_end
+        keep = _all_checkpoints(idx) | set(idx.writes)
+        log.rewrite(_rebuilt_records(saver, log, idx, keep, live_writes_only=True))
+        return before, log.refresh().committed_end
 
 
 def prune_thread(saver: JsonlSaver, thread_id: str) -> None:

@@ -645,6 +645,27 @@ class JsonlSaver(BaseCheckpointSaver[str]):
 
         _healing(lambda: copy_records(self, str(source_thread_id), str(target_thread_id)))
 
+    def compact(self, thread_id: str) -> tuple[int, int]:
+        """Rewrite a thread's log without what it no longer needs; answers stay the same.
+
+        Keeps every checkpoint, pending write and tool-call event; drops snapshot
+        records, superseded write entries (retried slots, replaced special writes) and
+        superseded duplicate records, and stores each channel version once. The new
+        generation replaces the log atomically (a crash leaves the old or the new one).
+        ``prune`` also drops old checkpoints; ``compact`` never does.
+
+        Returns:
+            The log's size in bytes before and after.
+        """
+        from .generations import compact_thread
+
+        tid = str(thread_id)
+        return _healing(lambda: compact_thread(self, tid))
+
+    async def acompact(self, thread_id: str) -> tuple[int, int]:
+        """Async :meth:`compact` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.compact, thread_id)
+
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads: ``"keep_latest"`` per namespace, or ``"delete"`` everything.
 

@@ -1208,7 +1208,7 @@ class _KillAtOp:
 
 
 def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
-    """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "create": the first
+    """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "compact"; "create": the first
     put of thread ``new``; "copy": copy_thread t -> copy) and SIGKILL at file op ``k``.
     Exit 0 if the action finished before op ``k``."""
     import langgraph_jsonl_checkpoint.log as log_module
@@ -1219,6 +1219,8 @@ def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
         log_module.os = _KillAtOp(k, ops_log)  # type: ignore[attr-defined]
         if action == "prune":
             saver.prune(["t"])
+        elif action == "compact":
+            saver.compact("t")
         elif action == "create":
             v = {"m": saver.get_next_version(None, None)}
             saver.put(config("new"), make_checkpoint(cp_id(1), {"m": ["new"]}, v), {}, v)

@@ -29,7 +29,7 @@ def _store(path: Path, n: int = 12) -> None:
 def test_every_command_has_help_with_an_example() -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    assert set(subparsers.choices) == {"threads", "verify", "repair"}
+    assert set(subparsers.choices) == {"threads", "verify", "repair", "compact"}
     for name, sub in subparsers.choices.items():
         assert "Example: langgraph-jsonl " + name in sub.description, name
     readme = (Path(__file__).parents[1] / "README.md").read_text()
@@ -71,3 +71,19 @@ def test_threads_lists_ids(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", n=3)
     assert main(["threads", str(tmp_path / "s")]) == 0
     assert capsys.readouterr().out.startswith("t-1\t3 checkpoints")
+
+
+def test_compact_keeps_every_checkpoint_and_keep_latest_prunes(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s")
+    cfg = {"configurable": {"thread_id": "t-1"}}
+    before = [t.checkpoint for t in JsonlSaver(tmp_path / "s").list(cfg)]
+    assert main(["compact", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "thread 't-1': " in out and "compacted: " in out
+    sizes = [int(x) for x in out.split("compacted: ")[1].split(" bytes")[0].split(" -> ")]
+    assert sizes[1] < sizes[0]  # the snapshot records are gone
+    assert [t.checkpoint for t in JsonlSaver(tmp_path / "s").list(cfg)] == before
+    assert main(["verify", str(tmp_path / "s")]) == 0
+    assert main(["compact", str(tmp_path / "s"), "--thread", "t-1", "--keep-latest"]) == 0
+    after = list(JsonlSaver(tmp_path / "s").list(cfg))
+    assert [t.checkpoint for t in after] == before[:1]

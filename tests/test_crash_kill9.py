@@ -105,7 +105,35 @@ def test_kill_at_every_file_operation_of_prune_leaves_old_or_new_generation(tmp_
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("action", ["prune", "create", "copy"])
+def test_kill_at_every_file_operation_of_compact_leaves_the_same_answers(tmp_path: Path) -> None:
+    """Compaction keeps every answer, so whichever generation survives a crash at any of
+    its file operations, the thread reads exactly as before (and takes a new put)."""
+    problems = []
+    n = 0
+    for k, store, ref in _kill_at_every_op(tmp_path, "compact"):
+        n += 1
+        want = ref.acked[-1][1]
+        try:
+            got = ck.answers(JsonlSaver(store), "t")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"op {k}: store does not open: {type(exc).__name__}: {exc}")
+            continue
+        if got != want:
+            problems.append(f"op {k}: answers changed: {ck.diff_answers(got, want)}")
+        saver = JsonlSaver(store)
+        latest = saver.get_tuple(ck.config("t"))
+        v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
+        saver.put(ck.config("t", "", latest.checkpoint["id"]),
+                  ck.make_checkpoint(ck.AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
+                                     {**latest.checkpoint["channel_versions"], **v}), {}, v)
+        saver.close()
+        if JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] != ck.AFTER_CUT_ID:
+            problems.append(f"op {k}: a put after the crash is not served")
+    assert n >= 3
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("action", ["prune", "compact", "create", "copy"])
 def test_kill_at_every_file_operation_leaves_no_stray_temp_files_after_recovery(tmp_path: Path, action: str) -> None:
     """RELIABILITY.md item 7: a crash at any file operation leaves no stray temp files
     (once the store has been opened and written again)."""

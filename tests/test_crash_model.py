@@ -3,7 +3,7 @@
 Operations: put (chained, forked, growing lists for deltas, channels removed, two
 namespaces), put_writes (regular and special channels, retried slots, writes that
 arrive before their checkpoint), delete_thread, copy_thread, prune (keep_latest and
-delete), delete_for_runs, a second saver instance on the same directory writing too
+delete), compact (changes no answer), delete_for_runs, a second saver instance on the same directory writing too
 (what another process does), reopen with and without ``close()``, and a "crash"
 (an uncommitted, torn batch appended to a log, as a killed writer leaves it).
 
@@ -176,6 +176,10 @@ class SaverMachine(RuleBasedStateMachine):
             self.mem.delete_thread(thread)
         else:
             ck.mem_prune_keep_latest(self.mem, thread)
+
+    @rule(thread=st.sampled_from(THREADS), via_other=st.booleans())
+    def compact(self, thread, via_other) -> None:
+        self._writer(via_other).compact(thread)  # the model does not change
 
     @rule(runs=st.sets(st.sampled_from(RUNS), min_size=1, max_size=2), via_other=st.booleans())
     def delete_for_runs(self, runs, via_other) -> None:

@@ -557,3 +557,75 @@ def _race_child(store: str, barrier, queue) -> None:
         queue.put("ok")
     except Exception as exc:  # reported to the parent
         queue.put(type(exc).__name__)
+
+
+# -- compact ------------------------------------------------------------------------
+
+
+def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path) -> None:
+    import crashkit as ck
+
+    saver = JsonlSaver(tmp_path / "s", snapshot_every=2, snapshot_ratio=0)
+    items: list = []
+    parent = None
+    for i in range(12):
+        items = items + [f"item-{i}"]
+        ns = "child:1" if i in (4, 5) else ""
+        cfg = _put(saver, "t", i, {"items": items, "n": i}, parent=parent if ns == "" else None, ns=ns)
+        if ns == "":
+            parent = cfg["configurable"]["checkpoint_id"]
+        saver.put_writes(cfg, [("items", [f"w-{i}"]), ("n", i)], f"task-{i}")
+        saver.put_writes(cfg, [("items", ["retried, not stored"])], f"task-{i}")  # same slot
+        saver.put_writes(cfg, [("__error__", f"first error {i}")], f"task-e{i}")
+        saver.put_writes(cfg, [("__error__", f"second error {i}")], f"task-e{i}")  # replaces
+    orphan = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[99]}}
+    saver.put_writes(orphan, [("items", ["before its checkpoint"])], "task-orphan")
+    before = ck.answers(saver, "t")
+    files = ck.ThreadFiles.of(tmp_path / "s", "t")
+    raw_before = Path(files.log).read_bytes()
+    assert b'"t":"snapshot"' in raw_before and b"second error 3" in raw_before
+
+    size_before, size_after = saver.compact("t")
+
+    raw_after = Path(files.log).read_bytes()
+    assert (size_before, size_after) == (len(raw_before), len(raw_after))
+    assert size_after < 0.8 * size_before, (size_before, size_after)
+    assert b'"t":"snapshot"' not in raw_after and b"retried, not stored" not in raw_after
+    assert b"first error" not in raw_after
+    for reader in (saver, JsonlSaver(tmp_path / "s"), JsonlSaver(tmp_path / "s", read_only=True)):
+        assert ck.answers(reader, "t") == before
+    # the orphan write is still waiting for its checkpoint
+    versions = {"items": saver.get_next_version(None, None)}
+    saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(99, {"items": []}, versions), {}, versions)
+    assert saver.get_tuple(orphan).pending_writes == [("task-orphan", "items", ["before its checkpoint"])]
+    from langgraph_jsonl_checkpoint.maintenance import verify
+
+    report = verify(saver)
+    assert report.ok and report.records > 0, report.findings
+
+
+def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_path: Path) -> None:
+    from graphs import build_agent_graph
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    ours = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))
+    ref = build_agent_graph().compile(checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "agent"}}
+    for turn in range(3):
+        for graph in (ours, ref):
+            graph.invoke({"messages": [HumanMessage(f"what is {turn} + 2?", id=f"h{turn}")]}, cfg)
+        if turn == 1:
+            history = [s.values for s in ours.get_state_history(cfg)]
+            ours.checkpointer.compact("agent")
+            assert [s.values for s in ours.get_state_history(cfg)] == history
+    assert ours.get_state(cfg).values == ref.get_state(cfg).values
+    assert [s.values for s in ours.get_state_history(cfg)] == [s.values for s in ref.get_state_history(cfg)]
+
+
+def test_compact_of_an_absent_thread_or_a_read_only_store(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    assert saver.compact("nobody") == (0, 0)
+    _put(saver, "t", 0, {"a": 1})
+    with pytest.raises(JsonlCheckpointError):
+        JsonlSaver(tmp_path / "s", read_only=True).compact("t")
