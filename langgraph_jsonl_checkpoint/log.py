@@ -392,7 +392,7 @@ class ThreadLog:
                 path=self.path,
                 offset=ref.offset,
             )
-        rec.pop("more", None)
+        framing.strip_batch_marks(rec)
         return rec
 
     def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
@@ -567,8 +567,7 @@ class ThreadLog:
         seq = self.index.last_seq + 1
         for i, rec in enumerate(records):
             rec["seq"] = seq + i
-        lines = [framing.frame(rec if i == len(records) - 1 else {**rec, "more": 1})
-                 for i, rec in enumerate(records)]
+        lines = framing.frame_batch_lines(records)
         data = b"".join(lines)
         start = self.index.committed_end
         fd = self._write_fd()
@@ -632,7 +631,7 @@ class ThreadLog:
         body = [header]
         for i, rec in enumerate(records, start=1):
             rec = dict(rec)
-            rec.pop("more", None)
+            framing.strip_batch_marks(rec)
             rec["seq"] = i
             body.append(rec)
         self._install(body)

@@ -13,12 +13,13 @@ full battery is ``python stress/powerloss.py --states 5000``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import crashkit as ck
 import pytest
 
-from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint import JsonlSaver, framing
 
 
 @pytest.mark.parametrize("leftover", [b"", b'{"store": "langgraph-js', b"\0" * 512])
@@ -46,3 +47,86 @@ def test_a_foreign_directory_is_still_refused(tmp_path: Path) -> None:
     (store / "notes.txt").write_text("mine")
     with pytest.raises(StoreError):
         JsonlSaver(store)
+
+
+# -- damage inside the batch being written is a torn tail, not mid-log damage --------
+
+
+def _batches(*sizes: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """A log of batches of the given sizes; (bytes, [(start, end) of each batch])."""
+    out = [framing.frame({"t": "header", "seq": 0})]
+    spans, seq, pos = [], 1, len(out[0])
+    for n in sizes:
+        lines = framing.frame_batch_lines([{"t": "a", "seq": seq + i, "pad": "x" * 300} for i in range(n)])
+        spans.append((pos, pos + sum(map(len, lines))))
+        out += lines
+        pos += sum(map(len, lines))
+        seq += n
+    return b"".join(out), spans
+
+
+def _zero(data: bytes, start: int, n: int) -> bytes:
+    return data[:start] + b"\0" * n + data[start + n :]
+
+
+@pytest.mark.parametrize("where", ["first record", "middle record", "two sectors"])
+def test_sectors_lost_inside_the_last_batch_are_a_torn_tail(where: str) -> None:
+    """After a power cut, sectors of the batch being written can be lost while later ones
+    of the same batch survive: the batch is uncommitted, not the log corrupt."""
+    data, spans = _batches(1, 2, 6)
+    start, end = spans[-1]
+    hole = {"first record": (start + 10, 200), "middle record": (start + 700, 100),
+            "two sectors": (start + 300, 1024)}[where]
+    result = framing.scan(_zero(data, *hole))
+    assert result.corrupt_offset is None
+    assert result.committed_end == start and result.tail_bytes == end - start
+
+
+@pytest.mark.parametrize("victim", ["middle of a batch", "end of a batch", "single record"])
+def test_damage_followed_by_a_later_batch_is_still_mid_log_damage(victim: str) -> None:
+    """A later batch after the damage proves the damaged batch was synced: corrupt, even
+    when the damage is the last record of the batch before the last one."""
+    data, spans = _batches(1, 3, 1, 2)
+    target = {"middle of a batch": spans[1][0] + 400, "end of a batch": spans[1][1] - 50,
+              "single record": spans[2][0] + 5}[victim]
+    result = framing.scan(_zero(data, target, 20))
+    assert result.corrupt_offset is not None and result.corrupt_offset <= target
+
+
+def test_logs_without_batch_marks_keep_the_old_rule() -> None:
+    """Before ``b`` existed, a damaged line followed by any newer valid line was mid-log
+    damage; a log written then is read the same way."""
+    head = framing.frame({"t": "header", "seq": 0})
+    old = [framing.frame({"t": "a", "seq": 1, "more": 1}), framing.frame({"t": "a", "seq": 2})]
+    data = head + b"\0" * 20 + old[0][20:] + old[1]
+    assert framing.scan(data).corrupt_offset == len(head)
+
+
+def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) -> None:
+    """The case the battery found: copy_thread's many-record batch, a sector near its
+    start lost, its later records intact. The store opens, serves the thread without
+    the copy, quarantines the batch and takes the next put."""
+    store = tmp_path / "store"
+    saver = JsonlSaver(store, snapshot_every=2, snapshot_ratio=0.0)
+    mirror = ck.Mirror(saver)
+    for i in range(4):
+        mirror.put("src", ck.cp_id(i), {"m": [f"item-{j}" * 40 for j in range(i + 1)]})
+    mirror.put("dst", ck.cp_id(10), {"m": ["own"]})
+    want = ck.answers(mirror.memory, "dst")
+    files = ck.ThreadFiles.of(store, "dst")
+    before = Path(files.log).read_bytes()
+    saver.copy_thread("src", "dst")
+    saver.close()
+    after = Path(files.log).read_bytes()
+    assert len(after) - len(before) > 2048
+    sector = (len(before) // 512 + 1) * 512  # the first whole sector of the copy batch
+    damaged = _zero(after, sector, 512)
+    ck.write_in_place(files.log, damaged)
+    os.unlink(files.idx)
+    reopened = JsonlSaver(store)
+    assert not ck.diff_answers(ck.answers(reopened, "dst"), want)
+    v = {"m": reopened.get_next_version(None, None)}
+    reopened.put(ck.config("dst", "", ck.cp_id(10)), ck.make_checkpoint(ck.cp_id(11), {"m": ["next"]}, v), {}, v)
+    assert JsonlSaver(store).get_tuple(ck.config("dst")).checkpoint["id"] == ck.cp_id(11)
+    [(note, cut)] = ck.read_quarantine(files.quarantine)
+    assert cut == damaged[len(before) :] and note["offset"] == len(before)
