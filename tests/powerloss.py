@@ -60,6 +60,7 @@ import langgraph_jsonl_checkpoint.log as log_module
 import langgraph_jsonl_checkpoint.store as store_module
 from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError, framing
 from langgraph_jsonl_checkpoint.maintenance import verify
+from langgraph_jsonl_checkpoint.store import THREADS_DIR, thread_file_stem
 
 #: Sector size of the simulated disk: the unit in which unsynced data survives or not.
 SECTOR = 512
@@ -104,11 +105,17 @@ class FileModel:
         if length != old:
             self.dirty.append((min(length, old), max(length, old)))
 
-    def sync(self) -> None:
-        """Record ``fsync``/``fdatasync``: the current content is durable."""
+    def sync(self) -> bytes:
+        """Record ``fsync``/``fdatasync``: the current content is durable.
+
+        Returns:
+            Durable bytes this sync cut from the end of the file (durably gone now).
+        """
+        cut = self.durable[len(self.current) :]
         self.durable = bytes(self.current)
         self.dirty = []
         self.low = len(self.current)
+        return cut
 
     def crash_bytes(self, rng: random.Random, fates: tuple[float, float, float, float]) -> bytes:
         """Content after a power cut now; ``fates`` weighs keep / lost / zero / junk."""
@@ -177,6 +184,7 @@ class PowerLossFS:
             changes the tree (the real operation done and the model updated), under
             the shim's lock: a crash image drawn there is a crash right after it.
         ops: Number of such operations so far.
+        cuts: ``(path, bytes)`` of durable bytes a synced truncation removed from a file.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -189,6 +197,7 @@ class PowerLossFS:
         self.live_ino: dict[int, int] = {}  # inode number in the live tree -> file id
         self.on_op: Callable[[PowerLossFS, str, str], None] | None = None
         self.ops = 0
+        self.cuts: list[tuple[str, bytes]] = []
         self._next_fid = 1
         self._scan()
 
@@ -300,7 +309,9 @@ class PowerLossFS:
             self._notify("fsync-dir", info.dir)
         else:
             assert info.fid is not None
-            self.files[info.fid].sync()
+            cut = self.files[info.fid].sync()
+            if cut:
+                self.cuts.append((self._name_of(info.fid), cut))
             self._notify(kind, self._name_of(info.fid))
 
     def renamed(self, src: str, dst: str) -> None:
@@ -319,6 +330,16 @@ class PowerLossFS:
         return next((p for p, v in self.cur.items() if v == fid), f"<unlinked {fid}>")
 
     # -- crash images -------------------------------------------------------------
+
+    def durable_content(self, rel: str) -> bytes | None:
+        """What ``rel`` holds for sure after a power cut now: ``None`` if its name is not
+        durable, else the file's durable content."""
+        ns = dict(self.base)
+        for op in self.log:
+            if op.durable:
+                _apply(ns, op)
+        value = ns.get(rel)
+        return None if value is None or value == DIR else self.files[value].durable
 
     def crash_image(self, rng: random.Random) -> CrashImage:
         """Draw one state the disk could be in after a power cut right now."""
@@ -649,10 +670,13 @@ class Expected:
             named must serve nothing.
         tombstones: Deleted threads (``delete_thread`` returned) with the newest deleted
             checkpoint id: a late write for it must be refused.
+        quarantined: ``(quarantine file, bytes)``: durable bytes a tail repair cut from a
+            log (the cut is durable) that the thread's quarantine file must hold.
     """
 
     candidates: dict[str, list[dict]]
     tombstones: dict[str, str] = field(default_factory=dict)
+    quarantined: list[tuple[str, bytes]] = field(default_factory=list)
 
     def allowed(self, thread_id: str) -> list[dict]:
         return self.candidates.get(thread_id, [EMPTY])
@@ -685,7 +709,8 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
        states (no acknowledged checkpoint or write lost, each exactly once with its
        values, nothing partial, nothing never started) and raise nothing (no false
        corruption report).
-    2. No temp files remain after the writable open.
+    2. No temp files remain after the writable open; bytes cut from a log by a durable
+       tail repair are in its quarantine file.
     3. A late write for a deleted thread is refused (its tombstone survived).
     4. A further ``put`` on every thread works, and a reopen serves it and everything
        served before.
@@ -697,6 +722,14 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
     """
     image.write(target)
     problems: list[str] = []
+    for rel, cut in exp.quarantined:
+        try:
+            with open(os.path.join(target, rel), "rb") as f:
+                kept = cut in f.read()
+        except FileNotFoundError:
+            kept = False
+        if not kept:
+            problems.append(f"{len(cut)} durable bytes cut from a log are not in {rel}")
     try:
         ro = JsonlSaver(target, read_only=True)
     except Exception as exc:  # noqa: BLE001
@@ -829,6 +862,7 @@ class RoundStats:
 
 
 RUNS = ("run-a", "run-b", "run-c")
+DELETING = ("delete", "delete_for_runs")  # call labels that may delete a thread's files
 THREADS = ("t0", "t1", "t2")
 
 #: Workload steps and their weights.
@@ -875,9 +909,11 @@ class PowerLossRound:
         self.mem = InMemorySaver()
         self.expected: dict[str, dict] = {}
         self.tombstones: dict[str, str] = {}
+        self.cuts_seen = 0  # of self.fs.cuts, folded into self.quarantined
+        self.quarantined: dict[str, list[tuple[str, bytes]]] = {}  # thread stem -> cuts
         self.lock = threading.RLock()
         self.in_flight: Call | None = None
-        self.pending: list[tuple[CrashImage, Call | None, str]] = []
+        self.pending: list[tuple[CrashImage, Call | None, str, list]] = []
         self.stats = RoundStats(rounds=1)
         self.threads = list(THREADS)
         self.agents: list[str] = []
@@ -891,20 +927,21 @@ class PowerLossRound:
     def call(self, label: str, tids: list[str] | tuple[str, ...]) -> Iterator[Call]:
         """Run a saver call: images drawn meanwhile may show it done or not done."""
         with self.lock:
-            self._settle()
+            self._settle({})
             c = Call(label, tuple(tids), {t: self.expected.get(t, EMPTY) for t in tids})
             self.in_flight = c
             try:
                 yield c
             finally:
                 self.in_flight = None
-                for t in c.tids:
-                    after = ck.answers(self.mem, t)
-                    if c.before[t]["list"] and not after["list"] and label in ("delete", "delete_for_runs"):
+                after = {t: ck.answers(self.mem, t) for t in c.tids}
+                self._settle(after)
+                for t, ans in after.items():
+                    if c.before[t]["list"] and not ans["list"] and label in DELETING:
                         newest = max(cid for _, cid in c.before[t]["list"])
                         self.tombstones[t] = max(newest, self.tombstones.get(t, newest))
-                    self.expected[t] = after
-                self._settle(c)
+                        self.quarantined.pop(thread_file_stem(t), None)  # deleted with the log
+                    self.expected[t] = ans
 
     def _budget_left(self) -> bool:
         if len(self.stats.violations) >= self.stop_after:
@@ -916,23 +953,34 @@ class PowerLossRound:
         if self.rng.random() >= self.rate or not self._budget_left():
             return
         where = f"{self.step} / {kind} {rel} (op {fs.ops})"
+        required = self._required_quarantine()
         for _ in range(self.per_point):
-            self.pending.append((fs.crash_image(self.image_rng), self.in_flight, where))
+            self.pending.append((fs.crash_image(self.image_rng), self.in_flight, where, required))
         self.stats.states_by_op[kind] = self.stats.states_by_op.get(kind, 0) + self.per_point
 
-    def _expected_for(self, c: Call | None) -> Expected:
+    def _required_quarantine(self) -> list[tuple[str, bytes]]:
+        """Quarantine contents an image drawn now must have (see :func:`quarantine_of`)."""
+        for q in quarantine_of(self.fs.cuts[self.cuts_seen :]):
+            stem = os.path.basename(q[0])[: -len(".quarantine")]
+            self.quarantined.setdefault(stem, []).append(q)
+        self.cuts_seen = len(self.fs.cuts)
+        c = self.in_flight
+        skip = {thread_file_stem(t) for t in c.tids} if c is not None and c.label in DELETING else set()
+        return [q for stem, qs in self.quarantined.items() if stem not in skip for q in qs]
+
+    def _expected_for(self, c: Call | None, after: dict[str, dict], quarantined: list) -> Expected:
         cands = {t: [a] for t, a in self.expected.items()}
         if c is not None:
             for t in c.tids:
-                cands[t] = [c.before[t], self.expected.get(t, EMPTY)]
+                cands[t] = [c.before[t], after[t]]
         tombs = {t: u for t, u in self.tombstones.items() if c is None or t not in c.tids}
-        return Expected(cands, tombs)
+        return Expected(cands, tombs, quarantined)
 
-    def _settle(self, only: Call | None = None) -> None:
-        """Check the images drawn so far (all of them were drawn during ``only``)."""
+    def _settle(self, after: dict[str, dict]) -> None:
+        """Check the images drawn so far; ``after``: states once the call in flight returned."""
         pending, self.pending = self.pending, []
-        for image, c, where in pending:
-            exp = self._expected_for(c)
+        for image, c, where, quarantined in pending:
+            exp = self._expected_for(c, after, quarantined)
             problems, served = self._check(image, exp, where)
             if not problems and served is not None and self.image_rng.random() < self.recovery_rate:
                 self._recover(image, served, exp, where)
@@ -961,19 +1009,21 @@ class PowerLossRound:
         fs = PowerLossFS(b)
         expected = {t: a for t, a in served.items()}
         state: dict[str, Any] = {"tids": (), "before": {}}
-        drawn: list[tuple[CrashImage, dict, str]] = []
+        drawn: list[tuple[CrashImage, dict, str, list]] = []
 
         def on_op(f: PowerLossFS, kind: str, rel: str) -> None:
             if self.rng.random() < 0.5 and self._budget_left():
                 cands = {t: [a] for t, a in expected.items()}
                 for t in state["tids"]:
                     cands[t] = [state["before"][t], None]  # None: filled in once the put returned
-                drawn.append((f.crash_image(self.image_rng), cands, f"{where} -> recovery {kind} {rel}"))
+                drawn.append((f.crash_image(self.image_rng), cands, f"{where} -> recovery {kind} {rel}",
+                              list(f.cuts)))
 
         def settle(after: dict[str, dict]) -> None:
-            for img, cands, w in drawn:
+            for img, cands, w, cuts in drawn:
                 cands = {t: [a if a is not None else after[t] for a in v] for t, v in cands.items()}
-                self._check(img, Expected(cands, exp.tombstones), w, recovery=True)
+                quarantined = exp.quarantined + quarantine_of(cuts)
+                self._check(img, Expected(cands, exp.tombstones, quarantined), w, recovery=True)
             drawn.clear()
 
         fs.on_op = on_op
@@ -1015,7 +1065,7 @@ class PowerLossRound:
                 with self.call("close", ()):
                     self.saver.close()  # type: ignore[union-attr]
                 with self.lock:
-                    self._settle()
+                    self._settle({})
         finally:
             log_module.INDEX_REWRITE_RECORDS = saved_rewrite
         problems = self.fs.check_against_disk()
@@ -1166,6 +1216,15 @@ class PowerLossRound:
             finally:
                 px.close(fd)
         self._put(tid)
+
+
+def quarantine_of(cuts: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """``(quarantine file, bytes)`` for the durable cuts of thread logs among ``cuts``."""
+    out = []
+    for path, cut in cuts:
+        if path.endswith(".jsonl") and os.path.dirname(path) == THREADS_DIR:
+            out.append((path[: -len(".jsonl")] + ".quarantine", cut))
+    return out
 
 
 def mem_delete_for_runs(mem: InMemorySaver, runs: set[str]) -> None:
