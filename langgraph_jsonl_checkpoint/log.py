@@ -522,6 +522,8 @@ class ThreadLog:
                 os.fsync(qfd)
             finally:
                 os.close(qfd)
+            # The quarantine file may be new: its name must be durable before the cut is.
+            fsync_dir(self.directory)
             wfd = self._write_fd()
             os.ftruncate(wfd, end)
             os.fsync(wfd)

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 import crashkit as ck
+import powerloss as pl
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver, framing
@@ -130,3 +131,31 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     assert JsonlSaver(store).get_tuple(ck.config("dst")).checkpoint["id"] == ck.cp_id(11)
     [(note, cut)] = ck.read_quarantine(files.quarantine)
     assert cut == damaged[len(before) :] and note["offset"] == len(before)
+
+
+def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) -> None:
+    """A repair copies a torn tail to a new quarantine file, then cuts the log. Once the
+    cut is durable, the quarantine file's name must be too, or a second power cut (during
+    recovery from the first) loses the torn bytes for good."""
+    store = tmp_path / "store"
+    reflog = ck.build_reference_log(store, puts=4)
+    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    torn = framing.frame({"t": "writes", "seq": 10**6, "more": 1})[:-7]
+    with open(files.log, "ab") as f:
+        f.write(torn)
+    fs = pl.PowerLossFS(store)  # what the store holds now is on disk
+    lost: list[str] = []
+
+    def on_op(f: pl.PowerLossFS, kind: str, rel: str) -> None:
+        if f.cuts:  # the log's cut is durable from here on
+            kept = f.durable_content(os.path.relpath(files.quarantine, store))
+            if kept is None or torn not in kept:
+                lost.append(f"after {kind} {rel}")
+
+    fs.on_op = on_op
+    saver = JsonlSaver(store)
+    with pl.watching(fs):
+        latest = saver.get_tuple(ck.config(reflog.thread_id))
+        saver.put_writes(latest.config, [("m", "after the cut")], "task-after")
+    assert fs.cuts and fs.cuts[0][1] == torn
+    assert not lost, f"the torn bytes could be lost: {lost}"
