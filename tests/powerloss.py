@@ -708,7 +708,7 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
     1. A read-only open, then a writable one, serve for every thread one of the allowed
        states (no acknowledged checkpoint or write lost, each exactly once with its
        values, nothing partial, nothing never started) and raise nothing (no false
-       corruption report).
+       corruption report). The read-only open changes no file.
     2. No temp files remain after the writable open; bytes cut from a log by a durable
        tail repair are in its quarantine file.
     3. A late write for a deleted thread is refused (its tombstone survived).
@@ -730,6 +730,7 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
             kept = False
         if not kept:
             problems.append(f"{len(cut)} durable bytes cut from a log are not in {rel}")
+    before = _tree(target)
     try:
         ro = JsonlSaver(target, read_only=True)
     except Exception as exc:  # noqa: BLE001
@@ -737,6 +738,8 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
     else:
         _served(ro, exp, "read-only open", problems)
         ro.close()
+    if _tree(target) != before:
+        problems.append("a read-only open changed files")
     try:
         saver = JsonlSaver(target, **SAVER_KWARGS)
     except Exception as exc:  # noqa: BLE001
@@ -787,6 +790,15 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
     if stray:
         problems.append(f"temp files left after recovery: {stray}")
     return problems, got
+
+
+def _tree(root: str) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as f:
+                out[os.path.join(dirpath, name)] = f.read()
+    return out
 
 
 def _put_probe(saver: JsonlSaver, thread_id: str, probe_id: str) -> dict:
@@ -887,13 +899,15 @@ class PowerLossRound:
         seed: Seeds the workload and every image.
         steps: Workload steps.
         rate, per_point, recovery_rate: See above.
+        recovery_op_rate: Probability of an image at each operation of a recovery (at
+            most 4 pending at once).
         max_states: Stop drawing images after this many (the workload still finishes).
         stop_after: Stop drawing images after this many violations.
     """
 
     def __init__(self, workdir: str, seed: int, *, steps: int = 40, rate: float = 0.3,
-                 per_point: int = 2, recovery_rate: float = 0.15, max_states: int | None = None,
-                 stop_after: int = 10) -> None:
+                 per_point: int = 2, recovery_rate: float = 0.15, recovery_op_rate: float = 0.25,
+                 max_states: int | None = None, stop_after: int = 10) -> None:
         self.dir = os.path.join(workdir, f"r{seed}")
         self.live = os.path.join(self.dir, "live")
         os.makedirs(self.live)
@@ -901,7 +915,7 @@ class PowerLossRound:
         self.rng = random.Random(seed)
         self.image_rng = random.Random(seed * 7919 + 1)
         self.steps, self.rate, self.per_point = steps, rate, per_point
-        self.recovery_rate = recovery_rate
+        self.recovery_rate, self.recovery_op_rate = recovery_rate, recovery_op_rate
         self.max_states = max_states
         self.stop_after = stop_after
         self.fs = PowerLossFS(self.live)
@@ -973,7 +987,8 @@ class PowerLossRound:
         if c is not None:
             for t in c.tids:
                 cands[t] = [c.before[t], after[t]]
-        tombs = {t: u for t, u in self.tombstones.items() if c is None or t not in c.tids}
+        # deleted and not written again since (a late write may then be refused)
+        tombs = {t: u for t, u in self.tombstones.items() if cands.get(t, [EMPTY]) == [EMPTY]}
         return Expected(cands, tombs, quarantined)
 
     def _settle(self, after: dict[str, dict]) -> None:
@@ -1012,12 +1027,14 @@ class PowerLossRound:
         drawn: list[tuple[CrashImage, dict, str, list]] = []
 
         def on_op(f: PowerLossFS, kind: str, rel: str) -> None:
-            if self.rng.random() < 0.5 and self._budget_left():
+            if len(drawn) < 4 and self.rng.random() < self.recovery_op_rate and self._budget_left():
                 cands = {t: [a] for t, a in expected.items()}
                 for t in state["tids"]:
                     cands[t] = [state["before"][t], None]  # None: filled in once the put returned
                 drawn.append((f.crash_image(self.image_rng), cands, f"{where} -> recovery {kind} {rel}",
                               list(f.cuts)))
+                key = f"recovery {kind}"
+                self.stats.states_by_op[key] = self.stats.states_by_op.get(key, 0) + 1
 
         def settle(after: dict[str, dict]) -> None:
             for img, cands, w, cuts in drawn:
