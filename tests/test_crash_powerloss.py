@@ -7,20 +7,97 @@ fsynced kept or undone. Each image must open (no false corruption report), serve
 acknowledged checkpoint and write exactly once with its values and nothing partial,
 keep deleted threads deleted, take a further put, verify clean and leave no temp files.
 
-Below, first the regressions the battery found, then the CI subset of the battery. The
-full battery is ``python stress/powerloss.py --states 5000``.
+Below: the shim's own contract, the CI subset of the battery, then regressions the
+battery found. The full battery is ``python stress/powerloss.py --states 5000``.
+Environment: ``CRASH_POWERLOSS_STATES`` (default 400), ``CRASH_SEED``.
 """
 
 from __future__ import annotations
 
 import os
+import random
+import shutil
 from pathlib import Path
 
 import crashkit as ck
 import powerloss as pl
 import pytest
 
+import langgraph_jsonl_checkpoint.log as log_module
 from langgraph_jsonl_checkpoint import JsonlSaver, framing
+
+STATES = int(os.environ.get("CRASH_POWERLOSS_STATES", "400"))
+SEED = int(os.environ.get("CRASH_SEED", "9"))
+
+
+# -- the shim ------------------------------------------------------------------
+
+
+def test_crash_bytes_never_change_synced_data_and_cover_every_fate() -> None:
+    f = pl.FileModel(1)
+    durable = os.urandom(1000)
+    f.write(0, durable)
+    f.sync()
+    unsynced = b"\x01" * 3000
+    f.write(1000, unsynced)
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(400):
+        out = f.crash_bytes(rng, (0.25, 0.25, 0.25, 0.25))
+        assert out[:1000] == durable and 1000 <= len(out) <= 4000
+        tail = out[1000:]
+        seen.add("shorter" if len(out) < 4000 else "full length")
+        seen.update(
+            "kept" if chunk == b"\x01" * len(chunk) else "zeroed" if not any(chunk) else "garbled"
+            for chunk in (tail[i : i + 512] for i in range(24, len(tail), 512))
+            if chunk
+        )
+    assert seen == {"shorter", "full length", "kept", "zeroed", "garbled"}
+    f.sync()
+    assert all(f.crash_bytes(rng, (0, 0, 0.5, 0.5)) == durable + unsynced for _ in range(20))
+
+
+def test_directory_operations_are_durable_only_after_a_directory_fsync(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "old").write_bytes(b"old")
+    fs = pl.PowerLossFS(root)
+    with pl.watching(fs):
+        px = log_module.os  # the proxy, as log.py sees it
+        fd = px.open(str(root / "d" / "new"), os.O_WRONLY | os.O_CREAT, 0o600)
+        px.write(fd, b"new")
+        px.fsync(fd)
+        px.close(fd)
+        px.replace(str(root / "d" / "new"), str(root / "d" / "old"))
+        assert fs.durable_content("d/old") == b"old"  # the rename may still be undone
+        rng = random.Random(1)
+        seen = {tuple(sorted(fs.crash_image(rng).files)) for _ in range(50)}
+        assert len(seen) > 1
+        log_module.fsync_dir(str(root / "d"))
+        assert fs.durable_content("d/old") == b"new" and fs.durable_content("d/new") is None
+    assert not fs.check_against_disk()
+
+
+# -- the battery (CI subset) ---------------------------------------------------------
+
+
+def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> None:
+    """Puts, put_writes (multi-record batches, snapshots), LangGraph agent runs with
+    durability="sync", delete_thread, prune, copy_thread, delete_for_runs, torn tails
+    and their repair, sidecar rewrites, reopens; crash images at random operations and
+    during recovery from some of them."""
+    scratch = ck.fast_dir(tmp_path)
+    try:
+        result = pl.run_battery(STATES, SEED, scratch, steps=30)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert not result.violations, f"{len(result.violations)} violations (seed {SEED}):\n" + "\n".join(
+        v[:2000] for v in result.violations[:10])
+    assert result.states >= STATES
+    assert result.recovery_states >= STATES // 10
+    kinds = set(result.states_by_op)
+    assert {"create", "write", "fdatasync", "fsync", "rename", "fsync-dir", "unlink"} <= kinds, kinds
+    assert {"recovery ftruncate", "recovery fsync-dir"} <= kinds, kinds
 
 
 @pytest.mark.parametrize("leftover", [b"", b'{"store": "langgraph-js', b"\0" * 512])
