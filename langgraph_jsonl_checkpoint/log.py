@@ -98,6 +98,7 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.gen = 0
         self._ino: int | None = None
+        self._header_crc = ""  # checksum of the log's header line: names this very file
         self._rfd: int | None = None
         self._wfd: int | None = None
         self._lock_fd: int | None = None
@@ -199,6 +200,7 @@ class ThreadLog:
             os.close(self._wfd)
             self._wfd = None
         self._ino = None
+        self._header_crc = ""
         self.index = ThreadIndex()
         self.cache.clear()
         self._summaries = []
@@ -230,6 +232,7 @@ class ThreadLog:
             raise
         self._rfd = fd
         self._ino = os.fstat(fd).st_ino
+        self._header_crc = head[nl - 10 : nl - 2].decode("ascii")
         self.gen = header.get("gen", 1)
         self._apply(summarize(header, 0, nl + 1))
         self._remember_last_crc()
@@ -287,7 +290,16 @@ class ThreadLog:
             return
         lines = data.split(b"\n")
         head = framing.parse_line(lines[0]) if lines else None
-        if not head or head.get("gen") != self.gen or head.get("ino") != self._ino:
+        # Generation and inode number alone can match another log: a thread deleted and
+        # created again starts over at generation 1, and ext4 reuses a freed inode
+        # number. A stale sidecar left by a power cut would then claim records durable
+        # that the new log never had. The header's checksum (its "created" stamp) tells.
+        if (
+            not head
+            or head.get("gen") != self.gen
+            or head.get("ino") != self._ino
+            or head.get("log") != self._header_crc
+        ):
             return
         summaries = []
         offset, seq = self.index.committed_end, self.index.last_seq + 1
@@ -699,7 +711,9 @@ class ThreadLog:
                 os.close(fd)
             self._sidecar_state = (known_size + len(data), len(body))
             return
-        lines = [framing.frame({"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino})]
+        lines = [framing.frame(
+            {"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino, "log": self._header_crc}
+        )]
         lines += [framing.frame(s) for s in body]
         data = b"".join(lines)
         tmp = self._temp_path("idx")

@@ -236,3 +236,31 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
         saver.put_writes(latest.config, [("m", "after the cut")], "task-after")
     assert fs.cuts and fs.cuts[0][1] == torn
     assert not lost, f"the torn bytes could be lost: {lost}"
+
+
+def test_a_stale_sidecar_naming_a_reused_inode_is_not_trusted(tmp_path: Path) -> None:
+    """A power cut during delete_thread can keep the sidecar but not the log. The thread
+    is created again (generation 1 again) and a second power cut undoes that creation's
+    unlink of the old sidecar; ext4 gave the new log the freed inode number. The stale
+    sidecar then matches generation and inode, and its durable watermark (records the
+    new log never had) made a writable open raise CorruptLogError over an intact log."""
+    store = tmp_path / "store"
+    saver = JsonlSaver(store)
+    mirror = ck.Mirror(saver)
+    for i in range(6):
+        mirror.put("t", ck.cp_id(i), {"m": [i]})
+    saver.close()
+    files = ck.ThreadFiles.of(store, "t")
+    stale = Path(files.idx).read_bytes()
+    os.unlink(files.log)
+    os.unlink(files.idx)
+    saver = JsonlSaver(store)
+    v = {"m": saver.get_next_version(None, None)}
+    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(100), {"m": ["again"]}, v), {}, v)
+    first, rest = stale.split(b"\n", 1)
+    head = framing.parse_line(first)
+    assert head["gen"] == 1
+    head["ino"] = os.stat(files.log).st_ino  # the reused inode number
+    Path(files.idx).write_bytes(framing.frame(head) + rest)
+    got = JsonlSaver(store).get_tuple(ck.config("t"))
+    assert got.checkpoint["id"] == ck.cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
