@@ -20,7 +20,8 @@ that was synced:
   since its last sync) and its current length;
 - every 512-byte sector holding bytes written since the file's last sync is,
   independently: kept, lost (the old content; zeros past the old end), zeroed, or
-  garbled with random junk — only the unsynced bytes of the sector change;
+  garbled with random junk — only the unsynced bytes of the sector change (one image
+  style keeps them all but one: a single sector in the middle of a write missing);
 - a namespace operation not yet made durable is kept or undone (a created file missing,
   an unlinked file back, a rename reverted), each independently ("subset") or as a
   prefix of their order, as a journal would ("prefix"). A rename is atomic (one journal
@@ -117,30 +118,45 @@ class FileModel:
         self.low = len(self.current)
         return cut
 
-    def crash_bytes(self, rng: random.Random, fates: tuple[float, float, float, float]) -> bytes:
-        """Content after a power cut now; ``fates`` weighs keep / lost / zero / junk."""
+    def crash_bytes(self, rng: random.Random, fates: tuple[float, float, float, float] | None) -> bytes:
+        """Content after a power cut now.
+
+        Args:
+            rng: Source of every choice.
+            fates: Weights of keep / lost / zero / junk for each unsynced sector; the
+                length is anywhere from the durable (or shortest since) to the current
+                one. ``None``: one bad sector - the current length, every unsynced
+                sector kept but one, which is lost, zeroed or garbled.
+        """
         d, c = self.durable, self.current
         if not self.dirty:
             return d
         lo, hi = min(self.low, len(c)), max(len(d), len(c))
         r = rng.random()
-        length = hi if r < 0.4 else lo if r < 0.55 else rng.randint(lo, hi)
+        length = hi if fates is None or r < 0.4 else lo if r < 0.55 else rng.randint(lo, hi)
         out = bytearray(c[: min(length, len(c))])
         if length > len(c):
             out += d[len(c) : length]  # a truncation that did not reach the disk
+        sectors = []
         for start, end in _merged(self.dirty):
             pos, end = start, min(end, length)
             while pos < end:
                 stop = min(end, (pos // SECTOR + 1) * SECTOR)
-                fate = rng.choices(("keep", "lost", "zero", "junk"), fates)[0]
-                if fate == "lost":
-                    old = d[pos:stop]
-                    out[pos:stop] = old + b"\0" * (stop - pos - len(old))
-                elif fate == "zero":
-                    out[pos:stop] = b"\0" * (stop - pos)
-                elif fate == "junk":
-                    out[pos:stop] = rng.randbytes(stop - pos)
+                sectors.append((pos, stop))
                 pos = stop
+        bad = rng.randrange(len(sectors)) if fates is None and sectors else -1
+        for i, (pos, stop) in enumerate(sectors):
+            if fates is None:
+                fate = rng.choice(("lost", "zero", "junk")) if i == bad else "keep"
+            else:
+                fate = rng.choices(("keep", "lost", "zero", "junk"), fates)[0]
+            if fate == "lost":
+                old = d[pos:stop]
+                out[pos:stop] = old + b"\0" * (stop - pos - len(old))
+            elif fate == "zero":
+                out[pos:stop] = b"\0" * (stop - pos)
+            elif fate == "junk":
+                out[pos:stop] = rng.randbytes(stop - pos)
         return bytes(out)
 
 
@@ -360,6 +376,7 @@ class PowerLossFS:
             (0.55, 0.15, 0.15, 0.15),
             (0.2, 0.3, 0.25, 0.25),
             (0.0, 0.4, 0.3, 0.3),  # nothing unsynced survives
+            None,  # one bad sector
         ))
         contents: dict[int, bytes] = {}
         dirs, files = [], []
@@ -375,7 +392,7 @@ class PowerLossFS:
                     contents[value] = self.files[value].crash_bytes(rng, fates)
                 files.append((path, value))
         ino_map = {ino: fid for ino, fid in self.live_ino.items()}
-        desc = f"{style}(keep {keep_p}, cut {cut}/{len(pending)}) fates {fates}"
+        desc = f"{style}(keep {keep_p}, cut {cut}/{len(pending)}) fates {fates or 'one bad sector'}"
         return CrashImage(dirs, files, contents, ino_map, self.ops, desc)
 
     # -- self-check ---------------------------------------------------------------

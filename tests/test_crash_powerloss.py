@@ -53,6 +53,10 @@ def test_crash_bytes_never_change_synced_data_and_cover_every_fate() -> None:
             if chunk
         )
     assert seen == {"shorter", "full length", "kept", "zeroed", "garbled"}
+    for _ in range(20):  # one bad sector: full length, all kept but one sector
+        out = f.crash_bytes(rng, None)
+        assert out[:1000] == durable and len(out) == 4000
+        assert sum(out[i : i + 512] != b"\x01" * len(out[i : i + 512]) for i in range(1024, 4000, 512)) <= 1
     f.sync()
     assert all(f.crash_bytes(rng, (0, 0, 0.5, 0.5)) == durable + unsynced for _ in range(20))
 
