@@ -13,6 +13,13 @@ Every record of a batch but the last carries ``"more":1``; the batch is committe
 once its last record is whole. A crash in the middle of a batch therefore leaves a tail
 that the scanner reports as uncommitted, never as a half-applied batch.
 
+Every record of a batch but the first carries ``"b"``: the ``seq`` of the batch's first
+record. A batch is one ``write`` followed by one ``fdatasync``, and after a power loss
+its sectors may have reached the disk in any order: a damaged line of the batch being
+written can be followed by intact lines *of the same batch*. Those lines say so with
+``b``; any other valid line after damage proves the damaged batch was complete (a
+writer syncs a batch before it starts the next), so that damage is mid-log corruption.
+
 Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``.
 """
 
@@ -43,12 +50,33 @@ def frame(record: dict[str, Any]) -> bytes:
     return b"%s,\"c\":\"%08x\"}\n" % (head, zlib.crc32(head))
 
 
-def frame_batch(records: list[dict[str, Any]]) -> bytes:
-    """Frame several records as one batch (all but the last marked ``"more":1``)."""
+def frame_batch_lines(records: list[dict[str, Any]]) -> list[bytes]:
+    """Frame the records of one batch, one line each.
+
+    Every record but the last is marked ``"more":1``; every record but the first gets
+    ``"b"``, the first record's ``seq`` (records must carry ``seq``).
+    """
     last = len(records) - 1
-    return b"".join(
-        frame(rec if i == last else {**rec, "more": 1}) for i, rec in enumerate(records)
-    )
+    lines = []
+    for i, rec in enumerate(records):
+        marks: dict[str, Any] = {}
+        if i < last:
+            marks["more"] = 1
+        if i > 0:
+            marks["b"] = records[0]["seq"]
+        lines.append(frame({**rec, **marks} if marks else rec))
+    return lines
+
+
+def frame_batch(records: list[dict[str, Any]]) -> bytes:
+    """Frame several records as one batch (see :func:`frame_batch_lines`)."""
+    return b"".join(frame_batch_lines(records))
+
+
+def strip_batch_marks(record: dict[str, Any]) -> bool:
+    """Remove the batch fields from a parsed record; whether it was marked ``more``."""
+    record.pop("b", None)
+    return bool(record.pop("more", None))
 
 
 def check_line(line: bytes) -> bool:
@@ -109,8 +137,8 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
     """Find the committed records in ``data``, which starts at file offset ``base_offset``.
 
     A damaged or unterminated line is the end of the log when nothing valid follows it
-    (a torn tail); when a valid record follows, it is mid-log corruption and
-    ``corrupt_offset`` is set. Sequence numbers must rise by one from record to record
+    but lines of its own batch (a torn tail); when any other valid record follows, it is
+    mid-log corruption and ``corrupt_offset`` is set. Sequence numbers must rise by one from record to record
     (starting at ``expect_seq`` when given); a break counts as damage.
 
     Args:
@@ -135,16 +163,18 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
         if rec is None or not isinstance(rec.get("seq"), int) or (
             next_seq is not None and rec["seq"] != next_seq
         ):
-            # Damage followed by a newer record is mid-log corruption. Valid lines with
-            # old sequence numbers after it are stale blocks (power loss), i.e. a tail.
+            # Damage followed by a newer record of another batch is mid-log corruption.
+            # Newer lines of the damaged batch itself, and valid lines with old sequence
+            # numbers (stale blocks), are what a power loss leaves: a tail.
             after = next_seq - 1 if next_seq is not None else -1
-            if _newer_record_follows(data, pos if rec is not None else nl + 1, after):
+            batch = pending[0].record["seq"] if pending else next_seq
+            if _newer_record_follows(data, pos if rec is not None else nl + 1, after, batch):
                 result.corrupt_offset = base_offset + pos
             break
         next_seq = rec["seq"] + 1
         pending.append(ScannedRecord(base_offset + pos, nl + 1 - pos, rec))
         pos = nl + 1
-        if not rec.pop("more", None):
+        if not strip_batch_marks(rec):
             result.records.extend(pending)
             pending = []
             result.committed_end = base_offset + pos
@@ -152,8 +182,9 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
     return result
 
 
-def _newer_record_follows(data: bytes, start: int, after_seq: int) -> bool:
-    """Whether a checksum-valid line with ``seq > after_seq`` starts at/after ``start``."""
+def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | None) -> bool:
+    """Whether a checksum-valid line with ``seq > after_seq`` starts at/after ``start``
+    that is not a later record of the batch whose first ``seq`` is ``batch``."""
     pos = start
     size = len(data)
     while pos < size:
@@ -161,7 +192,9 @@ def _newer_record_follows(data: bytes, start: int, after_seq: int) -> bool:
         if nl < 0:
             return False
         rec = parse_line(data[pos:nl])
-        if rec is not None and isinstance(rec.get("seq"), int) and rec["seq"] > after_seq:
+        if rec is not None and isinstance(rec.get("seq"), int) and rec["seq"] > after_seq and (
+            batch is None or rec.get("b") != batch
+        ):
             return True
         pos = nl + 1
     return False

@@ -100,6 +100,7 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.gen = 0
         self._ino: int | None = None
+        self._header_crc = ""  # checksum of the log's header line: names this very file
         self._rfd: int | None = None
         self._wfd: int | None = None
         self._lock_fd: int | None = None
@@ -204,6 +205,7 @@ class ThreadLog:
             os.close(self._wfd)
             self._wfd = None
         self._ino = None
+        self._header_crc = ""
         self.index = ThreadIndex()
         self.cache.clear()
         self._summaries = []
@@ -244,6 +246,7 @@ class ThreadLog:
             raise
         self._rfd = fd
         self._ino = os.fstat(fd).st_ino
+        self._header_crc = head[nl - 10 : nl - 2].decode("ascii")
         self.gen = header.get("gen", 1)
         self._apply(summarize(header, 0, nl + 1))
         self._remember_last_crc()
@@ -331,7 +334,16 @@ class ThreadLog:
             return
         lines = data.split(b"\n")
         head = framing.parse_line(lines[0]) if lines else None
-        if not head or head.get("gen") != self.gen or head.get("ino") != self._ino:
+        # Generation and inode number alone can match another log: a thread deleted and
+        # created again starts over at generation 1, and ext4 reuses a freed inode
+        # number. A stale sidecar left by a power cut would then claim records durable
+        # that the new log never had. The header's checksum (its "created" stamp) tells.
+        if (
+            not head
+            or head.get("gen") != self.gen
+            or head.get("ino") != self._ino
+            or head.get("log") != self._header_crc
+        ):
             return
         summaries = []
         offset, seq = self.index.committed_end, self.index.last_seq + 1
@@ -436,7 +448,7 @@ class ThreadLog:
                 path=self.path,
                 offset=ref.offset,
             )
-        rec.pop("more", None)
+        framing.strip_batch_marks(rec)
         return rec
 
     def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
@@ -598,6 +610,8 @@ class ThreadLog:
             os.fsync(qfd)
         finally:
             os.close(qfd)
+        # The quarantine file may be new: its name must be durable before the cut is.
+        fsync_dir(self.directory)
 
     def _write_fd(self) -> int:
         if self._wfd is None:
@@ -634,8 +648,7 @@ class ThreadLog:
         seq = self.index.last_seq + 1
         for i, rec in enumerate(records):
             rec["seq"] = seq + i
-        lines = [framing.frame(rec if i == len(records) - 1 else {**rec, "more": 1})
-                 for i, rec in enumerate(records)]
+        lines = framing.frame_batch_lines(records)
         data = b"".join(lines)
         start = self.index.committed_end
         fd = self._write_fd()
@@ -699,7 +712,7 @@ class ThreadLog:
         body = [header]
         for i, rec in enumerate(records, start=1):
             rec = dict(rec)
-            rec.pop("more", None)
+            framing.strip_batch_marks(rec)
             rec["seq"] = i
             body.append(rec)
         self._install(body)
@@ -765,7 +778,9 @@ class ThreadLog:
                 os.close(fd)
             self._sidecar_state = (known_size + len(data), len(body))
             return
-        lines = [framing.frame({"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino})]
+        lines = [framing.frame(
+            {"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino, "log": self._header_crc}
+        )]
         lines += [framing.frame(s) for s in body]
         data = b"".join(lines)
         tmp = self._temp_path("idx")

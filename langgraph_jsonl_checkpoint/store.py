@@ -34,6 +34,8 @@ from .log import FORMAT_VERSION, ThreadLog, fsync_dir
 from .toolcalls import pid_alive
 
 MARKER = "STORE.json"
+#: The marker's temp file: left behind when the store's creation was cut short.
+MARKER_TEMP = MARKER + ".tmp"
 THREADS_DIR = "threads"
 TEMP_DIR = "tmp"
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
@@ -90,7 +92,9 @@ class Store:
             os.makedirs(self.path, mode=0o700, exist_ok=True)
             os.chmod(self.path, 0o700)
         if not os.path.exists(marker):
-            entries = [e for e in os.listdir(self.path) if not e.startswith(".")]
+            # A marker temp file alone is a creation a crash cut short (the marker is
+            # written first): still an empty store, which a writable open completes.
+            entries = [e for e in os.listdir(self.path) if not e.startswith(".") and e != MARKER_TEMP]
             if entries:
                 raise StoreError(
                     f"directory {self.path} is not empty and is not a "
@@ -127,7 +131,7 @@ class Store:
                     pass
 
     def _write_marker(self, marker: str) -> None:
-        tmp = marker + ".tmp"
+        tmp = os.path.join(self.path, MARKER_TEMP)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(
