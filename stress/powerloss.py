@@ -11,7 +11,7 @@ fsync kept, lost, zeroed or garbled, file lengths anywhere between durable and c
 creates, renames and unlinks not yet made durable by a directory fsync kept or undone.
 Synced data is never altered. Rounds of real workloads run through it on fresh stores:
 put and put_writes (multi-record batches, a snapshot every two checkpoints), LangGraph
-agent runs with ``durability="sync"``, delete_thread, prune, copy_thread,
+agent runs with ``durability="sync"``, delete_thread, prune, compact, copy_thread,
 delete_for_runs, torn tails and their repair, sidecar index rewrites, reopens. At random
 operations crash images are drawn, and some images are recovered under a second shim
 that draws crash images during the recovery too.

@@ -908,7 +908,7 @@ THREADS = ("t0", "t1", "t2")
 #: Workload steps and their weights.
 STEPS: dict[str, int] = {
     "put": 30, "put_big": 8, "put_writes": 16, "agent": 5, "agent_continue": 2,
-    "delete": 4, "prune": 4, "prune_delete": 1, "copy": 3, "delete_for_runs": 3,
+    "delete": 4, "prune": 4, "prune_delete": 1, "compact": 3, "copy": 3, "delete_for_runs": 3,
     "torn_tail": 5, "reopen": 4, "reopen_without_close": 2, "other_writer": 5,
 }
 
@@ -1221,6 +1221,11 @@ class PowerLossRound:
         with self.call("prune", [tid]):
             self.saver.prune([tid])  # type: ignore[union-attr]
             ck.mem_prune_keep_latest(self.mem, tid)
+
+    def _compact(self) -> None:
+        tid = self.rng.choice(self.threads + self.agents)
+        with self.call("compact", [tid]):
+            self.saver.compact(tid)  # type: ignore[union-attr]  # answers do not change
 
     def _prune_delete(self) -> None:
         tid = self.rng.choice(self.threads)
