@@ -10,7 +10,7 @@ set -u
 name=$1; shift
 out="$(dirname "$0")/results/$name.txt"
 {
-    echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!stress/results' || echo ' (with uncommitted changes)')"
     echo "# command: $*"
     echo "# started $(date -u +%Y-%m-%dT%H:%M:%S+00:00), load $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out"
