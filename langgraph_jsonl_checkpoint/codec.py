@@ -154,8 +154,10 @@ class ValueCodec:
 
         Args:
             cell: The cell.
-            fresh: Copy plain JSON out of the cell, for cells that stay cached (messages
-                and typed values are always new objects).
+            fresh: Copy plain JSON out of the cell, for cells that stay cached: a
+                message's nested lists and dicts (tool calls, content blocks, metadata)
+                are copied too, so two results never share them. Typed values are
+                always new objects.
 
         Raises:
             ValueError: The cell is not one this codec wrote. With a non-JSON serializer
@@ -176,12 +178,23 @@ class ValueCodec:
                 return orjson.loads(orjson.dumps(value))
             return value
         if "msgs" in cell:
+            if fresh:
+                return [_revive_message(_fresh_json(m)) for m in cell["msgs"]]
             return [_revive_message(m) for m in cell["msgs"]]
         if "msg" in cell:
-            return _revive_message(cell["msg"])
+            return _revive_message(_fresh_json(cell["msg"]) if fresh else cell["msg"])
         if "dsnap" in cell:
             return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh))
         raise ValueError(f"unknown value cell with keys {sorted(cell)}")
+
+
+def _fresh_json(data: dict[str, Any]) -> dict[str, Any]:
+    """``data``, or a deep copy of it if it holds lists or dicts (a revived message
+    takes its field values as they are)."""
+    for v in data.values():
+        if type(v) is list or type(v) is dict:
+            return orjson.loads(orjson.dumps(data))
+    return data
 
 
 def _message_dump(value: Any) -> dict[str, Any] | None:

@@ -629,3 +629,36 @@ def test_compact_of_an_absent_thread_or_a_read_only_store(tmp_path: Path) -> Non
     _put(saver, "t", 0, {"a": 1})
     with pytest.raises(JsonlCheckpointError):
         JsonlSaver(tmp_path / "s", read_only=True).compact("t")
+
+
+def test_listed_tuples_share_no_mutable_object(tmp_path: Path) -> None:
+    """list() reads each record once for many tuples: the messages it revives for one
+    tuple must not share tool calls, content blocks or metadata with another's."""
+    from langchain_core.messages import AIMessage
+
+    saver = JsonlSaver(tmp_path / "s")  # no snapshot: every tuple rebuilds from record 1
+    msgs: list = []
+    parent = None
+    for i in range(6):
+        msgs = msgs + [AIMessage(
+            [{"type": "text", "text": f"block {i}"}], id=f"a{i}",
+            tool_calls=[{"name": "f", "args": {"x": i}, "id": f"c{i}", "type": "tool_call"}],
+            response_metadata={"model": "m", "n": [i]},
+        )]
+        cfg = _put(saver, "t", i, {"messages": msgs, "extra": {"nested": [i]}}, parent=parent)
+        parent = cfg["configurable"]["checkpoint_id"]
+    tuples = list(saver.list({"configurable": {"thread_id": "t"}}))
+    first = tuples[0].checkpoint["channel_values"]["messages"][0]
+    first.tool_calls[0]["args"]["x"] = "mutated"
+    first.content[0]["text"] = "mutated"
+    first.response_metadata["n"].append("mutated")
+    tuples[0].checkpoint["channel_values"]["extra"]["nested"].append("mutated")
+    for tup in tuples[1:]:
+        other = tup.checkpoint["channel_values"]["messages"][0]
+        assert other.tool_calls[0]["args"] == {"x": 0}
+        assert other.content[0]["text"] == "block 0"
+        assert other.response_metadata["n"] == [0]
+    for tup in tuples[1:]:
+        assert "mutated" not in tup.checkpoint["channel_values"]["extra"]["nested"]
+    again = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[5]}})
+    assert again.checkpoint["channel_values"]["messages"][0].tool_calls[0]["args"] == {"x": 0}
