@@ -189,12 +189,15 @@ class ValueCodec:
 
 
 def _fresh_json(data: dict[str, Any]) -> dict[str, Any]:
-    """``data``, or a deep copy of it if it holds lists or dicts (a revived message
-    takes its field values as they are)."""
-    for v in data.values():
+    """``data`` with deep copies of the lists and dicts it holds (a revived message
+    takes its field values as they are); ``data`` itself if it holds none."""
+    out = None
+    for k, v in data.items():
         if type(v) is list or type(v) is dict:
-            return orjson.loads(orjson.dumps(data))
-    return data
+            if out is None:
+                out = dict(data)
+            out[k] = orjson.loads(orjson.dumps(v))
+    return data if out is None else out
 
 
 def _message_dump(value: Any) -> dict[str, Any] | None:
