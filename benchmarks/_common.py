@@ -24,9 +24,10 @@ import sys
 import time
 import uuid
 import zlib
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Sequence
+from typing import Annotated, Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -138,7 +138,7 @@ def main() -> None:
             cases += [("jsonl", "idx present", cold), ("jsonl", "idx deleted", cold),
                       ("sqlite", "", cold)]
         samples_by_case: dict[tuple, list[dict]] = {c: [] for c in cases}
-        for rep in range(samples):
+        for _rep in range(samples):
             for case in cases:
                 kind, variant, cold = case
                 if kind == "jsonl":

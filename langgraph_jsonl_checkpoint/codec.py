@@ -32,12 +32,11 @@ import base64
 import copy
 import hashlib
 import math
-
-import orjson
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,

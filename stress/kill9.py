@@ -30,9 +30,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-import crashkit as ck  # noqa: E402
-
 from langgraph_jsonl_checkpoint import JsonlSaver  # noqa: E402
+
+import crashkit as ck  # noqa: E402
 
 
 def main() -> int:

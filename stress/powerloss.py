@@ -44,8 +44,8 @@ from datetime import datetime, timezone
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-import crashkit as ck
-import powerloss as pl
+import crashkit as ck  # noqa: E402
+import powerloss as pl  # noqa: E402
 
 
 def _commit() -> str:

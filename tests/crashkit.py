@@ -957,7 +957,7 @@ def mp_round(store: str, workdir: str, rng: random.Random, *, writers: int, max_
                     violations.append(f"{stage}: acknowledged checkpoint {cid} of writer {k} found in {found}")
                 elif counts.get(found[0], {}).get((ns, cid), 0) != 1:
                     violations.append(f"{stage}: checkpoint {cid} has {counts[found[0]].get((ns, cid), 0)} records")
-            for ns, cid, task, idx, _ in acks.writes:
+            for ns, cid, task, _idx, _ in acks.writes:
                 if cid == BASE_ID:
                     if pending.count(task) != 1:
                         violations.append(f"{stage}: acknowledged write {task} on the shared base appears {pending.count(task)} times")

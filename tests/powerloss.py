@@ -53,7 +53,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import crashkit as ck
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -62,6 +61,8 @@ import langgraph_jsonl_checkpoint.store as store_module
 from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError, framing
 from langgraph_jsonl_checkpoint.maintenance import verify
 from langgraph_jsonl_checkpoint.store import THREADS_DIR, thread_file_stem
+
+import crashkit as ck
 
 #: Sector size of the simulated disk: the unit in which unsynced data survives or not.
 SECTOR = 512

@@ -582,6 +582,7 @@ def _send(msg: dict) -> None:
 def _serve() -> None:
     """The fork server's loop (runs in the helper process)."""
     import langchain.agents  # noqa: F401  (import before forking)
+
     from langgraph_jsonl_checkpoint import JsonlSaver  # noqa: F401
 
     for line in sys.stdin:

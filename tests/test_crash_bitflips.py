@@ -19,10 +19,11 @@ import random
 import shutil
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlCheckpointError, JsonlSaver
+
+import crashkit as ck
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,12 @@ import os
 import random
 import shutil
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
 from langgraph_jsonl_checkpoint.framing import frame
+
+import crashkit as ck
 
 TRIALS = 30  # per strategy
 STRATEGIES = ["past_eof", "mid_record", "shift_contiguous", "last_shift_contiguous", "length", "seq",

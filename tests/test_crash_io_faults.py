@@ -16,14 +16,16 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import crashkit as ck
 import pytest
 
 import langgraph_jsonl_checkpoint.log as log_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, framing
+
+import crashkit as ck
 
 
 class FaultyOS:

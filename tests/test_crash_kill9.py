@@ -20,10 +20,11 @@ import os
 import random
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+
+import crashkit as ck
 
 ROUNDS = int(os.environ.get("CRASH_KILL_ROUNDS", "40"))
 SEED = int(os.environ.get("CRASH_SEED", "5"))

@@ -16,10 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
+
+import crashkit as ck
 
 ZEROED = 4096
 

@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 
-import crashkit as ck
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, settings
@@ -29,6 +28,8 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
+
+import crashkit as ck
 
 THREADS = ["t0", "t1", "t2"]
 NAMESPACES = ["", "sub:1"]

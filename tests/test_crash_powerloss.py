@@ -19,12 +19,13 @@ import random
 import shutil
 from pathlib import Path
 
-import crashkit as ck
-import powerloss as pl
 import pytest
 
 import langgraph_jsonl_checkpoint.log as log_module
 from langgraph_jsonl_checkpoint import JsonlSaver, framing
+
+import crashkit as ck
+import powerloss as pl
 
 STATES = int(os.environ.get("CRASH_POWERLOSS_STATES", "600"))
 SEED = int(os.environ.get("CRASH_SEED", "31"))

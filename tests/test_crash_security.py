@@ -15,7 +15,6 @@ import shutil
 import stat
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import (
@@ -27,6 +26,8 @@ from langgraph_jsonl_checkpoint import (
 )
 from langgraph_jsonl_checkpoint.framing import frame
 from langgraph_jsonl_checkpoint.store import thread_file_stem
+
+import crashkit as ck
 
 
 def _put(saver: JsonlSaver, tid: str, cid: str = ck.cp_id(1), value: object = 1, parent: str | None = None) -> None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver, framing
+
+import crashkit as ck
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,11 @@ import os
 import shutil
 from pathlib import Path
 
-import crashkit as ck
 import pytest
 
 from langgraph_jsonl_checkpoint import ForeignFileError, JsonlCheckpointError, JsonlSaver
+
+import crashkit as ck
 
 
 @pytest.fixture(scope="module")

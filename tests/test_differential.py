@@ -60,15 +60,15 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
-from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.channels.delta import DeltaChannel
 from langgraph.channels.named_barrier_value import (
     NamedBarrierValue,
     NamedBarrierValueAfterFinish,
 )
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END
 from langgraph.pregel._checkpoint import _replay
 from langgraph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
@@ -411,7 +411,7 @@ class Normaliser:
         self.ids.setdefault(raw, label)
 
     def seed_dump(self, dump: dict) -> None:
-        for ti, (tid, tdump) in enumerate(dump.items()):
+        for _ti, (tid, tdump) in enumerate(dump.items()):
             for nsi, tups in enumerate(e["list"] for e in tdump["namespaces"].values()):
                 for pos, t in enumerate(reversed(tups)):
                     self.seed(

@@ -25,9 +25,16 @@ from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-import replaykit as rk
-from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, RecordedToolError, ReplayAdapter, ToolCallRecord
+from langgraph_jsonl_checkpoint import (
+    ConfigError,
+    JsonlSaver,
+    RecordedToolError,
+    ReplayAdapter,
+    ToolCallRecord,
+)
 from langgraph_jsonl_checkpoint.replay import SKIPPED_TEXT
+
+import replaykit as rk
 from replaykit import call
 
 BATCH = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("charge", "c3", amount=5)]]]
@@ -146,8 +153,9 @@ def only(messages: list, call_id: str) -> ToolMessage:
 # public API
 # --------------------------------------------------------------------------
 def test_public_api(tmp_path: Path) -> None:
-    import langgraph_jsonl_checkpoint as pkg
     from langchain.agents.middleware import AgentMiddleware
+
+    import langgraph_jsonl_checkpoint as pkg
 
     assert pkg.ReplayAdapter is ReplayAdapter
     with pytest.raises(ConfigError):

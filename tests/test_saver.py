@@ -605,9 +605,10 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
 
 
 def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_path: Path) -> None:
-    from graphs import build_agent_graph
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs import build_agent_graph
 
     ours = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))
     ref = build_agent_graph().compile(checkpointer=InMemorySaver())
