@@ -196,6 +196,28 @@ def mem_prune_keep_latest(mem: InMemorySaver, thread_id: str) -> None:
             del mem.writes[key]
 
 
+def mem_delete_for_runs(mem: InMemorySaver, runs: set[str]) -> None:
+    """``delete_for_runs`` on an ``InMemorySaver`` (it has none), as ``JsonlSaver`` does
+    it: the runs' checkpoints go, with their writes; a thread that lost a checkpoint is
+    rewritten, which also drops orphan writes; a thread left without checkpoints is
+    deleted."""
+    for thread in list(mem.storage):
+        removed = False
+        for by_id in mem.storage[thread].values():
+            for cid, (_, md, _) in list(by_id.items()):
+                if mem.serde.loads_typed(md).get("run_id") in runs:
+                    del by_id[cid]
+                    removed = True
+        if not removed:
+            continue
+        keep = {(ns, cid) for ns, by_id in mem.storage[thread].items() for cid in by_id}
+        for key in list(mem.writes):
+            if key[0] == thread and (key[1], key[2]) not in keep:
+                del mem.writes[key]
+        if not keep:
+            mem.delete_thread(thread)
+
+
 # ---------------------------------------------------------------------------
 # a reference log, built through the real saver, with what each call acknowledged
 # ---------------------------------------------------------------------------

@@ -1249,7 +1249,7 @@ class PowerLossRound:
         tids = sorted(set(self.expected) | set(self.threads) | set(self.agents))
         with self.call("delete_for_runs", tids):
             self.saver.delete_for_runs([run])  # type: ignore[union-attr]
-            mem_delete_for_runs(self.mem, {run})
+            ck.mem_delete_for_runs(self.mem, {run})
 
     def _torn_tail(self) -> None:
         """A writer killed mid-batch left a torn tail (written through the shim, so it is
@@ -1291,26 +1291,6 @@ def quarantine_of(cuts: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
             out.append((path[: -len(".jsonl")] + ".quarantine", cut))
     return out
 
-
-def mem_delete_for_runs(mem: InMemorySaver, runs: set[str]) -> None:
-    """``delete_for_runs`` on an ``InMemorySaver`` (it has none), as ``JsonlSaver`` does
-    it: the runs' checkpoints go, with their writes; a thread left without checkpoints
-    is deleted."""
-    for thread in list(mem.storage):
-        removed = False
-        for by_id in mem.storage[thread].values():
-            for cid, (_, md, _) in list(by_id.items()):
-                if mem.serde.loads_typed(md).get("run_id") in runs:
-                    del by_id[cid]
-                    removed = True
-        if not removed:
-            continue
-        keep = {(ns, cid) for ns, by_id in mem.storage[thread].items() for cid in by_id}
-        for key in list(mem.writes):
-            if key[0] == thread and (key[1], key[2]) not in keep:
-                del mem.writes[key]
-        if not keep:
-            mem.delete_thread(thread)
 
 
 # ---------------------------------------------------------------------------

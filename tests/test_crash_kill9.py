@@ -80,6 +80,18 @@ def _prune_states(ref: ck.ReferenceLog) -> list[dict]:
     return [before["list"], after_keys]
 
 
+def _a_put_after_the_crash_is_served(store: Path) -> bool:
+    """Put a checkpoint on thread ``t``'s latest and read it back from a fresh saver."""
+    saver = JsonlSaver(store)
+    latest = saver.get_tuple(ck.config("t"))
+    v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
+    saver.put(ck.config("t", "", latest.checkpoint["id"]),
+              ck.make_checkpoint(ck.AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
+                                 {**latest.checkpoint["channel_versions"], **v}), {}, v)
+    saver.close()
+    return JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] == ck.AFTER_CUT_ID
+
+
 def test_kill_at_every_file_operation_of_prune_leaves_old_or_new_generation(tmp_path: Path) -> None:
     problems = []
     n = 0
@@ -93,14 +105,7 @@ def test_kill_at_every_file_operation_of_prune_leaves_old_or_new_generation(tmp_
             continue
         if got not in states:
             problems.append(f"op {k}: neither the old nor the new generation: {sorted(got)}")
-        saver = JsonlSaver(store)
-        latest = saver.get_tuple(ck.config("t"))
-        v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
-        saver.put(ck.config("t", "", latest.checkpoint["id"]),
-                  ck.make_checkpoint(ck.AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
-                                     {**latest.checkpoint["channel_versions"], **v}), {}, v)
-        saver.close()
-        if JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] != ck.AFTER_CUT_ID:
+        if not _a_put_after_the_crash_is_served(store):
             problems.append(f"op {k}: a put after the crash is not served")
     assert n >= 3
     assert not problems, "\n".join(problems)
@@ -121,14 +126,7 @@ def test_kill_at_every_file_operation_of_compact_leaves_the_same_answers(tmp_pat
             continue
         if got != want:
             problems.append(f"op {k}: answers changed: {ck.diff_answers(got, want)}")
-        saver = JsonlSaver(store)
-        latest = saver.get_tuple(ck.config("t"))
-        v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
-        saver.put(ck.config("t", "", latest.checkpoint["id"]),
-                  ck.make_checkpoint(ck.AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
-                                     {**latest.checkpoint["channel_versions"], **v}), {}, v)
-        saver.close()
-        if JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] != ck.AFTER_CUT_ID:
+        if not _a_put_after_the_crash_is_served(store):
             problems.append(f"op {k}: a put after the crash is not served")
     assert n >= 3
     assert not problems, "\n".join(problems)

@@ -43,25 +43,6 @@ def _mem_has_data(mem: InMemorySaver, thread: str) -> bool:
     )
 
 
-def _mem_delete_for_runs(mem: InMemorySaver, runs: set[str]) -> None:
-    """Model of JsonlSaver.delete_for_runs: drop the runs' checkpoints and their writes;
-    a thread that lost a checkpoint is rewritten, which also drops orphan writes."""
-    for thread in list(mem.storage):
-        removed = set()
-        for ns, by_id in mem.storage[thread].items():
-            for cid, (_, md, _) in list(by_id.items()):
-                if mem.serde.loads_typed(md).get("run_id") in runs:
-                    removed.add((ns, cid))
-                    del by_id[cid]
-        if not removed:
-            continue
-        keep = {(ns, cid) for ns, by_id in mem.storage[thread].items() for cid in by_id}
-        for key in list(mem.writes):
-            if key[0] == thread and (key[1], key[2]) not in keep:
-                del mem.writes[key]
-        if not keep:
-            mem.delete_thread(thread)
-
 
 class SaverMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
@@ -185,7 +166,7 @@ class SaverMachine(RuleBasedStateMachine):
     @rule(runs=st.sets(st.sampled_from(RUNS), min_size=1, max_size=2), via_other=st.booleans())
     def delete_for_runs(self, runs, via_other) -> None:
         self._writer(via_other).delete_for_runs(sorted(runs))
-        _mem_delete_for_runs(self.mem, set(runs))
+        ck.mem_delete_for_runs(self.mem, set(runs))
 
     @rule(close=st.booleans(), which=st.sampled_from(["saver", "other"]))
     def reopen(self, close, which) -> None:
