@@ -177,26 +177,20 @@ class ValueCodec:
                 return orjson.loads(orjson.dumps(value))
             return value
         if "msgs" in cell:
-            if fresh:
-                return [_revive_message(_fresh_json(m)) for m in cell["msgs"]]
-            return [_revive_message(m) for m in cell["msgs"]]
+            return [_revive_message(m, fresh) for m in cell["msgs"]]
         if "msg" in cell:
-            return _revive_message(_fresh_json(cell["msg"]) if fresh else cell["msg"])
+            return _revive_message(cell["msg"], fresh)
         if "dsnap" in cell:
             return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh))
         raise ValueError(f"unknown value cell with keys {sorted(cell)}")
 
 
-def _fresh_json(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with deep copies of the lists and dicts it holds (a revived message
-    takes its field values as they are); ``data`` itself if it holds none."""
-    out = None
-    for k, v in data.items():
+def _copy_nested(fields: dict[str, Any], names: Any) -> None:
+    """Replace the lists and dicts among ``fields[name]`` by deep copies (in place)."""
+    for name in names:
+        v = fields.get(name)
         if type(v) is list or type(v) is dict:
-            if out is None:
-                out = dict(data)
-            out[k] = orjson.loads(orjson.dumps(v))
-    return data if out is None else out
+            fields[name] = orjson.loads(orjson.dumps(v))
 
 
 def _message_dump(value: Any) -> dict[str, Any] | None:
@@ -231,9 +225,9 @@ class _MessageShape:
     ``template`` holds every field in declaration order (the order ``model_construct``
     gives ``__dict__``) at its default; a revived message is ``template.copy()``
     updated with the stored fields (an update keeps each key's position). ``plans``
-    maps the tuple of a dump's keys to the mutable defaults that need fresh copies
-    (``None``: revive with ``model_construct``, for extra keys or a missing required
-    field).
+    maps the tuple of a dump's keys to the mutable defaults that need fresh copies and
+    the stored fields that may hold lists or dicts (``None``: revive with
+    ``model_construct``, for extra keys or a missing required field).
     """
 
     __slots__ = ("cls", "defaults", "direct", "fields", "plans", "required", "template")
@@ -260,9 +254,9 @@ class _MessageShape:
         # Without a post-init hook, filling the instance directly is what
         # model_construct does, at less than half the cost.
         self.direct = getattr(cls, "__pydantic_post_init__", None) is None
-        self.plans: dict[tuple[str, ...], list[tuple[str, Any]] | None] = {}
+        self.plans: dict[tuple[str, ...], tuple[list[tuple[str, Any]], tuple[str, ...]] | None] = {}
 
-    def plan(self, keys: tuple[str, ...]) -> list[tuple[str, Any]] | None:
+    def plan(self, keys: tuple[str, ...]) -> tuple[list[tuple[str, Any]], tuple[str, ...]] | None:
         found = self.plans.get(keys, _MISSING)
         if found is not _MISSING:
             return found  # type: ignore[return-value]
@@ -270,8 +264,9 @@ class _MessageShape:
         if not self.direct or not present <= self.fields or not self.required <= present:
             plan = None
         else:
-            plan = [(n, make) for n, make in self.defaults.items()
-                    if make is not None and n not in present]
+            makers = [(n, make) for n, make in self.defaults.items()
+                      if make is not None and n not in present]
+            plan = (makers, tuple(k for k in keys if k not in _SCALAR_FIELDS))
         if len(self.plans) < 256:  # dumps of one class have few distinct key sets
             self.plans[keys] = plan
         return plan
@@ -279,9 +274,13 @@ class _MessageShape:
 
 _MISSING = object()
 _SHAPES: dict[type, _MessageShape] = {}
+#: Message fields that only ever hold strings (or None): never copied.
+_SCALAR_FIELDS = frozenset({"type", "id", "name", "tool_call_id", "status", "role"})
 
 
-def _revive_message(data: dict[str, Any]) -> BaseMessage:
+def _revive_message(data: dict[str, Any], fresh: bool = False) -> BaseMessage:
+    """A message from its stored dump. With ``fresh``, nested lists and dicts are
+    copied (the dump stays cached and may revive other messages)."""
     cls = MESSAGE_TYPES.get(data.get("type", ""))
     if cls is None:
         raise ValueError(f"unknown message type {data.get('type')!r}")
@@ -294,15 +293,21 @@ def _revive_message(data: dict[str, Any]) -> BaseMessage:
     # copies of those defaults.
     plan = shape.plan(tuple(data))
     if plan is None:
-        fresh = {
+        defaults = {
             name: make() if make is not None else shape.template[name]
             for name, make in shape.defaults.items()
             if name not in data
         }
-        return cls.model_construct(**fresh, **data)
+        stored = dict(data)
+        if fresh:
+            _copy_nested(stored, list(stored))
+        return cls.model_construct(**defaults, **stored)
+    makers, maybe_nested = plan
     full = shape.template.copy()
     full.update(data)
-    for name, make in plan:
+    if fresh:
+        _copy_nested(full, maybe_nested)
+    for name, make in makers:
         full[name] = make()
     message = cls.__new__(cls)
     object.__setattr__(message, "__dict__", full)

@@ -55,6 +55,8 @@ class ValueReader:
                 offset=0,
             )
         value = self.decode(self.record(entry.ref)["values"][channel]["val"])
+        if chain and type(value) is list:
+            value = list(value)  # extended in place below: never the parsed record's own list
         for stored in reversed(chain):
             keep = stored["keep"]
             if type(value) is not list or len(value) != keep:
@@ -64,7 +66,7 @@ class ValueReader:
                     path=self.log.path,
                     offset=0,
                 )
-            value = value + self.decode(stored["tail"])
+            value.extend(self.decode(stored["tail"]))  # linear in the result, not quadratic
         return value
 
     def write_value(self, entry: Any) -> Any:
