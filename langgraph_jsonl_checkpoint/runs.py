@@ -17,7 +17,11 @@ A run is recognised by the ``Runtime`` object LangGraph puts into every config o
 invocation (``configurable["__pregel_runtime"]``, the same object from the first read
 to the last put of that run, a different one for each subgraph and each invocation).
 Calls without it (a saver driven directly) are never checked. The tracker keeps the
-last :data:`MAX_RUNS` runs it has seen; a forgotten run is simply not checked.
+last :data:`MAX_RUNS` runs it has seen, by the ``id`` of their ``Runtime`` only: it
+holds no reference to them (a ``Runtime`` carries the run's context and previous
+result, which must not outlive the run; it supports no weak references). A forgotten
+run is simply not checked. A finished run's id may be reused by a later object; a later
+run always reads before its first put in a namespace, which replaces what was noted.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ class RunTracker:
     """Remember, per run and namespace, the checkpoint the run's next put must follow."""
 
     def __init__(self, max_runs: int = MAX_RUNS) -> None:
-        self._runs: OrderedDict[int, tuple[Any, dict[tuple[str, str], Any]]] = OrderedDict()
+        self._runs: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()
         self._max = max_runs
         self._lock = threading.Lock()
 
@@ -55,16 +59,13 @@ class RunTracker:
         if runtime is None:
             return None
         key = id(runtime)
-        slot = self._runs.get(key)
-        if slot is not None and slot[0] is runtime:
+        tips = self._runs.get(key)
+        if tips is not None:
             self._runs.move_to_end(key)
-            return slot[1]
+            return tips
         if not create:
             return None
-        # The Runtime is held (not weakly: it does not support weak references) so
-        # its id cannot be reused while it is remembered.
-        tips: dict[tuple[str, str], Any] = {}
-        self._runs[key] = (runtime, tips)
+        tips = self._runs[key] = {}
         while len(self._runs) > self._max:
             self._runs.popitem(last=False)
         return tips

@@ -663,3 +663,24 @@ def test_listed_tuples_share_no_mutable_object(tmp_path: Path) -> None:
         assert "mutated" not in tup.checkpoint["channel_values"]["extra"]["nested"]
     again = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[5]}})
     assert again.checkpoint["channel_values"]["messages"][0].tool_calls[0]["args"] == {"x": 0}
+
+
+def test_the_run_tracker_keeps_no_reference_to_a_finished_run(tmp_path: Path) -> None:
+    """The tracker notes runs by the id of LangGraph's Runtime: a finished run's
+    Runtime (its context, its previous result) is freed."""
+    import gc
+    import weakref
+    from dataclasses import dataclass
+
+    @dataclass
+    class Context:
+        payload: bytes
+
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
+    context = Context(b"x" * 1000)
+    ref = weakref.ref(context)
+    graph.invoke({"steps": []}, {"configurable": {"thread_id": "t"}}, context=context, durability="sync")
+    del context
+    gc.collect()
+    assert ref() is None
+    assert len(graph.checkpointer._runs._runs) >= 1  # the run was tracked
