@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import WRITES_IDX_MAP
@@ -391,8 +392,11 @@ def test_listed_tuples_share_no_objects_with_each_other(tmp_path: Path) -> None:
     assert got == want
 
 
-def _two_step_graph(saver: JsonlSaver):
-    import time
+def _two_step_graph(saver: JsonlSaver, rendezvous: Any = None):
+    """Two steps; with a ``rendezvous`` barrier, every run waits inside the first step
+    until all are there (a run refused earlier aborts the barrier), so two runs are
+    inside the step at the same time whatever the scheduling."""
+    import threading
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph
@@ -401,7 +405,11 @@ def _two_step_graph(saver: JsonlSaver):
         steps: list
 
     def first(state: State) -> dict:
-        time.sleep(0.3)  # both runs are inside this step at the same time
+        if rendezvous is not None:
+            try:
+                rendezvous.wait(timeout=30)
+            except threading.BrokenBarrierError:
+                pass  # the other run was refused before it got here
         return {"steps": state["steps"] + ["first"]}
 
     builder = StateGraph(State)
@@ -413,15 +421,20 @@ def _two_step_graph(saver: JsonlSaver):
     return builder.compile(checkpointer=saver)
 
 
-def _race(graph, configs: list) -> list:
+def _race(saver: JsonlSaver, configs: list) -> tuple[Any, list]:
+    """Run the two-step graph once per config, all at once, inside the first step
+    together; returns the graph and each run's result or JsonlCheckpointError."""
     outcomes: list = []
     start = threading.Barrier(len(configs), timeout=10)
+    inside = threading.Barrier(len(configs))
+    graph = _two_step_graph(saver, inside)
 
     def run(config) -> None:
         start.wait()
         try:
             outcomes.append(graph.invoke({"steps": []}, config, durability="sync"))
         except JsonlCheckpointError as exc:
+            inside.abort()
             outcomes.append(exc)
 
     workers = [threading.Thread(target=run, args=(c,)) for c in configs]
@@ -429,7 +442,7 @@ def _race(graph, configs: list) -> list:
         w.start()
     for w in workers:
         w.join()
-    return outcomes
+    return graph, outcomes
 
 
 def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path: Path) -> None:
@@ -438,9 +451,8 @@ def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path:
     (time travel) is still allowed."""
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
-    graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
     configs = [{"configurable": {"thread_id": "shared", "run_id": f"run-{i}"}} for i in range(2)]
-    outcomes = _race(graph, configs)
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s"), configs)
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
     assert "'shared'" in str(errors[0]) and "meanwhile" in str(errors[0])
@@ -491,9 +503,8 @@ def test_without_run_ids_the_run_that_falls_behind_is_refused_too(tmp_path: Path
     step is stored; time travel afterwards still forks on purpose."""
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
-    graph = _two_step_graph(JsonlSaver(tmp_path / "s"))
     cfg = {"configurable": {"thread_id": "shared"}}
-    outcomes = _race(graph, [cfg] * 2)
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s"), [cfg] * 2)
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
     assert "another run has written" in str(errors[0]) and "'shared'" in str(errors[0])
@@ -511,8 +522,8 @@ def test_without_run_ids_the_run_that_falls_behind_is_refused_too(tmp_path: Path
 
 def test_concurrent_runs_allow_keeps_both_branches(tmp_path: Path) -> None:
     """concurrent_runs='allow' stores every put as given, like LangGraph's own savers."""
-    graph = _two_step_graph(JsonlSaver(tmp_path / "s", concurrent_runs="allow"))
-    outcomes = _race(graph, [{"configurable": {"thread_id": "shared"}}] * 2)
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s", concurrent_runs="allow"),
+                            [{"configurable": {"thread_id": "shared"}}] * 2)
     assert all(isinstance(o, dict) for o in outcomes), outcomes
     assert len(list(graph.checkpointer.list({"configurable": {"thread_id": "shared"}}))) == 8
 
@@ -522,12 +533,18 @@ async def test_async_runs_racing_on_one_thread_one_is_refused(tmp_path: Path) ->
 
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
-    graph = _two_step_graph(AsyncJsonlSaver(tmp_path / "s"))
+    inside = threading.Barrier(2)
+    graph = _two_step_graph(AsyncJsonlSaver(tmp_path / "s"), inside)
     cfg = {"configurable": {"thread_id": "shared"}}
-    outcomes = await asyncio.gather(
-        *(graph.ainvoke({"steps": []}, cfg, durability="sync") for _ in range(2)),
-        return_exceptions=True,
-    )
+
+    async def run():
+        try:
+            return await graph.ainvoke({"steps": []}, cfg, durability="sync")
+        except ConcurrentRunError:
+            inside.abort()
+            raise
+
+    outcomes = await asyncio.gather(run(), run(), return_exceptions=True)
     assert sum(isinstance(o, ConcurrentRunError) for o in outcomes) == 1, outcomes
     assert (await graph.aget_state(cfg)).values == {"steps": ["first", "second"]}
 
@@ -537,9 +554,9 @@ def test_two_processes_racing_on_one_thread_one_is_refused(tmp_path: Path) -> No
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(2, timeout=20)
+    inside = ctx.Barrier(2)
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_race_child, args=(str(tmp_path / "s"), barrier, queue)) for _ in range(2)]
+    procs = [ctx.Process(target=_race_child, args=(str(tmp_path / "s"), inside, queue)) for _ in range(2)]
     JsonlSaver(tmp_path / "s")  # create the store before the children race
     for p in procs:
         p.start()
@@ -549,13 +566,13 @@ def test_two_processes_racing_on_one_thread_one_is_refused(tmp_path: Path) -> No
     assert results == ["ConcurrentRunError", "ok"], results
 
 
-def _race_child(store: str, barrier, queue) -> None:
-    graph = _two_step_graph(JsonlSaver(store))
-    barrier.wait()
+def _race_child(store: str, inside, queue) -> None:
+    graph = _two_step_graph(JsonlSaver(store), inside)
     try:
         graph.invoke({"steps": []}, {"configurable": {"thread_id": "shared"}}, durability="sync")
         queue.put("ok")
     except Exception as exc:  # reported to the parent
+        inside.abort()
         queue.put(type(exc).__name__)
 
 
