@@ -53,7 +53,6 @@ INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
 
 
-
 def _open_mode(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
 
@@ -220,15 +219,7 @@ class ThreadLog:
     def _load(self, ino: int, *, use_sidecar: bool = True) -> None:
         """Open a (new generation of the) log: check its header, load or rebuild the index."""
         self._reset()
-        try:
-            fd = _open_mode(self.path, os.O_RDONLY)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ForeignFileError(
-                    f"thread {self.thread_id!r}: {self.path} is a symbolic link; the store "
-                    "refuses links. Remove it."
-                ) from exc
-            raise
+        fd = _open_refusing_links(self, self.path, os.O_RDONLY)
         try:
             head = os.pread(fd, _HEADER_PROBE, 0)
             nl = head.find(b"\n")
@@ -270,14 +261,22 @@ class ThreadLog:
             return fixed.startswith(head)
         return head.startswith(fixed) and _is_cut_header_rest(head[len(fixed):])
 
-    def _refuse_if_indexed(self, ino: int) -> None:
-        """Raise if this file's sidecar says records past the header were durable."""
+    def _read_sidecar(self) -> tuple[bytes, list[bytes], dict[str, Any] | None] | None:
+        """The sidecar's bytes, its lines and its parsed header line (``None``: no file)."""
         try:
             with open(self.index_path, "rb") as f:
-                lines = f.read().split(b"\n")
+                data = f.read()
         except OSError:
+            return None
+        lines = data.split(b"\n")
+        return data, lines, framing.parse_line(lines[0])
+
+    def _refuse_if_indexed(self, ino: int) -> None:
+        """Raise if this file's sidecar says records past the header were durable."""
+        sidecar = self._read_sidecar()
+        if sidecar is None:
             return
-        head = framing.parse_line(lines[0])
+        _, lines, head = sidecar
         if head is None or head.get("ino") != ino:
             return  # another generation's index, or none
         entries = [e for e in map(framing.parse_line, lines[1:]) if e and "s" in e]
@@ -327,13 +326,10 @@ class ThreadLog:
         A partial or damaged line ends the usable prefix (the sidecar may be being
         appended to by another process); the log past it is scanned instead.
         """
-        try:
-            with open(self.index_path, "rb") as f:
-                data = f.read()
-        except OSError:
+        sidecar = self._read_sidecar()
+        if sidecar is None:
             return
-        lines = data.split(b"\n")
-        head = framing.parse_line(lines[0]) if lines else None
+        data, lines, head = sidecar
         # Generation and inode number alone can match another log: a thread deleted and
         # created again starts over at generation 1, and ext4 reuses a freed inode
         # number. A stale sidecar left by a power cut would then claim records durable
@@ -492,7 +488,7 @@ class ThreadLog:
         """Hold the in-process lock and the cross-process writer lock (nothing else)."""
         with self.mutex:
             if self._lock_fd is None:
-                self._lock_fd = _open_companion(self, self.lock_path, os.O_RDWR | os.O_CREAT)
+                self._lock_fd = _open_refusing_links(self, self.lock_path, os.O_RDWR | os.O_CREAT)
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
             try:
                 yield
@@ -587,7 +583,7 @@ class ThreadLog:
         try:
             self._quarantine(0, torn)
             os.unlink(self.path)
-            fsync_dir(os.path.dirname(self.path))
+            fsync_dir(self.directory)
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -604,7 +600,7 @@ class ThreadLog:
         note = framing.frame(
             {"t": "quarantine", "seq": 0, "at": stamp, "offset": offset, "bytes": len(torn)}
         )
-        qfd = _open_companion(self, self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        qfd = _open_refusing_links(self, self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             _write_all(qfd, note + torn + b"\n")
             os.fsync(qfd)
@@ -881,8 +877,8 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def _open_companion(log: ThreadLog, path: str, flags: int) -> int:
-    """Open a lock or quarantine file, refusing symbolic links with a clear error."""
+def _open_refusing_links(log: ThreadLog, path: str, flags: int) -> int:
+    """Open one of a thread's files, refusing symbolic links with a clear error."""
     try:
         return _open_mode(path, flags)
     except OSError as exc:

@@ -47,15 +47,21 @@ NEW_THREAD = object()
 
 
 class RunTracker:
-    """Remember, per run and namespace, the checkpoint the run's next put must follow."""
+    """Remember, per run and namespace, the checkpoint the run's next put must follow.
 
-    def __init__(self, max_runs: int = MAX_RUNS) -> None:
+    Args:
+        enabled: ``False`` (``concurrent_runs="allow"``): note nothing, check nothing.
+        max_runs: Runs remembered at once.
+    """
+
+    def __init__(self, *, enabled: bool = True, max_runs: int = MAX_RUNS) -> None:
         self._runs: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()
+        self._enabled = enabled
         self._max = max_runs
         self._lock = threading.Lock()
 
     def _tips(self, configurable: Mapping[str, Any], create: bool) -> dict | None:
-        runtime = configurable.get(CONFIG_KEY_RUNTIME)
+        runtime = configurable.get(CONFIG_KEY_RUNTIME) if self._enabled else None
         if runtime is None:
             return None
         key = id(runtime)

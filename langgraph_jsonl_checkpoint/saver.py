@@ -158,7 +158,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if concurrent_runs not in ("refuse", "allow"):
             raise ConfigError("concurrent_runs must be 'refuse' or 'allow'")
         self.concurrent_runs = concurrent_runs
-        self._runs = RunTracker()
+        self._runs = RunTracker(enabled=concurrent_runs == "refuse")
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
@@ -241,8 +241,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
 
         tup = _healing(read)
-        if self.concurrent_runs == "refuse":
-            self._runs.read(configurable, thread_id, ns, tup.checkpoint["id"] if tup else None)
+        self._runs.read(configurable, thread_id, ns, tup.checkpoint["id"] if tup else None)
         if tup is None:
             return None
         if requested:
@@ -422,9 +421,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
 
         ``expected`` is what :class:`~.runs.RunTracker` knows of this run: the checkpoint
         it read as the latest or last wrote (or that it found the namespace empty);
-        ``None`` when the run is not checked (time travel, or no run identity).
+        ``None`` when the run is not checked (time travel, no run identity, or
+        ``concurrent_runs="allow"``).
         """
-        if expected is None or self.concurrent_runs == "allow":
+        if expected is None:
             return
         latest = idx.latest_id(ns)
         if expected is NEW_THREAD:
@@ -551,8 +551,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         _healing(
             lambda: self._append_checkpoint(log, ns, parent, record, values, new_versions, expected)
         )
-        if self.concurrent_runs == "refuse":
-            self._runs.advanced(configurable, thread_id, ns, checkpoint["id"])
+        self._runs.advanced(configurable, thread_id, ns, checkpoint["id"])
         return _config(thread_id, ns, checkpoint["id"])
 
     def _append_checkpoint(
