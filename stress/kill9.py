@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -38,14 +36,9 @@ import crashkit as ck  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1000, help="kills to run (default 1000)")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     parser.add_argument("--resume-kill-every", type=int, default=3,
                         help="kill the first resume of every Nth round too (0: never; default 3)")
-    parser.add_argument("--workdir", default=None, help="keep the store and logs here (default: a temp dir, removed)")
-    args = parser.parse_args()
-    seed = args.seed if args.seed is not None else int(time.time())
-    work = args.workdir or tempfile.mkdtemp(prefix="kill9-")
-    os.makedirs(work, exist_ok=True)
+    args, seed, work = ck.stress_args(parser, "kill9")
     store = os.path.join(work, "store")
     print(f"kill9: {args.rounds} rounds, seed {seed}, workdir {work}", flush=True)
     t0 = time.monotonic()
@@ -71,17 +64,10 @@ def main() -> int:
             violations.append(f"the store lists {n} threads, not {args.rounds}")
     except Exception as exc:  # noqa: BLE001
         violations.append(f"the store does not open at the end: {type(exc).__name__}: {exc}")
-    elapsed = time.monotonic() - t0
     print(f"rounds: {args.rounds}")
     print(f"kills that hit a running writer: {mid_run}; resumes killed: {resumes_killed}")
     print(f"acknowledged checkpoints checked after a kill: {acked}")
-    print(f"violations: {len(violations)}")
-    for v in violations:
-        print(f"  {v}")
-    print(f"seed: {seed}; elapsed: {elapsed:.0f} s")
-    if args.workdir is None and not violations:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if violations else 0
+    return ck.stress_report(violations, seed, t0, work, keep=args.workdir is not None)
 
 
 if __name__ == "__main__":

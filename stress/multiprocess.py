@@ -27,7 +27,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -40,14 +39,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=200, help="rounds to run (default 200)")
     parser.add_argument("--writers", type=int, default=3, help="writer processes per round (default 3)")
     parser.add_argument("--seconds", type=float, default=2.0, help="kills fall within this many seconds (default 2)")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     parser.add_argument("--fresh-store-every", type=int, default=10,
                         help="start a new store every N rounds, so checks stay fast (default 10)")
-    parser.add_argument("--workdir", default=None, help="keep the store and logs here (default: a temp dir, removed)")
-    args = parser.parse_args()
-    seed = args.seed if args.seed is not None else int(time.time())
-    work = args.workdir or tempfile.mkdtemp(prefix="multiprocess-")
-    os.makedirs(work, exist_ok=True)
+    args, seed, work = ck.stress_args(parser, "multiprocess")
     print(f"multiprocess: {args.rounds} rounds x {args.writers} writers + 1 reader, seed {seed}, workdir {work}",
           flush=True)
     ck.mp_context()
@@ -69,16 +63,9 @@ def main() -> int:
         if (r + 1) % 10 == 0:
             print(f"  {r + 1} rounds: {cps} checkpoints and {writes} writes acknowledged, "
                   f"{len(violations)} violations, {time.monotonic() - t0:.0f} s", flush=True)
-    elapsed = time.monotonic() - t0
     print(f"rounds: {args.rounds}; processes killed: {args.rounds * (args.writers + 1)}")
     print(f"acknowledged: {cps} checkpoints, {writes} writes")
-    print(f"violations: {len(violations)}")
-    for v in violations:
-        print(f"  {v}")
-    print(f"seed: {seed}; elapsed: {elapsed:.0f} s")
-    if args.workdir is None and not violations:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if violations else 0
+    return ck.stress_report(violations, seed, t0, work, keep=args.workdir is not None)
 
 
 if __name__ == "__main__":

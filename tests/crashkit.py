@@ -26,23 +26,23 @@ import random
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_jsonl_checkpoint import JsonlSaver, framing
 from langgraph_jsonl_checkpoint.store import THREADS_DIR, thread_file_stem
+
+from graphs import tool_agent_graph
 
 # ---------------------------------------------------------------------------
 # hand-made checkpoints
@@ -475,20 +475,6 @@ AGENT_TOOL_ROUNDS = 5
 AGENT_QUESTION = "sum the numbers please"
 
 
-@tool
-def add(a: int, b: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
-    """Add two integers."""
-    return ToolMessage(content=str(a + b), name="add", tool_call_id=tool_call_id, id=f"tool-{tool_call_id}")
-
-
-@tool
-def multiply(a: int, b: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
-    """Multiply two integers."""
-    return ToolMessage(
-        content=str(a * b), name="multiply", tool_call_id=tool_call_id, id=f"tool-{tool_call_id}"
-    )
-
-
 class ScriptedModel(BaseChatModel):
     """A fake chat model whose reply depends only on the conversation so far.
 
@@ -519,18 +505,7 @@ class ScriptedModel(BaseChatModel):
 
 
 def build_agent(checkpointer: Any, rounds: int = AGENT_TOOL_ROUNDS):
-    model = ScriptedModel(rounds=rounds)
-
-    def agent(state: MessagesState) -> dict:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([add, multiply]))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=checkpointer)
+    return tool_agent_graph(ScriptedModel(rounds=rounds)).compile(checkpointer=checkpointer)
 
 
 def agent_input() -> dict:
@@ -599,6 +574,40 @@ def read_acks(path: str) -> Acks:
         elif parts[0] == "W":
             acks.writes.append((ns, parts[2], parts[3], int(parts[4]), parts[5] if len(parts) > 5 else ""))
     return acks
+
+
+# ---------------------------------------------------------------------------
+# the stress scripts' common frame (stress/kill9.py, stress/multiprocess.py)
+# ---------------------------------------------------------------------------
+
+
+def stress_args(parser: Any, name: str) -> tuple[Any, int, str]:
+    """Add ``--seed`` and ``--workdir`` to a stress script's parser and parse.
+
+    Returns:
+        The arguments, the seed (from the clock when not given) and the work directory
+        (a new temp dir unless ``--workdir`` is given).
+    """
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
+    parser.add_argument("--workdir", default=None,
+                        help="keep the store and logs here (default: a temp dir, removed)")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else int(time.time())
+    work = args.workdir or tempfile.mkdtemp(prefix=f"{name}-")
+    os.makedirs(work, exist_ok=True)
+    return args, seed, work
+
+
+def stress_report(violations: list[str], seed: int, t0: float, work: str, keep: bool) -> int:
+    """Print the violations, seed and elapsed time; remove ``work`` unless kept or a
+    violation needs it; return the exit status (1 on any violation)."""
+    print(f"violations: {len(violations)}")
+    for v in violations:
+        print(f"  {v}")
+    print(f"seed: {seed}; elapsed: {time.monotonic() - t0:.0f} s")
+    if not keep and not violations:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if violations else 0
 
 
 # ---------------------------------------------------------------------------

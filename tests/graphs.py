@@ -120,7 +120,11 @@ class ScriptedToolModel(BaseChatModel):
 
 
 def build_agent_graph() -> StateGraph:
-    model = ScriptedToolModel()
+    return tool_agent_graph(ScriptedToolModel())
+
+
+def tool_agent_graph(model: BaseChatModel) -> StateGraph:
+    """The agent loop every test kit uses: ``model`` ↔ a ``ToolNode`` of add/multiply."""
 
     def agent(state: MessagesState) -> dict:
         return {"messages": [model.invoke(state["messages"])]}
