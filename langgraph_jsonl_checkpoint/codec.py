@@ -79,7 +79,7 @@ MESSAGE_TYPES: dict[str, type[BaseMessage]] = {
         ToolMessageChunk,
     )
 }
-_MESSAGE_CLASSES = frozenset(MESSAGE_TYPES.values())
+MESSAGE_CLASSES = frozenset(MESSAGE_TYPES.values())
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1
@@ -194,7 +194,7 @@ def _copy_nested(fields: dict[str, Any], names: Any) -> None:
 
 
 def _message_dump(value: Any) -> dict[str, Any] | None:
-    if type(value) not in _MESSAGE_CLASSES:
+    if type(value) not in MESSAGE_CLASSES:
         return None
     # Fields at their defaults are left out (model_construct restores them): about a
     # third of a short message's bytes. "type" says which class to revive.

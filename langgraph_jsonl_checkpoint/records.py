@@ -15,6 +15,7 @@ from .errors import JsonlCheckpointError
 from .index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex
 from .log import ThreadLog
 from .reader import ValueReader
+from .witness import ListWitness
 
 
 def value_entry(
@@ -34,9 +35,19 @@ def value_entry(
         base: ``(version, fingerprint)`` of a stored list it may extend.
     """
     if fp is not None and base is not None and fp.extends(base[1]):
-        keep = base[1].count
-        return {"ver": version, "base": base[0], "keep": keep, "tail": codec.encode(value[keep:])}
+        return delta_entry(codec, version, value, base[0], base[1].count)
     return {"ver": version, "val": codec.encode(value)}
+
+
+def delta_entry(codec: ValueCodec, version: Any, value: list[Any], base: Any, keep: int) -> dict[str, Any]:
+    """The entry storing ``value`` as the value of version ``base`` (``keep`` items)
+    followed by the rest of ``value``."""
+    return {"ver": version, "base": base, "keep": keep, "tail": codec.encode(value[keep:])}
+
+
+#: What the log's cache holds per ``(ns, channel)``: a stored version and a proof of its
+#: value, either its witness (the objects it was stored or revived from) or its encoding.
+Proof = ListWitness | ListFingerprint
 
 
 class RecordBuilder:
@@ -57,30 +68,57 @@ class RecordBuilder:
 
     def values(
         self, ns: str, parent: str | None, values: Mapping[str, Any], new_versions: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, ListFingerprint]]:
-        """Entries for the channels in ``new_versions``, and the new list fingerprints."""
+    ) -> tuple[dict[str, Any], dict[str, Proof]]:
+        """Entries for the channels in ``new_versions``, and the proofs of the new lists
+        (for the log's cache, once the record is durable)."""
         entries: dict[str, Any] = {}
-        fingerprints: dict[str, ListFingerprint] = {}
+        proofs: dict[str, Proof] = {}
         for channel, version in new_versions.items():
             if channel not in values:
                 entries[channel] = {"ver": version, "empty": 1}
                 continue
             value = values[channel]
-            fp = ListFingerprint.of(value)
-            base = self._extendable_base(ns, channel, parent) if fp is not None else None
-            entries[channel] = value_entry(self.codec, version, value, fp, base)
-            if fp is not None:
-                fingerprints[channel] = fp
-        return entries, fingerprints
+            if type(value) is not list:
+                entries[channel] = {"ver": version, "val": self.codec.encode(value)}
+                continue
+            entry, proof = self._witnessed_delta(ns, channel, version, value)
+            if entry is None:
+                # The slow way: compare encodings with the cached or the parent's list.
+                fp = ListFingerprint.of(value)
+                base = self._extendable_base(ns, channel, parent) if fp is not None else None
+                entry = value_entry(self.codec, version, value, fp, base)
+                proof = ListWitness.of(value) or fp
+            entries[channel] = entry
+            if proof is not None:
+                proofs[channel] = proof
+        return entries, proofs
+
+    def _witnessed_delta(
+        self, ns: str, channel: str, version: Any, value: list[Any]
+    ) -> tuple[dict[str, Any] | None, Proof | None]:
+        """A delta on the cached version, if ``value`` starts with its very objects,
+        unchanged (see :mod:`.witness`); ``(None, None)`` if that cannot be shown."""
+        cached = self.log.cache.get((ns, channel))
+        if cached is None or type(cached[1]) is not ListWitness:
+            return None, None
+        base_version, witness = cached
+        keep = witness.prefix_of(value)
+        if keep is None or not self._usable_base(ns, channel, base_version):
+            return None, None
+        entry = delta_entry(self.codec, version, value, base_version, keep)
+        return entry, witness.extended(value) or ListFingerprint.of(value)
+
+    def _usable_base(self, ns: str, channel: str, version: Any) -> bool:
+        blob = self.idx.blob(ns, channel, version)
+        return blob is not None and blob.kind != EMPTY and blob.depth < self.policy.max_depth
 
     def _extendable_base(self, ns: str, channel: str, parent: str | None) -> tuple[Any, ListFingerprint] | None:
-        base = self.log.cache.get((ns, channel)) or self._parent_fingerprint(ns, channel, parent)
-        if base is None:
+        cached = self.log.cache.get((ns, channel))
+        if cached is None or type(cached[1]) is not ListFingerprint:
+            cached = self._parent_fingerprint(ns, channel, parent)
+        if cached is None or not self._usable_base(ns, channel, cached[0]):
             return None
-        blob = self.idx.blob(ns, channel, base[0])
-        if blob is None or blob.kind == EMPTY or blob.depth >= self.policy.max_depth:
-            return None
-        return base
+        return cached
 
     def _parent_fingerprint(self, ns: str, channel: str, parent: str | None) -> tuple[Any, ListFingerprint] | None:
         """After a restart, fingerprint the parent's value so deltas continue."""

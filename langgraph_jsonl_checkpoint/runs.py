@@ -36,6 +36,11 @@ try:  # the key LangGraph stores the run's Runtime under (stable in langgraph 1.
 except ImportError:  # pragma: no cover - older or reorganised langgraph
     CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
+def in_run(configurable: Mapping[str, Any]) -> bool:
+    """Whether a saver call comes from a running graph (not ``get_state`` and the like)."""
+    return CONFIG_KEY_RUNTIME in configurable
+
+
 MAX_RUNS = 4096
 """Runs remembered at once (the least recently seen is forgotten first)."""
 

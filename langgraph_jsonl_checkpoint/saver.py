@@ -51,9 +51,10 @@ from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog, bulk_allocation
 from .reader import ValueReader
 from .records import RecordBuilder
-from .runs import NEW_THREAD, RunTracker
+from .runs import NEW_THREAD, RunTracker, in_run
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
+from .witness import ListWitness
 
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
@@ -101,6 +102,17 @@ def _refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
             f"{checkpoint_id} (a run was still saving when delete_thread was called). "
             "Start a new run to use this thread id again."
         )
+
+
+def _witness_lists(log: ThreadLog, ns: str, checkpoint: Mapping[str, Any]) -> None:
+    """Remember the lists just handed out, so the next ``put`` of a run that continues
+    from them can store a delta without encoding the whole list (:mod:`.witness`)."""
+    versions = checkpoint["channel_versions"]
+    for channel, value in checkpoint["channel_values"].items():
+        if type(value) is list:
+            witness = ListWitness.of(value)
+            if witness is not None:
+                log.cache[(ns, channel)] = (versions[channel], witness)
 
 
 def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
@@ -238,7 +250,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
                 if entry is None:
                     return None
-                return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+                tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
+                if in_run(configurable):  # a run continues from it: its next put
+                    _witness_lists(log, ns, tup.checkpoint)
+                return tup
 
         tup = _healing(read)
         self._runs.read(configurable, thread_id, ns, tup.checkpoint["id"] if tup else None)
@@ -569,7 +584,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             self._refuse_concurrent_run(log, idx, ns, parent, record)
             self._refuse_moved_head(log, idx, ns, parent, expected)
             builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
-            entries, fingerprints = builder.values(ns, parent, values, new_versions)
+            entries, proofs = builder.values(ns, parent, values, new_versions)
             record = {**record, "values": entries}
             batch = [record]
             if self.snapshot_policy.due(idx):
@@ -577,8 +592,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 if snapshot is not None:
                     batch.append(snapshot)
             log.append(batch)
-            for channel, fp in fingerprints.items():
-                log.cache[(ns, channel)] = (new_versions[channel], fp)
+            for channel, proof in proofs.items():
+                log.cache[(ns, channel)] = (new_versions[channel], proof)
 
     def put_writes(
         self,

@@ -994,7 +994,10 @@ class PowerLossRound:
 
     def _on_op(self, fs: PowerLossFS, kind: str, rel: str) -> None:
         self.stats.ops += 1
-        if self.rng.random() >= self.rate or not self._budget_left():
+        # Every kind of operation gets images the first time it happens (rare ones, like
+        # the tail repair's cut, would otherwise depend on the draw); then at ``rate``.
+        first = kind not in self.stats.states_by_op
+        if (self.rng.random() >= self.rate and not first) or not self._budget_left():
             return
         where = f"{self.step} / {kind} {rel} (op {fs.ops})"
         required = self._required_quarantine()
