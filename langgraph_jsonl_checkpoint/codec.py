@@ -56,6 +56,7 @@ from langchain_core.messages import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from pydantic import BaseModel
 
 from .errors import EncodeError
 
@@ -230,7 +231,7 @@ class _MessageShape:
     ``model_construct``, for extra keys or a missing required field).
     """
 
-    __slots__ = ("cls", "defaults", "direct", "fields", "plans", "required", "template")
+    __slots__ = ("cls", "defaults", "direct", "field_set", "fields", "plans", "required", "template")
 
     def __init__(self, cls: type[BaseMessage]) -> None:
         self.cls = cls
@@ -246,14 +247,21 @@ class _MessageShape:
             value = field.get_default(call_default_factory=True)
             if isinstance(value, (dict, list, set)):
                 make = type(value) if not value else (lambda v=value: copy.deepcopy(v))
+                # Always replaced by make() or a stored value; a placeholder keeps the
+                # template free of containers, so the cyclic collector does not track
+                # the __dict__ copied from it (most messages hold none).
+                value = None
             else:
                 make = None
             self.template[name] = value
             self.defaults[name] = make
         self.required = frozenset(required)
+        self.field_set = set(self.template)  # __pydantic_fields_set__: every field
         # Without a post-init hook, filling the instance directly is what
         # model_construct does, at less than half the cost.
-        self.direct = getattr(cls, "__pydantic_post_init__", None) is None
+        self.direct = (
+            getattr(cls, "__pydantic_post_init__", None) is None and cls.__new__ is object.__new__
+        )
         self.plans: dict[tuple[str, ...], tuple[list[tuple[str, Any]], tuple[str, ...]] | None] = {}
 
     def plan(self, keys: tuple[str, ...]) -> tuple[list[tuple[str, Any]], tuple[str, ...]] | None:
@@ -309,12 +317,20 @@ def _revive_message(data: dict[str, Any], fresh: bool = False) -> BaseMessage:
         _copy_nested(full, maybe_nested)
     for name, make in makers:
         full[name] = make()
-    message = cls.__new__(cls)
-    object.__setattr__(message, "__dict__", full)
-    object.__setattr__(message, "__pydantic_fields_set__", set(full))
-    object.__setattr__(message, "__pydantic_extra__", {})
-    object.__setattr__(message, "__pydantic_private__", None)
+    message = _new(cls)
+    _set_attr(message, "__dict__", full)
+    _set_fields_set(message, shape.field_set.copy())
+    _set_extra(message, {})
+    _set_private(message, None)
     return message
+
+
+_new = object.__new__
+_set_attr = object.__setattr__
+# pydantic's own slots on BaseModel instances, set as model_construct sets them
+_set_fields_set = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
+_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
+_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
 
 
 # -- list deltas --------------------------------------------------------------
