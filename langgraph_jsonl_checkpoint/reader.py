@@ -14,7 +14,7 @@ from typing import Any
 
 from .codec import ValueCodec
 from .errors import CorruptLogError
-from .index import DELTA, EMPTY, ThreadIndex
+from .index import DELTA, EMPTY, ThreadIndex, version_key
 from .log import ThreadLog
 
 
@@ -41,6 +41,9 @@ class ValueReader:
 
     def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
         """The stored value of a channel version (following deltas back to a full value)."""
+        cached = self.log.cache.get((LATEST_ITEMS, ns, channel))
+        if cached is not None and version_key(cached[0]) == version_key(version):
+            return self.codec.decode({cached[1]: cached[2]}, fresh=True)
         entry = idx.blob(ns, channel, version)
         chain = []
         while entry is not None and entry.kind == DELTA:
@@ -54,20 +57,93 @@ class ValueReader:
                 path=self.log.path,
                 offset=0,
             )
-        value = self.decode(self.record(entry.ref)["values"][channel]["val"])
+        chain.reverse()
+        base = self.record(entry.ref)["values"][channel]["val"]
+        joined = self._joined_items(channel, base, chain) if self.codec.readable else None
+        if joined is not None:
+            # Kept (stored form) for the next read of this version: no chain walk then.
+            self.log.cache[(LATEST_ITEMS, ns, channel)] = (version, *joined)
+            return self.codec.decode({joined[0]: joined[1]}, fresh=True)
+        value = self.decode(base)
         if chain and type(value) is list:
             value = list(value)  # extended in place below: never the parsed record's own list
-        for stored in reversed(chain):
-            keep = stored["keep"]
-            if type(value) is not list or len(value) != keep:
-                raise CorruptLogError(
-                    f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
-                    f"version {stored['ver']!r} expects {keep} items in its base.",
-                    path=self.log.path,
-                    offset=0,
-                )
+        for stored in chain:
+            self._expect_base(channel, stored, value)
             value.extend(self.decode(stored["tail"]))  # linear in the result, not quadratic
         return value
 
+    def _joined_items(
+        self, channel: str, base: Mapping[str, Any], chain: list[dict[str, Any]]
+    ) -> tuple[str, list[Any]] | None:
+        """A delta chain over a list of messages (or of plain JSON) joined in stored form,
+        before anything is decoded; ``None`` for other values."""
+        start = list_items(base)
+        if start is None:
+            return None
+        kind, items = start[0], list(start[1])  # a copy: the record's own list stays as is
+        for stored in chain:
+            self._expect_base(channel, stored, items)
+            tail = list_items(stored["tail"])
+            if tail is None:
+                return None
+            if tail[1]:
+                if items and tail[0] != kind:
+                    return None
+                kind = tail[0]
+                items.extend(tail[1])
+        return kind, items
+
+    def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any) -> None:
+        keep = stored["keep"]
+        if type(value) is not list or len(value) != keep:
+            raise CorruptLogError(
+                f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
+                f"version {stored['ver']!r} expects {keep} items in its base.",
+                path=self.log.path,
+                offset=0,
+            )
+
     def write_value(self, entry: Any) -> Any:
         return self.decode(self.record(entry.ref)["w"][entry.position][2])
+
+
+#: Key (with ns and channel) under which a log's cache holds the newest value read or
+#: written of a list channel in stored form: ``(version, "msgs" | "json", items)``.
+#: The items are never handed out; every read decodes fresh objects from them.
+LATEST_ITEMS = "latest items"
+
+
+def list_items(cell: Mapping[str, Any]) -> tuple[str, list[Any]] | None:
+    """The items of a cell holding a list of messages or of plain JSON, in stored form."""
+    if "msgs" in cell:
+        return "msgs", cell["msgs"]
+    if type(cell.get("json")) is list:
+        return "json", cell["json"]
+    return None
+
+
+def remember_written(log: ThreadLog, ns: str, values: Mapping[str, Mapping[str, Any]]) -> None:
+    """After a put is durable: keep its list values in stored form for the next read
+    (a delta extends the kept base; anything else forgets the channel)."""
+    for channel, entry in values.items():
+        key = (LATEST_ITEMS, ns, channel)
+        found: tuple[str, list[Any]] | None = None
+        if "val" in entry:
+            found = list_items(entry["val"])
+            if found is not None:
+                found = (found[0], list(found[1]))
+        elif "base" in entry:
+            kept = log.cache.get(key)
+            tail = list_items(entry["tail"])
+            if (
+                kept is not None
+                and tail is not None
+                and version_key(kept[0]) == version_key(entry["base"])
+                and len(kept[2]) == entry["keep"]
+                and (not tail[1] or not kept[2] or tail[0] == kept[1])
+            ):
+                found = (tail[0] if tail[1] else kept[1], kept[2] + tail[1])
+        if found is None:
+            log.cache.pop(key, None)
+        else:
+            log.cache[key] = (entry["ver"], *found)

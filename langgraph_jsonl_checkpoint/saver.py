@@ -49,7 +49,7 @@ from .codec import ValueCodec
 from .errors import ConcurrentRunError, ConfigError, ThreadDeletedError
 from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog, bulk_allocation
-from .reader import ValueReader
+from .reader import ValueReader, remember_written
 from .records import RecordBuilder
 from .runs import NEW_THREAD, RunTracker, in_run
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
@@ -592,6 +592,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 if snapshot is not None:
                     batch.append(snapshot)
             log.append(batch)
+            if self.codec.readable:
+                remember_written(log, ns, entries)
             for channel, proof in proofs.items():
                 log.cache[(ns, channel)] = (new_versions[channel], proof)
 

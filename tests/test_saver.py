@@ -701,3 +701,38 @@ def test_the_run_tracker_keeps_no_reference_to_a_finished_run(tmp_path: Path) ->
     gc.collect()
     assert ref() is None
     assert len(graph.checkpointer._runs._runs) >= 1  # the run was tracked
+
+
+def test_repeated_reads_of_a_list_kept_in_stored_form_share_nothing(tmp_path: Path) -> None:
+    """The newest value of a list channel is kept in stored form (no delta chain walk on
+    the next read); every read still decodes its own objects, nested ones included, and
+    they equal what a fresh process reads from disk."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    saver = JsonlSaver(tmp_path / "s")
+    msgs: list = []
+    parent = None
+    for i in range(5):
+        msgs = msgs + [
+            HumanMessage(f"q{i}", id=f"h{i}"),
+            AIMessage([{"type": "text", "text": f"block {i}"}], id=f"a{i}",
+                      tool_calls=[{"name": "f", "args": {"x": i}, "id": f"c{i}", "type": "tool_call"}],
+                      response_metadata={"n": [i]}),
+        ]
+        cfg = _put(saver, "t", i, {"messages": msgs, "log": [{"i": i}] * (i + 1)}, parent=parent)
+        parent = cfg["configurable"]["checkpoint_id"]
+    latest = {"configurable": {"thread_id": "t"}}
+    first = saver.get_tuple(latest).checkpoint["channel_values"]
+    first["messages"][1].tool_calls[0]["args"]["x"] = "mutated"
+    first["messages"][1].content[0]["text"] = "mutated"
+    first["messages"][1].response_metadata["n"].append("mutated")
+    first["messages"].append(HumanMessage("extra"))
+    first["log"][0]["i"] = "mutated"
+    second = saver.get_tuple(latest).checkpoint["channel_values"]
+    fresh = JsonlSaver(tmp_path / "s").get_tuple(latest).checkpoint["channel_values"]
+    assert second == fresh
+    assert second["messages"] == msgs and len(second["messages"]) == 10
+    assert second["messages"][1].tool_calls[0]["args"] == {"x": 0}
+    assert second["messages"][1].content[0]["text"] == "block 0"
+    assert second["messages"][1].response_metadata["n"] == [0]
+    assert second["log"] == [{"i": 4}] * 5
