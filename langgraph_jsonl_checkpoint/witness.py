@@ -145,6 +145,8 @@ def _watch(w: ListWitness, containers: list[Any]) -> bool:
     """
     all_dicts: list[dict[Any, Any]] = []
     all_lists: list[list[Any]] = []
+    dict_children: list[Any] = []
+    list_children: list[Any] = []
     empties: list[Any] = []
     depth = 0
     while containers:
@@ -159,12 +161,17 @@ def _watch(w: ListWitness, containers: list[Any]) -> bool:
         lists = list(compress(full, map(not_, is_dict)))
         all_dicts += dicts
         all_lists += lists
-        children = list(chain(chain.from_iterable(map(_values, dicts)), chain.from_iterable(lists)))
-        kinds = set(map(type, children))
+        children = list(chain.from_iterable(map(_values, dicts)))
+        dict_children += children
+        n = len(children)
+        children += chain.from_iterable(lists)
+        list_children += children[n:]
+        types = list(map(type, children))
+        kinds = set(types)
         if not kinds <= _PLAIN:
             return False
         if dict in kinds or list in kinds:
-            containers = list(compress(children, map(_is_container, map(type, children))))
+            containers = list(compress(children, map(_is_container, types)))
         else:
             containers = []
     w.empties = tuple(empties)
@@ -173,8 +180,8 @@ def _watch(w: ListWitness, containers: list[Any]) -> bool:
     w.dict_keys = tuple(chain.from_iterable(all_dicts))
     if not set(map(type, w.dict_keys)) <= _ATOMS:
         return False
-    w.dict_children = tuple(chain.from_iterable(map(_values, all_dicts)))
+    w.dict_children = tuple(dict_children)
     w.lists = tuple(all_lists)
     w.list_lens = tuple(map(len, all_lists))
-    w.list_children = tuple(chain.from_iterable(all_lists))
+    w.list_children = tuple(list_children)
     return True
