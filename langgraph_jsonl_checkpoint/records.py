@@ -1,8 +1,11 @@
 """Building the records of a ``put``: which values go in full, which as deltas, snapshots.
 
-Pure decisions over the thread's index and a small per-thread cache of list
-fingerprints; the only reads are of stored values (to fingerprint a parent's list after a
-restart, and to fill a snapshot), done through :class:`~.reader.ValueReader`.
+Pure decisions over the thread's index and a small per-thread cache holding, per
+channel, the last stored or revived version of a list and its proof: a
+:class:`~.witness.ListWitness` (the objects themselves) or a
+:class:`~.codec.ListFingerprint` (their encoding). The only reads are of stored values
+(to fingerprint a parent's list when no proof is cached, and to fill a snapshot), done
+through :class:`~.reader.ValueReader`.
 """
 
 from __future__ import annotations
