@@ -51,7 +51,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa
 
 SAVERS = ("jsonl", "sqlite", "memory")
 LABELS = {"jsonl": "JsonlSaver", "sqlite": "SqliteSaver", "memory": "InMemorySaver",
-          "jsonl_async": "AsyncJsonlSaver", "sqlite_async": "AsyncSqliteSaver"}
+          "jsonl_async": "AsyncJsonlSaver", "sqlite_async": "AsyncSqliteSaver",
+          "floor": "LangGraph alone (reference)"}
 
 # --------------------------------------------------------------------------------------
 # text, messages
@@ -171,7 +172,7 @@ class SaverHandle:
         self._closer = closer
 
     def bytes_on_disk(self) -> int | None:
-        if self.kind == "memory":
+        if self.kind in ("memory", "floor"):
             return None
         return sum(path_bytes(p) for p in self.paths)
 
@@ -222,7 +223,23 @@ def open_saver(kind: str, workdir: Path, *, create: bool = True) -> SaverHandle:
         from langgraph.checkpoint.memory import InMemorySaver
 
         return SaverHandle(kind, InMemorySaver(), [])
+    if kind == "floor":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return SaverHandle(kind, InMemorySaver(serde=PassThroughSerde()), [])
     raise ValueError(kind)
+
+
+class PassThroughSerde:
+    """A "serializer" that keeps the objects themselves: ``InMemorySaver`` with it costs
+    LangGraph's own per-step work and next to nothing else. A measuring reference only
+    (stored state is shared with the graph, so it is not a checkpointer anyone can use)."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, Any]:
+        return ("object", obj)
+
+    def loads_typed(self, data: tuple[str, Any]) -> Any:
+        return data[1]
 
 
 def sqlite_pragmas(conn: sqlite3.Connection) -> dict[str, Any]:
