@@ -54,6 +54,7 @@ from .records import RecordBuilder
 from .runs import NEW_THREAD, RunTracker
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
+from .worker import SerialWorker
 
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
@@ -165,6 +166,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if snapshot_ratio < 0:
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
+        self._worker = SerialWorker()
 
     # -- construction helpers ------------------------------------------------------
 
@@ -187,7 +189,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             saver.close()
 
     def close(self) -> None:
-        """Write fresh sidecar indexes and release files and locks. Idempotent."""
+        """Finish queued async writes, end the writer thread, write fresh sidecar indexes
+        and release files and locks. Idempotent."""
+        self._worker.close()
         self.store.close()
 
     def __enter__(self) -> JsonlSaver:
@@ -779,7 +783,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await self._worker.run(lambda: self.get_tuple(config))
 
     async def alist(
         self,
@@ -805,8 +809,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        """Async :meth:`put`: runs in this saver's writer thread (see :mod:`.worker`)."""
+        return await self._worker.run(lambda: self.put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -815,8 +819,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async :meth:`put_writes`."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        """Async :meth:`put_writes`: runs in this saver's writer thread."""
+        await self._worker.run(lambda: self.put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
