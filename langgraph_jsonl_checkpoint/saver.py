@@ -263,6 +263,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         reader: ValueReader | None = None,
     ) -> CheckpointTuple:
         reader = reader or ValueReader(log, self.codec)
+        reader.prefetch_checkpoint(idx, ns, checkpoint_id, entry)
         rec = reader.record(entry.ref)
         values: dict[str, Any] = {}
         # Reviving a long conversation allocates thousands of objects; the cyclic
