@@ -115,6 +115,7 @@ class ThreadLog:
         self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
         self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
+        self._group: list[Any] | None = None  # inside group_commit(): start, batches
         self._swept = False  # stale temp files removed (once per load, under the lock)
         self._verified_for_writing = False  # checksums of the whole log checked
         self._damage_reported = False
@@ -574,7 +575,19 @@ class ThreadLog:
     def _rebuild_without_sidecar(self) -> None:
         """Re-index this generation by scanning the log, keeping the durable watermark."""
         durable = self._durable_seq
-        self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+        # Inside a group commit the write handle must outlive the reload: the group's
+        # batches (written, indexed again by the scan below) are synced through it.
+        wfd = self._wfd if self._group else None
+        if wfd is not None:
+            self._wfd = None
+        try:
+            self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+        finally:
+            if wfd is not None:
+                if self._ino is not None and self._wfd is None and os.fstat(wfd).st_ino == self._ino:
+                    self._wfd = wfd
+                else:  # pragma: no cover - another file under the writer lock: impossible
+                    os.close(wfd)
         self._durable_seq = durable
         self.refresh()
 
@@ -694,12 +707,17 @@ class ThreadLog:
         lines = framing.frame_batch_lines(records)
         data = b"".join(lines)
         start = self.index.committed_end
+        group = self._group
         fd = self._write_fd()
         try:
             _write_all(fd, data)
-            os.fdatasync(fd)
+            if group is None:
+                os.fdatasync(fd)
         except OSError as exc:
-            self._abandon_write(start, data)
+            if group is None:
+                self._abandon_write(start, data)
+            else:  # the group's earlier batches are not durable either: cut them all
+                self._abandon_group(group, data)
             raise DurabilityError(
                 f"thread {self.thread_id!r}: could not append to {self.path}: {exc}. "
                 "Nothing was acknowledged; check free disk space and the file system, "
@@ -712,12 +730,67 @@ class ThreadLog:
             self._apply(summarize(rec, offset, len(line)), line[-11:-3])
             placed.append((rec, ref))
             offset += len(line)
+        if group is not None:
+            if not group:
+                group.append(start)
+            group.append(data)
+            return placed
+        self._after_durable_append()
+        return placed
+
+    def _after_durable_append(self) -> None:
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             try:
                 self.write_sidecar()
             except OSError:
                 pass  # the sidecar is only a cache; the batch is durable and acknowledged
-        return placed
+
+    @contextmanager
+    def group_commit(self) -> Iterator[None]:
+        """Make the appends inside the block durable together, with one ``fdatasync``.
+
+        Call under :meth:`writer`, which must stay held until the block ends. Appends
+        inside it are written and indexed at once (later appends of the block build on
+        them) but are durable only when the block ends: until then nothing of them may
+        be acknowledged. If the sync (or any write, or anything raised inside the block
+        after a write) fails, every batch of the block is cut from the file, the
+        in-memory index is dropped (the next call reloads it from the file), and the
+        block raises: :class:`~.errors.DurabilityError` for an I/O error.
+        """
+        if self._group is not None:
+            raise RuntimeError("group_commit blocks do not nest")
+        group: list[Any] = []  # [start offset, batch bytes, batch bytes, ...]
+        self._group = group
+        try:
+            try:
+                yield
+            except BaseException:
+                if group:
+                    self._abandon_group(group)
+                raise
+            if not group:
+                return
+            try:
+                os.fdatasync(self._write_fd())
+            except OSError as exc:
+                self._abandon_group(group)
+                raise DurabilityError(
+                    f"thread {self.thread_id!r}: could not make {len(group) - 1} batches "
+                    f"appended to {self.path} durable: {exc}. None of them was "
+                    "acknowledged; check free disk space and the file system, then retry "
+                    "the run."
+                ) from exc
+        finally:
+            self._group = None
+        self._after_durable_append()
+
+    def _abandon_group(self, group: list[Any], failed: bytes = b"") -> None:
+        """Cut every batch of a group commit (and a batch whose write failed) and forget
+        the index, which holds the group's batches."""
+        start = group[0] if group else self.index.committed_end
+        self._abandon_write(start, b"".join(group[1:]) + failed)
+        group.clear()
+        self._reset()
 
     def _abandon_write(self, start: int, data: bytes) -> None:
         """After a failed write or fsync: cut back and never reuse the handle.
