@@ -221,7 +221,8 @@ def plot(put_runs: list[dict], async_runs: list[dict], path: Path) -> None:
         ax.set(title=f"durable {key} latency (running median of 26)", xlabel="operation (= messages in state)",
                ylabel="ms")
         ax.set_yscale("log")
-        ax.legend()
+        if put_runs:
+            ax.legend()
     ax = axes[2]
     kinds = []
     for r in async_runs:
