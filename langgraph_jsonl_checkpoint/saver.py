@@ -3,8 +3,11 @@
 This module maps LangGraph calls to log records and back; the format lives in
 ``codec.py`` and ``framing.py``, files in ``log.py`` and ``store.py``, lookups in
 ``index.py``. One class serves sync and async callers: every ``a*`` method runs its sync
-twin in a worker thread (``asyncio.to_thread``), so disk I/O and fsync never block the
-event loop, and nothing binds to an event loop at construction time.
+twin in a worker thread, so disk I/O and fsync never block the event loop, and nothing
+binds to an event loop at construction time. ``aput``, ``aput_writes`` and ``aget_tuple``
+use the saver's own few threads (``worker.py``), where the queued appends of one thread
+are committed together (one lock hold, one ``fdatasync``); the others use
+``asyncio.to_thread``.
 
 Records a ``put`` writes (one line each, see ``docs/format.md``)::
 
@@ -126,8 +129,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
 
     Every method has an async twin (``aget_tuple``, ``aput``, ...), so the same instance
-    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` return only once their
-    record is fsynced. Several processes may share one store.
+    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` (and their async twins)
+    return only once their record is fsynced. Several processes may share one store.
+    The async twins of the hot calls run in a few threads the saver starts on first use
+    and ends on :meth:`close` (or after a few idle seconds).
 
     Args:
         path: Store directory; created (mode ``0700``) if missing.
@@ -883,7 +888,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     # -- async twins ------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs in a worker thread)."""
+        """Async :meth:`get_tuple` (runs in one of this saver's worker threads)."""
         return await self._worker.call(lambda: self.get_tuple(config))
 
     async def alist(
@@ -910,7 +915,13 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`: runs in this saver's writer thread (see :mod:`.worker`)."""
+        """Async :meth:`put`, durable when it returns.
+
+        Runs in one of this saver's worker threads (see :mod:`.worker`), committed
+        together with the other appends to the same thread that are queued at that
+        moment: one lock hold, one ``fdatasync``. If that sync fails, every call of the
+        group raises :class:`~.errors.DurabilityError` and none of it stays in the log.
+        """
         thread_id = _thread_id(config, "put")
         return await self._worker.submit(
             thread_id, (self._prepare_put, (config, checkpoint, metadata, new_versions))
@@ -923,7 +934,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async :meth:`put_writes`: runs in this saver's writer thread."""
+        """Async :meth:`put_writes`, durable when it returns (group committed as :meth:`aput`)."""
         thread_id = _thread_id(config, "put_writes")
         await self._worker.submit(
             thread_id, (self._prepare_put_writes, (config, writes, task_id, task_path))
