@@ -30,8 +30,10 @@ each result goes back to the loop its caller awaits on.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -47,6 +49,19 @@ FLUSH_SECONDS = 0.001
 Outcome = tuple[Any, "BaseException | None"]
 #: Runs the payloads of one key's jobs, in order, and says how each ended.
 GroupRunner = Callable[[Hashable, Sequence[Any]], Sequence[Outcome]]
+
+
+#: Every worker, so a forked child can forget its parent's threads (see _after_fork).
+_ALL: weakref.WeakSet[Worker] = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    for worker in list(_ALL):
+        worker._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
 
 
 class _Job:
@@ -89,6 +104,16 @@ class Worker:
         self._jobs: deque[_Job] = deque()
         self._busy: set[Hashable] = set()
         self._threads: set[threading.Thread] = set()
+        self._idle = 0
+        self._stopping = False
+        _ALL.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's threads and queued jobs do not exist here."""
+        self._cond = threading.Condition(threading.Lock())
+        self._jobs = deque()
+        self._busy = set()
+        self._threads = set()
         self._idle = 0
         self._stopping = False
 

@@ -15,6 +15,7 @@ import asyncio
 import errno
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +270,33 @@ async def test_a_cancelled_caller_does_not_stop_the_others(tmp_path: Path) -> No
     tup = JsonlSaver(tmp_path / "s").get_tuple(cfg)
     tasks = {t for t, _, _ in tup.pending_writes}
     assert {f"task-{i}" for i in range(10) if i != 3} <= tasks
+
+
+def test_a_forked_child_gets_worker_threads_of_its_own(tmp_path: Path) -> None:
+    import multiprocessing
+
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    asyncio.run(_advance(saver, ref, "parent", steps=1, tasks=1))
+    assert _worker_threads()  # the parent's threads exist at the fork
+
+    def child(q: Any) -> None:
+        try:
+            asyncio.run(_advance(saver, InMemorySaver(), "child", steps=2, tasks=1))
+            q.put("ok")
+        except BaseException as exc:  # pragma: no cover - reported below
+            q.put(repr(exc))
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork() with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        p.start()
+    p.join(30)
+    if p.is_alive():  # pragma: no cover - the child hung on its parent's threads
+        p.kill()
+        p.join()
+    assert p.exitcode == 0 and q.get(timeout=5) == "ok"
+    assert saver.get_tuple(ck.config("child")) is not None  # the child's appends, on disk
+    saver.close()
