@@ -300,3 +300,116 @@ def test_a_forked_child_gets_worker_threads_of_its_own(tmp_path: Path) -> None:
     assert p.exitcode == 0 and q.get(timeout=5) == "ok"
     assert saver.get_tuple(ck.config("child")) is not None  # the child's appends, on disk
     saver.close()
+
+
+async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sidecar entry that disagrees with its record is found when the record is first
+    read, here by the second append of a group (the put reads its parent's value): the
+    index is rebuilt from the log, which already holds the group's first batch, and the
+    group goes on and is synced through the same handle."""
+    import json
+
+    from langgraph_jsonl_checkpoint.framing import frame
+
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    await _advance(saver, ref, "t", steps=3, tasks=1)
+    saver.close()  # writes the sidecar
+    (idx_file,) = (tmp_path / "s" / "threads").glob("*.idx")
+    lines = idx_file.read_bytes().splitlines(keepends=True)
+    target = max(i for i, line in enumerate(lines) if b'"t":"checkpoint"' in line)
+    summary = json.loads(lines[target])
+    summary.pop("c")
+    summary["md"] = {"json": {"step": 999}}  # wrong, yet the log line's checksum is fine
+    lines[target] = frame(summary)
+    idx_file.write_bytes(b"".join(lines))
+
+    rebuilds: list[int] = []  # batches of the group pending at each rebuild
+    real_rebuild = log_module.ThreadLog._rebuild_without_sidecar
+
+    def rebuild(self: Any) -> None:
+        rebuilds.append(len(self._group or ()) - 1)
+        real_rebuild(self)
+
+    monkeypatch.setattr(log_module.ThreadLog, "_rebuild_without_sidecar", rebuild)
+    saver = JsonlSaver(tmp_path / "s")
+    last = ck.config("t", "", ck.cp_id(2))
+    tup = ref.get_tuple(last)
+    versions = dict(tup.checkpoint["channel_versions"])
+    nv = {"messages": saver.get_next_version(versions["messages"], None)}
+    cp = ck.make_checkpoint(ck.cp_id(3), {**tup.checkpoint["channel_values"],
+                                          "messages": tup.checkpoint["channel_values"]["messages"] + [
+                                              HumanMessage("more", id="more")]}, {**versions, **nv})
+    ref.put_writes(last, [("ch", 1)], "late-task")
+    ref.put(last, cp, {"step": 3}, nv)
+    # the worker's group runner, called directly so the two appends surely form a group
+    outcomes = saver._run_group("t", [
+        (saver._prepare_put_writes, (last, [("ch", 1)], "late-task")),
+        (saver._prepare_put, (last, cp, {"step": 3}, nv)),
+    ])
+    assert outcomes == [(None, None), (ck.config("t", "", ck.cp_id(3)), None)], outcomes
+    assert rebuilds == [1], rebuilds  # once, with the writes batch of the group pending
+    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    saver.close()
+    fresh = JsonlSaver(tmp_path / "s")
+    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(ref, "t"))
+    fresh.close()
+
+
+@pytest.mark.parametrize("fault", ["first-write", "second-write", "fdatasync", "refused"])
+def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path, fault: str) -> None:
+    """The group runner, called directly: a write or the sync failing fails every append
+    of the group and leaves the log as it was; a refusal fails only its own append."""
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    asyncio.run(_advance(saver, ref, "t", steps=2, tasks=1))
+    log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
+    before = log_path.read_bytes()
+    cfg = ck.config("t", "", ck.cp_id(1))
+    real = log_module.os
+    writes = {"n": 0}
+
+    class FaultyOS:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def write(self, fd: int, data: Any) -> int:
+            writes["n"] += 1
+            if (fault, writes["n"]) in (("first-write", 1), ("second-write", 2)):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real.write(fd, data)
+
+        def fdatasync(self, fd: int) -> None:
+            if fault == "fdatasync":
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            real.fdatasync(fd)
+
+    class Unencodable:
+        pass
+
+    payloads = [
+        (saver._prepare_put_writes, (cfg, [("ch", 1)], "a")),
+        (saver._prepare_put_writes, (cfg, [("ch", Unencodable() if fault == "refused" else 2)], "b")),
+        (saver._prepare_put_writes, (cfg, [("ch", 3)], "c")),
+    ]
+    log_module.os = FaultyOS()  # type: ignore[assignment]
+    try:
+        outcomes = saver._run_group("t", payloads)
+    finally:
+        log_module.os = real  # type: ignore[assignment]
+    if fault == "refused":
+        assert outcomes[0] == (None, None) and outcomes[2] == (None, None)
+        assert outcomes[1][1] is not None and not isinstance(outcomes[1][1], DurabilityError)
+        ref.put_writes(cfg, [("ch", 1)], "a")
+        ref.put_writes(cfg, [("ch", 3)], "c")
+    else:
+        assert all(isinstance(exc, DurabilityError) for _, exc in outcomes), outcomes
+        assert log_path.read_bytes() == before
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+    assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), ck.answers(ref, "t"))
+    saver.put_writes(cfg, [("ch", 9)], "next")  # the log takes the next append
+    ref.put_writes(cfg, [("ch", 9)], "next")
+    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    saver.close()
