@@ -115,7 +115,7 @@ class ThreadLog:
         self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
         self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
-        self._group: list[Any] | None = None  # inside group_commit(): start, batches
+        self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
         self._swept = False  # stale temp files removed (once per load, under the lock)
         self._verified_for_writing = False  # checksums of the whole log checked
         self._damage_reported = False
@@ -704,10 +704,11 @@ class ThreadLog:
         seq = self.index.last_seq + 1
         for i, rec in enumerate(records):
             rec["seq"] = seq + i
-        lines = framing.frame_batch_lines(records)
+        group = self._group
+        # A later batch of a group commit belongs to the group's sync unit (see framing).
+        lines = framing.frame_batch_lines(records, unit=group[1] if group else None)
         data = b"".join(lines)
         start = self.index.committed_end
-        group = self._group
         fd = self._write_fd()
         try:
             _write_all(fd, data)
@@ -732,7 +733,7 @@ class ThreadLog:
             offset += len(line)
         if group is not None:
             if not group:
-                group.append(start)
+                group += [start, seq]
             group.append(data)
             return placed
         self._after_durable_append()
@@ -759,7 +760,7 @@ class ThreadLog:
         """
         if self._group is not None:
             raise RuntimeError("group_commit blocks do not nest")
-        group: list[Any] = []  # [start offset, batch bytes, batch bytes, ...]
+        group: list[Any] = []  # [start offset, first seq, batch bytes, batch bytes, ...]
         self._group = group
         try:
             try:
@@ -775,7 +776,7 @@ class ThreadLog:
             except OSError as exc:
                 self._abandon_group(group)
                 raise DurabilityError(
-                    f"thread {self.thread_id!r}: could not make {len(group) - 1} batches "
+                    f"thread {self.thread_id!r}: could not make {len(group) - 2} batches "
                     f"appended to {self.path} durable: {exc}. None of them was "
                     "acknowledged; check free disk space and the file system, then retry "
                     "the run."
@@ -788,7 +789,7 @@ class ThreadLog:
         """Cut every batch of a group commit (and a batch whose write failed) and forget
         the index, which holds the group's batches."""
         start = group[0] if group else self.index.committed_end
-        self._abandon_write(start, b"".join(group[1:]) + failed)
+        self._abandon_write(start, b"".join(group[2:]) + failed)
         group.clear()
         self._reset()
 

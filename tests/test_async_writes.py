@@ -330,7 +330,7 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
     real_rebuild = log_module.ThreadLog._rebuild_without_sidecar
 
     def rebuild(self: Any) -> None:
-        rebuilds.append(len(self._group or ()) - 1)
+        rebuilds.append(len(self._group or [0, 0]) - 2)
         real_rebuild(self)
 
     monkeypatch.setattr(log_module.ThreadLog, "_rebuild_without_sidecar", rebuild)

@@ -176,6 +176,51 @@ def test_damage_followed_by_a_later_batch_is_still_mid_log_damage(victim: str) -
     assert result.corrupt_offset is not None and result.corrupt_offset <= target
 
 
+def _group(data: bytes, spans: list, first_seq: int, *sizes: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """Append the batches of one group commit (one sync unit) to ``data``."""
+    out, pos, seq = [data], len(data), first_seq
+    for n in sizes:
+        lines = framing.frame_batch_lines(
+            [{"t": "a", "seq": seq + i, "pad": "x" * 300} for i in range(n)], unit=first_seq
+        )
+        spans = spans + [(pos, pos + sum(map(len, lines)))]
+        out += lines
+        pos += sum(map(len, lines))
+        seq += n
+    return b"".join(out), spans
+
+
+@pytest.mark.parametrize("victim", ["first batch", "first record", "middle batch", "second-last batch"])
+def test_sectors_lost_inside_a_group_commit_are_a_torn_tail(victim: str) -> None:
+    """A group commit writes several batches and syncs them once: after a power cut a
+    sector of any of them can be lost while later batches of the group survive. That is
+    a torn tail (from the first damaged batch on), never mid-log damage."""
+    data, spans = _batches(1, 2)
+    data, spans = _group(data, spans, 4, 2, 1, 3, 2)  # seqs 4-5, 6, 7-9, 10-11
+    target = {"first batch": spans[2][0] + 400, "first record": spans[2][0] + 5,
+              "middle batch": spans[4][0] + 350, "second-last batch": spans[4][1] - 30}[victim]
+    damaged = {"first batch": 2, "first record": 2, "middle batch": 4, "second-last batch": 4}[victim]
+    result = framing.scan(_zero(data, target, 20))
+    assert result.corrupt_offset is None
+    assert result.committed_end == spans[damaged][0]  # the batches before it stay
+
+
+def test_damage_before_a_group_commit_is_still_mid_log_damage() -> None:
+    """A group after the damage proves the damaged batch was synced before it."""
+    data, spans = _batches(1, 3)
+    data, spans = _group(data, spans, 5, 2, 2)
+    for target in (spans[1][0] + 400, spans[1][1] - 40):
+        result = framing.scan(_zero(data, target, 20))
+        assert result.corrupt_offset is not None and result.corrupt_offset <= target
+    # and a group followed by a later unit: damage in the group is mid-log damage
+    data, spans = _batches(1)
+    data, spans = _group(data, spans, 2, 2, 2)  # seqs 2-3, 4-5
+    tail = framing.frame_batch_lines([{"t": "a", "seq": 6, "pad": "y"}, {"t": "a", "seq": 7}])
+    data += b"".join(tail)
+    result = framing.scan(_zero(data, spans[2][0] + 300, 20))
+    assert result.corrupt_offset is not None
+
+
 def test_logs_without_batch_marks_keep_the_old_rule() -> None:
     """Before ``b`` existed, a damaged line followed by any newer valid line was mid-log
     damage; a log written then is read the same way."""
