@@ -5,6 +5,8 @@ Reproduce (from the repository root, with the venv active)::
 
     python benchmarks/micro.py            # full run
     python benchmarks/micro.py --quick    # smoke test, < 60 s
+    python benchmarks/micro.py --only async --repeats 5   # some cases (put, history,
+                                                          # async), in micro-async.*
 
 Cases (all savers in this one invocation, interleaved where it matters):
 
@@ -219,7 +221,8 @@ def plot(put_runs: list[dict], async_runs: list[dict], path: Path) -> None:
         ax.set(title=f"durable {key} latency (running median of 26)", xlabel="operation (= messages in state)",
                ylabel="ms")
         ax.set_yscale("log")
-        ax.legend()
+        if put_runs:
+            ax.legend()
     ax = axes[2]
     kinds = []
     for r in async_runs:
@@ -246,6 +249,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, help="ainvoke calls per thread (full 20)")
     p.add_argument("--repeats", type=int, help="async repetitions per saver (full 3)")
     p.add_argument("--savers", nargs="+", default=list(SAVERS), choices=SAVERS)
+    p.add_argument("--only", nargs="+", choices=("put", "history", "async"),
+                   default=["put", "history", "async"], help="cases to run (default: all)")
     p.add_argument("--tmp", default=None)
     args = p.parse_args()
     ops = args.ops or (200 if args.quick else 2000)
@@ -259,7 +264,7 @@ def main() -> None:
     table = Table()
     try:
         put_runs = []
-        for kind in args.savers:
+        for kind in args.savers if "put" in args.only else ():
             r = bench_put(kind, ops, tmp)
             put_runs.append(r)
             print(f"[{NAME}] put {LABELS[kind]:13s} median {summary(r['put'])['median'] * 1e3:.3f} ms, "
@@ -278,7 +283,7 @@ def main() -> None:
                 table.add(case, "bytes on disk (open)", r["saver"], r["bytes_live"], "B")
 
         hist_runs = []
-        for kind in args.savers:
+        for kind in args.savers if "history" in args.only else ():
             r = bench_history(kind, hist, reads, tmp)
             hist_runs.append(r)
             print(f"[{NAME}] {hist} checkpoints {LABELS[kind]:13s} built in {r['build_seconds']:.1f} s, "
@@ -299,7 +304,7 @@ def main() -> None:
         async_kinds = [k for k, base in (("jsonl_async", "jsonl"), ("sqlite_async", "sqlite"),
                                          ("memory", "memory")) if base in args.savers]
         async_runs = []
-        for rep in range(repeats):
+        for rep in range(repeats if "async" in args.only else 0):
             for kind in async_kinds:
                 r = asyncio.run(bench_async_one(kind, args.threads, rounds, tmp))
                 async_runs.append(r)
@@ -330,9 +335,11 @@ def main() -> None:
     payload = {"ops": ops, "history": hist, "threads": args.threads, "rounds": rounds,
                "repeats": repeats, "put_runs": put_runs, "history_runs": hist_runs,
                "async_runs": async_runs, "total_seconds": time.perf_counter() - t_start}
-    jpath, mpath = write_results(NAME, payload, table, header=__doc__.split("\n\n")[0],
+    # A run of some cases only gets its own files, never overwriting a full run's.
+    name = NAME if len(args.only) == 3 else "-".join([NAME, *args.only])
+    jpath, mpath = write_results(name, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
-    png = RESULTS / f"{NAME}{'-quick' if args.quick else ''}.png"
+    png = RESULTS / f"{name}{'-quick' if args.quick else ''}.png"
     plot(put_runs, async_runs, png)
     print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
 

@@ -13,12 +13,15 @@ Every record of a batch but the last carries ``"more":1``; the batch is committe
 once its last record is whole. A crash in the middle of a batch therefore leaves a tail
 that the scanner reports as uncommitted, never as a half-applied batch.
 
-Every record of a batch but the first carries ``"b"``: the ``seq`` of the batch's first
-record. A batch is one ``write`` followed by one ``fdatasync``, and after a power loss
-its sectors may have reached the disk in any order: a damaged line of the batch being
-written can be followed by intact lines *of the same batch*. Those lines say so with
-``b``; any other valid line after damage proves the damaged batch was complete (a
-writer syncs a batch before it starts the next), so that damage is mid-log corruption.
+Every record of a *sync unit* but the first carries ``"b"``: the ``seq`` of the unit's
+first record. A unit is what one ``fdatasync`` makes durable: one batch, or several
+batches of a group commit (``ThreadLog.group_commit``), written one after another and
+synced together. After a power loss the unit's sectors may have reached the disk in any
+order: a damaged line can be followed by intact lines *of the same unit*. Those lines
+say so with a ``b`` no greater than the damaged line's ``seq``; any other valid line
+after damage (no ``b``, or a ``b`` past the damage: a later unit) proves the damaged
+unit was synced (a writer syncs a unit before it starts the next), so that damage is
+mid-log corruption.
 
 Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``.
 """
@@ -50,20 +53,23 @@ def frame(record: dict[str, Any]) -> bytes:
     return b"%s,\"c\":\"%08x\"}\n" % (head, zlib.crc32(head))
 
 
-def frame_batch_lines(records: list[dict[str, Any]]) -> list[bytes]:
+def frame_batch_lines(records: list[dict[str, Any]], unit: int | None = None) -> list[bytes]:
     """Frame the records of one batch, one line each.
 
-    Every record but the last is marked ``"more":1``; every record but the first gets
-    ``"b"``, the first record's ``seq`` (records must carry ``seq``).
+    Every record but the last is marked ``"more":1``; every record but the first of its
+    sync unit gets ``"b"``, the ``seq`` of that first record (records must carry
+    ``seq``). ``unit`` is that ``seq`` when the batch is not the first of its unit (a
+    later batch of a group commit); by default the batch is a unit of its own.
     """
     last = len(records) - 1
+    first = records[0]["seq"] if unit is None else unit
     lines = []
     for i, rec in enumerate(records):
         marks: dict[str, Any] = {}
         if i < last:
             marks["more"] = 1
-        if i > 0:
-            marks["b"] = records[0]["seq"]
+        if rec["seq"] != first:
+            marks["b"] = first
         lines.append(frame({**rec, **marks} if marks else rec))
     return lines
 
@@ -184,7 +190,8 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
 
 def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | None) -> bool:
     """Whether a checksum-valid line with ``seq > after_seq`` starts at/after ``start``
-    that is not a later record of the batch whose first ``seq`` is ``batch``."""
+    that is not a later record of the sync unit holding ``batch`` (the first ``seq`` of
+    the damaged batch): a line whose unit began at or before it says it is one."""
     pos = start
     size = len(data)
     while pos < size:
@@ -193,7 +200,7 @@ def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | 
             return False
         rec = parse_line(data[pos:nl])
         if rec is not None and isinstance(rec.get("seq"), int) and rec["seq"] > after_seq and (
-            batch is None or rec.get("b") != batch
+            batch is None or not isinstance(rec.get("b"), int) or rec["b"] > batch
         ):
             return True
         pos = nl + 1

@@ -51,6 +51,9 @@ class IndexRebuilt(Exception):
 #: Update the sidecar index once this many records are past its covered offset.
 INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
+#: read_records: records at most this far apart share one read, of at most _READ_SPAN.
+_READ_GAP = 64 * 1024
+_READ_SPAN = 4 * 1024 * 1024
 
 
 def _open_mode(path: str, flags: int) -> int:
@@ -99,6 +102,8 @@ class ThreadLog:
         self.index = ThreadIndex()
         self.gen = 0
         self._ino: int | None = None
+        #: The log's size as the last refresh saw it (under the writer lock: its size now).
+        self._size: int | None = None
         self._header_crc = ""  # checksum of the log's header line: names this very file
         self._rfd: int | None = None
         self._wfd: int | None = None
@@ -110,6 +115,7 @@ class ThreadLog:
         self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
         self._abandoned: tuple[int, bytes] | None = None  # batch a failed fsync left behind
+        self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
         self._swept = False  # stale temp files removed (once per load, under the lock)
         self._verified_for_writing = False  # checksums of the whole log checked
         self._damage_reported = False
@@ -174,6 +180,7 @@ class ThreadLog:
                     st = os.fstat(self._rfd)  # type: ignore[arg-type]
                 if st.st_size > self.index.committed_end:
                     self._scan_from(self.index.committed_end, st.st_size)
+                self._size = st.st_size
             if self.index.last_seq < self._durable_seq and not self.read_only:
                 raise CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} holds committed records "
@@ -204,6 +211,7 @@ class ThreadLog:
             os.close(self._wfd)
             self._wfd = None
         self._ino = None
+        self._size = None
         self._header_crc = ""
         self.index = ThreadIndex()
         self.cache.clear()
@@ -425,14 +433,8 @@ class ThreadLog:
                 offset=ref.offset,
             )
         data = os.pread(fd, ref.length, ref.offset)
-        rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
-        if rec is None or rec.get("seq") != ref.seq or (
-            # Entries loaded from the sidecar are checked against the record the first
-            # time it is read: every field the index served must come from the log.
-            self._from_sidecar
-            and ref.seq not in self._verified
-            and not self._summary_matches(rec, ref)
-        ):
+        rec = self._checked(data, ref)
+        if rec is None:
             if self._from_sidecar:
                 # The sidecar lied (stale, tampered): rebuild from the log, then retry.
                 self._rebuild_without_sidecar()
@@ -446,6 +448,49 @@ class ThreadLog:
             )
         framing.strip_batch_marks(rec)
         return rec
+
+    def _checked(self, data: bytes, ref: RecordRef) -> dict[str, Any] | None:
+        """The record in ``data`` (read at ``ref``) if it is the one the index expects."""
+        rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
+        if rec is None or rec.get("seq") != ref.seq or (
+            # Entries loaded from the sidecar are checked against the record the first
+            # time it is read: every field the index served must come from the log.
+            self._from_sidecar
+            and ref.seq not in self._verified
+            and not self._summary_matches(rec, ref)
+        ):
+            return None
+        return rec
+
+    def read_records(self, refs: list[RecordRef]) -> dict[int, dict[str, Any]]:
+        """Read several records with few system calls: neighbours share one ``pread``.
+
+        Returns:
+            The records that are what the index expects, by offset. Any other is left
+            out, for :meth:`read_record` to read (and report) on its own.
+        """
+        fd = self._rfd
+        out: dict[int, dict[str, Any]] = {}
+        if fd is None or not refs:
+            return out
+        refs = sorted(set(refs))
+        group = [refs[0]]
+        for ref in refs[1:] + [None]:
+            if ref is not None:
+                start, end = group[0].offset, group[-1].offset + group[-1].length
+                if ref.offset - end <= _READ_GAP and ref.offset + ref.length - start <= _READ_SPAN:
+                    group.append(ref)
+                    continue
+            start = group[0].offset
+            data = os.pread(fd, max(r.offset + r.length for r in group) - start, start)
+            for r in group:
+                rec = self._checked(data[r.offset - start : r.offset - start + r.length], r)
+                if rec is not None:
+                    framing.strip_batch_marks(rec)
+                    out[r.offset] = rec
+            if ref is not None:
+                group = [ref]
+        return out
 
     def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
         stored = self._summaries[ref.seq] if ref.seq < len(self._summaries) else None
@@ -530,7 +575,19 @@ class ThreadLog:
     def _rebuild_without_sidecar(self) -> None:
         """Re-index this generation by scanning the log, keeping the durable watermark."""
         durable = self._durable_seq
-        self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+        # Inside a group commit the write handle must outlive the reload: the group's
+        # batches (written, indexed again by the scan below) are synced through it.
+        wfd = self._wfd if self._group else None
+        if wfd is not None:
+            self._wfd = None
+        try:
+            self._load(os.fstat(self._rfd).st_ino, use_sidecar=False)  # type: ignore[arg-type]
+        finally:
+            if wfd is not None:
+                if self._ino is not None and self._wfd is None and os.fstat(wfd).st_ino == self._ino:
+                    self._wfd = wfd
+                else:  # pragma: no cover - another file under the writer lock: impossible
+                    os.close(wfd)
         self._durable_seq = durable
         self.refresh()
 
@@ -560,7 +617,10 @@ class ThreadLog:
 
     def _repair_tail(self) -> None:
         """Move bytes past the last committed batch to the quarantine file, then cut them."""
-        size = os.fstat(self._rfd).st_size  # type: ignore[arg-type]
+        # refresh() just stat()ed the file under the writer lock: no one has appended since.
+        size = self._size
+        if size is None:
+            size = os.fstat(self._rfd).st_size  # type: ignore[arg-type]
         end = self.index.committed_end
         if size <= end:
             return
@@ -644,15 +704,21 @@ class ThreadLog:
         seq = self.index.last_seq + 1
         for i, rec in enumerate(records):
             rec["seq"] = seq + i
-        lines = framing.frame_batch_lines(records)
+        group = self._group
+        # A later batch of a group commit belongs to the group's sync unit (see framing).
+        lines = framing.frame_batch_lines(records, unit=group[1] if group else None)
         data = b"".join(lines)
         start = self.index.committed_end
         fd = self._write_fd()
         try:
             _write_all(fd, data)
-            os.fdatasync(fd)
+            if group is None:
+                os.fdatasync(fd)
         except OSError as exc:
-            self._abandon_write(start, data)
+            if group is None:
+                self._abandon_write(start, data)
+            else:  # the group's earlier batches are not durable either: cut them all
+                self._abandon_group(group, data)
             raise DurabilityError(
                 f"thread {self.thread_id!r}: could not append to {self.path}: {exc}. "
                 "Nothing was acknowledged; check free disk space and the file system, "
@@ -665,12 +731,67 @@ class ThreadLog:
             self._apply(summarize(rec, offset, len(line)), line[-11:-3])
             placed.append((rec, ref))
             offset += len(line)
+        if group is not None:
+            if not group:
+                group += [start, seq]
+            group.append(data)
+            return placed
+        self._after_durable_append()
+        return placed
+
+    def _after_durable_append(self) -> None:
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             try:
                 self.write_sidecar()
             except OSError:
                 pass  # the sidecar is only a cache; the batch is durable and acknowledged
-        return placed
+
+    @contextmanager
+    def group_commit(self) -> Iterator[None]:
+        """Make the appends inside the block durable together, with one ``fdatasync``.
+
+        Call under :meth:`writer`, which must stay held until the block ends. Appends
+        inside it are written and indexed at once (later appends of the block build on
+        them) but are durable only when the block ends: until then nothing of them may
+        be acknowledged. If the sync (or any write, or anything raised inside the block
+        after a write) fails, every batch of the block is cut from the file, the
+        in-memory index is dropped (the next call reloads it from the file), and the
+        block raises: :class:`~.errors.DurabilityError` for an I/O error.
+        """
+        if self._group is not None:
+            raise RuntimeError("group_commit blocks do not nest")
+        group: list[Any] = []  # [start offset, first seq, batch bytes, batch bytes, ...]
+        self._group = group
+        try:
+            try:
+                yield
+            except BaseException:
+                if group:
+                    self._abandon_group(group)
+                raise
+            if not group:
+                return
+            try:
+                os.fdatasync(self._write_fd())
+            except OSError as exc:
+                self._abandon_group(group)
+                raise DurabilityError(
+                    f"thread {self.thread_id!r}: could not make {len(group) - 2} batches "
+                    f"appended to {self.path} durable: {exc}. None of them was "
+                    "acknowledged; check free disk space and the file system, then retry "
+                    "the run."
+                ) from exc
+        finally:
+            self._group = None
+        self._after_durable_append()
+
+    def _abandon_group(self, group: list[Any], failed: bytes = b"") -> None:
+        """Cut every batch of a group commit (and a batch whose write failed) and forget
+        the index, which holds the group's batches."""
+        start = group[0] if group else self.index.committed_end
+        self._abandon_write(start, b"".join(group[2:]) + failed)
+        group.clear()
+        self._reset()
 
     def _abandon_write(self, start: int, data: bytes) -> None:
         """After a failed write or fsync: cut back and never reuse the handle.

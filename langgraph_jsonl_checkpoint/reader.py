@@ -39,6 +39,29 @@ class ValueReader:
             self.records[ref.offset] = rec
         return rec
 
+    def prefetch(self, refs: list[Any]) -> None:
+        """Read the records at ``refs`` that are not cached yet, in as few reads as can be."""
+        missing = [r for r in refs if r.offset not in self.records]
+        if len(missing) > 1:
+            self.records.update(self.log.read_records(missing))
+
+    def prefetch_checkpoint(self, idx: ThreadIndex, ns: str, checkpoint_id: str, entry: Any) -> None:
+        """Prefetch what rebuilding a checkpoint will read, as the index describes it:
+        its record, each channel's delta chain back to a full value, its writes."""
+        refs = [entry.ref]
+        for channel, version in entry.versions.items():
+            kept = self.log.cache.get((LATEST_ITEMS, ns, channel))
+            if kept is not None and version_key(kept[0]) == version_key(version):
+                continue  # decoded from the kept items, not from records
+            blob = idx.blob(ns, channel, version)
+            while blob is not None and blob.kind != EMPTY:
+                refs.append(blob.ref)
+                if blob.kind != DELTA:
+                    break
+                blob = idx.blob(ns, channel, blob.base)
+        refs.extend(w.ref for _, _, w in idx.sorted_writes(ns, checkpoint_id))
+        self.prefetch(refs)
+
     def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
         """The stored value of a channel version (following deltas back to a full value)."""
         cached = self.log.cache.get((LATEST_ITEMS, ns, channel))

@@ -3,8 +3,11 @@
 This module maps LangGraph calls to log records and back; the format lives in
 ``codec.py`` and ``framing.py``, files in ``log.py`` and ``store.py``, lookups in
 ``index.py``. One class serves sync and async callers: every ``a*`` method runs its sync
-twin in a worker thread (``asyncio.to_thread``), so disk I/O and fsync never block the
-event loop, and nothing binds to an event loop at construction time.
+twin in a worker thread, so disk I/O and fsync never block the event loop, and nothing
+binds to an event loop at construction time. ``aput``, ``aput_writes`` and ``aget_tuple``
+use the saver's own few threads (``worker.py``), where the queued appends of one thread
+are committed together (one lock hold, one ``fdatasync``); the others use
+``asyncio.to_thread``.
 
 Records a ``put`` writes (one line each, see ``docs/format.md``)::
 
@@ -25,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -46,7 +49,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .codec import ValueCodec
-from .errors import ConcurrentRunError, ConfigError, ThreadDeletedError
+from .errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
 from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
 from .log import IndexRebuilt, ThreadLog, bulk_allocation
 from .reader import ValueReader, remember_written
@@ -55,6 +58,7 @@ from .runs import NEW_THREAD, RunTracker, in_run
 from .store import DEFAULT_MAX_OPEN_THREADS, Store
 from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 from .witness import ListWitness
+from .worker import Outcome, Worker
 
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
@@ -120,6 +124,14 @@ def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
         yield cid, ns
 
 
+class _Append(NamedTuple):
+    """A put or put_writes prepared outside the lock: ``apply`` under it, ``finish`` after."""
+
+    thread_id: str
+    apply: Callable[[ThreadLog, ThreadIndex], Any]
+    finish: Callable[[Any], Any]
+
+
 class JsonlSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
 
@@ -129,8 +141,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
 
     Every method has an async twin (``aget_tuple``, ``aput``, ...), so the same instance
-    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` return only once their
-    record is fsynced. Several processes may share one store.
+    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` (and their async twins)
+    return only once their record is fsynced. Several processes may share one store.
+    The async twins of the hot calls run in a few threads the saver starts on first use
+    and ends on :meth:`close` (or after a few idle seconds).
 
     Args:
         path: Store directory; created (mode ``0700``) if missing.
@@ -177,6 +191,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if snapshot_ratio < 0:
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
+        self._worker = Worker(self._run_group)
 
     # -- construction helpers ------------------------------------------------------
 
@@ -199,7 +214,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             saver.close()
 
     def close(self) -> None:
-        """Write fresh sidecar indexes and release files and locks. Idempotent."""
+        """Finish queued async writes, end the writer thread, write fresh sidecar indexes
+        and release files and locks. Idempotent."""
+        self._worker.close()
         self.store.close()
 
     def __enter__(self) -> JsonlSaver:
@@ -274,6 +291,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         reader: ValueReader | None = None,
     ) -> CheckpointTuple:
         reader = reader or ValueReader(log, self.codec)
+        reader.prefetch_checkpoint(idx, ns, checkpoint_id, entry)
         rec = reader.record(entry.ref)
         values: dict[str, Any] = {}
         # Reviving a long conversation allocates thousands of objects; the cyclic
@@ -541,6 +559,17 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             EncodeError: A value cannot be encoded; nothing was stored.
             DurabilityError: The record could not be made durable; nothing was stored.
         """
+        op = self._prepare_put(config, checkpoint, metadata, new_versions)
+        return self._run_alone(op)
+
+    def _prepare_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> _Append:
+        """The part of a put done before taking the thread's lock: encoding, checks."""
         thread_id = _thread_id(config, "put")
         configurable = config["configurable"]
         ns = configurable.get("checkpoint_ns", "")
@@ -561,17 +590,21 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             "cp": codec.encode(rest),
         }
         values = checkpoint["channel_values"]
-        log = self.store.thread_log(thread_id)
         expected = self._runs.expected(configurable, thread_id, ns)
-        _healing(
-            lambda: self._append_checkpoint(log, ns, parent, record, values, new_versions, expected)
-        )
-        self._runs.advanced(configurable, thread_id, ns, checkpoint["id"])
-        return _config(thread_id, ns, checkpoint["id"])
+
+        def apply(log: ThreadLog, idx: ThreadIndex) -> None:
+            self._append_checkpoint(log, idx, ns, parent, record, values, new_versions, expected)
+
+        def finish(_: None) -> RunnableConfig:
+            self._runs.advanced(configurable, thread_id, ns, checkpoint["id"])
+            return _config(thread_id, ns, checkpoint["id"])
+
+        return _Append(thread_id, apply, finish)
 
     def _append_checkpoint(
         self,
         log: ThreadLog,
+        idx: ThreadIndex,
         ns: str,
         parent: str | None,
         record: dict[str, Any],
@@ -579,23 +612,25 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
         expected: Any = None,
     ) -> None:
-        with log.writer() as idx:
-            _refuse_deleted(log, record["id"])
-            self._refuse_concurrent_run(log, idx, ns, parent, record)
-            self._refuse_moved_head(log, idx, ns, parent, expected)
-            builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
-            entries, proofs = builder.values(ns, parent, values, new_versions)
-            record = {**record, "values": entries}
-            batch = [record]
-            if self.snapshot_policy.due(idx):
-                snapshot = builder.snapshot(ns, record, values)
-                if snapshot is not None:
-                    batch.append(snapshot)
-            log.append(batch)
-            if self.codec.readable:
-                remember_written(log, ns, entries)
-            for channel, proof in proofs.items():
-                log.cache[(ns, channel)] = (new_versions[channel], proof)
+        """Append a checkpoint record (and a snapshot when due). Call under the writer lock."""
+        _refuse_deleted(log, record["id"])
+        self._refuse_concurrent_run(log, idx, ns, parent, record)
+        self._refuse_moved_head(log, idx, ns, parent, expected)
+        builder = RecordBuilder(log, idx, self.codec, self.snapshot_policy)
+        entries, proofs = builder.values(ns, parent, values, new_versions)
+        record = {**record, "values": entries}
+        batch = [record]
+        if self.snapshot_policy.due(idx):
+            snapshot = builder.snapshot(ns, record, values)
+            if snapshot is not None:
+                batch.append(snapshot)
+        log.append(batch)
+        # Inside a group commit the batch is not durable yet; if the group fails, the
+        # log's caches are dropped with its index (ThreadLog._abandon_group).
+        if self.codec.readable:
+            remember_written(log, ns, entries)
+        for channel, proof in proofs.items():
+            log.cache[(ns, channel)] = (new_versions[channel], proof)
 
     def put_writes(
         self,
@@ -610,6 +645,16 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         duplicate it. Special channels (errors, interrupts, resume values) replace the
         earlier write in their slot.
         """
+        self._run_alone(self._prepare_put_writes(config, writes, task_id, task_path))
+
+    def _prepare_put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> _Append:
+        """The part of a put_writes done before taking the thread's lock."""
         thread_id = _thread_id(config, "put_writes")
         configurable = config["configurable"]
         ns = configurable.get("checkpoint_ns", "")
@@ -622,8 +667,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             [WRITES_IDX_MAP.get(channel, i), channel, self.codec.encode(value)]
             for i, (channel, value) in enumerate(writes)
         ]
-        log = self.store.thread_log(thread_id)
-        with log.writer() as idx:
+
+        def apply(log: ThreadLog, idx: ThreadIndex) -> None:
             _refuse_deleted(log, checkpoint_id)
             fresh = [
                 w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])
@@ -642,6 +687,73 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                     }
                 ]
             )
+
+        return _Append(thread_id, apply, lambda _: None)
+
+    def _run_alone(self, op: _Append) -> Any:
+        """Apply one prepared append under the thread's writer lock, durably."""
+        log = self.store.thread_log(op.thread_id)
+
+        def locked() -> Any:
+            with log.writer() as idx:
+                return op.apply(log, idx)
+
+        return op.finish(_healing(locked))
+
+    def _run_group(self, thread_id: Hashable, payloads: Sequence[Any]) -> list[Outcome]:
+        """Run queued async appends of one thread (the worker's group runner).
+
+        Each payload is ``(prepare, args)``. Prepared appends are applied in order under
+        one hold of the thread's writer lock and made durable with one ``fdatasync``
+        (:meth:`~.log.ThreadLog.group_commit`). An append refused before it wrote
+        anything (a concurrent run, a deleted thread, a value that cannot be encoded)
+        fails alone; if the group cannot be made durable, every append in it fails and
+        nothing of it stays in the log.
+        """
+        outcomes: list[Outcome | None] = [None] * len(payloads)
+        ops: list[tuple[int, _Append]] = []
+        for i, (prepare, args) in enumerate(payloads):
+            try:
+                ops.append((i, prepare(*args)))
+            except Exception as exc:  # noqa: BLE001 - handed to its caller
+                outcomes[i] = (None, exc)
+        if len(ops) == 1:
+            i, op = ops[0]
+            try:
+                outcomes[i] = (self._run_alone(op), None)
+            except Exception as exc:  # noqa: BLE001
+                outcomes[i] = (None, exc)
+        elif ops:
+            log = self.store.thread_log(str(thread_id))
+            applied: list[tuple[int, _Append, Any]] = []
+            try:
+                with log.writer(), log.group_commit():
+                    for i, op in ops:
+                        index, last_seq = log.index, log.index.last_seq
+                        try:
+                            try:
+                                result = op.apply(log, log.index)
+                            except IndexRebuilt:
+                                result = op.apply(log, log.index)
+                        except DurabilityError:
+                            raise  # the group was cut: nothing of it is acknowledged
+                        except Exception as exc:  # noqa: BLE001
+                            if log.index is not index or log.index.last_seq != last_seq:
+                                raise  # it failed after changing the log: fail the group
+                            outcomes[i] = (None, exc)  # refused before writing: only it fails
+                            continue
+                        applied.append((i, op, result))
+            except Exception as exc:  # noqa: BLE001
+                for i, _ in ops:
+                    if outcomes[i] is None:  # applied (not durable) or not reached
+                        outcomes[i] = (None, exc)
+            else:
+                for i, op, result in applied:
+                    try:
+                        outcomes[i] = (op.finish(result), None)
+                    except Exception as exc:  # noqa: BLE001
+                        outcomes[i] = (None, exc)
+        return outcomes  # type: ignore[return-value]
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
@@ -795,8 +907,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     # -- async twins ------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.get_tuple, config)
+        """Async :meth:`get_tuple` (runs in one of this saver's worker threads)."""
+        return await self._worker.call(lambda: self.get_tuple(config))
 
     async def alist(
         self,
@@ -822,8 +934,17 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        """Async :meth:`put`, durable when it returns.
+
+        Runs in one of this saver's worker threads (see :mod:`.worker`), committed
+        together with the other appends to the same thread that are queued at that
+        moment: one lock hold, one ``fdatasync``. If that sync fails, every call of the
+        group raises :class:`~.errors.DurabilityError` and none of it stays in the log.
+        """
+        thread_id = _thread_id(config, "put")
+        return await self._worker.submit(
+            thread_id, (self._prepare_put, (config, checkpoint, metadata, new_versions))
+        )
 
     async def aput_writes(
         self,
@@ -832,8 +953,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Async :meth:`put_writes`."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        """Async :meth:`put_writes`, durable when it returns (group committed as :meth:`aput`)."""
+        thread_id = _thread_id(config, "put_writes")
+        await self._worker.submit(
+            thread_id, (self._prepare_put_writes, (config, writes, task_id, task_path))
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

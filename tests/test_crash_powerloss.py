@@ -176,6 +176,51 @@ def test_damage_followed_by_a_later_batch_is_still_mid_log_damage(victim: str) -
     assert result.corrupt_offset is not None and result.corrupt_offset <= target
 
 
+def _group(data: bytes, spans: list, first_seq: int, *sizes: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """Append the batches of one group commit (one sync unit) to ``data``."""
+    out, pos, seq = [data], len(data), first_seq
+    for n in sizes:
+        lines = framing.frame_batch_lines(
+            [{"t": "a", "seq": seq + i, "pad": "x" * 300} for i in range(n)], unit=first_seq
+        )
+        spans = spans + [(pos, pos + sum(map(len, lines)))]
+        out += lines
+        pos += sum(map(len, lines))
+        seq += n
+    return b"".join(out), spans
+
+
+@pytest.mark.parametrize("victim", ["first batch", "first record", "middle batch", "second-last batch"])
+def test_sectors_lost_inside_a_group_commit_are_a_torn_tail(victim: str) -> None:
+    """A group commit writes several batches and syncs them once: after a power cut a
+    sector of any of them can be lost while later batches of the group survive. That is
+    a torn tail (from the first damaged batch on), never mid-log damage."""
+    data, spans = _batches(1, 2)
+    data, spans = _group(data, spans, 4, 2, 1, 3, 2)  # seqs 4-5, 6, 7-9, 10-11
+    target = {"first batch": spans[2][0] + 400, "first record": spans[2][0] + 5,
+              "middle batch": spans[4][0] + 350, "second-last batch": spans[4][1] - 30}[victim]
+    damaged = {"first batch": 2, "first record": 2, "middle batch": 4, "second-last batch": 4}[victim]
+    result = framing.scan(_zero(data, target, 20))
+    assert result.corrupt_offset is None
+    assert result.committed_end == spans[damaged][0]  # the batches before it stay
+
+
+def test_damage_before_a_group_commit_is_still_mid_log_damage() -> None:
+    """A group after the damage proves the damaged batch was synced before it."""
+    data, spans = _batches(1, 3)
+    data, spans = _group(data, spans, 5, 2, 2)
+    for target in (spans[1][0] + 400, spans[1][1] - 40):
+        result = framing.scan(_zero(data, target, 20))
+        assert result.corrupt_offset is not None and result.corrupt_offset <= target
+    # and a group followed by a later unit: damage in the group is mid-log damage
+    data, spans = _batches(1)
+    data, spans = _group(data, spans, 2, 2, 2)  # seqs 2-3, 4-5
+    tail = framing.frame_batch_lines([{"t": "a", "seq": 6, "pad": "y"}, {"t": "a", "seq": 7}])
+    data += b"".join(tail)
+    result = framing.scan(_zero(data, spans[2][0] + 300, 20))
+    assert result.corrupt_offset is not None
+
+
 def test_logs_without_batch_marks_keep_the_old_rule() -> None:
     """Before ``b`` existed, a damaged line followed by any newer valid line was mid-log
     damage; a log written then is read the same way."""
@@ -269,3 +314,55 @@ def test_a_stale_sidecar_naming_a_reused_inode_is_not_trusted(tmp_path: Path) ->
     Path(files.idx).write_bytes(framing.frame(head) + rest)
     got = JsonlSaver(store).get_tuple(ck.config("t"))
     assert got.checkpoint["id"] == ck.cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
+
+
+def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
+    return [
+        (saver._prepare_put_writes, (cfg, [("m", ["a" * 700])], "task-a")),
+        (saver._prepare_put_writes, (cfg, [("m", ["b" * 700]), ("x", 1)], "task-b")),
+        (saver._prepare_put_writes, (cfg, [("m", ["c" * 700])], "task-c")),
+        (saver._prepare_put, (cfg, ck.make_checkpoint(ck.cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
+    ]
+
+
+def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_path: Path) -> None:
+    """The async path's group commit under the power-loss shim: at every file operation
+    of a group (three put_writes and a put, synced once), crash images are drawn. Each
+    must open writable without a corruption report and serve the state before the group
+    plus a prefix of its batches (none of them was acknowledged before the sync)."""
+    live = tmp_path / "live"
+    saver = JsonlSaver(live)
+    cfg = ck.config("t", "", ck.cp_id(1))
+    versions = {"m": saver.get_next_version(None, None)}
+    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(0), {"m": [0]}, versions), {}, versions)
+    nv = {"m": saver.get_next_version(versions["m"], None)}
+    saver.put(ck.config("t", "", ck.cp_id(0)), ck.make_checkpoint(ck.cp_id(1), {"m": [0, 1]}, nv), {}, nv)
+    nv2 = {"m": saver.get_next_version(nv["m"], None)}
+    saver.close()
+    rng = random.Random(7)
+    images: list[pl.CrashImage] = []
+    fs = pl.PowerLossFS(live)  # the files as they are now are durable
+    fs.on_op = lambda f, kind, rel: images.extend(f.crash_image(rng) for _ in range(40))
+    with pl.watching(fs):
+        saver = JsonlSaver(live)  # its handles are opened through the shim
+        saver.get_tuple(cfg)
+        outcomes = saver._run_group("t", _group_of_four(saver, cfg, nv2))
+        saver.close()
+    assert [exc for _, exc in outcomes] == [None] * 4, outcomes
+    assert images
+
+    # the allowed states: before the group, then after each of its batches
+    steps = [set(), {"task-a"}, {"task-a", "task-b"}, {"task-a", "task-b", "task-c"}]
+    prefixes_seen = set()
+    for n, image in enumerate(images):
+        target = tmp_path / f"img{n}"
+        image.write(str(target))
+        s = JsonlSaver(target)
+        tasks = {t for t, _, _ in s.get_tuple(cfg).pending_writes}
+        latest = s.get_tuple(ck.config("t")).checkpoint["id"]
+        assert tasks in steps, (image.desc, tasks)
+        assert latest == ck.cp_id(1) or (latest == ck.cp_id(2) and tasks == steps[3]), image.desc
+        prefixes_seen.add((len(tasks), latest))
+        s.put_writes(cfg, [("m", ["after"])], "after")  # opens writable, repairs the tail
+        s.close()
+    assert len(prefixes_seen) > 1, prefixes_seen  # the images did cover different fates

@@ -1,0 +1,415 @@
+"""The async write path: ``aput``/``aput_writes``/``aget_tuple`` in the saver's own worker
+threads, with group commit per thread log (``worker.py``, ``JsonlSaver._run_group``,
+``ThreadLog.group_commit``).
+
+Checked here: many concurrent calls (on many threads and on one thread) leave exactly
+what ``InMemorySaver`` answers; an error reaches the caller that awaited the call, and
+an append refused inside a group fails alone; a group whose sync fails acknowledges
+nothing and leaves nothing in the log; worker threads end on ``close()`` (and when
+idle), serve several event loops, and never outlive their saver's close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+import langgraph_jsonl_checkpoint.log as log_module
+import langgraph_jsonl_checkpoint.worker as worker_module
+from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
+from langgraph_jsonl_checkpoint.store import thread_file_stem
+
+import crashkit as ck
+
+
+def _worker_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "jsonl-saver-worker"]
+
+
+async def _advance(saver: Any, ref: InMemorySaver, thread_id: str, steps: int, tasks: int) -> None:
+    """Advance one thread: each step's writes and the next checkpoint are sent at once
+    (as LangGraph does), and a retried write slot is sent twice concurrently."""
+    parent: str | None = None
+    messages: list[Any] = []
+    versions: dict[str, Any] = {}
+    for step in range(steps):
+        cid = ck.cp_id(step)
+        messages = messages + [HumanMessage(f"{thread_id} says {step}", id=f"{thread_id}-h{step}")]
+        nv = {"messages": saver.get_next_version(versions.get("messages"), None),
+              "step": saver.get_next_version(versions.get("step"), None)}
+        versions = {**versions, **nv}
+        cp = ck.make_checkpoint(cid, {"messages": messages, "step": step}, versions)
+        md = {"step": step, "source": "loop"}
+        cfg = ck.config(thread_id, "", parent)
+        ref.put(cfg, cp, md, nv)
+        written = await saver.aput(cfg, cp, md, nv)
+        assert written == ck.config(thread_id, "", cid)
+        calls = []
+        for t in range(tasks):
+            w = [("messages", [AIMessage(f"task {t} of {step}", id=f"{thread_id}-a{step}-{t}")])]
+            ref.put_writes(written, w, f"task-{t}")
+            calls.append(saver.aput_writes(written, w, f"task-{t}"))
+            calls.append(saver.aput_writes(written, w, f"task-{t}"))  # a retry: stored once
+        await asyncio.gather(*calls)
+        parent = cid
+
+
+async def test_concurrent_async_calls_on_many_threads_serve_what_in_memory_serves(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    threads = [f"t{i}" for i in range(24)]
+    await asyncio.gather(*(_advance(saver, ref, t, steps=6, tasks=3) for t in threads))
+    # reads through the async path, too, while more writes are in flight
+    reads = await asyncio.gather(*(saver.aget_tuple(ck.config(t)) for t in threads))
+    for t, tup in zip(threads, reads):
+        assert tup == ref.get_tuple(ck.config(t))
+    for t in threads:
+        got = ck.answers(saver, t)
+        assert not ck.diff_answers(got, ck.answers(ref, t)), ck.diff_answers(got, ck.answers(ref, t))
+    saver.close()
+    assert not _worker_threads()
+    fresh = JsonlSaver(tmp_path / "s")  # cold: what is on disk
+    for t in threads:
+        assert not ck.diff_answers(ck.answers(fresh, t), ck.answers(ref, t))
+    fresh.close()
+
+
+async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    syncs = []
+    real = log_module.os
+
+    class CountingOS:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def fdatasync(self, fd: int) -> None:
+            syncs.append(fd)
+            real.fdatasync(fd)
+
+    log_module.os = CountingOS()  # type: ignore[assignment]
+    try:
+        await _advance(saver, ref, "one", steps=1, tasks=0)
+        cfg = ck.config("one", "", ck.cp_id(0))
+        before = len(syncs)
+        calls = []
+        for t in range(40):
+            w = [("messages", [AIMessage(f"w{t}", id=f"w{t}")])]
+            ref.put_writes(cfg, w, f"task-{t:02d}")
+            calls.append(saver.aput_writes(cfg, w, f"task-{t:02d}"))
+        await asyncio.gather(*calls)
+        grouped_syncs = len(syncs) - before
+    finally:
+        log_module.os = real  # type: ignore[assignment]
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+    assert not ck.diff_answers(ck.answers(saver, "one"), ck.answers(ref, "one"))
+    # 40 appends to one log, queued at once: they share syncs (how many depends on timing)
+    assert grouped_syncs < 40, grouped_syncs
+    saver.close()
+
+
+async def test_errors_reach_the_caller_and_a_refused_append_fails_alone(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    await _advance(saver, ref, "t", steps=2, tasks=0)
+    cfg = ck.config("t", "", ck.cp_id(1))
+    good = [("ch", i) for i in range(3)]
+
+    class Unencodable:
+        pass
+
+    results = await asyncio.gather(
+        saver.aput_writes(cfg, [("ch", 1)], "a"),
+        saver.aput_writes(cfg, [("ch", Unencodable())], "bad"),  # refused before writing
+        saver.aput_writes(cfg, good, "b"),
+        saver.aput_writes({"configurable": {"thread_id": "t"}}, [("ch", 1)], "no-checkpoint"),
+        return_exceptions=True,
+    )
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], Exception) and not isinstance(results[1], DurabilityError)
+    assert isinstance(results[3], Exception)
+    ref.put_writes(cfg, [("ch", 1)], "a")
+    ref.put_writes(cfg, good, "b")
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+
+    # a write for a deleted thread is refused, the caller gets ThreadDeletedError
+    await saver.adelete_thread("t")
+    with pytest.raises(ThreadDeletedError):
+        await saver.aput_writes(cfg, [("ch", 2)], "late")
+    saver.close()
+
+
+@pytest.mark.parametrize("fault", ["write", "fdatasync"])
+async def test_a_group_that_cannot_be_made_durable_acknowledges_nothing(tmp_path: Path, fault: str) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    await _advance(saver, ref, "t", steps=2, tasks=1)
+    log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
+    before = log_path.read_bytes()
+    cfg = ck.config("t", "", ck.cp_id(1))
+    real = log_module.os
+    gate = threading.Event()
+    state = {"n": 0}
+
+    class FaultyOS:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def write(self, fd: int, data: Any) -> int:
+            # hold the first append until the others are queued, so they form a group
+            gate.wait(5)
+            if fault == "write" and state["n"] == 1:
+                state["n"] += 1
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            state["n"] += 1
+            return real.write(fd, data)
+
+        def fdatasync(self, fd: int) -> None:
+            if fault == "fdatasync":
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            real.fdatasync(fd)
+
+    log_module.os = FaultyOS()  # type: ignore[assignment]
+    try:
+        calls = [asyncio.ensure_future(saver.aput_writes(cfg, [("ch", i)], f"task-{i}")) for i in range(4)]
+        await asyncio.sleep(0.2)
+        gate.set()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        log_module.os = real  # type: ignore[assignment]
+    failed = [r for r in results if isinstance(r, DurabilityError)]
+    assert failed, results
+    assert all(r is None or isinstance(r, DurabilityError) for r in results), results
+    # what is stored is exactly what was acknowledged, in this saver and in a fresh one
+    for i, r in enumerate(results):
+        if r is None:
+            ref.put_writes(cfg, [("ch", i)], f"task-{i}")
+    if all(isinstance(r, DurabilityError) for r in results):
+        assert log_path.read_bytes() == before
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+    fresh = JsonlSaver(tmp_path / "s")
+    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(ref, "t"))
+    fresh.close()
+    # and the next call succeeds
+    await saver.aput_writes(cfg, [("ch", 9)], "after")
+    ref.put_writes(cfg, [("ch", 9)], "after")
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+    saver.close()
+
+
+def test_worker_threads_end_on_close_and_serve_several_event_loops(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    saver.close()  # idle, never used: nothing to end
+    assert not _worker_threads()
+    # a new loop per call, as tests and asyncio.run() users do
+    for i in range(3):
+        asyncio.run(_advance(saver, ref, f"loop-{i}", steps=2, tasks=2))
+    assert _worker_threads()
+    saver.close()
+    assert not _worker_threads()
+    saver.close()  # idempotent
+    # usable again after close (threads start again), and from sync code alike
+    asyncio.run(_advance(saver, ref, "again", steps=2, tasks=1))
+    assert saver.get_tuple(ck.config("again")) == ref.get_tuple(ck.config("again"))
+    for t in ("loop-0", "loop-1", "loop-2", "again"):
+        assert not ck.diff_answers(ck.answers(saver, t), ck.answers(ref, t))
+    with saver:
+        pass
+    assert not _worker_threads()
+
+
+async def test_async_exit_ends_the_worker_threads(tmp_path: Path) -> None:
+    from langgraph_jsonl_checkpoint import AsyncJsonlSaver
+
+    ref = InMemorySaver()
+    async with AsyncJsonlSaver.from_conn_string(str(tmp_path / "s")) as saver:
+        await _advance(saver, ref, "t", steps=2, tasks=2)
+        assert _worker_threads()
+    assert not _worker_threads()
+    async with JsonlSaver(tmp_path / "s") as again:
+        assert await again.aget_tuple(ck.config("t")) == ref.get_tuple(ck.config("t"))
+    assert not _worker_threads()
+
+
+async def test_idle_worker_threads_end_by_themselves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "IDLE_SECONDS", 0.05)
+    saver = JsonlSaver(tmp_path / "s")
+    await _advance(saver, InMemorySaver(), "t", steps=2, tasks=2)
+    for _ in range(100):
+        if not _worker_threads():
+            break
+        await asyncio.sleep(0.02)
+    assert not _worker_threads()
+    assert (await saver.aget_tuple(ck.config("t"))) is not None  # starts one again
+    saver.close()
+    assert not _worker_threads()
+
+
+async def test_a_cancelled_caller_does_not_stop_the_others(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    await _advance(saver, ref, "t", steps=1, tasks=0)
+    cfg = ck.config("t", "", ck.cp_id(0))
+    calls = [asyncio.ensure_future(saver.aput_writes(cfg, [("ch", i)], f"task-{i}")) for i in range(10)]
+    calls[3].cancel()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert isinstance(results[3], asyncio.CancelledError)
+    assert all(r is None for i, r in enumerate(results) if i != 3)
+    saver.close()  # finishes what was queued
+    tup = JsonlSaver(tmp_path / "s").get_tuple(cfg)
+    tasks = {t for t, _, _ in tup.pending_writes}
+    assert {f"task-{i}" for i in range(10) if i != 3} <= tasks
+
+
+def test_a_forked_child_gets_worker_threads_of_its_own(tmp_path: Path) -> None:
+    import multiprocessing
+
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    asyncio.run(_advance(saver, ref, "parent", steps=1, tasks=1))
+    assert _worker_threads()  # the parent's threads exist at the fork
+
+    def child(q: Any) -> None:
+        try:
+            asyncio.run(_advance(saver, InMemorySaver(), "child", steps=2, tasks=1))
+            q.put("ok")
+        except BaseException as exc:  # pragma: no cover - reported below
+            q.put(repr(exc))
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork() with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        p.start()
+    p.join(30)
+    if p.is_alive():  # pragma: no cover - the child hung on its parent's threads
+        p.kill()
+        p.join()
+    assert p.exitcode == 0 and q.get(timeout=5) == "ok"
+    assert saver.get_tuple(ck.config("child")) is not None  # the child's appends, on disk
+    saver.close()
+
+
+async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sidecar entry that disagrees with its record is found when the record is first
+    read, here by the second append of a group (the put reads its parent's value): the
+    index is rebuilt from the log, which already holds the group's first batch, and the
+    group goes on and is synced through the same handle."""
+    import json
+
+    from langgraph_jsonl_checkpoint.framing import frame
+
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    await _advance(saver, ref, "t", steps=3, tasks=1)
+    saver.close()  # writes the sidecar
+    (idx_file,) = (tmp_path / "s" / "threads").glob("*.idx")
+    lines = idx_file.read_bytes().splitlines(keepends=True)
+    target = max(i for i, line in enumerate(lines) if b'"t":"checkpoint"' in line)
+    summary = json.loads(lines[target])
+    summary.pop("c")
+    summary["md"] = {"json": {"step": 999}}  # wrong, yet the log line's checksum is fine
+    lines[target] = frame(summary)
+    idx_file.write_bytes(b"".join(lines))
+
+    rebuilds: list[int] = []  # batches of the group pending at each rebuild
+    real_rebuild = log_module.ThreadLog._rebuild_without_sidecar
+
+    def rebuild(self: Any) -> None:
+        rebuilds.append(len(self._group or [0, 0]) - 2)
+        real_rebuild(self)
+
+    monkeypatch.setattr(log_module.ThreadLog, "_rebuild_without_sidecar", rebuild)
+    saver = JsonlSaver(tmp_path / "s")
+    last = ck.config("t", "", ck.cp_id(2))
+    tup = ref.get_tuple(last)
+    versions = dict(tup.checkpoint["channel_versions"])
+    nv = {"messages": saver.get_next_version(versions["messages"], None)}
+    cp = ck.make_checkpoint(ck.cp_id(3), {**tup.checkpoint["channel_values"],
+                                          "messages": tup.checkpoint["channel_values"]["messages"] + [
+                                              HumanMessage("more", id="more")]}, {**versions, **nv})
+    ref.put_writes(last, [("ch", 1)], "late-task")
+    ref.put(last, cp, {"step": 3}, nv)
+    # the worker's group runner, called directly so the two appends surely form a group
+    outcomes = saver._run_group("t", [
+        (saver._prepare_put_writes, (last, [("ch", 1)], "late-task")),
+        (saver._prepare_put, (last, cp, {"step": 3}, nv)),
+    ])
+    assert outcomes == [(None, None), (ck.config("t", "", ck.cp_id(3)), None)], outcomes
+    assert rebuilds == [1], rebuilds  # once, with the writes batch of the group pending
+    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    saver.close()
+    fresh = JsonlSaver(tmp_path / "s")
+    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(ref, "t"))
+    fresh.close()
+
+
+@pytest.mark.parametrize("fault", ["first-write", "second-write", "fdatasync", "refused"])
+def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path, fault: str) -> None:
+    """The group runner, called directly: a write or the sync failing fails every append
+    of the group and leaves the log as it was; a refusal fails only its own append."""
+    saver = JsonlSaver(tmp_path / "s")
+    ref = InMemorySaver()
+    asyncio.run(_advance(saver, ref, "t", steps=2, tasks=1))
+    log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
+    before = log_path.read_bytes()
+    cfg = ck.config("t", "", ck.cp_id(1))
+    real = log_module.os
+    writes = {"n": 0}
+
+    class FaultyOS:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def write(self, fd: int, data: Any) -> int:
+            writes["n"] += 1
+            if (fault, writes["n"]) in (("first-write", 1), ("second-write", 2)):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real.write(fd, data)
+
+        def fdatasync(self, fd: int) -> None:
+            if fault == "fdatasync":
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            real.fdatasync(fd)
+
+    class Unencodable:
+        pass
+
+    payloads = [
+        (saver._prepare_put_writes, (cfg, [("ch", 1)], "a")),
+        (saver._prepare_put_writes, (cfg, [("ch", Unencodable() if fault == "refused" else 2)], "b")),
+        (saver._prepare_put_writes, (cfg, [("ch", 3)], "c")),
+    ]
+    log_module.os = FaultyOS()  # type: ignore[assignment]
+    try:
+        outcomes = saver._run_group("t", payloads)
+    finally:
+        log_module.os = real  # type: ignore[assignment]
+    if fault == "refused":
+        assert outcomes[0] == (None, None) and outcomes[2] == (None, None)
+        assert outcomes[1][1] is not None and not isinstance(outcomes[1][1], DurabilityError)
+        ref.put_writes(cfg, [("ch", 1)], "a")
+        ref.put_writes(cfg, [("ch", 3)], "c")
+    else:
+        assert all(isinstance(exc, DurabilityError) for _, exc in outcomes), outcomes
+        assert log_path.read_bytes() == before
+    assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
+    assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), ck.answers(ref, "t"))
+    saver.put_writes(cfg, [("ch", 9)], "next")  # the log takes the next append
+    ref.put_writes(cfg, [("ch", 9)], "next")
+    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    saver.close()
