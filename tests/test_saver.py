@@ -510,14 +510,71 @@ def test_without_run_ids_the_run_that_falls_behind_is_refused_too(tmp_path: Path
     assert "another run has written" in str(errors[0]) and "'shared'" in str(errors[0])
     finished = [o for o in outcomes if isinstance(o, dict)]
     assert finished == [{"steps": ["first", "second"]}]
-    # the winner's 4 checkpoints, and the loser's input checkpoint if it was written
-    # before the winner's (then its first step was refused; else its input put was)
-    assert len(list(graph.checkpointer.list(cfg))) in (4, 5)
+    # The winner's 4 checkpoints; plus the loser's input checkpoint if it was written
+    # before the winner's (then its first step was refused; else its input put was); or
+    # plus the loser's first 2 if the winner read the thread only after they were
+    # written (it then continued from them, and the loser's next step was refused).
+    stored = list(graph.checkpointer.list(cfg))
+    assert len(stored) in (4, 5, 6)
+    # whatever the interleaving, no checkpoint got two children: the thread did not fork
+    parents = [t.parent_config["configurable"]["checkpoint_id"] for t in stored if t.parent_config]
+    assert len(parents) == len(set(parents)), parents
     assert graph.get_state(cfg).values == {"steps": ["first", "second"]}
     # the refused run resumes cleanly once the other is done
     assert graph.invoke(None, cfg, durability="sync") == {"steps": ["first", "second"]}
     history = list(graph.get_state_history(cfg))
     assert graph.invoke(None, history[-1].config, durability="sync")["steps"] == ["first", "second"]
+
+
+def test_a_run_started_after_another_ran_a_step_continues_from_it(tmp_path: Path) -> None:
+    """The interleaving behind the 6-checkpoint outcome of the race above, made certain:
+    run A is held inside its first step while run B starts, reads A's checkpoints, and
+    finishes on top of them; A's next put is then refused. Six checkpoints, one chain."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+
+    inside, release = threading.Event(), threading.Event()
+
+    class State(TypedDict):
+        steps: list
+
+    def first(state: State) -> dict:
+        if state["steps"] == ["hold"]:
+            inside.set()
+            release.wait(timeout=30)
+        return {"steps": state["steps"] + ["first"]}
+
+    builder = StateGraph(State)
+    builder.add_node("first", first)
+    builder.add_node("second", lambda state: {"steps": state["steps"] + ["second"]})
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    graph = builder.compile(checkpointer=JsonlSaver(tmp_path / "s"))
+    cfg = {"configurable": {"thread_id": "shared"}}
+    outcome: list = []
+
+    def run_a() -> None:
+        try:
+            outcome.append(graph.invoke({"steps": ["hold"]}, cfg, durability="sync"))
+        except ConcurrentRunError as exc:
+            outcome.append(exc)
+
+    a = threading.Thread(target=run_a)
+    a.start()
+    assert inside.wait(timeout=30)
+    assert graph.invoke({"steps": []}, cfg, durability="sync") == {"steps": ["first", "second"]}
+    release.set()
+    a.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], ConcurrentRunError)
+    stored = list(graph.checkpointer.list(cfg))
+    assert len(stored) == 6
+    parents = [t.parent_config["configurable"]["checkpoint_id"] for t in stored if t.parent_config]
+    assert len(parents) == len(set(parents)) == 5
+    assert graph.get_state(cfg).values == {"steps": ["first", "second"]}
 
 
 def test_concurrent_runs_allow_keeps_both_branches(tmp_path: Path) -> None:
