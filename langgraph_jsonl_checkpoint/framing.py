@@ -198,3 +198,63 @@ def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | 
             return True
         pos = nl + 1
     return False
+
+
+def scan_records(
+    data: bytes, base_offset: int = 0, *, expect_seq: int | None = None
+) -> tuple[list[dict[str, Any]], list[int], list[int], ScanResult]:
+    """:func:`scan`, returning the committed records as parallel lists: records (batch
+    marks removed), their file offsets and lengths; the result's ``records`` is empty.
+
+    Lines are checked and parsed in one tight loop while all is well; from the first
+    line that is damaged, out of sequence or unterminated, the rest (from the start of
+    its batch) goes through :func:`scan`, so damage is judged exactly as there.
+    """
+    recs: list[dict[str, Any]] = []
+    offs: list[int] = []
+    lens: list[int] = []
+    view = memoryview(data)
+    find, loads, crc32 = data.find, orjson.loads, zlib.crc32
+    prefix = _CHECKSUM_PREFIX
+    pos = committed_pos = committed = 0
+    size = len(data)
+    next_seq = expect_seq
+    while pos < size:
+        nl = find(b"\n", pos)
+        if nl - pos < _TRAILER_LEN + 2 or data[nl - 2 : nl] != b'"}' or data[nl - 16 : nl - 10] != prefix:
+            break  # also nl < 0: an unterminated line
+        if data[nl - 10 : nl - 2] != b"%08x" % crc32(view[pos : nl - _TRAILER_LEN]):
+            break
+        try:
+            rec = loads(view[pos:nl])
+        except orjson.JSONDecodeError:
+            break
+        if type(rec) is not dict:
+            break
+        seq = rec.get("seq")
+        if not isinstance(seq, int) or (next_seq is not None and seq != next_seq):
+            break
+        next_seq = seq + 1
+        del rec["c"]
+        rec.pop("b", None)
+        more = rec.pop("more", None)
+        recs.append(rec)
+        offs.append(base_offset + pos)
+        lens.append(nl + 1 - pos)
+        pos = nl + 1
+        if not more:
+            committed, committed_pos = len(recs), pos
+    if committed < len(recs):
+        del recs[committed:], offs[committed:], lens[committed:]
+    if pos >= size:
+        result = ScanResult(committed_end=base_offset + committed_pos, tail_bytes=size - committed_pos)
+        return recs, offs, lens, result
+    if recs:
+        expect_seq = recs[-1]["seq"] + 1
+    result = scan(data[committed_pos:], base_offset + committed_pos, expect_seq=expect_seq)
+    for r in result.records:
+        recs.append(r.record)
+        offs.append(r.offset)
+        lens.append(r.length)
+    result.records = []
+    return recs, offs, lens, result
