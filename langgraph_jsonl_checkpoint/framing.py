@@ -26,6 +26,7 @@ Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,25 +201,25 @@ def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | 
     return False
 
 
-def scan_records(
-    data: bytes, base_offset: int = 0, *, expect_seq: int | None = None
-) -> tuple[list[dict[str, Any]], list[int], list[int], ScanResult]:
-    """:func:`scan`, returning the committed records as parallel lists: records (batch
-    marks removed), their file offsets and lengths; the result's ``records`` is empty.
+def iter_records(
+    data: bytes, base_offset: int = 0, *, expect_seq: int | None = None, result: ScanResult
+) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """:func:`scan` as a stream: yields each committed record (batch marks removed) with
+    its file offset and length, and fills ``result`` (its ``records`` stay empty) once
+    exhausted. Records can be dropped as soon as they are used.
 
     Lines are checked and parsed in one tight loop while all is well; from the first
     line that is damaged, out of sequence or unterminated, the rest (from the start of
     its batch) goes through :func:`scan`, so damage is judged exactly as there.
     """
-    recs: list[dict[str, Any]] = []
-    offs: list[int] = []
-    lens: list[int] = []
     view = memoryview(data)
     find, loads, crc32 = data.find, orjson.loads, zlib.crc32
     prefix = _CHECKSUM_PREFIX
-    pos = committed_pos = committed = 0
+    pending: list[tuple[dict[str, Any], int, int]] = []
+    pos = committed_pos = 0
     size = len(data)
     next_seq = expect_seq
+    last_seq = None
     while pos < size:
         nl = find(b"\n", pos)
         if nl - pos < _TRAILER_LEN + 2 or data[nl - 2 : nl] != b'"}' or data[nl - 16 : nl - 10] != prefix:
@@ -237,24 +238,24 @@ def scan_records(
         next_seq = seq + 1
         del rec["c"]
         rec.pop("b", None)
-        more = rec.pop("more", None)
-        recs.append(rec)
-        offs.append(base_offset + pos)
-        lens.append(nl + 1 - pos)
-        pos = nl + 1
-        if not more:
-            committed, committed_pos = len(recs), pos
-    if committed < len(recs):
-        del recs[committed:], offs[committed:], lens[committed:]
+        if rec.pop("more", None):
+            pending.append((rec, base_offset + pos, nl + 1 - pos))
+            pos = nl + 1
+            continue
+        if pending:
+            yield from pending
+            pending = []
+        yield rec, base_offset + pos, nl + 1 - pos
+        pos = committed_pos = nl + 1
+        last_seq = seq
     if pos >= size:
-        result = ScanResult(committed_end=base_offset + committed_pos, tail_bytes=size - committed_pos)
-        return recs, offs, lens, result
-    if recs:
-        expect_seq = recs[-1]["seq"] + 1
-    result = scan(data[committed_pos:], base_offset + committed_pos, expect_seq=expect_seq)
-    for r in result.records:
-        recs.append(r.record)
-        offs.append(r.offset)
-        lens.append(r.length)
-    result.records = []
-    return recs, offs, lens, result
+        result.committed_end = base_offset + committed_pos
+        result.tail_bytes = size - committed_pos
+        return
+    rest = scan(data[committed_pos:], base_offset + committed_pos,
+                expect_seq=last_seq + 1 if last_seq is not None else expect_seq)
+    for r in rest.records:
+        yield r.record, r.offset, r.length
+    result.committed_end = rest.committed_end
+    result.tail_bytes = rest.tail_bytes
+    result.corrupt_offset = rest.corrupt_offset

@@ -20,7 +20,6 @@ import bisect
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from operator import eq, ne
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -196,7 +195,6 @@ def version_key(version: Any) -> Any:
     return version if type(version) is str else (type(version).__name__, version)
 
 
-_new_ref = partial(tuple.__new__, RecordRef)
 
 
 def _cat(blocks: list[Block], name: str) -> list[Any]:
@@ -205,15 +203,62 @@ def _cat(blocks: list[Block], name: str) -> list[Any]:
         return blocks[0].cols[name]
     return list(itertools.chain.from_iterable(b.cols[name] for b in blocks))
 
-_new_checkpoint = partial(tuple.__new__, CheckpointEntry)
+
+class _Entries(dict):  # type: ignore[type-arg]
+    """Checkpoint id -> :class:`CheckpointEntry`; a bulk-loaded entry is kept as its
+    position in the loaded columns until it is first looked up (a long thread's
+    entries are mostly never asked for, and each would be two more objects to build
+    and for the garbage collector to walk)."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: _Base, *args: Any) -> None:
+        super().__init__(*args)
+        self._base = base
+
+    def _build(self, key: str, j: int) -> CheckpointEntry:
+        b = self._base
+        entry = CheckpointEntry(b.ref(b.cp_seq[j]), b.cp_p[j], b.cp_md[j], b.cp_cv[j])
+        dict.__setitem__(self, key, entry)
+        return entry
+
+    def __getitem__(self, key: str) -> CheckpointEntry:
+        entry = dict.__getitem__(self, key)
+        return self._build(key, entry) if type(entry) is int else entry
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        entry = dict.get(self, key, default)
+        return self._build(key, entry) if type(entry) is int else entry
+
+    def _build_all(self) -> None:
+        for key, entry in list(dict.items(self)):
+            if type(entry) is int:
+                self._build(key, entry)
+
+    def items(self) -> Any:
+        self._build_all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._build_all()
+        return dict.values(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._build_all()
+        if isinstance(other, _Entries):
+            other._build_all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class _Base:
     """Records bulk-loaded from columns (sidecar blocks, or a long scan), looked up lazily.
 
-    Checkpoint entries are built at load (``list`` and ``get_tuple`` need them); stored
-    values and pending writes stay in columns until a lookup asks for one channel or one
-    checkpoint, then :class:`ThreadIndex` folds them into its dicts.
+    Checkpoint ids are mapped at load (``list`` walks them) to positions in these
+    columns (:class:`_Entries`); stored values and pending writes stay in columns until
+    a lookup asks for one channel or one checkpoint, then :class:`ThreadIndex` folds
+    them into its dicts.
     """
 
     def __init__(self, blocks: list[Block]) -> None:
@@ -232,8 +277,15 @@ class _Base:
         seqs = range(self.first, self.first + len(self.lens))
         self.wseq = list(itertools.compress(seqs, w_sel))
         self.wns = list(itertools.compress(self.ns, w_sel))
-        self.wcp, self.wtask, self.wpath, self.ww = (cat(k) for k in ("cp", "task", "path", "w"))
+        self.wcp, self.wtask, self.wpath = (cat(k) for k in ("cp", "task", "path"))
+        self.wi, self.wc = cat("wi"), cat("wc")
+        self.wstart = list(itertools.accumulate(cat("wn"), initial=0))
         self.write_groups: dict[tuple[str, str], list[int]] | None = None
+        # per checkpoint record (set by ThreadIndex.load_blocks)
+        self.cp_seq: list[int] = []
+        self.cp_p: list[Any] = []
+        self.cp_md: list[Any] = []
+        self.cp_cv: list[Any] = []
 
     def ref(self, seq: int) -> RecordRef:
         i = seq - self.first
@@ -251,7 +303,7 @@ class _Base:
         if not self.one_ns:
             slots = [i for i in slots if self.slot_ns(i) == ns]
         keys = list(map(self.vv.__getitem__, slots))
-        if any(type(k) is not str for k in keys):
+        if set(map(type, keys)) - {str}:
             keys = list(map(version_key, keys))
         found = dict(zip(keys, slots))  # the last entry of a version wins...
         if len(found) < len(slots):
@@ -266,10 +318,16 @@ class _Base:
         return found
 
     def groups(self) -> dict[tuple[str, str], list[int]]:
-        """(namespace, checkpoint id) -> its writes records (column positions), in order."""
+        """(namespace, checkpoint id) -> its writes records (column positions), in order;
+        a single position instead of a list when no checkpoint has several."""
         if self.write_groups is None:
+            keys = list(zip(self.wns, self.wcp))
+            single = dict(zip(keys, range(len(keys))))
+            if len(single) == len(keys):  # one writes record per checkpoint: no lists
+                self.write_groups = single  # type: ignore[assignment]
+                return single  # type: ignore[return-value]
             groups: dict[tuple[str, str], list[int]] = {}
-            for j, key in enumerate(zip(self.wns, self.wcp)):
+            for j, key in enumerate(keys):
                 g = groups.get(key)
                 if g is None:
                     groups[key] = [j]
@@ -330,17 +388,18 @@ class ThreadIndex:
         kinds, lens, first = base.kinds, base.lens, base.first
         sel = list(map(eq, kinds, itertools.repeat(0)))
         seqs = range(first, first + len(lens))
-        refs = list(map(_new_ref, zip(
-            itertools.compress(base.offs, sel), itertools.compress(lens, sel), itertools.compress(seqs, sel)
-        )))
-        ids, parents, mds, cvs = (_cat(blocks, k) for k in ("id", "p", "md", "cv"))
-        entries = map(_new_checkpoint, zip(refs, parents, mds, cvs))
+        base.cp_seq = list(itertools.compress(seqs, sel))
+        base.cp_p, base.cp_md, base.cp_cv = (_cat(blocks, k) for k in ("p", "md", "cv"))
+        ids = _cat(blocks, "id")
         cp_ns = list(itertools.compress(base.ns, sel))
         if len(set(cp_ns)) == 1:
-            self.checkpoints[cp_ns[0]] = dict(zip(ids, entries))
+            self.checkpoints[cp_ns[0]] = _Entries(base, zip(ids, range(len(ids))))
         else:
-            for ns, cid, entry in zip(cp_ns, ids, entries):
-                self.checkpoints.setdefault(ns, {})[cid] = entry
+            for j, (ns, cid) in enumerate(zip(cp_ns, ids)):
+                by_id = self.checkpoints.get(ns)
+                if by_id is None:
+                    by_id = self.checkpoints[ns] = _Entries(base)
+                by_id[cid] = j
         for ns, by_id in self.checkpoints.items():
             self.ordered_ids[ns] = sorted(by_id)
         if 3 in kinds:
@@ -427,12 +486,15 @@ class ThreadIndex:
         if slots is None and self._base is not None and self._base.wseq:
             base = self._base
             found = base.groups().pop(key, None)
+            if type(found) is int:
+                found = [found]
             if found:
                 slots = self._write_map[key] = {}
                 for j in found:
                     ref, path = base.ref(base.wseq[j]), base.wpath[j]
                     task = base.wtask[j]
-                    for position, (idx, channel) in enumerate(base.ww[j]):
+                    a, b = base.wstart[j], base.wstart[j + 1]
+                    for position, (idx, channel) in enumerate(zip(base.wi[a:b], base.wc[a:b])):
                         slot = (task, idx)
                         if idx >= 0 and slot in slots:
                             continue

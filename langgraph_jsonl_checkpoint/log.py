@@ -51,8 +51,6 @@ class IndexRebuilt(Exception):
 #: Update the sidecar index once this many records are past its covered offset.
 INDEX_REWRITE_RECORDS = 256
 _HEADER_PROBE = 64 * 1024
-#: A scan finding this many records after the header builds the index in columns.
-_BULK_RECORDS = 64
 
 
 def _open_mode(path: str, flags: int) -> int:
@@ -387,17 +385,17 @@ class ThreadLog:
 
     def _scan_from(self, start: int, end: int) -> None:
         data = os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
-        records, offsets, lengths, result = framing.scan_records(
-            data, start, expect_seq=self.index.last_seq + 1
-        )
-        if self.index.last_seq == 0 and len(records) >= _BULK_RECORDS:
-            # Rebuilding the whole index: in columns, as if loaded from a sidecar.
-            blocks = sidecar.blocks_of(records, offsets, lengths)
+        result = framing.ScanResult()
+        records = framing.iter_records(data, start, expect_seq=self.index.last_seq + 1, result=result)
+        del data  # the stream holds it
+        if self.index.last_seq == 0:
+            # Indexing the whole log: in columns, as if loaded from a sidecar.
+            blocks = sidecar.blocks_of(records)
             self.index.load_blocks(blocks)
             self._summaries.add_blocks(blocks)
             self._last_crc = None
         else:
-            for rec, offset, length in zip(records, offsets, lengths):
+            for rec, offset, length in records:
                 self._apply(summarize(rec, offset, length))
         self._remember_last_crc()
         if result.corrupt_offset is not None:
@@ -464,6 +462,14 @@ class ThreadLog:
             )
         framing.strip_batch_marks(rec)
         return rec
+
+    def distrust_sidecar(self) -> None:
+        """A lookup found the index inconsistent with the log: if the index came from the
+        sidecar, rebuild it by a scan and raise :class:`IndexRebuilt` (retry the call);
+        otherwise return (the log itself is at fault)."""
+        if self._from_sidecar:
+            self._rebuild_without_sidecar()
+            raise IndexRebuilt()
 
     def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
         stored = self._summaries.get(ref.seq)

@@ -48,6 +48,7 @@ class ValueReader:
             chain.append(stored)
             entry = idx.blob(ns, channel, stored["base"])
         if entry is None or entry.kind == EMPTY:
+            self.log.distrust_sidecar()
             raise CorruptLogError(
                 f"thread {self.log.thread_id!r}: the value of channel {channel!r} at version "
                 f"{version!r} refers to a base version that is not in {self.log.path}.",
@@ -60,6 +61,7 @@ class ValueReader:
         for stored in reversed(chain):
             keep = stored["keep"]
             if type(value) is not list or len(value) != keep:
+                self.log.distrust_sidecar()
                 raise CorruptLogError(
                     f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
                     f"version {stored['ver']!r} expects {keep} items in its base.",

@@ -22,7 +22,8 @@ for any other kind):
 - per stored value (of checkpoint and snapshot records, in record order): ``vr`` (the
   record's ``seq``), ``vc`` (channel), ``vv`` (version), ``vk`` (0 full, 1 delta,
   2 empty; snapshots: 0), ``vb`` (a delta's base version, else null);
-- per writes record: ``cp``, ``task``, ``path``, ``w`` (``[[idx, channel], …]``);
+- per writes record: ``cp``, ``task``, ``path``, ``wn`` (its number of writes); per
+  write, in record order: ``wi`` (the write's ``idx``), ``wc`` (its channel);
 - per tool record: ``key`` (``[ns, checkpoint id, call id]``).
 
 The file is untrusted (see :meth:`~.log.ThreadLog._load_sidecar`): :func:`decode_block`
@@ -34,7 +35,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from operator import itemgetter
+from collections.abc import Iterable
+from operator import itemgetter, sub
 from typing import Any
 
 import orjson
@@ -51,7 +53,6 @@ KINDS = ("checkpoint", "writes", "snapshot", "tool")
 _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 CHECKPOINT, WRITES, SNAPSHOT, TOOL = range(4)
 _SCALARS = {str, int, float, bool, type(None)}
-_get0, _get1 = itemgetter(0), itemgetter(1)
 _first, _last = itemgetter(0), itemgetter(-1)
 
 
@@ -64,7 +65,7 @@ def columns(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     n, t, nss = [], [], []
     ids, ps, mds, cvs = [], [], [], []
     vr, vc, vv, vk, vb = [], [], [], [], []
-    cps, tasks, paths, ws = [], [], [], []
+    cps, tasks, paths, wn, wi, wc = [], [], [], [], [], []
     keys = []
     dumps = orjson.dumps
     for s in summaries:
@@ -88,7 +89,10 @@ def columns(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             cps.append(s["cp"])
             tasks.append(s["task"])
             paths.append(s["path"])
-            ws.append(s["w"])
+            wn.append(len(s["w"]))
+            for idx, ch in s["w"]:
+                wi.append(idx)
+                wc.append(ch)
         elif code == SNAPSHOT:
             for ch, ver in s["vals"].items():
                 vr.append(s["s"])
@@ -103,7 +107,7 @@ def columns(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "s0": summaries[0]["s"], "o0": summaries[0]["o"], "n": n, "t": t, "ns": nss,
         "id": ids, "p": ps, "md": mds, "cv": cvs,
         "vr": vr, "vc": vc, "vv": vv, "vk": vk, "vb": vb,
-        "cp": cps, "task": tasks, "path": paths, "w": ws, "key": keys,
+        "cp": cps, "task": tasks, "path": paths, "wn": wn, "wi": wi, "wc": wc, "key": keys,
     }
 
 
@@ -118,7 +122,7 @@ def encode(summaries: list[dict[str, Any]]) -> bytes:
 class Block:
     """One decoded, checked block: its columns and the file line it came from."""
 
-    __slots__ = ("cols", "line", "first", "count", "offsets", "_rank")
+    __slots__ = ("cols", "line", "first", "count", "offsets", "_rank", "_wstart")
 
     def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: list[int]) -> None:
         self.cols = cols
@@ -127,6 +131,7 @@ class Block:
         self.count = len(cols["n"])
         self.offsets = offsets  # of each record, and one past the last
         self._rank: list[int] | None = None
+        self._wstart: list[int] | None = None
 
     @property
     def end(self) -> int:
@@ -172,7 +177,11 @@ class Block:
             return s
         s["ns"] = c["ns"][i]
         if code == WRITES:
-            s.update(cp=c["cp"][j], task=c["task"][j], path=c["path"][j], w=c["w"][j])
+            if self._wstart is None:
+                self._wstart = list(itertools.accumulate(c["wn"], initial=0))
+            a, b = self._wstart[j], self._wstart[j + 1]
+            s.update(cp=c["cp"][j], task=c["task"][j], path=c["path"][j],
+                     w=[[i, ch] for i, ch in zip(c["wi"][a:b], c["wc"][a:b])])
             return s
         lo, hi = bisect.bisect_left(c["vr"], seq), bisect.bisect_right(c["vr"], seq)
         if code == SNAPSHOT:
@@ -188,6 +197,15 @@ class Block:
 
 def _types(col: Any) -> set[type]:
     return set(map(type, col))
+
+
+def _strings(col: list[Any]) -> bool:
+    """Whether every item is a string (``str.join`` refuses anything else, quickly)."""
+    try:
+        "".join(col)
+    except TypeError:
+        return False
+    return True
 
 
 def decode_block(line: bytes, seq: int, offset: int) -> Block | None:
@@ -212,40 +230,47 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
         return None
     if _types(n) != {int} or min(n) < 2:
         return None
-    if not _types(t) <= {int, str, type(None)} or not _types(ns) <= {str, type(None)}:
-        return None
-    codes = [k for k in t if type(k) is int]
+    kinds = _types(t)
+    if kinds != {int}:
+        if not kinds <= {int, str, type(None)} or any(k in _KIND_CODE for k in t if type(k) is str):
+            return None  # known kinds are always coded
+    codes = [k for k in t if type(k) is int] if kinds != {int} else t
     if codes and (min(codes) < 0 or max(codes) > TOOL):
         return None
-    if any(k in _KIND_CODE for k in t if type(k) is str):
-        return None  # known kinds are always coded
+    if not _types(ns) <= {str, type(None)}:
+        return None
     counts = [codes.count(k) for k in range(4)]
     # per checkpoint
     for name in ("id", "p", "md", "cv"):
         if type(c[name]) is not list or len(c[name]) != counts[CHECKPOINT]:
             return None
-    if counts[CHECKPOINT] and not (_types(c["id"]) == {str} and _types(c["p"]) <= {str, type(None)}
-                                   and _types(c["md"]) == {str} and _types(c["cv"]) == {str}):
+    if counts[CHECKPOINT] and not (_strings(c["id"]) and _types(c["p"]) <= {str, type(None)}
+                                   and _strings(c["md"]) and _strings(c["cv"])):
         return None
     # JSON text of an object (metadata may be null), decoded when asked for
     if counts[CHECKPOINT] and not (
         set(map(_first, c["cv"])) == {"{"} and set(map(_last, c["cv"])) == {"}"}
         and set(map(_first, c["md"])) <= {"{", "n"} and set(map(_last, c["md"])) <= {"}", "l"}
-        and all(x == "null" for x in c["md"] if x[0] == "n" or x[-1] == "l")
     ):
         return None
-    # per writes record
-    for name in ("cp", "task", "path", "w"):
+    if counts[CHECKPOINT] and ("l" in set(map(_last, c["md"])) or "n" in set(map(_first, c["md"]))):
+        if any(x != "null" for x in c["md"] if x[0] == "n" or x[-1] == "l"):
+            return None
+    # per writes record, and its writes flattened: wn[j] of them per record
+    for name in ("cp", "task", "path", "wn"):
         if type(c[name]) is not list or len(c[name]) != counts[WRITES]:
             return None
+    wn, wi, wc = c["wn"], c["wi"], c["wc"]
+    if type(wi) is not list or type(wc) is not list or len(wi) != len(wc):
+        return None
     if counts[WRITES]:
-        if not (_types(c["cp"]) == {str} and _types(c["task"]) == {str} and _types(c["path"]) == {str}
-                and _types(c["w"]) == {list}):
+        if not (_strings(c["cp"]) and _strings(c["task"]) and _strings(c["path"])
+                and _types(wn) == {int} and min(wn) >= 0 and sum(wn) == len(wi)):
             return None
-        pairs = list(itertools.chain.from_iterable(c["w"]))
-        if pairs and (_types(pairs) != {list} or set(map(len, pairs)) != {2}
-                      or _types(map(_get0, pairs)) != {int} or _types(map(_get1, pairs)) != {str}):
+        if wi and (_types(wi) != {int} or not _strings(wc)):
             return None
+    elif wi:
+        return None
     # per tool record
     keys = c["key"]
     if type(keys) is not list or len(keys) != counts[TOOL]:
@@ -254,7 +279,7 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
                  or _types(itertools.chain.from_iterable(keys)) != {str}):
         return None
     # the namespace: a string for checkpoint, writes and snapshot records
-    if any(k in (CHECKPOINT, WRITES, SNAPSHOT) and x is None for k, x in zip(t, ns)):
+    if None in ns and any(k in (CHECKPOINT, WRITES, SNAPSHOT) and x is None for k, x in zip(t, ns)):
         return None
     # stored values
     vr, vc, vv, vk, vb = (c[k] for k in ("vr", "vc", "vv", "vk", "vb"))
@@ -263,13 +288,16 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
     if vr:
         if _types(vr) != {int} or vr != sorted(vr) or vr[0] < seq or vr[-1] >= seq + count:
             return None
-        if any(t[r - seq] not in (CHECKPOINT, SNAPSHOT) for r in set(vr)):
+        holders = set(vr)
+        if not set(map(t.__getitem__, map(sub, holders, itertools.repeat(seq)))) <= {CHECKPOINT, SNAPSHOT}:
             return None
-        if (_types(vc) != {str} or not _types(vv) <= _SCALARS or not _types(vb) <= _SCALARS
-                or not set(vk) <= {0, 1, 2} or _types(vk) != {int}):
+        if (not _strings(vc) or not _types(vv) <= _SCALARS or not _types(vb) <= _SCALARS
+                or _types(vk) != {int} or not set(vk) <= {0, 1, 2}):
             return None
-        for r, k, b in zip(vr, vk, vb):
-            if t[r - seq] == SNAPSHOT and (k != 0 or b is not None):
+        if counts[SNAPSHOT]:  # a snapshot stores full values only
+            snaps = {r for r in holders if t[r - seq] == SNAPSHOT}
+            in_snap = list(map(snaps.__contains__, vr))
+            if not set(itertools.compress(vk, in_snap)) <= {0} or not set(itertools.compress(vb, in_snap)) <= {None}:
                 return None
     offsets = list(itertools.accumulate(n, initial=offset))
     return Block(c, line + b"\n", offsets)
@@ -360,18 +388,23 @@ class Summaries:
 
 
 
-def record_columns(records: list[dict[str, Any]], offsets: list[int], lengths: list[int]) -> dict[str, Any]:
-    """:func:`columns` of the summaries of these log records, without building them.
+def record_columns(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, Any] | None:
+    """:func:`columns` of the summaries of these log records (with their offsets and
+    lengths), without building them; ``None`` for no records.
 
     Must agree with :func:`~.index.summarize` field for field (tests check it).
     """
-    t, nss = [], []
+    t, nss, lengths = [], [], []
+    first = None
     ids, ps, mds, cvs = [], [], [], []
     vr, vc, vv, vk, vb = [], [], [], [], []
-    cps, tasks, paths, ws = [], [], [], []
+    cps, tasks, paths, wn, wi, wc = [], [], [], [], [], []
     keys = []
     dumps = orjson.dumps
-    for rec in records:
+    for rec, offset, length in records:
+        if first is None:
+            first = rec["seq"], offset
+        lengths.append(length)
         kind = rec.get("t")
         if kind == "checkpoint":
             t.append(CHECKPOINT)
@@ -400,7 +433,10 @@ def record_columns(records: list[dict[str, Any]], offsets: list[int], lengths: l
             cps.append(rec["cp"])
             tasks.append(rec["task"])
             paths.append(rec.get("path", ""))
-            ws.append([[w[0], w[1]] for w in rec["w"]])
+            wn.append(len(rec["w"]))
+            for w in rec["w"]:
+                wi.append(w[0])
+                wc.append(w[1])
         elif kind == "snapshot":
             t.append(SNAPSHOT)
             nss.append(rec["ns"])
@@ -418,20 +454,24 @@ def record_columns(records: list[dict[str, Any]], offsets: list[int], lengths: l
         else:
             t.append(kind)
             nss.append(None)
+    if first is None:
+        return None
     return {
-        "s0": records[0]["seq"], "o0": offsets[0], "n": lengths, "t": t, "ns": nss,
+        "s0": first[0], "o0": first[1], "n": lengths, "t": t, "ns": nss,
         "id": ids, "p": ps, "md": mds, "cv": cvs,
         "vr": vr, "vc": vc, "vv": vv, "vk": vk, "vb": vb,
-        "cp": cps, "task": tasks, "path": paths, "w": ws, "key": keys,
+        "cp": cps, "task": tasks, "path": paths, "wn": wn, "wi": wi, "wc": wc, "key": keys,
     }
 
 
-def blocks_of(records: list[dict[str, Any]], offsets: list[int], lengths: list[int]) -> list[Block]:
-    """Blocks holding the summaries of these (checked, consecutive) log records."""
+def blocks_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> list[Block]:
+    """Blocks holding the summaries of these (checked, consecutive) log records, given
+    with their offsets and lengths (as :func:`~.framing.iter_records` yields them)."""
     blocks = []
-    for i in range(0, len(records), BLOCK_RECORDS):
-        j = i + BLOCK_RECORDS
-        offs = offsets[i:j]
-        offs.append(offs[-1] + lengths[min(j, len(lengths)) - 1])
-        blocks.append(Block(record_columns(records[i:j], offsets[i:j], lengths[i:j]), None, offs))
-    return blocks
+    stream = iter(records)
+    while True:
+        cols = record_columns(itertools.islice(stream, BLOCK_RECORDS))
+        if cols is None:
+            return blocks
+        offsets = list(itertools.accumulate(cols["n"], initial=cols["o0"]))
+        blocks.append(Block(cols, None, offsets))

@@ -2,7 +2,7 @@
 with the log, and any sidecar — damaged, partial, stale, tampered, or of the old
 one-summary-per-line format — serves exactly what a full scan of the log serves.
 
-The fast scanner (``framing.scan_records``) is checked against ``framing.scan`` on
+The fast scanner (``framing.iter_records``) is checked against ``framing.scan`` on
 damaged logs here too: the rebuild path uses it.
 """
 
@@ -39,8 +39,14 @@ def _store_with_sidecar(base, name: str) -> str:
     return store
 
 
+def _scan(data: bytes, start: int = 0, expect: int | None = None):
+    result = framing.ScanResult()
+    found = list(framing.iter_records(data, start, expect_seq=expect, result=result))
+    return [r for r, _, _ in found], [o for _, o, _ in found], [n for _, _, n in found], result
+
+
 def _records(data: bytes) -> tuple[list[dict], list[int], list[int]]:
-    recs, offs, lens, result = framing.scan_records(data)
+    recs, offs, lens, result = _scan(data)
     assert result.corrupt_offset is None
     return recs, offs, lens
 
@@ -63,7 +69,7 @@ def test_blocks_hold_exactly_what_summarize_makes(ref) -> None:
     want = [summarize(r, o, n) for r, o, n in zip(recs, offs, lens)]
     for cut in (1, 7, len(recs)):
         built = sidecar.encode(want[:cut]) + sidecar.encode(want[cut:])
-        scanned = b"".join(b.framed() for b in sidecar.blocks_of(recs, offs, lens))
+        scanned = b"".join(b.framed() for b in sidecar.blocks_of(zip(recs, offs, lens)))
         for data_ in (built, scanned):
             got, seq, offset = [], 1, offs[0]
             for line in data_.split(b"\n")[:-1]:
@@ -81,7 +87,7 @@ def test_an_index_loaded_from_blocks_answers_like_one_applied_record_by_record(r
     for r, o, n in zip(recs, offs, lens):
         applied.apply(summarize(r, o, n))
     loaded.apply(summarize(recs[0], offs[0], lens[0]))
-    loaded.load_blocks(sidecar.blocks_of(recs[1:], offs[1:], lens[1:]))
+    loaded.load_blocks(sidecar.blocks_of(zip(recs[1:], offs[1:], lens[1:])))
     def plain(idx: ThreadIndex) -> dict:
         return {ns: {cid: (e.ref, e.parent, e.metadata, e.versions) for cid, e in by_id.items()}
                 for ns, by_id in idx.checkpoints.items()}
@@ -113,7 +119,7 @@ def test_the_fast_scan_judges_damage_like_scan(ref) -> None:
     for case in cases:
         for start, expect in ((0, None), (reflog.header_end, 1)):
             want = framing.scan(case[start:], start, expect_seq=expect)
-            recs, offs, lens, got = framing.scan_records(case[start:], start, expect_seq=expect)
+            recs, offs, lens, got = _scan(case[start:], start, expect)
             assert (got.committed_end, got.tail_bytes, got.corrupt_offset) == (
                 want.committed_end, want.tail_bytes, want.corrupt_offset)
             assert recs == [r.record for r in want.records]
@@ -172,15 +178,16 @@ def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
     else:  # "tampered": well framed, checksum valid, contents not what the log holds.
         # Every entry the index serves is checked against its record when that is first
         # read. Not caught (as with format 1): a summary that makes a record serve
-        # nothing, e.g. a writes record moved to another namespace or emptied.
+        # nothing, e.g. a writes record moved to another namespace or emptied, a value
+        # claimed empty, or a stored value moved to another record.
         cols = json.loads(lines[k])
         cols.pop("c")
         n = len(cols["n"])
-        field = rng.choice(["vr", "vk", "vb", "md", "cv", "n", "t", "w", "ns", "id", "s0", "o0"])
-        if field == "vr" and cols["vr"]:
-            cols["vr"][rng.randrange(len(cols["vr"]))] = cols["s0"] + rng.randrange(n)
-        elif field == "vk" and cols["vk"]:
-            cols["vk"][rng.randrange(len(cols["vk"]))] = rng.choice([0, 1, 2, 7, "x"])
+        field = rng.choice(["vr", "vk", "vb", "md", "cv", "n", "t", "w", "wn", "ns", "id", "s0", "o0"])
+        if field == "vr" and cols["vr"]:  # out of order or range
+            cols["vr"][rng.randrange(len(cols["vr"]))] = rng.choice([cols["s0"] - 1, cols["s0"] + n, -5])
+        elif field == "vk" and cols["vk"]:  # (claiming "empty" would be an omission)
+            cols["vk"][rng.randrange(len(cols["vk"]))] = rng.choice([0, 1, 7, "x"])
         elif field == "vb" and cols["vb"]:
             cols["vb"][rng.randrange(len(cols["vb"]))] = rng.choice(["0" * 12 + ".forged", None, [1]])
         elif field in ("md", "cv") and cols[field]:
@@ -189,8 +196,12 @@ def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
             cols["n"][rng.randrange(n)] += rng.choice([-1, 1])
         elif field == "t":
             cols["t"][rng.randrange(n)] = rng.choice([0, 1, 2, 3, "writes", None, 9])
-        elif field == "w" and cols["w"]:
-            cols["w"][rng.randrange(len(cols["w"]))] = rng.choice([[[0, "forged"]], [[0]], "x"])
+        elif field == "w" and cols["wi"]:
+            i = rng.randrange(len(cols["wi"]))
+            column, value = rng.choice([("wi", 0), ("wi", -9), ("wi", "x"), ("wc", "forged"), ("wc", 1)])
+            cols[column][i] = value
+        elif field == "wn" and cols["wn"]:
+            cols["wn"][rng.randrange(len(cols["wn"]))] += rng.choice([-1, 1])
         elif field == "ns":
             cols["ns"][rng.randrange(n)] = rng.choice([None, 3])
         elif field == "id" and cols["id"]:
