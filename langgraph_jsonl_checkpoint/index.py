@@ -17,8 +17,11 @@ Pure: summaries in, lookups out; no files.
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
+from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import eq, ne
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -197,6 +200,20 @@ def version_key(version: Any) -> Any:
 
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many small containers are built (see
+    ``log.bulk_allocation``, which this mirrors to keep this module free of file I/O)."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _cat(blocks: list[Block], name: str) -> list[Any]:
     """One column of consecutive blocks."""
     if len(blocks) == 1:
@@ -267,7 +284,10 @@ class _Base:
 
         self.first = blocks[0].first
         self.lens = cat("n")
-        self.offs = list(itertools.chain.from_iterable(b.offsets[:-1] for b in blocks))
+        if len(blocks) == 1:
+            self.offs = blocks[0].offsets  # one more at the end: where the last record ends
+        else:
+            self.offs = array("q", itertools.chain.from_iterable(b.offsets[:-1] for b in blocks))
         self.kinds = cat("t")
         self.ns = cat("ns")
         self.vr, self.vc, self.vv, self.vk, self.vb = (cat(k) for k in ("vr", "vc", "vv", "vk", "vb"))
@@ -275,14 +295,14 @@ class _Base:
         self.slot_maps: dict[tuple[str, str], dict[Any, int]] = {}
         w_sel = list(map(eq, self.kinds, itertools.repeat(1)))
         seqs = range(self.first, self.first + len(self.lens))
-        self.wseq = list(itertools.compress(seqs, w_sel))
+        self.wseq = array("q", itertools.compress(seqs, w_sel))
         self.wns = list(itertools.compress(self.ns, w_sel))
         self.wcp, self.wtask, self.wpath = (cat(k) for k in ("cp", "task", "path"))
         self.wi, self.wc = cat("wi"), cat("wc")
-        self.wstart = list(itertools.accumulate(cat("wn"), initial=0))
-        self.write_groups: dict[tuple[str, str], list[int]] | None = None
+        self.wstart = array("q", itertools.accumulate(cat("wn"), initial=0))
+        self.write_groups: dict[str, dict[str, Any]] | None = None
         # per checkpoint record (set by ThreadIndex.load_blocks)
-        self.cp_seq: list[int] = []
+        self.cp_seq: Any = []
         self.cp_p: list[Any] = []
         self.cp_md: list[Any] = []
         self.cp_cv: list[Any] = []
@@ -317,22 +337,28 @@ class _Base:
         self.slot_maps[(ns, channel)] = found
         return found
 
-    def groups(self) -> dict[tuple[str, str], list[int]]:
-        """(namespace, checkpoint id) -> its writes records (column positions), in order;
-        a single position instead of a list when no checkpoint has several."""
+    def groups(self) -> dict[str, dict[str, Any]]:
+        """Namespace -> checkpoint id -> its writes records (column positions, in order;
+        one position instead of a list when no checkpoint has several). Built without a
+        container per record: allocating those would set off the cyclic collector's
+        passes over everything the process holds."""
         if self.write_groups is None:
-            keys = list(zip(self.wns, self.wcp))
-            single = dict(zip(keys, range(len(keys))))
-            if len(single) == len(keys):  # one writes record per checkpoint: no lists
-                self.write_groups = single  # type: ignore[assignment]
-                return single  # type: ignore[return-value]
-            groups: dict[tuple[str, str], list[int]] = {}
-            for j, key in enumerate(keys):
-                g = groups.get(key)
-                if g is None:
-                    groups[key] = [j]
-                else:
-                    g.append(j)
+            groups: dict[str, dict[str, Any]] = {}
+            if len(set(self.wns)) == 1:
+                single = dict(zip(self.wcp, range(len(self.wcp))))
+                if len(single) == len(self.wcp):
+                    self.write_groups = {self.wns[0]: single}
+                    return self.write_groups
+            with _gc_paused():
+                for j, (ns, cp) in enumerate(zip(self.wns, self.wcp)):
+                    by_cp = groups.get(ns)
+                    if by_cp is None:
+                        by_cp = groups[ns] = {}
+                    g = by_cp.get(cp)
+                    if g is None:
+                        by_cp[cp] = [j]
+                    else:
+                        g.append(j)
             self.write_groups = groups
         return self.write_groups
 
@@ -369,8 +395,9 @@ class ThreadIndex:
     def writes(self) -> dict[tuple[str, str], dict[tuple[str, int], WriteEntry]]:
         """Every pending write: (namespace, checkpoint id) -> write slot -> entry."""
         if self._base is not None:
-            for key in list(self._base.groups()):
-                self._write_slots(*key)
+            for ns, by_cp in list(self._base.groups().items()):
+                for cp in list(by_cp):
+                    self._write_slots(ns, cp)
         return self._write_map
 
     def load_blocks(self, blocks: list[Block]) -> None:
@@ -388,7 +415,7 @@ class ThreadIndex:
         kinds, lens, first = base.kinds, base.lens, base.first
         sel = list(map(eq, kinds, itertools.repeat(0)))
         seqs = range(first, first + len(lens))
-        base.cp_seq = list(itertools.compress(seqs, sel))
+        base.cp_seq = array("q", itertools.compress(seqs, sel))
         base.cp_p, base.cp_md, base.cp_cv = (_cat(blocks, k) for k in ("p", "md", "cv"))
         ids = _cat(blocks, "id")
         cp_ns = list(itertools.compress(base.ns, sel))
@@ -422,7 +449,7 @@ class ThreadIndex:
             self.records_since_snapshot += since
             self.bytes_since_snapshot += nbytes
         self.last_seq = first + len(lens) - 1
-        self.committed_end = base.offs[-1] + lens[-1]
+        self.committed_end = blocks[-1].end
 
     def apply(self, s: dict[str, Any]) -> None:
         """Add one record summary (from :func:`summarize`) to the index."""
@@ -485,7 +512,7 @@ class ThreadIndex:
         slots = self._write_map.get(key)
         if slots is None and self._base is not None and self._base.wseq:
             base = self._base
-            found = base.groups().pop(key, None)
+            found = base.groups().get(ns, {}).pop(checkpoint_id, None)
             if type(found) is int:
                 found = [found]
             if found:

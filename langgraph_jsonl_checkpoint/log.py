@@ -360,16 +360,19 @@ class ThreadLog:
         # log must hold at least that many records, whatever else is wrong with it.
         self._durable_seq = seq - 1 if blocks else 0
         # Trust the prefix only if the log really holds the record it ends with.
+        used = len(blocks)
         if blocks:
             o, n = blocks[-1].span(blocks[-1].count - 1)
             if not self._record_matches(RecordRef(o, n, seq - 1)):
                 blocks = []  # inconsistent with the log: rebuild from the log
+            else:
+                blocks = [sidecar.merge(blocks)]
         self.index.load_blocks(blocks)
         self._summaries.add_blocks(blocks)
         self._from_sidecar = bool(blocks)
         self._remember_last_crc()
-        if len(blocks) == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
-            self._sidecar_state = (len(data), sum(b.count for b in blocks))
+        if (blocks or not used) and used == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
+            self._sidecar_state = (len(data), blocks[0].count if blocks else 0)
 
     def _record_matches(self, ref: RecordRef) -> bool:
         data = os.pread(self._rfd, ref.length, ref.offset)  # type: ignore[arg-type]

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from operator import itemgetter, sub
 from typing import Any
 
@@ -119,28 +120,72 @@ def encode(summaries: list[dict[str, Any]]) -> bytes:
     )
 
 
+#: Integer columns, held as arrays once loaded: the cyclic garbage collector walks every
+#: item of a list (a long thread's index would cost it milliseconds per pass), never
+#: the items of an array.
+_INT_COLUMNS = ("n", "vr", "vk", "wn", "wi")
+_PER_RECORD = ("n", "t", "ns")
+_PER_KIND = {CHECKPOINT: ("id", "p", "md", "cv"), WRITES: ("cp", "task", "path", "wn"), TOOL: ("key",)}
+_PER_SLOT = ("vr", "vc", "vv", "vk", "vb")
+_PER_WRITE = ("wi", "wc")
+_KIND_OF = {name: kind for kind, names in _PER_KIND.items() for name in names}
+_COLUMN_ORDER = ("n", "t", "ns", "id", "p", "md", "cv", "vr", "vc", "vv", "vk", "vb",
+                 "cp", "task", "path", "wn", "wi", "wc", "key")
+
+
 class Block:
-    """One decoded, checked block: its columns and the file line it came from."""
+    """Decoded, checked columns of consecutive records (one file line, or several merged)."""
 
-    __slots__ = ("cols", "line", "first", "count", "offsets", "_rank", "_wstart")
+    __slots__ = ("cols", "line", "first", "count", "offsets", "bounds", "_rank", "_wstart")
 
-    def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: list[int]) -> None:
+    def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: Any) -> None:
         self.cols = cols
         self.line = line  # framed line ("\n" included); None until encoded
         self.first: int = cols["s0"]
         self.count = len(cols["n"])
         self.offsets = offsets  # of each record, and one past the last
+        self.bounds = [self.count]  # records per file line (several once merged)
         self._rank: list[int] | None = None
-        self._wstart: list[int] | None = None
+        self._wstart: Any = None
 
     @property
     def end(self) -> int:
         return self.offsets[-1]
 
     def framed(self) -> bytes:
-        if self.line is None:
-            self.line = framing.frame(self.cols)
-        return self.line
+        """File lines for this block: the lines it was read from or built as, again."""
+        if self.line is not None:
+            return self.line
+        return b"".join(framing.frame(cols) for cols in self._pieces())
+
+    def _pieces(self) -> Iterator[dict[str, Any]]:
+        c = self.cols
+        kinds = list(c["t"])
+        wstart = list(itertools.accumulate(c["wn"], initial=0))
+        vr = c["vr"]
+        rank = [0, 0, 0, 0]
+        a = 0
+        for size in self.bounds:
+            b = a + size
+            part = kinds[a:b]
+            upto = [rank[k] + part.count(k) for k in range(4)]
+            lo = bisect.bisect_left(vr, self.first + a)
+            hi = bisect.bisect_left(vr, self.first + b)
+            wa, wb = wstart[rank[WRITES]], wstart[upto[WRITES]]
+            piece: dict[str, Any] = {"s0": self.first + a, "o0": self.offsets[a]}
+            for name in _COLUMN_ORDER:  # as columns() writes them
+                if name in _PER_RECORD:
+                    piece[name] = list(c[name][a:b])
+                elif name in _PER_SLOT:
+                    piece[name] = list(c[name][lo:hi])
+                elif name in _PER_WRITE:
+                    piece[name] = list(c[name][wa:wb])
+                else:
+                    kind = _KIND_OF[name]
+                    piece[name] = list(c[name][rank[kind] : upto[kind]])
+            rank = upto
+            a = b
+            yield piece
 
     def span(self, i: int) -> tuple[int, int]:
         return self.offsets[i], self.cols["n"][i]
@@ -194,6 +239,26 @@ class Block:
             return None  # a channel twice in one record: never what summarize made
         return s
 
+
+
+def merge(blocks: list[Block]) -> Block:
+    """One block holding the records of consecutive blocks (integer columns as arrays)."""
+    cols = {"s0": blocks[0].first, "o0": blocks[0].offsets[0]}
+    for name in blocks[0].cols:
+        if name in ("s0", "o0"):
+            continue
+        if name in _INT_COLUMNS or (name == "t" and all(_types(b.cols["t"]) == {int} for b in blocks)):
+            col = array("q")
+            for b in blocks:
+                col.extend(b.cols[name])
+        else:
+            col = list(itertools.chain.from_iterable(b.cols[name] for b in blocks))
+        cols[name] = col
+    offsets = array("q", itertools.chain.from_iterable(b.offsets[:-1] for b in blocks))
+    offsets.append(blocks[-1].end)
+    merged = Block(cols, None, offsets)
+    merged.bounds = [n for b in blocks for n in b.bounds]
+    return merged
 
 def _types(col: Any) -> set[type]:
     return set(map(type, col))
@@ -465,13 +530,14 @@ def record_columns(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[s
 
 
 def blocks_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> list[Block]:
-    """Blocks holding the summaries of these (checked, consecutive) log records, given
-    with their offsets and lengths (as :func:`~.framing.iter_records` yields them)."""
-    blocks = []
+    """The summaries of these (checked, consecutive) log records, given with their
+    offsets and lengths (as :func:`~.framing.iter_records` yields them), as one merged
+    block (none for no records)."""
+    pieces = []
     stream = iter(records)
     while True:
         cols = record_columns(itertools.islice(stream, BLOCK_RECORDS))
         if cols is None:
-            return blocks
+            return [merge(pieces)] if pieces else []
         offsets = list(itertools.accumulate(cols["n"], initial=cols["o0"]))
-        blocks.append(Block(cols, None, offsets))
+        pieces.append(Block(cols, None, offsets))
