@@ -106,6 +106,7 @@ class ThreadLog:
         self._summaries = sidecar.Summaries()  # what the sidecar holds or would
         # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
         self._sidecar_state = (0, 0)
+        self._sidecar_lines = 0  # block lines in the sidecar file, as of _sidecar_state
         self._durable_seq = 0  # highest seq the sidecar says was fsynced
         self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
@@ -212,6 +213,7 @@ class ThreadLog:
         self._verified = set()
         self._verified_for_writing = False
         self._sidecar_state = (0, 0)
+        self._sidecar_lines = 0
         self._durable_seq = 0
         self._torn_header = None
         self.gen = 0
@@ -373,6 +375,7 @@ class ThreadLog:
         self._remember_last_crc()
         if (blocks or not used) and used == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
             self._sidecar_state = (len(data), blocks[0].count if blocks else 0)
+            self._sidecar_lines = used
 
     def _record_matches(self, ref: RecordRef) -> bool:
         data = os.pread(self._rfd, ref.length, ref.offset)  # type: ignore[arg-type]
@@ -777,12 +780,13 @@ class ThreadLog:
         except OSError:
             pass  # only a cache
 
-    def write_sidecar(self) -> None:
+    def write_sidecar(self, *, compact: bool = False) -> None:
         """Bring the sidecar index up to date with the in-memory index.
 
         Appends the new summaries when the file is exactly as this process last left
         it; otherwise rewrites it whole (temp file + rename). Not fsynced: it is derived
-        data, checked against the log on every open.
+        data, checked against the log on every open. With ``compact`` (on close), a
+        file of many short blocks is rewritten in long ones instead of appended to.
         """
         if self._rfd is None or self.read_only:
             return
@@ -793,7 +797,10 @@ class ThreadLog:
             current_size = os.stat(self.index_path).st_size
         except FileNotFoundError:
             current_size = -1
-        if known_count and current_size == known_size and known_count <= total:
+        shortest = -(-total // sidecar.BLOCK_RECORDS)
+        if compact and self._sidecar_lines + 1 > 2 * shortest + 1:
+            self._summaries.compact()
+        elif known_count and current_size == known_size and known_count <= total:
             data = self._summaries.encode_from(known_count)
             if data is not None:
                 fd = _open_mode(self.index_path, os.O_WRONLY | os.O_APPEND)
@@ -802,6 +809,7 @@ class ThreadLog:
                 finally:
                     os.close(fd)
                 self._sidecar_state = (known_size + len(data), total)
+                self._sidecar_lines += data.count(b"\n")
                 return
         data = sidecar.header_line(self.gen, self._ino, self._header_crc)
         data += self._summaries.encode_from(0) or b""
@@ -817,6 +825,7 @@ class ThreadLog:
             _unlink_quietly(tmp)
             raise
         self._sidecar_state = (len(data), total)
+        self._sidecar_lines = data.count(b"\n") - 1
 
     def sidecar_lag(self) -> int:
         """Records in the log that the sidecar file does not cover yet."""

@@ -437,6 +437,22 @@ class Summaries:
         b = self.blocks[bisect.bisect_right(self._starts, seq) - 1]
         return b.summary(seq)
 
+    def compact(self) -> None:
+        """Hold everything in one block, written as lines of :data:`BLOCK_RECORDS`
+        records (an appending writer leaves many short lines; each costs a reader)."""
+        pieces = list(self.blocks)
+        for i in range(0, len(self.tail), BLOCK_RECORDS):
+            part = self.tail[i : i + BLOCK_RECORDS]
+            offsets = [s["o"] for s in part]
+            offsets.append(part[-1]["o"] + part[-1]["n"])
+            pieces.append(Block(columns(part), None, offsets))
+        if not pieces:
+            return
+        merged = merge(pieces)
+        full, rest = divmod(merged.count, BLOCK_RECORDS)
+        merged.bounds = [BLOCK_RECORDS] * full + ([rest] if rest else [])
+        self.blocks, self._starts, self._covered, self.tail = [merged], [merged.first], merged.count, []
+
     def encode_from(self, count: int) -> bytes | None:
         """Block lines for the records after the first ``count`` (header not counted);
         ``None`` if ``count`` falls inside a block."""

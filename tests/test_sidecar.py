@@ -283,3 +283,19 @@ def test_a_sidecar_written_by_appends_is_used_and_equals_a_rewrite(tmp_path) -> 
     fresh, from_sidecar = _loaded(str(store), "t")
     assert from_sidecar
     assert not ck.diff_answers(ck.answers(fresh, "t"), want)
+
+
+def test_close_rewrites_a_sidecar_of_many_short_blocks_in_long_ones(tmp_path) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    mirror = ck.Mirror(saver)
+    for i in range(2600):  # a block appended every 256 records: ten short lines
+        mirror.put("t", ck.cp_id(i), {"m": [i]})
+    saver.close()
+    files = ck.ThreadFiles.of(store, "t")
+    records = len(ck.record_spans(Path(files.log).read_bytes())) - 1
+    lines = Path(files.idx).read_bytes().split(b"\n")[:-1]
+    assert len(lines) == 1 + -(-records // sidecar.BLOCK_RECORDS)
+    fresh, from_sidecar = _loaded(str(store), "t")
+    assert from_sidecar
+    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(mirror.memory, "t"))
