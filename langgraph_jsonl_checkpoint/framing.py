@@ -29,6 +29,7 @@ Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,3 +206,63 @@ def _newer_record_follows(data: bytes, start: int, after_seq: int, batch: int | 
             return True
         pos = nl + 1
     return False
+
+
+def iter_records(
+    data: bytes, base_offset: int = 0, *, expect_seq: int | None = None, result: ScanResult
+) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """:func:`scan` as a stream: yields each committed record (batch marks removed) with
+    its file offset and length, and fills ``result`` (its ``records`` stay empty) once
+    exhausted. Records can be dropped as soon as they are used.
+
+    Lines are checked and parsed in one tight loop while all is well; from the first
+    line that is damaged, out of sequence or unterminated, the rest (from the start of
+    its batch) goes through :func:`scan`, so damage is judged exactly as there.
+    """
+    view = memoryview(data)
+    find, loads, crc32 = data.find, orjson.loads, zlib.crc32
+    prefix = _CHECKSUM_PREFIX
+    pending: list[tuple[dict[str, Any], int, int]] = []
+    pos = committed_pos = 0
+    size = len(data)
+    next_seq = expect_seq
+    last_seq = None
+    while pos < size:
+        nl = find(b"\n", pos)
+        if nl - pos < _TRAILER_LEN + 2 or data[nl - 2 : nl] != b'"}' or data[nl - 16 : nl - 10] != prefix:
+            break  # also nl < 0: an unterminated line
+        if data[nl - 10 : nl - 2] != b"%08x" % crc32(view[pos : nl - _TRAILER_LEN]):
+            break
+        try:
+            rec = loads(view[pos:nl])
+        except orjson.JSONDecodeError:
+            break
+        if type(rec) is not dict:
+            break
+        seq = rec.get("seq")
+        if not isinstance(seq, int) or (next_seq is not None and seq != next_seq):
+            break
+        next_seq = seq + 1
+        del rec["c"]
+        rec.pop("b", None)
+        if rec.pop("more", None):
+            pending.append((rec, base_offset + pos, nl + 1 - pos))
+            pos = nl + 1
+            continue
+        if pending:
+            yield from pending
+            pending = []
+        yield rec, base_offset + pos, nl + 1 - pos
+        pos = committed_pos = nl + 1
+        last_seq = seq
+    if pos >= size:
+        result.committed_end = base_offset + committed_pos
+        result.tail_bytes = size - committed_pos
+        return
+    rest = scan(data[committed_pos:], base_offset + committed_pos,
+                expect_seq=last_seq + 1 if last_seq is not None else expect_seq)
+    for r in rest.records:
+        yield r.record, r.offset, r.length
+    result.committed_end = rest.committed_end
+    result.tail_bytes = rest.tail_bytes
+    result.corrupt_offset = rest.corrupt_offset

@@ -17,9 +17,21 @@ Pure: summaries in, lookups out; no files.
 from __future__ import annotations
 
 import bisect
+import gc
+import itertools
+from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from operator import eq, ne
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
+
+from .errors import CorruptLogError
+
+if TYPE_CHECKING:
+    from .sidecar import Block
 
 # Value kinds in a checkpoint record's "values" and in the index.
 FULL = 0
@@ -40,12 +52,43 @@ class RecordRef(NamedTuple):
 
 
 class CheckpointEntry(NamedTuple):
-    """A checkpoint's place in the log and the facts ``list`` needs without reading it."""
+    """A checkpoint's place in the log and the facts ``list`` needs without reading it.
+
+    ``md`` and ``cv`` hold the metadata cell and the channel versions, or (for entries
+    loaded from the sidecar) their JSON text, decoded by :attr:`metadata` and
+    :attr:`versions` when asked for: most entries of a long thread never are.
+    """
 
     ref: RecordRef
     parent: str | None
-    metadata: Any
-    versions: dict[str, Any]
+    md: Any
+    cv: Any
+
+    @property
+    def metadata(self) -> Any:
+        md = self.md
+        return _decode(md, self, "metadata") if type(md) is str else md
+
+    @property
+    def versions(self) -> dict[str, Any]:
+        cv = self.cv
+        return _decode(cv, self, "channel versions") if type(cv) is str else cv
+
+
+def _decode(text: str, entry: CheckpointEntry, what: str) -> Any:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = None
+    if type(value) is not dict and not (value is None and text == "null" and what == "metadata"):
+        raise CorruptLogError(
+            f"the sidecar index holds damaged {what} for the checkpoint at byte offset "
+            f"{entry.ref.offset} of the log (it was not written by this package). "
+            "Delete the thread's .idx file; it is rebuilt from the log.",
+            path="",
+            offset=entry.ref.offset,
+        )
+    return value
 
 
 class BlobEntry(NamedTuple):
@@ -155,14 +198,180 @@ def version_key(version: Any) -> Any:
     return version if type(version) is str else (type(version).__name__, version)
 
 
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many small containers are built (see
+    ``log.bulk_allocation``, which this mirrors to keep this module free of file I/O)."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _cat(blocks: list[Block], name: str) -> list[Any]:
+    """One column of consecutive blocks."""
+    if len(blocks) == 1:
+        return blocks[0].cols[name]
+    return list(itertools.chain.from_iterable(b.cols[name] for b in blocks))
+
+
+class _Entries(dict):  # type: ignore[type-arg]
+    """Checkpoint id -> :class:`CheckpointEntry`; a bulk-loaded entry is kept as its
+    position in the loaded columns until it is first looked up (a long thread's
+    entries are mostly never asked for, and each would be two more objects to build
+    and for the garbage collector to walk)."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: _Base, *args: Any) -> None:
+        super().__init__(*args)
+        self._base = base
+
+    def _build(self, key: str, j: int) -> CheckpointEntry:
+        b = self._base
+        entry = CheckpointEntry(b.ref(b.cp_seq[j]), b.cp_p[j], b.cp_md[j], b.cp_cv[j])
+        dict.__setitem__(self, key, entry)
+        return entry
+
+    def __getitem__(self, key: str) -> CheckpointEntry:
+        entry = dict.__getitem__(self, key)
+        return self._build(key, entry) if type(entry) is int else entry
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        entry = dict.get(self, key, default)
+        return self._build(key, entry) if type(entry) is int else entry
+
+    def _build_all(self) -> None:
+        for key, entry in list(dict.items(self)):
+            if type(entry) is int:
+                self._build(key, entry)
+
+    def items(self) -> Any:
+        self._build_all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._build_all()
+        return dict.values(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._build_all()
+        if isinstance(other, _Entries):
+            other._build_all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Base:
+    """Records bulk-loaded from columns (sidecar blocks, or a long scan), looked up lazily.
+
+    Checkpoint ids are mapped at load (``list`` walks them) to positions in these
+    columns (:class:`_Entries`); stored values and pending writes stay in columns until
+    a lookup asks for one channel or one checkpoint, then :class:`ThreadIndex` folds
+    them into its dicts.
+    """
+
+    def __init__(self, blocks: list[Block]) -> None:
+        def cat(name: str) -> list[Any]:
+            return _cat(blocks, name)
+
+        self.first = blocks[0].first
+        self.lens = cat("n")
+        if len(blocks) == 1:
+            self.offs = blocks[0].offsets  # one more at the end: where the last record ends
+        else:
+            self.offs = array("q", itertools.chain.from_iterable(b.offsets[:-1] for b in blocks))
+        self.kinds = cat("t")
+        self.ns = cat("ns")
+        self.vr, self.vc, self.vv, self.vk, self.vb = (cat(k) for k in ("vr", "vc", "vv", "vk", "vb"))
+        self.one_ns = len(set(self.ns) - {None}) <= 1
+        self.slot_maps: dict[tuple[str, str], dict[Any, int]] = {}
+        w_sel = list(map(eq, self.kinds, itertools.repeat(1)))
+        seqs = range(self.first, self.first + len(self.lens))
+        self.wseq = array("q", itertools.compress(seqs, w_sel))
+        self.wns = list(itertools.compress(self.ns, w_sel))
+        self.wcp, self.wtask, self.wpath = (cat(k) for k in ("cp", "task", "path"))
+        self.wi, self.wc = cat("wi"), cat("wc")
+        self.wstart = array("q", itertools.accumulate(cat("wn"), initial=0))
+        self.write_groups: dict[str, dict[str, Any]] | None = None
+        # per checkpoint record (set by ThreadIndex.load_blocks)
+        self.cp_seq: Any = []
+        self.cp_p: list[Any] = []
+        self.cp_md: list[Any] = []
+        self.cp_cv: list[Any] = []
+
+    def ref(self, seq: int) -> RecordRef:
+        i = seq - self.first
+        return RecordRef(self.offs[i], self.lens[i], seq)
+
+    def slot_ns(self, slot: int) -> str:
+        return self.ns[self.vr[slot] - self.first]
+
+    def slot_map(self, ns: str, channel: str) -> dict[Any, int]:
+        """Version key -> the value slot that :meth:`ThreadIndex.apply` would have kept."""
+        found = self.slot_maps.get((ns, channel))
+        if found is not None:
+            return found
+        slots = list(itertools.compress(range(len(self.vc)), map(eq, self.vc, itertools.repeat(channel))))
+        if not self.one_ns:
+            slots = [i for i in slots if self.slot_ns(i) == ns]
+        keys = list(map(self.vv.__getitem__, slots))
+        if set(map(type, keys)) - {str}:
+            keys = list(map(version_key, keys))
+        found = dict(zip(keys, slots))  # the last entry of a version wins...
+        if len(found) < len(slots):
+            # ...unless it is a delta and the last full-or-empty entry before it is a
+            # full value (apply() never lets a delta replace a full value).
+            kinds = list(map(self.vk.__getitem__, slots))
+            last_stored = dict(itertools.compress(zip(keys, slots), map(ne, kinds, itertools.repeat(DELTA))))
+            for k, i in last_stored.items():
+                if self.vk[i] == FULL:
+                    found[k] = i
+        self.slot_maps[(ns, channel)] = found
+        return found
+
+    def groups(self) -> dict[str, dict[str, Any]]:
+        """Namespace -> checkpoint id -> its writes records (column positions, in order;
+        one position instead of a list when no checkpoint has several). Built without a
+        container per record: allocating those would set off the cyclic collector's
+        passes over everything the process holds."""
+        if self.write_groups is None:
+            groups: dict[str, dict[str, Any]] = {}
+            if len(set(self.wns)) == 1:
+                single = dict(zip(self.wcp, range(len(self.wcp))))
+                if len(single) == len(self.wcp):
+                    self.write_groups = {self.wns[0]: single}
+                    return self.write_groups
+            with _gc_paused():
+                for j, (ns, cp) in enumerate(zip(self.wns, self.wcp)):
+                    by_cp = groups.get(ns)
+                    if by_cp is None:
+                        by_cp = groups[ns] = {}
+                    g = by_cp.get(cp)
+                    if g is None:
+                        by_cp[cp] = [j]
+                    else:
+                        g.append(j)
+            self.write_groups = groups
+        return self.write_groups
+
+
 @dataclass
 class ThreadIndex:
-    """Lookups over one thread's log, built by applying record summaries in log order."""
+    """Lookups over one thread's log, built by applying record summaries in log order
+    (:meth:`apply`), or a long run of them at once from columns (:meth:`load_blocks`)."""
 
     checkpoints: dict[str, dict[str, CheckpointEntry]] = field(default_factory=dict)
     ordered_ids: dict[str, list[str]] = field(default_factory=dict)
-    blobs: dict[tuple[str, str, Any], BlobEntry] = field(default_factory=dict)
-    writes: dict[tuple[str, str], dict[tuple[str, int], WriteEntry]] = field(
+    _blob_map: dict[tuple[str, str, Any], BlobEntry] = field(default_factory=dict)
+    _write_map: dict[tuple[str, str], dict[tuple[str, int], WriteEntry]] = field(
         default_factory=dict
     )
     tool_events: dict[tuple[str, str, str], list[RecordRef]] = field(default_factory=dict)
@@ -171,6 +380,76 @@ class ThreadIndex:
     records_since_snapshot: int = 0
     bytes_since_snapshot: int = 0
     last_snapshot_bytes: int = 0
+    _base: _Base | None = None
+
+    @property
+    def blobs(self) -> dict[tuple[str, str, Any], BlobEntry]:
+        """Every stored value: (namespace, channel, version key) -> where it is."""
+        base = self._base
+        if base is not None:
+            for i, (ch, ver) in enumerate(zip(base.vc, base.vv)):
+                self.blob(base.slot_ns(i), ch, ver)
+        return self._blob_map
+
+    @property
+    def writes(self) -> dict[tuple[str, str], dict[tuple[str, int], WriteEntry]]:
+        """Every pending write: (namespace, checkpoint id) -> write slot -> entry."""
+        if self._base is not None:
+            for ns, by_cp in list(self._base.groups().items()):
+                for cp in list(by_cp):
+                    self._write_slots(ns, cp)
+        return self._write_map
+
+    def load_blocks(self, blocks: list[Block]) -> None:
+        """Add the records of consecutive blocks, which follow the header directly.
+
+        Same result as :meth:`apply` on each summary in turn (except the ``depth`` of
+        deltas, computed from the final index: it only steers when a full value is
+        written), with stored values and pending writes folded in on first lookup.
+        """
+        if not blocks:
+            return
+        if self.checkpoints or self._write_map or self._blob_map or self._base is not None:
+            raise ValueError("blocks load into an index holding only the header")
+        base = self._base = _Base(blocks)
+        kinds, lens, first = base.kinds, base.lens, base.first
+        sel = list(map(eq, kinds, itertools.repeat(0)))
+        seqs = range(first, first + len(lens))
+        base.cp_seq = array("q", itertools.compress(seqs, sel))
+        base.cp_p, base.cp_md, base.cp_cv = (_cat(blocks, k) for k in ("p", "md", "cv"))
+        ids = _cat(blocks, "id")
+        cp_ns = list(itertools.compress(base.ns, sel))
+        if len(set(cp_ns)) == 1:
+            self.checkpoints[cp_ns[0]] = _Entries(base, zip(ids, range(len(ids))))
+        else:
+            for j, (ns, cid) in enumerate(zip(cp_ns, ids)):
+                by_id = self.checkpoints.get(ns)
+                if by_id is None:
+                    by_id = self.checkpoints[ns] = _Entries(base)
+                by_id[cid] = j
+        for ns, by_id in self.checkpoints.items():
+            self.ordered_ids[ns] = sorted(by_id)
+        if 3 in kinds:
+            tools = itertools.compress(seqs, map(eq, kinds, itertools.repeat(3)))
+            for seq, key in zip(tools, _cat(blocks, "key")):
+                self.tool_events.setdefault(tuple(key), []).append(base.ref(seq))  # type: ignore[arg-type]
+        since, nbytes = 0, 0
+        for i in range(len(kinds) - 1, -1, -1):
+            kind = kinds[i]
+            if kind == 2:
+                self.records_since_snapshot, self.bytes_since_snapshot = since, nbytes
+                self.last_snapshot_bytes = lens[i]
+                break
+            if kind == 0:
+                since += 1
+                nbytes += lens[i]
+            elif kind == 1:
+                nbytes += lens[i]
+        else:
+            self.records_since_snapshot += since
+            self.bytes_since_snapshot += nbytes
+        self.last_seq = first + len(lens) - 1
+        self.committed_end = blocks[-1].end
 
     def apply(self, s: dict[str, Any]) -> None:
         """Add one record summary (from :func:`summarize`) to the index."""
@@ -186,7 +465,7 @@ class ThreadIndex:
         elif t == "snapshot":
             ns = s["ns"]
             for ch, ver in s["vals"].items():
-                self.blobs[(ns, ch, version_key(ver))] = BlobEntry(ref, FULL)
+                self._blob_map[(ns, ch, version_key(ver))] = BlobEntry(ref, FULL)
             self.records_since_snapshot = 0
             self.bytes_since_snapshot = 0
             self.last_snapshot_bytes = ref.length
@@ -208,23 +487,77 @@ class ThreadIndex:
         for ch, (ver, kind, base) in s["vals"].items():
             key = (ns, ch, version_key(ver))
             if kind == DELTA:
-                base_entry = self.blobs.get((ns, ch, version_key(base)))
+                base_entry = self.blob(ns, ch, base)
                 depth = base_entry.depth + 1 if base_entry is not None else 1
-                existing = self.blobs.get(key)
+                existing = self.blob(ns, ch, ver)
                 if existing is not None and existing.kind == FULL:
                     continue  # a snapshot already holds this version in full
-                self.blobs[key] = BlobEntry(ref, DELTA, base, depth)
+                self._blob_map[key] = BlobEntry(ref, DELTA, base, depth)
             else:
-                self.blobs[key] = BlobEntry(ref, kind)
+                self._blob_map[key] = BlobEntry(ref, kind)
 
     def _apply_writes(self, s: dict[str, Any], ref: RecordRef) -> None:
-        slots = self.writes.setdefault((s["ns"], s["cp"]), {})
+        slots = self._write_slots(s["ns"], s["cp"], create=True)
         task, path = s["task"], s["path"]
         for position, (idx, channel) in enumerate(s["w"]):
             slot = (task, idx)
-            if idx >= 0 and slot in slots:
+            if idx >= 0 and slot in slots:  # type: ignore[operator]
                 continue
-            slots[slot] = WriteEntry(ref, position, channel, path)
+            slots[slot] = WriteEntry(ref, position, channel, path)  # type: ignore[index]
+
+    def _write_slots(
+        self, ns: str, checkpoint_id: str, *, create: bool = False
+    ) -> dict[tuple[str, int], WriteEntry] | None:
+        key = (ns, checkpoint_id)
+        slots = self._write_map.get(key)
+        if slots is None and self._base is not None and self._base.wseq:
+            base = self._base
+            found = base.groups().get(ns, {}).pop(checkpoint_id, None)
+            if type(found) is int:
+                found = [found]
+            if found:
+                slots = self._write_map[key] = {}
+                for j in found:
+                    ref, path = base.ref(base.wseq[j]), base.wpath[j]
+                    task = base.wtask[j]
+                    a, b = base.wstart[j], base.wstart[j + 1]
+                    for position, (idx, channel) in enumerate(zip(base.wi[a:b], base.wc[a:b])):
+                        slot = (task, idx)
+                        if idx >= 0 and slot in slots:
+                            continue
+                        slots[slot] = WriteEntry(ref, position, channel, path)
+        if slots is None and create:
+            slots = self._write_map[key] = {}
+        return slots
+
+    def _base_blob(self, key: tuple[str, str, Any]) -> BlobEntry | None:
+        """Fold a bulk-loaded value (and the deltas it extends) into the index."""
+        base = self._base
+        assert base is not None
+        ns, channel = key[0], key[1]
+        slots = base.slot_map(ns, channel)
+        chain: list[tuple[tuple[str, str, Any], int]] = []
+        seen = {key}
+        entry = None
+        k = key
+        while True:
+            slot = slots.get(k[2])
+            if slot is None:
+                break
+            kind = base.vk[slot]
+            if kind != DELTA:
+                entry = self._blob_map[k] = BlobEntry(base.ref(base.vr[slot]), kind)
+                break
+            chain.append((k, slot))
+            k = (ns, channel, version_key(base.vb[slot]))
+            entry = self._blob_map.get(k)
+            if entry is not None or k in seen:
+                break  # found, or a cycle (never written by this package): the chain ends
+            seen.add(k)
+        for k, slot in reversed(chain):
+            depth = entry.depth + 1 if entry is not None else 1
+            entry = self._blob_map[k] = BlobEntry(base.ref(base.vr[slot]), DELTA, base.vb[slot], depth)
+        return self._blob_map.get(key)
 
     # -- lookups ---------------------------------------------------------------
 
@@ -246,7 +579,11 @@ class ThreadIndex:
 
     def blob(self, ns: str, channel: str, version: Any) -> BlobEntry | None:
         """Where the value of ``channel`` at ``version`` is stored, if anywhere."""
-        return self.blobs.get((ns, channel, version_key(version)))
+        key = (ns, channel, version_key(version))
+        entry = self._blob_map.get(key)
+        if entry is None and self._base is not None:
+            entry = self._base_blob(key)
+        return entry
 
     def sorted_writes(self, ns: str, checkpoint_id: str) -> list[tuple[str, int, WriteEntry]]:
         """Pending writes of a checkpoint in ``writes_sort_key`` order.
@@ -254,7 +591,7 @@ class ThreadIndex:
         Returns:
             ``(task_id, idx, entry)`` triples.
         """
-        slots = self.writes.get((ns, checkpoint_id))
+        slots = self._write_slots(ns, checkpoint_id)
         if not slots:
             return []
         return sorted(
@@ -264,4 +601,4 @@ class ThreadIndex:
 
     def has_write(self, ns: str, checkpoint_id: str, task_id: str, idx: int) -> bool:
         """Whether a write slot is already taken."""
-        return (task_id, idx) in self.writes.get((ns, checkpoint_id), {})
+        return (task_id, idx) in (self._write_slots(ns, checkpoint_id) or {})

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from . import framing
+from . import framing, sidecar
 from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
 from .index import RecordRef, ThreadIndex, summarize
 
@@ -108,9 +108,10 @@ class ThreadLog:
         self._rfd: int | None = None
         self._wfd: int | None = None
         self._lock_fd: int | None = None
-        self._summaries: list[dict[str, Any]] = []  # what the sidecar would hold
+        self._summaries = sidecar.Summaries()  # what the sidecar holds or would
         # (size in bytes, summaries) of the sidecar as this process last saw/wrote it
         self._sidecar_state = (0, 0)
+        self._sidecar_lines = 0  # block lines in the sidecar file, as of _sidecar_state
         self._durable_seq = 0  # highest seq the sidecar says was fsynced
         self._torn_header: bytes | None = None  # a header line cut short (see _load)
         self._last_crc: bytes | None = None  # checksum digits of the last indexed record
@@ -195,12 +196,12 @@ class ThreadLog:
 
     def _tail_unchanged(self, size: int) -> bool:
         """Whether the last record this index holds is still there, byte for byte."""
-        last = self._summaries[-1] if self._summaries else None
+        last = self._summaries.last_span()
         if last is None or self._rfd is None:
             return True
-        if size < last["o"] + last["n"]:
+        if size < last[0] + last[1]:
             return False
-        crc = os.pread(self._rfd, 8, last["o"] + last["n"] - 11)
+        crc = os.pread(self._rfd, 8, last[0] + last[1] - 11)
         return crc == self._last_crc
 
     def _reset(self) -> None:
@@ -215,11 +216,12 @@ class ThreadLog:
         self._header_crc = ""
         self.index = ThreadIndex()
         self.cache.clear()
-        self._summaries = []
+        self._summaries = sidecar.Summaries()
         self._tombstone_read = False  # the log vanished: maybe deleted elsewhere
         self._verified = set()
         self._verified_for_writing = False
         self._sidecar_state = (0, 0)
+        self._sidecar_lines = 0
         self._durable_seq = 0
         self._torn_header = None
         self.gen = 0
@@ -281,17 +283,22 @@ class ThreadLog:
 
     def _refuse_if_indexed(self, ino: int) -> None:
         """Raise if this file's sidecar says records past the header were durable."""
-        sidecar = self._read_sidecar()
-        if sidecar is None:
+        found = self._read_sidecar()
+        if found is None:
             return
-        _, lines, head = sidecar
+        _, lines, head = found
         if head is None or head.get("ino") != ino:
             return  # another generation's index, or none
-        entries = [e for e in map(framing.parse_line, lines[1:]) if e and "s" in e]
-        if entries:
+        last = None
+        for e in map(framing.parse_line, lines[1:]):
+            if e and type(e.get("s")) is int:  # a summary line (sidecars before 0.2)
+                last = e["s"]
+            elif e and type(e.get("s0")) is int and type(e.get("n")) is list and e["n"]:
+                last = e["s0"] + len(e["n"]) - 1  # a block
+        if last is not None:
             raise CorruptLogError(
                 f"thread {self.thread_id!r}: log {self.path} was cut inside its header "
-                f"line, but its index says records up to sequence {entries[-1]['s']} were "
+                f"line, but its index says records up to sequence {last} were "
                 f"durable: the file lost data. Nothing was changed. {self.repair_hint()}",
                 path=self.path,
                 offset=0,
@@ -329,48 +336,54 @@ class ThreadLog:
         self._last_crc = crc
 
     def _load_sidecar(self) -> None:
-        """Apply the sidecar's longest valid prefix that matches this log.
+        """Load the sidecar's longest valid prefix of blocks that matches this log.
 
-        A partial or damaged line ends the usable prefix (the sidecar may be being
+        A partial or damaged block ends the usable prefix (the sidecar may be being
         appended to by another process); the log past it is scanned instead.
         """
-        sidecar = self._read_sidecar()
-        if sidecar is None:
+        found = self._read_sidecar()
+        if found is None:
             return
-        data, lines, head = sidecar
+        data, lines, head = found
         # Generation and inode number alone can match another log: a thread deleted and
         # created again starts over at generation 1, and ext4 reuses a freed inode
         # number. A stale sidecar left by a power cut would then claim records durable
         # that the new log never had. The header's checksum (its "created" stamp) tells.
+        # A sidecar of another format (no "v": one summary per line) is rebuilt.
         if (
             not head
+            or head.get("v") != sidecar.SIDECAR_VERSION
             or head.get("gen") != self.gen
             or head.get("ino") != self._ino
             or head.get("log") != self._header_crc
         ):
             return
-        summaries = []
+        blocks = []
         offset, seq = self.index.committed_end, self.index.last_seq + 1
         for line in lines[1:]:
-            s = framing.parse_line(line) if line else None
-            if s is None or s.get("o") != offset or s.get("s") != seq:
+            block = sidecar.decode_block(line, seq, offset) if line else None
+            if block is None:
                 break
-            summaries.append(s)
-            offset, seq = offset + s["n"], seq + 1
+            blocks.append(block)
+            offset, seq = block.end, seq + block.count
         # The sidecar is written only after the records it covers were fsynced: the
         # log must hold at least that many records, whatever else is wrong with it.
-        self._durable_seq = summaries[-1]["s"] if summaries else 0
+        self._durable_seq = seq - 1 if blocks else 0
         # Trust the prefix only if the log really holds the record it ends with.
-        if summaries:
-            last = summaries[-1]
-            if not self._record_matches(RecordRef(last["o"], last["n"], last["s"])):
-                summaries = []  # inconsistent with the log: rebuild from the log
-        for s in summaries:
-            self._apply(s)
-        self._from_sidecar = bool(summaries)
+        used = len(blocks)
+        if blocks:
+            o, n = blocks[-1].span(blocks[-1].count - 1)
+            if not self._record_matches(RecordRef(o, n, seq - 1)):
+                blocks = []  # inconsistent with the log: rebuild from the log
+            else:
+                blocks = [sidecar.merge(blocks)]
+        self.index.load_blocks(blocks)
+        self._summaries.add_blocks(blocks)
+        self._from_sidecar = bool(blocks)
         self._remember_last_crc()
-        if len(summaries) == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
-            self._sidecar_state = (len(data), len(summaries))
+        if (blocks or not used) and used == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
+            self._sidecar_state = (len(data), blocks[0].count if blocks else 0)
+            self._sidecar_lines = used
 
     def _record_matches(self, ref: RecordRef) -> bool:
         data = os.pread(self._rfd, ref.length, ref.offset)  # type: ignore[arg-type]
@@ -380,15 +393,24 @@ class ThreadLog:
         return rec is not None and rec.get("seq") == ref.seq
 
     def _remember_last_crc(self) -> None:
-        last = self._summaries[-1] if self._summaries else None
+        last = self._summaries.last_span()
         if last is not None and self._rfd is not None:
-            self._last_crc = os.pread(self._rfd, 8, last["o"] + last["n"] - 11)
+            self._last_crc = os.pread(self._rfd, 8, last[0] + last[1] - 11)
 
     def _scan_from(self, start: int, end: int) -> None:
         data = os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
-        result = framing.scan(data, start, expect_seq=self.index.last_seq + 1)
-        for r in result.records:
-            self._apply(summarize(r.record, r.offset, r.length))
+        result = framing.ScanResult()
+        records = framing.iter_records(data, start, expect_seq=self.index.last_seq + 1, result=result)
+        del data  # the stream holds it
+        if self.index.last_seq == 0:
+            # Indexing the whole log: in columns, as if loaded from a sidecar.
+            blocks = sidecar.blocks_of(records)
+            self.index.load_blocks(blocks)
+            self._summaries.add_blocks(blocks)
+            self._last_crc = None
+        else:
+            for rec, offset, length in records:
+                self._apply(summarize(rec, offset, length))
         self._remember_last_crc()
         if result.corrupt_offset is not None:
             if self.read_only:
@@ -492,8 +514,16 @@ class ThreadLog:
                 group = [ref]
         return out
 
+    def distrust_sidecar(self) -> None:
+        """A lookup found the index inconsistent with the log: if the index came from the
+        sidecar, rebuild it by a scan and raise :class:`IndexRebuilt` (retry the call);
+        otherwise return (the log itself is at fault)."""
+        if self._from_sidecar:
+            self._rebuild_without_sidecar()
+            raise IndexRebuilt()
+
     def _summary_matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
-        stored = self._summaries[ref.seq] if ref.seq < len(self._summaries) else None
+        stored = self._summaries.get(ref.seq)
         if stored != summarize({k: v for k, v in rec.items() if k != "more"}, ref.offset, ref.length):
             return False
         self._verified.add(ref.seq)
@@ -566,8 +596,8 @@ class ThreadLog:
         """
         end = self.index.committed_end
         data = os.pread(self._rfd, end, 0)  # type: ignore[arg-type]
-        for s in self._summaries:
-            if not framing.check_line(data[s["o"] : s["o"] + s["n"] - 1]):
+        for o, n in self._summaries.spans():
+            if not framing.check_line(data[o : o + n - 1]):
                 self._rebuild_without_sidecar()  # the scan checks every record
                 break
         self._verified_for_writing = True
@@ -871,35 +901,39 @@ class ThreadLog:
         except OSError:
             pass  # only a cache
 
-    def write_sidecar(self) -> None:
+    def write_sidecar(self, *, compact: bool = False) -> None:
         """Bring the sidecar index up to date with the in-memory index.
 
         Appends the new summaries when the file is exactly as this process last left
         it; otherwise rewrites it whole (temp file + rename). Not fsynced: it is derived
-        data, checked against the log on every open.
+        data, checked against the log on every open. With ``compact`` (on close), a
+        file of many short blocks is rewritten in long ones instead of appended to.
         """
         if self._rfd is None or self.read_only:
             return
-        body = self._summaries[1:]  # the header is always read from the log itself
+        # The header record is always read from the log itself, never from here.
+        total = len(self._summaries) - 1
         known_size, known_count = self._sidecar_state
         try:
             current_size = os.stat(self.index_path).st_size
         except FileNotFoundError:
             current_size = -1
-        if known_count and current_size == known_size and known_count <= len(body):
-            data = b"".join(framing.frame(s) for s in body[known_count:])
-            fd = _open_mode(self.index_path, os.O_WRONLY | os.O_APPEND)
-            try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            self._sidecar_state = (known_size + len(data), len(body))
-            return
-        lines = [framing.frame(
-            {"t": "index", "seq": 0, "gen": self.gen, "ino": self._ino, "log": self._header_crc}
-        )]
-        lines += [framing.frame(s) for s in body]
-        data = b"".join(lines)
+        shortest = -(-total // sidecar.BLOCK_RECORDS)
+        if compact and self._sidecar_lines + 1 > 2 * shortest + 1:
+            self._summaries.compact()
+        elif known_count and current_size == known_size and known_count <= total:
+            data = self._summaries.encode_from(known_count)
+            if data is not None:
+                fd = _open_mode(self.index_path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+                self._sidecar_state = (known_size + len(data), total)
+                self._sidecar_lines += data.count(b"\n")
+                return
+        data = sidecar.header_line(self.gen, self._ino, self._header_crc)
+        data += self._summaries.encode_from(0) or b""
         tmp = self._temp_path("idx")
         try:
             fd = _open_mode(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -911,7 +945,8 @@ class ThreadLog:
         except OSError:
             _unlink_quietly(tmp)
             raise
-        self._sidecar_state = (len(data), len(body))
+        self._sidecar_state = (len(data), total)
+        self._sidecar_lines = data.count(b"\n") - 1
 
     def sidecar_lag(self) -> int:
         """Records in the log that the sidecar file does not cover yet."""

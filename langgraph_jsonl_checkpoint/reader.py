@@ -74,6 +74,7 @@ class ValueReader:
             chain.append(stored)
             entry = idx.blob(ns, channel, stored["base"])
         if entry is None or entry.kind == EMPTY:
+            self.log.distrust_sidecar()
             raise CorruptLogError(
                 f"thread {self.log.thread_id!r}: the value of channel {channel!r} at version "
                 f"{version!r} refers to a base version that is not in {self.log.path}.",
@@ -119,6 +120,7 @@ class ValueReader:
     def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any) -> None:
         keep = stored["keep"]
         if type(value) is not list or len(value) != keep:
+            self.log.distrust_sidecar()
             raise CorruptLogError(
                 f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
                 f"version {stored['ver']!r} expects {keep} items in its base.",

@@ -263,7 +263,7 @@ class Store:
                 if log.exists() and not self.read_only and log.sidecar_lag() > 0:
                     try:
                         with log.writer():
-                            log.write_sidecar()
+                            log.write_sidecar(compact=True)
                     except (OSError, JsonlCheckpointError):
                         pass  # the sidecar is only a cache; the next open scans the log
                 log.close()

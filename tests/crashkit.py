@@ -450,6 +450,33 @@ def sidecar_in_use(store: str | os.PathLike, thread_id: str) -> bool:
     return bool(head) and head.get("ino") == os.stat(files.log).st_ino
 
 
+def sidecar_summaries(data: bytes) -> tuple[bytes, list[dict]]:
+    """A sidecar's header line and the per-record summaries its blocks hold."""
+    from langgraph_jsonl_checkpoint import sidecar
+
+    lines = data.split(b"\n")
+    assert lines[-1] == b""
+    out: list[dict] = []
+    seq, offset = 1, None
+    for line in lines[1:-1]:
+        cols = framing.parse_line(line)
+        assert cols is not None
+        block = sidecar.decode_block(line, seq, offset if offset is not None else cols["o0"])
+        assert block is not None
+        out += [block.summary(s) for s in range(block.first, block.first + block.count)]
+        seq, offset = seq + block.count, block.end
+    return lines[0] + b"\n", out
+
+
+def sidecar_blocks(head: bytes, summaries: list[dict], cuts: tuple[int, ...] = ()) -> bytes:
+    """A sidecar of these summaries, a new block starting at each index in ``cuts``
+    (a block stores only its first record's offset and seq)."""
+    from langgraph_jsonl_checkpoint import sidecar
+
+    bounds = sorted({0, *(c for c in cuts if 0 < c < len(summaries)), len(summaries)})
+    return head + b"".join(sidecar.encode(summaries[a:b]) for a, b in zip(bounds, bounds[1:]))
+
+
 def write_in_place(path: str, data: bytes) -> None:
     """Replace a file's content keeping its inode (as damage on disk would)."""
     with open(path, "r+b") as f:

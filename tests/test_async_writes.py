@@ -309,22 +309,17 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
     read, here by the second append of a group (the put reads its parent's value): the
     index is rebuilt from the log, which already holds the group's first batch, and the
     group goes on and is synced through the same handle."""
-    import json
 
-    from langgraph_jsonl_checkpoint.framing import frame
 
     saver = JsonlSaver(tmp_path / "s")
     ref = InMemorySaver()
     await _advance(saver, ref, "t", steps=3, tasks=1)
     saver.close()  # writes the sidecar
     (idx_file,) = (tmp_path / "s" / "threads").glob("*.idx")
-    lines = idx_file.read_bytes().splitlines(keepends=True)
-    target = max(i for i, line in enumerate(lines) if b'"t":"checkpoint"' in line)
-    summary = json.loads(lines[target])
-    summary.pop("c")
-    summary["md"] = {"json": {"step": 999}}  # wrong, yet the log line's checksum is fine
-    lines[target] = frame(summary)
-    idx_file.write_bytes(b"".join(lines))
+    head, summaries = ck.sidecar_summaries(idx_file.read_bytes())
+    target = max(i for i, s in enumerate(summaries) if s["t"] == "checkpoint")
+    summaries[target]["md"] = {"json": {"step": 999}}  # wrong, yet its block's checksum is fine
+    idx_file.write_bytes(ck.sidecar_blocks(head, summaries, cuts=(target,)))
 
     rebuilds: list[int] = []  # batches of the group pending at each rebuild
     real_rebuild = log_module.ThreadLog._rebuild_without_sidecar

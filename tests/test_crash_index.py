@@ -6,13 +6,12 @@ faults: summaries pointing past EOF or into the middle of a record, shifted so t
 summaries stay contiguous (the saver checks contiguity and the last record only),
 wrong lengths and sequence numbers, lines dropped, duplicated, or cut off.
 
-Each damaged summary is re-framed with a valid checksum: these are faults a checksum
+Each damaged summary is re-encoded into blocks with valid checksums: these are faults a checksum
 does not catch (a stale or buggy sidecar), not bit rot.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -20,7 +19,6 @@ import shutil
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
-from langgraph_jsonl_checkpoint.framing import frame
 
 import crashkit as ck
 
@@ -48,20 +46,17 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _summaries(sidecar: bytes) -> tuple[bytes, list[dict]]:
-    lines = sidecar.split(b"\n")
-    assert lines[-1] == b""
-    out = []
-    for line in lines[1:-1]:
-        s = json.loads(line)
-        s.pop("c")
-        out.append(s)
-    return lines[0] + b"\n", out
+    return ck.sidecar_summaries(sidecar)
 
 
 def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: random.Random) -> bytes:
+    """The sidecar with one fault. A block stores the offset and seq of its first record
+    only, so a summary with a wrong offset or seq is made to start a block; a block
+    boundary is also put at a random place (as an appending writer leaves them)."""
     head, sums = _summaries(sidecar)
     n = len(sums)
     k = rng.randrange(n)
+    cuts = [k, rng.randrange(n)]
     if strategy == "past_eof":
         sums[k]["o"] = size + rng.randint(0, 10_000)
     elif strategy == "mid_record":
@@ -73,8 +68,9 @@ def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: ran
         prev["n"] += d
         cur["o"] += d
         cur["n"] -= d
+        cuts.append(k)
     elif strategy == "length":
-        sums[k]["n"] = rng.choice([x for x in range(1, 2000) if x != sums[k]["n"]])
+        sums[k]["n"] = rng.choice([x for x in range(2, 2000) if x != sums[k]["n"]])
     elif strategy == "seq":
         sums[k]["s"] += rng.choice([-2, -1, 1, 2, 50])
     elif strategy == "truncate":
@@ -86,7 +82,8 @@ def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: ran
     elif strategy == "swap_lines":
         j = rng.randrange(n)
         sums[k], sums[j] = sums[j], sums[k]
-    return head + b"".join(frame(s) for s in sums)
+        cuts.append(j)
+    return ck.sidecar_blocks(head, sums, cuts=tuple(cuts))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -152,7 +149,7 @@ def test_tampered_summary_contents_answer_like_a_full_scan(setup, field: str) ->
     elif field == "task":
         s["task"] = "forged-task"
     with open(files.idx, "wb") as f:
-        f.write(head + b"".join(frame(x) for x in sums))
+        f.write(ck.sidecar_blocks(head, sums))
     try:
         got = ck.answers(JsonlSaver(store), reflog.thread_id)
     except JsonlCheckpointError:

@@ -91,9 +91,22 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
     durability="sync", delete_thread, prune, copy_thread, delete_for_runs, torn tails
     and their repair, sidecar rewrites, reopens; crash images at random operations and
     during recovery from some of them."""
+    required = {"create", "write", "fdatasync", "fsync", "ftruncate", "rename", "fsync-dir", "unlink"}
+
+    def kinds() -> set[str]:
+        return {k.removeprefix("recovery ") for k in result.states_by_op}
+
     scratch = ck.fast_dir(tmp_path)
     try:
         result = pl.run_battery(STATES, SEED, scratch, steps=30)
+        # A crash right after a rare operation (a tail repair's cut: a few among hundreds
+        # of operations) is drawn or not depending on the workload's exact bytes (inode
+        # numbers, timestamps and the sidecar's size shift the draws): a few more rounds,
+        # from further seeds, until every kind was drawn.
+        for extra in range(1, 4):
+            if required <= kinds():
+                break
+            result.add(pl.run_battery(STATES // 3, SEED + 1000 * extra, scratch, steps=30))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert not result.violations, f"{len(result.violations)} violations (seed {SEED}):\n" + "\n".join(
@@ -101,8 +114,7 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
     assert result.states >= STATES
     assert result.recovery_states >= STATES // 10
     # crashes right after every kind of operation, the tail repair's cut included
-    kinds = {k.removeprefix("recovery ") for k in result.states_by_op}
-    assert {"create", "write", "fdatasync", "fsync", "ftruncate", "rename", "fsync-dir", "unlink"} <= kinds, kinds
+    assert required <= kinds(), kinds()
 
 
 @pytest.mark.parametrize("leftover", [b"", b'{"store": "langgraph-js', b"\0" * 512])

@@ -29,6 +29,8 @@ from langgraph_jsonl_checkpoint import (
 )
 from langgraph_jsonl_checkpoint.framing import frame
 
+import crashkit as ck
+
 CP_IDS = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(100)]
 
 
@@ -188,13 +190,10 @@ def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> N
     elif damage == "garbage":
         idx_file.write_bytes(b"\0" * 100)
     elif damage in ("tampered", "past_eof"):
-        lines = idx_file.read_bytes().splitlines(keepends=True)
-        target = 5 if damage == "tampered" else len(lines) - 1
-        summary = json.loads(lines[target])
-        summary.pop("c")
-        summary["o"] += 3 if damage == "tampered" else 10_000  # mid-record / past EOF
-        lines[target] = frame(summary)
-        idx_file.write_bytes(b"".join(lines))
+        head, summaries = ck.sidecar_summaries(idx_file.read_bytes())
+        target = 4 if damage == "tampered" else len(summaries) - 1
+        summaries[target]["o"] += 3 if damage == "tampered" else 10_000  # mid-record / past EOF
+        idx_file.write_bytes(ck.sidecar_blocks(head, summaries, cuts=(target,)))
     else:
         idx_file.write_bytes(stale)
     fresh = JsonlSaver(tmp_path / "s")
