@@ -156,6 +156,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
+            The quarter most recently used also keep their newest lists in memory
+            (the objects last stored or read, and their stored form), which makes the
+            next put and read of a long conversation cheap.
         concurrent_runs: ``"refuse"`` (default): a LangGraph run whose thread was
             advanced by another run meanwhile gets :class:`~.errors.ConcurrentRunError`
             at its next put instead of silently forking the thread (runs are told apart
@@ -270,6 +273,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
                 if in_run(configurable):  # a run continues from it: its next put
                     _witness_lists(log, ns, tup.checkpoint)
+                self.store.keep_warm(log)
                 return tup
 
         tup = _healing(read)
@@ -389,7 +393,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
             if entry is None:
                 return None
-            return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
+            tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
+            self.store.keep_warm(log)
+            return tup
 
     def _matching_ids(
         self,
@@ -631,6 +637,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             remember_written(log, ns, entries)
         for channel, proof in proofs.items():
             log.cache[(ns, channel)] = (new_versions[channel], proof)
+        self.store.keep_warm(log)
 
     def put_writes(
         self,

@@ -76,6 +76,10 @@ class Store:
         self.temp_path = os.path.join(self.path, TEMP_DIR)
         self._max_open = max(1, max_open_threads)
         self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
+        # Logs whose value caches (list witnesses, the newest lists in stored form) are
+        # kept: they hold a conversation's objects, so only the most recently used do.
+        self._max_warm = max(1, self._max_open // 4)
+        self._warm: OrderedDict[int, ThreadLog] = OrderedDict()
         self._lock = threading.Lock()
         self._open_directory()
 
@@ -205,6 +209,20 @@ class Store:
                 # close when the last reference goes.
                 del old
             return log
+
+    def keep_warm(self, log: ThreadLog) -> None:
+        """Note that ``log``'s value caches were just used or filled. Beyond the
+        ``max_open_threads // 4`` most recent such logs, the least recent one's caches
+        are dropped (they are only caches: its next put or read takes the slow path)."""
+        with self._lock:
+            key = id(log)
+            if key in self._warm:
+                self._warm.move_to_end(key)
+                return
+            self._warm[key] = log
+            while len(self._warm) > self._max_warm:
+                _, cold = self._warm.popitem(last=False)
+                cold.cache.clear()
 
     def forget(self, thread_id: str) -> None:
         """Drop a thread log from the cache (after it was deleted)."""

@@ -792,3 +792,33 @@ def test_repeated_reads_of_a_list_kept_in_stored_form_share_nothing(tmp_path: Pa
     assert second["messages"][1].content[0]["text"] == "block 0"
     assert second["messages"][1].response_metadata["n"] == [0]
     assert second["log"] == [{"i": 4}] * 5
+
+
+def test_value_caches_are_kept_for_the_most_recently_used_threads_only(tmp_path: Path) -> None:
+    """A conversation's witness and its newest list in stored form hold its objects; a
+    store keeps them for max_open_threads // 4 threads, dropping the least recently
+    used, and a thread whose caches were dropped still reads and writes the same."""
+    from langchain_core.messages import HumanMessage
+
+    saver = JsonlSaver(tmp_path / "s", max_open_threads=8)  # caches for 2 threads
+    parents: dict[str, str] = {}
+    for tid in ("a", "b", "c"):
+        cfg = _put(saver, tid, 0, {"messages": [HumanMessage("hi", id="h0")]})
+        parents[tid] = cfg["configurable"]["checkpoint_id"]
+
+    def cached(tid: str) -> bool:
+        return bool(saver.store.thread_log(tid).cache)
+
+    assert [cached(t) for t in "abc"] == [False, True, True]
+    saver.get_tuple({"configurable": {"thread_id": "a"}})
+    assert [cached(t) for t in "abc"] == [True, False, True]
+    msgs = [HumanMessage("hi", id="h0"), HumanMessage("again", id="h1")]
+    _put(saver, "b", 1, {"messages": msgs}, parent=parents["b"])  # slow path: still a delta
+    assert [cached(t) for t in "abc"] == [True, True, False]
+    from langgraph_jsonl_checkpoint.index import DELTA
+
+    idx = saver.store.thread_log("b").refresh()
+    entry = idx.checkpoints[""][CP_IDS[1]]
+    assert idx.blob("", "messages", entry.versions["messages"]).kind == DELTA
+    assert saver.get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
+    assert JsonlSaver(tmp_path / "s").get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
