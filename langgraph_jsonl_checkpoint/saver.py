@@ -156,9 +156,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
-            The quarter most recently used also keep their newest lists in memory
-            (the objects last stored or read, and their stored form), which makes the
-            next put and read of a long conversation cheap.
+            The most recently used also keep their newest lists in memory (the objects
+            last stored or read, and their stored form; 50,000 items in all, about
+            100 MB at most), which makes the next put and read of a conversation cheap.
         concurrent_runs: ``"refuse"`` (default): a LangGraph run whose thread was
             advanced by another run meanwhile gets :class:`~.errors.ConcurrentRunError`
             at its next put instead of silently forking the thread (runs are told apart

@@ -26,6 +26,7 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
@@ -41,6 +42,24 @@ TEMP_DIR = "tmp"
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 #: Thread logs kept open at once; each holds up to three descriptors.
 DEFAULT_MAX_OPEN_THREADS = 128
+
+
+#: Items (messages, list entries) the value caches of all logs may hold together: about
+#: 2 KB each (the objects and their stored form), so about 100 MB at most.
+WARM_ITEMS = 50_000
+
+
+def cached_items(cache: dict[Any, Any]) -> int:
+    """How many list items a log's value cache holds (see ``records.Proof`` and
+    ``reader.LATEST_ITEMS``)."""
+    n = 0
+    for value in list(cache.values()):  # a copy: another thread may clear it meanwhile
+        held = value[-1] if type(value) is tuple and value else None
+        if type(held) is list:  # kept items in stored form
+            n += len(held)
+        elif type(getattr(held, "items", None)) is tuple:  # a ListWitness
+            n += len(held.items)  # type: ignore[union-attr]
+    return n
 
 
 def thread_file_stem(thread_id: str) -> str:
@@ -77,9 +96,10 @@ class Store:
         self._max_open = max(1, max_open_threads)
         self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
         # Logs whose value caches (list witnesses, the newest lists in stored form) are
-        # kept: they hold a conversation's objects, so only the most recently used do.
-        self._max_warm = max(1, self._max_open // 4)
-        self._warm: OrderedDict[int, ThreadLog] = OrderedDict()
+        # kept, with the items they hold: a conversation's objects, so their total is
+        # bounded and the least recently used logs drop theirs first.
+        self._warm: OrderedDict[int, tuple[ThreadLog, int]] = OrderedDict()
+        self._warm_items = 0
         self._lock = threading.Lock()
         self._open_directory()
 
@@ -211,17 +231,21 @@ class Store:
             return log
 
     def keep_warm(self, log: ThreadLog) -> None:
-        """Note that ``log``'s value caches were just used or filled. Beyond the
-        ``max_open_threads // 4`` most recent such logs, the least recent one's caches
-        are dropped (they are only caches: its next put or read takes the slow path)."""
+        """Note that ``log``'s value caches were just used or filled. While the items
+        they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used
+        log's caches are dropped (they are only caches: its next put takes the slow
+        path, comparing encodings)."""
+        items = cached_items(log.cache)
         with self._lock:
             key = id(log)
-            if key in self._warm:
-                self._warm.move_to_end(key)
-                return
-            self._warm[key] = log
-            while len(self._warm) > self._max_warm:
-                _, cold = self._warm.popitem(last=False)
+            previous = self._warm.pop(key, None)
+            if previous is not None:
+                self._warm_items -= previous[1]
+            self._warm[key] = (log, items)
+            self._warm_items += items
+            while self._warm_items > WARM_ITEMS and len(self._warm) > 1:
+                _, (cold, n) = self._warm.popitem(last=False)
+                self._warm_items -= n
                 cold.cache.clear()
 
     def forget(self, thread_id: str) -> None:

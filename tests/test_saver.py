@@ -794,13 +794,19 @@ def test_repeated_reads_of_a_list_kept_in_stored_form_share_nothing(tmp_path: Pa
     assert second["log"] == [{"i": 4}] * 5
 
 
-def test_value_caches_are_kept_for_the_most_recently_used_threads_only(tmp_path: Path) -> None:
-    """A conversation's witness and its newest list in stored form hold its objects; a
-    store keeps them for max_open_threads // 4 threads, dropping the least recently
-    used, and a thread whose caches were dropped still reads and writes the same."""
+def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation's witness and its newest list in stored form hold its objects; the
+    store bounds the items all logs' caches hold together, dropping the least recently
+    used log's first, and a thread whose caches were dropped still reads and writes the
+    same (its next put compares encodings, and still stores a delta)."""
     from langchain_core.messages import HumanMessage
 
-    saver = JsonlSaver(tmp_path / "s", max_open_threads=8)  # caches for 2 threads
+    from langgraph_jsonl_checkpoint import store as store_module
+    from langgraph_jsonl_checkpoint.index import DELTA
+
+    # each thread below caches its 1-message list twice (witness + stored form): 2 items
+    monkeypatch.setattr(store_module, "WARM_ITEMS", 4)
+    saver = JsonlSaver(tmp_path / "s")
     parents: dict[str, str] = {}
     for tid in ("a", "b", "c"):
         cfg = _put(saver, tid, 0, {"messages": [HumanMessage("hi", id="h0")]})
@@ -809,14 +815,13 @@ def test_value_caches_are_kept_for_the_most_recently_used_threads_only(tmp_path:
     def cached(tid: str) -> bool:
         return bool(saver.store.thread_log(tid).cache)
 
+    assert store_module.cached_items(saver.store.thread_log("c").cache) == 2
     assert [cached(t) for t in "abc"] == [False, True, True]
     saver.get_tuple({"configurable": {"thread_id": "a"}})
     assert [cached(t) for t in "abc"] == [True, False, True]
     msgs = [HumanMessage("hi", id="h0"), HumanMessage("again", id="h1")]
-    _put(saver, "b", 1, {"messages": msgs}, parent=parents["b"])  # slow path: still a delta
-    assert [cached(t) for t in "abc"] == [True, True, False]
-    from langgraph_jsonl_checkpoint.index import DELTA
-
+    _put(saver, "b", 1, {"messages": msgs}, parent=parents["b"])  # 4 items: only b stays
+    assert [cached(t) for t in "abc"] == [False, True, False]
     idx = saver.store.thread_log("b").refresh()
     entry = idx.checkpoints[""][CP_IDS[1]]
     assert idx.blob("", "messages", entry.versions["messages"]).kind == DELTA
