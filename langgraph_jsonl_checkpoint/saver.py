@@ -157,8 +157,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         read_only: Open an existing store for reading only.
         max_open_threads: Thread logs (and their file descriptors) kept open at once.
             The most recently used also keep their newest lists in memory (the objects
-            last stored or read, and their stored form; 50,000 items in all, about
-            100 MB at most), which makes the next put and read of a conversation cheap.
+            last stored or read, and their stored form; 100,000 items in all, about
+            110 MB at most), which makes the next put and read of a conversation cheap.
         concurrent_runs: ``"refuse"`` (default): a LangGraph run whose thread was
             advanced by another run meanwhile gets :class:`~.errors.ConcurrentRunError`
             at its next put instead of silently forking the thread (runs are told apart
