@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import gc
 import logging
 import os
 import threading
@@ -39,7 +38,7 @@ import orjson
 
 from . import framing, sidecar
 from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
-from .index import RecordRef, ThreadIndex, summarize
+from .index import RecordRef, ThreadIndex, bulk_allocation, summarize
 
 FORMAT_VERSION = 1
 logger = logging.getLogger(__name__)
@@ -1044,22 +1043,3 @@ def _open_refusing_links(log: ThreadLog, path: str, flags: int) -> int:
                 "links (one could redirect writes outside it). Remove it."
             ) from exc
         raise
-
-
-@contextmanager
-def bulk_allocation() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many acyclic objects are built.
-
-    Loading a sidecar allocates tens of thousands of small objects; the collector's
-    passes over the growing heap took about 45% of the load time (and half of reading
-    a long conversation's history). The collector is only resumed if it was running
-    when the pause began; code inside must not run user callbacks.
-    """
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -50,8 +50,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .codec import ValueCodec
 from .errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
-from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex
-from .log import IndexRebuilt, ThreadLog, bulk_allocation
+from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex, bulk_allocation
+from .log import IndexRebuilt, ThreadLog
 from .reader import ValueReader, remember_written
 from .records import RecordBuilder
 from .runs import NEW_THREAD, RunTracker, in_run

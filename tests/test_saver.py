@@ -391,7 +391,7 @@ def test_listed_tuples_share_no_objects_with_each_other(tmp_path: Path) -> None:
     assert got == want
 
 
-def _two_step_graph(saver: JsonlSaver, rendezvous: Any = None):
+def _two_step_graph(saver: JsonlSaver, rendezvous: Any = None, on_first: Any = None):
     """Two steps; with a ``rendezvous`` barrier, every run waits inside the first step
     until all are there (a run refused earlier aborts the barrier), so two runs are
     inside the step at the same time whatever the scheduling."""
@@ -409,6 +409,8 @@ def _two_step_graph(saver: JsonlSaver, rendezvous: Any = None):
                 rendezvous.wait(timeout=30)
             except threading.BrokenBarrierError:
                 pass  # the other run was refused before it got here
+        if on_first is not None:
+            on_first(state)
         return {"steps": state["steps"] + ["first"]}
 
     builder = StateGraph(State)
@@ -529,30 +531,16 @@ def test_a_run_started_after_another_ran_a_step_continues_from_it(tmp_path: Path
     """The interleaving behind the 6-checkpoint outcome of the race above, made certain:
     run A is held inside its first step while run B starts, reads A's checkpoints, and
     finishes on top of them; A's next put is then refused. Six checkpoints, one chain."""
-    from typing import TypedDict
-
-    from langgraph.graph import END, START, StateGraph
-
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
     inside, release = threading.Event(), threading.Event()
 
-    class State(TypedDict):
-        steps: list
-
-    def first(state: State) -> dict:
+    def hold_run_a(state: dict) -> None:
         if state["steps"] == ["hold"]:
             inside.set()
             release.wait(timeout=30)
-        return {"steps": state["steps"] + ["first"]}
 
-    builder = StateGraph(State)
-    builder.add_node("first", first)
-    builder.add_node("second", lambda state: {"steps": state["steps"] + ["second"]})
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    graph = builder.compile(checkpointer=JsonlSaver(tmp_path / "s"))
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s"), on_first=hold_run_a)
     cfg = {"configurable": {"thread_id": "shared"}}
     outcome: list = []
 
