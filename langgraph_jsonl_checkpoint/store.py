@@ -99,7 +99,7 @@ class Store:
         # Logs whose value caches (list witnesses, the newest lists in stored form) are
         # kept, with the items they hold: a conversation's objects, so their total is
         # bounded and the least recently used logs drop theirs first.
-        self._warm: OrderedDict[int, tuple[ThreadLog, int]] = OrderedDict()
+        self._warm: OrderedDict[str, tuple[ThreadLog, int]] = OrderedDict()
         self._warm_items = 0
         self._lock = threading.Lock()
         self._open_directory()
@@ -225,7 +225,8 @@ class Store:
             )
             self._logs[thread_id] = log
             while len(self._logs) > self._max_open:
-                _, old = self._logs.popitem(last=False)
+                old_id, old = self._logs.popitem(last=False)
+                self._cool(old_id)
                 # Not closed here: another thread may be using it; its descriptors
                 # close when the last reference goes.
                 del old
@@ -238,21 +239,27 @@ class Store:
         path, comparing encodings)."""
         items = cached_items(log.cache)
         with self._lock:
-            key = id(log)
-            previous = self._warm.pop(key, None)
-            if previous is not None:
-                self._warm_items -= previous[1]
-            self._warm[key] = (log, items)
+            self._cool(log.thread_id)
+            self._warm[log.thread_id] = (log, items)
             self._warm_items += items
             while self._warm_items > WARM_ITEMS and len(self._warm) > 1:
-                _, (cold, n) = self._warm.popitem(last=False)
-                self._warm_items -= n
-                cold.cache.clear()
+                cold = self._cool(next(iter(self._warm)))
+                if cold is not None:
+                    cold.cache.clear()
+
+    def _cool(self, thread_id: str) -> ThreadLog | None:
+        """Stop counting a log's caches (under the lock); the log, if it was counted."""
+        entry = self._warm.pop(thread_id, None)
+        if entry is None:
+            return None
+        self._warm_items -= entry[1]
+        return entry[0]
 
     def forget(self, thread_id: str) -> None:
         """Drop a thread log from the cache (after it was deleted)."""
         with self._lock:
             self._logs.pop(thread_id, None)
+            self._cool(thread_id)
 
     def thread_ids(self) -> Iterator[str]:
         """Ids of every thread with a log in the store (read from the log headers).
@@ -301,6 +308,8 @@ class Store:
         with self._lock:
             logs = list(self._logs.values())
             self._logs.clear()
+            self._warm.clear()
+            self._warm_items = 0
         for log in logs:
             with log.mutex:
                 if log.exists() and not self.read_only and log.sidecar_lag() > 0:
