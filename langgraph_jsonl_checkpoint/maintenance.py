@@ -99,7 +99,8 @@ def _check_snapshots(saver: Any, tid: str, result: framing.ScanResult, report: V
     checked = 0
     with log.mutex:
         log.refresh()
-        reader = ValueReader(log, saver.codec)
+        # From the records alone, never from the values a put or read kept in memory.
+        reader = ValueReader(log, saver.codec, kept=False)
         # An index without snapshot records: values must come from deltas alone.
         deltas_only = ThreadIndex()
         for r in result.records:

@@ -21,11 +21,16 @@ from .log import ThreadLog
 class ValueReader:
     """Reads one thread's records for one call (or one listing), each at most once."""
 
-    def __init__(self, log: ThreadLog, codec: ValueCodec, *, shared: bool = False) -> None:
+    def __init__(
+        self, log: ThreadLog, codec: ValueCodec, *, shared: bool = False, kept: bool = True
+    ) -> None:
         self.log = log
         self.codec = codec
         #: Reused across several results (list): decoded values must not share objects.
         self.shared = shared
+        #: Use (and fill) the log's newest lists in stored form (LATEST_ITEMS); off for
+        #: reads that must come from the records themselves (verify).
+        self.kept = kept and codec.readable
         self.records: dict[int, dict[str, Any]] = {}
         self.gen = log.generation_token()
 
@@ -50,8 +55,7 @@ class ValueReader:
         its record, each channel's delta chain back to a full value, its writes."""
         refs = [entry.ref]
         for channel, version in entry.versions.items():
-            kept = self.log.cache.get((LATEST_ITEMS, ns, channel))
-            if kept is not None and version_key(kept[0]) == version_key(version):
+            if self.kept and kept_items(self.log, ns, channel, version) is not None:
                 continue  # decoded from the kept items, not from records
             blob = idx.blob(ns, channel, version)
             while blob is not None and blob.kind != EMPTY:
@@ -64,9 +68,9 @@ class ValueReader:
 
     def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
         """The stored value of a channel version (following deltas back to a full value)."""
-        cached = self.log.cache.get((LATEST_ITEMS, ns, channel))
-        if cached is not None and version_key(cached[0]) == version_key(version):
-            return self.codec.decode({cached[1]: cached[2]}, fresh=True)
+        kept = kept_items(self.log, ns, channel, version) if self.kept else None
+        if kept is not None:
+            return self.codec.decode({kept[0]: kept[1]}, fresh=True)
         entry = idx.blob(ns, channel, version)
         chain = []
         while entry is not None and entry.kind == DELTA:
@@ -83,7 +87,7 @@ class ValueReader:
             )
         chain.reverse()
         base = self.record(entry.ref)["values"][channel]["val"]
-        joined = self._joined_items(channel, base, chain) if self.codec.readable else None
+        joined = self._joined_items(channel, base, chain) if self.kept else None
         if joined is not None:
             # Kept (stored form) for the next read of this version: no chain walk then.
             self.log.cache[(LATEST_ITEMS, ns, channel)] = (version, *joined)
@@ -104,17 +108,13 @@ class ValueReader:
         start = list_items(base)
         if start is None:
             return None
-        kind, items = start[0], list(start[1])  # a copy: the record's own list stays as is
+        kind: str | None = start[0]
+        items = list(start[1])  # a copy: the record's own list stays as is
         for stored in chain:
             self._expect_base(channel, stored, items)
-            tail = list_items(stored["tail"])
-            if tail is None:
+            kind = extend_items(kind, items, stored["tail"])  # type: ignore[arg-type]
+            if kind is None:
                 return None
-            if tail[1]:
-                if items and tail[0] != kind:
-                    return None
-                kind = tail[0]
-                items.extend(tail[1])
         return kind, items
 
     def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any) -> None:
@@ -147,9 +147,29 @@ def list_items(cell: Mapping[str, Any]) -> tuple[str, list[Any]] | None:
     return None
 
 
+def kept_items(log: ThreadLog, ns: str, channel: str, version: Any) -> tuple[str, list[Any]] | None:
+    """The log's newest value of ``channel`` in stored form, if it is ``version``."""
+    kept = log.cache.get((LATEST_ITEMS, ns, channel))
+    if kept is None or version_key(kept[0]) != version_key(version):
+        return None
+    return kept[1], kept[2]
+
+
+def extend_items(kind: str, items: list[Any], tail_cell: Mapping[str, Any]) -> str | None:
+    """Append a delta's tail to ``items`` in place; the kind of the result, or ``None``
+    (``items`` untouched) if the tail is not a list cell of the same kind."""
+    tail = list_items(tail_cell)
+    if tail is None or (tail[1] and items and tail[0] != kind):
+        return None
+    if not tail[1]:
+        return kind
+    items.extend(tail[1])
+    return tail[0]
+
+
 def remember_written(log: ThreadLog, ns: str, values: Mapping[str, Mapping[str, Any]]) -> None:
-    """After a put is durable: keep its list values in stored form for the next read
-    (a delta extends the kept base; anything else forgets the channel)."""
+    """After a put is written: keep its list values in stored form for the next read
+    (a delta extends the kept base in place; anything else forgets the channel)."""
     for channel, entry in values.items():
         key = (LATEST_ITEMS, ns, channel)
         found: tuple[str, list[Any]] | None = None
@@ -158,16 +178,11 @@ def remember_written(log: ThreadLog, ns: str, values: Mapping[str, Mapping[str, 
             if found is not None:
                 found = (found[0], list(found[1]))
         elif "base" in entry:
-            kept = log.cache.get(key)
-            tail = list_items(entry["tail"])
-            if (
-                kept is not None
-                and tail is not None
-                and version_key(kept[0]) == version_key(entry["base"])
-                and len(kept[2]) == entry["keep"]
-                and (not tail[1] or not kept[2] or tail[0] == kept[1])
-            ):
-                found = (tail[0] if tail[1] else kept[1], kept[2] + tail[1])
+            kept = kept_items(log, ns, channel, entry["base"])
+            if kept is not None and len(kept[1]) == entry["keep"]:
+                # The base's entry is replaced below: its list may grow in place.
+                kind = extend_items(kept[0], kept[1], entry["tail"])
+                found = (kind, kept[1]) if kind is not None else None
         if found is None:
             log.cache.pop(key, None)
         else:

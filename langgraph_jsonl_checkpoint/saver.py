@@ -270,11 +270,10 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
                 if entry is None:
                     return None
-                tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry)
-                if in_run(configurable):  # a run continues from it: its next put
-                    _witness_lists(log, ns, tup.checkpoint)
-                self.store.keep_warm(log)
-                return tup
+                # A run continues from what it reads: witness its lists for its next put.
+                return self._build_tuple(
+                    log, idx, thread_id, ns, checkpoint_id, entry, witness=in_run(configurable)
+                )
 
         tup = _healing(read)
         self._runs.read(configurable, thread_id, ns, tup.checkpoint["id"] if tup else None)
@@ -293,7 +292,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         checkpoint_id: str,
         entry: CheckpointEntry,
         reader: ValueReader | None = None,
+        *,
+        witness: bool = False,
     ) -> CheckpointTuple:
+        """Rebuild a checkpoint tuple (under ``log.mutex``); with ``witness``, remember
+        its lists for the next put (:func:`_witness_lists`)."""
         reader = reader or ValueReader(log, self.codec)
         reader.prefetch_checkpoint(idx, ns, checkpoint_id, entry)
         rec = reader.record(entry.ref)
@@ -310,6 +313,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         checkpoint["id"] = checkpoint_id
         checkpoint["channel_versions"] = dict(rec["cv"])
         checkpoint["channel_values"] = values
+        if witness:
+            _witness_lists(log, ns, checkpoint)
+        self.store.keep_warm(log)  # the reads above may have filled its value caches
         pending = [
             (task, w.channel, reader.write_value(w))
             for task, _, w in idx.sorted_writes(ns, checkpoint_id)
@@ -393,9 +399,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
             if entry is None:
                 return None
-            tup = self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
-            self.store.keep_warm(log)
-            return tup
+            return self._build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
 
     def _matching_ids(
         self,

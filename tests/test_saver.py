@@ -815,3 +815,52 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
     assert idx.blob("", "messages", entry.versions["messages"]).kind == DELTA
     assert saver.get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
     assert JsonlSaver(tmp_path / "s").get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
+
+
+def test_verify_in_a_live_process_rebuilds_from_the_records_not_from_memory(tmp_path: Path) -> None:
+    """The saver keeps its newest lists in memory; verify must still rebuild every
+    snapshot's values from the log's delta records, so damage to one is reported even by
+    the process that wrote it."""
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_jsonl_checkpoint.framing import parse_line
+    from langgraph_jsonl_checkpoint.maintenance import verify
+
+    # one snapshot, with the 4th checkpoint: verify rebuilds only the newest version
+    saver = JsonlSaver(tmp_path / "s", snapshot_every=4, snapshot_ratio=0)
+    msgs: list = []
+    parent = None
+    for i in range(4):
+        msgs = msgs + [HumanMessage(f"m{i}", id=f"h{i}")]
+        cfg = _put(saver, "t", i, {"messages": msgs}, parent=parent)
+        parent = cfg["configurable"]["checkpoint_id"]
+    assert not verify(saver).findings
+    assert verify(saver).snapshots_checked == 1
+    (log_file,) = (tmp_path / "s" / "threads").glob("*.jsonl")
+    lines = log_file.read_bytes().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if b'"t":"checkpoint"' in line)
+    rec = parse_line(lines[last][:-1])
+    assert "tail" in rec["values"]["messages"]  # a delta, rebuilt only from records
+    rec["values"]["messages"]["tail"]["msgs"][0]["content"] = "m9"  # same length
+    lines[last] = frame(rec)
+    ck.write_in_place(str(log_file), b"".join(lines))
+    findings = verify(saver).findings
+    assert any("state hash does not match" in f.problem for f in findings), findings
+
+
+def test_a_log_past_max_open_threads_is_let_go_with_its_caches(tmp_path: Path) -> None:
+    """The value-cache budget must not hold logs the open-log bound let go (their file
+    descriptors close when the last reference goes)."""
+    import gc
+    import weakref
+
+    from langchain_core.messages import HumanMessage
+
+    saver = JsonlSaver(tmp_path / "s", max_open_threads=2)
+    _put(saver, "a", 0, {"messages": [HumanMessage("hi", id="h0")]})
+    first = weakref.ref(saver.store.thread_log("a"))
+    for tid in ("b", "c", "d"):
+        _put(saver, tid, 0, {"messages": [HumanMessage("hi", id="h0")]})
+    gc.collect()
+    assert first() is None
+    assert saver.get_tuple({"configurable": {"thread_id": "a"}}).checkpoint["channel_values"]["messages"][0].content == "hi"
