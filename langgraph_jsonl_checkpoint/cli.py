@@ -55,9 +55,11 @@ def _repair(args: argparse.Namespace) -> int:
     if result.archived_to is None:
         print(f"thread {args.thread!r}: nothing to repair")
     else:
+        for line in result.dropped:
+            print(f"dropped {line}")
         print(
-            f"thread {args.thread!r}: kept {result.kept_bytes} bytes (the valid prefix), "
-            f"dropped {result.dropped_bytes}; the original is in {result.archived_to}"
+            f"thread {args.thread!r}: kept {result.kept_records} records ({result.kept_bytes} "
+            f"bytes), dropped {len(result.dropped)}; the original is in {result.archived_to}"
         )
     return 0
 

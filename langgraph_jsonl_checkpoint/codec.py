@@ -379,6 +379,16 @@ class ListFingerprint:
         )
 
 
+def same_encoding(a: Any, b: Any) -> bool:
+    """Whether two values have the same deterministic msgpack encoding: what
+    LangGraph's own savers store, so they could not tell them apart either. Values
+    msgpack cannot encode are never the same."""
+    try:
+        return _FINGERPRINT_SERDE.dumps_typed(a) == _FINGERPRINT_SERDE.dumps_typed(b)
+    except Exception:
+        return False
+
+
 def state_hash(values: Mapping[str, tuple[Any, Any]]) -> str:
     """Hash of a set of channel values, for snapshot records and ``verify``.
 

@@ -94,17 +94,26 @@ def _decode(text: str, entry: CheckpointEntry, what: str) -> Any:
 class BlobEntry(NamedTuple):
     """Where the value of one channel version is stored.
 
+    A delta's base is resolved when its record is indexed, in log order: ``prev`` is the
+    entry its base version had *then*. A version written again later (a caller may
+    pass any ``new_versions``) replaces the entry that lookups by version find, never
+    the value of a delta built on it before; and since ``prev`` always lies earlier in
+    the log, a chain of deltas can never loop.
+
     Attributes:
         ref: The record holding it (a checkpoint or snapshot record).
         kind: ``FULL``, ``DELTA`` or ``EMPTY``.
         base: For a delta, the version it extends.
         depth: Records to read to rebuild it (0 for a full value).
+        prev: For a delta, the entry of its base when it was written (``None``: the
+            base was not in the log, which this package never writes).
     """
 
     ref: RecordRef
     kind: int
     base: Any = None
     depth: int = 0
+    prev: BlobEntry | None = None
 
 
 class WriteEntry(NamedTuple):
@@ -296,8 +305,14 @@ class _Base:
         self.kinds = cat("t")
         self.ns = cat("ns")
         self.vr, self.vc, self.vv, self.vk, self.vb = (cat(k) for k in ("vr", "vc", "vv", "vk", "vb"))
-        self.one_ns = len(set(self.ns) - {None}) <= 1
+        namespaces = set(self.ns) - {None}
+        #: The one namespace of every record (``None``: several, or none)
+        self.only_ns = namespaces.pop() if len(namespaces) == 1 else None
         self.slot_maps: dict[tuple[str, str], dict[Any, int]] = {}
+        #: (ns, channel, version key) -> every slot of a version stored more than once
+        self.repeats: dict[tuple[str, str, Any], list[int]] = {}
+        #: slot -> its entry, for the deltas of versions stored more than once
+        self.slot_entries: dict[int, BlobEntry] = {}
         w_sel = list(map(eq, self.kinds, itertools.repeat(1)))
         seqs = range(self.first, self.first + len(self.lens))
         self.wseq = array("q", itertools.compress(seqs, w_sel))
@@ -324,23 +339,49 @@ class _Base:
         found = self.slot_maps.get((ns, channel))
         if found is not None:
             return found
-        slots = list(itertools.compress(range(len(self.vc)), map(eq, self.vc, itertools.repeat(channel))))
-        if not self.one_ns:
+        if self.only_ns is not None and self.only_ns != ns:
+            slots: list[int] = []  # (another namespace's records only)
+        else:
+            slots = list(itertools.compress(range(len(self.vc)), map(eq, self.vc, itertools.repeat(channel))))
+        if self.only_ns is None:
             slots = [i for i in slots if self.slot_ns(i) == ns]
         keys = list(map(self.vv.__getitem__, slots))
         if set(map(type, keys)) - {str}:
             keys = list(map(version_key, keys))
         found = dict(zip(keys, slots))  # the last entry of a version wins...
         if len(found) < len(slots):
-            # ...unless it is a delta and the last full-or-empty entry before it is a
-            # full value (apply() never lets a delta replace a full value).
-            kinds = list(map(self.vk.__getitem__, slots))
-            last_stored = dict(itertools.compress(zip(keys, slots), map(ne, kinds, itertools.repeat(DELTA))))
-            for k, i in last_stored.items():
-                if self.vk[i] == FULL:
-                    found[k] = i
+            # ...unless it is a delta and the entry before it is a full value (apply()
+            # never lets a delta replace a full value). A version stored more than once
+            # keeps all its slots, for deltas written in between (:meth:`slot_before`).
+            repeated: dict[Any, list[int]] = {}
+            for k, i in zip(keys, slots):
+                repeated.setdefault(k, []).append(i)
+            for k, held in repeated.items():
+                if len(held) > 1:
+                    self.repeats[(ns, channel, k)] = held
+                    found[k] = self._kept_slot(held)
         self.slot_maps[(ns, channel)] = found
         return found
+
+    def _kept_slot(self, held: list[int]) -> int:
+        """The slot apply() keeps of a version stored in ``held`` (in log order)."""
+        kept = held[0]
+        for i in held[1:]:
+            if self.vk[i] != DELTA or self.vk[kept] != FULL:
+                kept = i
+        return kept
+
+    def slot_before(self, ns: str, channel: str, key: Any, position: int) -> int | None:
+        """The slot apply() held for version ``key`` just before slot ``position`` was
+        indexed (``None``: not stored before it)."""
+        slot = self.slot_map(ns, channel).get(key)
+        if slot is None:
+            return None
+        held = self.repeats.get((ns, channel, key))
+        if held is None:
+            return slot if slot < position else None
+        earlier = held[: bisect.bisect_left(held, position)]
+        return self._kept_slot(earlier) if earlier else None
 
     def groups(self) -> dict[str, dict[str, Any]]:
         """Namespace -> checkpoint id -> its writes records (column positions, in order;
@@ -385,6 +426,9 @@ class ThreadIndex:
     records_since_snapshot: int = 0
     bytes_since_snapshot: int = 0
     last_snapshot_bytes: int = 0
+    #: Checkpoint-record values stored for a version that already had one (a caller
+    #: passing an old version in ``new_versions``): caches keyed by version go stale.
+    rewritten_versions: int = 0
     _base: _Base | None = None
 
     @property
@@ -491,13 +535,15 @@ class ThreadIndex:
         by_id[cid] = CheckpointEntry(ref, s["p"], s["md"], s["cv"])
         for ch, (ver, kind, base) in s["vals"].items():
             key = (ns, ch, version_key(ver))
+            existing = self.blob(ns, ch, ver)
+            if existing is not None:
+                self.rewritten_versions += 1
             if kind == DELTA:
-                base_entry = self.blob(ns, ch, base)
-                depth = base_entry.depth + 1 if base_entry is not None else 1
-                existing = self.blob(ns, ch, ver)
                 if existing is not None and existing.kind == FULL:
-                    continue  # a snapshot already holds this version in full
-                self._blob_map[key] = BlobEntry(ref, DELTA, base, depth)
+                    continue  # the same value, already held in full (a copy's snapshot)
+                prev = self.blob(ns, ch, base)
+                depth = prev.depth + 1 if prev is not None else 1
+                self._blob_map[key] = BlobEntry(ref, DELTA, base, depth, prev)
             else:
                 self._blob_map[key] = BlobEntry(ref, kind)
 
@@ -539,30 +585,35 @@ class ThreadIndex:
         """Fold a bulk-loaded value (and the deltas it extends) into the index."""
         base = self._base
         assert base is not None
-        ns, channel = key[0], key[1]
-        slots = base.slot_map(ns, channel)
-        chain: list[tuple[tuple[str, str, Any], int]] = []
-        seen = {key}
-        entry = None
-        k = key
-        while True:
-            slot = slots.get(k[2])
-            if slot is None:
+        slot = base.slot_map(key[0], key[1]).get(key[2])
+        if slot is None:
+            return self._blob_map.get(key)
+        entry = self._blob_map[key] = self._slot_entry(key[0], key[1], slot)
+        return entry
+
+    def _slot_entry(self, ns: str, channel: str, slot: int) -> BlobEntry:
+        """The entry apply() made for one bulk-loaded value slot: a delta's ``prev`` is
+        its base as of that slot (walked iteratively: chains run thousands long)."""
+        base = self._base
+        assert base is not None
+        chain: list[int] = []
+        below: BlobEntry | None = None
+        current: int | None = slot
+        while current is not None:
+            done = base.slot_entries.get(current)
+            if done is not None:
+                below = done
                 break
-            kind = base.vk[slot]
-            if kind != DELTA:
-                entry = self._blob_map[k] = BlobEntry(base.ref(base.vr[slot]), kind)
+            if base.vk[current] != DELTA:
+                below = base.slot_entries[current] = BlobEntry(base.ref(base.vr[current]), base.vk[current])
                 break
-            chain.append((k, slot))
-            k = (ns, channel, version_key(base.vb[slot]))
-            entry = self._blob_map.get(k)
-            if entry is not None or k in seen:
-                break  # found, or a cycle (never written by this package): the chain ends
-            seen.add(k)
-        for k, slot in reversed(chain):
-            depth = entry.depth + 1 if entry is not None else 1
-            entry = self._blob_map[k] = BlobEntry(base.ref(base.vr[slot]), DELTA, base.vb[slot], depth)
-        return self._blob_map.get(key)
+            chain.append(current)
+            current = base.slot_before(ns, channel, version_key(base.vb[current]), current)
+        for i in reversed(chain):
+            depth = below.depth + 1 if below is not None else 1
+            below = base.slot_entries[i] = BlobEntry(base.ref(base.vr[i]), DELTA, base.vb[i], depth, below)
+        assert below is not None
+        return below
 
     # -- lookups ---------------------------------------------------------------
 

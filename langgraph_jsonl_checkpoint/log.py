@@ -28,6 +28,7 @@ import errno
 import fcntl
 import logging
 import os
+import shlex
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -330,7 +331,12 @@ class ThreadLog:
         return header
 
     def _apply(self, summary: dict[str, Any], crc: bytes | None = None) -> None:
+        rewritten = self.index.rewritten_versions
         self.index.apply(summary)
+        if self.index.rewritten_versions != rewritten:
+            # A version was stored again with (maybe) another value: values cached
+            # by version may be stale. A writer that did it fills them again after.
+            self.cache.clear()
         self._summaries.append(summary)
         self._last_crc = crc
 
@@ -435,9 +441,9 @@ class ThreadLog:
         """The sentence naming the repair command for this thread."""
         store = os.path.dirname(self.directory)
         return (
-            f"To keep the valid prefix, run `langgraph-jsonl repair {store} --thread "
-            f"{self.thread_id}` (it archives the original first), or restore the file "
-            "from a backup."
+            f"To keep every record that can still be read, run `langgraph-jsonl repair "
+            f"{shlex.quote(store)} --thread {shlex.quote(self.thread_id)}` (it archives "
+            "the original first), or restore the file from a backup."
         )
 
     def read_record(self, ref: RecordRef) -> dict[str, Any]:
@@ -841,18 +847,23 @@ class ThreadLog:
 
     # -- whole-file operations ---------------------------------------------------
 
-    def rewrite(self, records: list[dict[str, Any]]) -> None:
+    def rewrite(self, records: list[dict[str, Any]], *, gen: int | None = None) -> None:
         """Replace the log by a new generation holding ``records`` (header added here).
 
         Crash-atomic: the new file is written and synced under a temporary name, renamed
-        over the log, and the directory synced. Call under :meth:`writer`.
+        over the log, and the directory synced. Call under :meth:`writer` (or
+        :meth:`locked`, with ``gen``, for a log that cannot be indexed: repair).
+
+        Args:
+            records: The records, without ``seq`` (numbered here).
+            gen: The new generation's number (default: the indexed one's plus one).
         """
         header = {
             "t": "header",
             "seq": 0,
             "format": FORMAT_VERSION,
             "thread": self.thread_id,
-            "gen": self.gen + 1,
+            "gen": gen if gen is not None else self.gen + 1,
             "created": datetime.now(timezone.utc).isoformat(),
         }
         body = [header]

@@ -62,7 +62,7 @@ class ValueReader:
                 refs.append(blob.ref)
                 if blob.kind != DELTA:
                     break
-                blob = idx.blob(ns, channel, blob.base)
+                blob = blob.prev  # always an earlier record: the walk ends
         refs.extend(w.ref for _, _, w in idx.sorted_writes(ns, checkpoint_id))
         self.prefetch(refs)
 
@@ -72,19 +72,13 @@ class ValueReader:
         if kept is not None:
             return self.codec.decode({kept[0]: kept[1]}, fresh=True)
         entry = idx.blob(ns, channel, version)
-        chain = []
+        chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
         while entry is not None and entry.kind == DELTA:
-            stored = self.record(entry.ref)["values"][channel]
-            chain.append(stored)
-            entry = idx.blob(ns, channel, stored["base"])
+            chain.append((entry, self.record(entry.ref)["values"][channel]))
+            entry = entry.prev  # the base as it was when this delta was written
         if entry is None or entry.kind == EMPTY:
             self.log.distrust_sidecar()
-            raise CorruptLogError(
-                f"thread {self.log.thread_id!r}: the value of channel {channel!r} at version "
-                f"{version!r} refers to a base version that is not in {self.log.path}.",
-                path=self.log.path,
-                offset=0,
-            )
+            raise self._unrebuildable(channel, version, chain[-1] if chain else None)
         chain.reverse()
         base = self.record(entry.ref)["values"][channel]["val"]
         joined = self._joined_items(channel, base, chain) if self.kept else None
@@ -95,13 +89,35 @@ class ValueReader:
         value = self.decode(base)
         if chain and type(value) is list:
             value = list(value)  # extended in place below: never the parsed record's own list
-        for stored in chain:
-            self._expect_base(channel, stored, value)
+        for at, stored in chain:
+            self._expect_base(channel, stored, value, at)
             value.extend(self.decode(stored["tail"]))  # linear in the result, not quadratic
         return value
 
+    def _unrebuildable(
+        self, channel: str, version: Any, oldest: tuple[Any, dict[str, Any]] | None
+    ) -> CorruptLogError:
+        """The error for a value whose delta chain does not end at a stored value."""
+        if oldest is None:
+            return CorruptLogError(
+                f"thread {self.log.thread_id!r}: log {self.log.path} holds no value for "
+                f"channel {channel!r} at version {version!r}. {self.log.repair_hint()}",
+                path=self.log.path,
+                offset=0,
+            )
+        at, stored = oldest
+        return CorruptLogError(
+            f"thread {self.log.thread_id!r}: log {self.log.path} holds a delta for channel "
+            f"{channel!r} (version {stored['ver']!r}, in the record at byte offset "
+            f"{at.ref.offset}) whose base version {stored['base']!r} was not stored before "
+            f"it, so the value at version {version!r} cannot be rebuilt. This package never "
+            f"writes such a record: the log was edited or damaged. {self.log.repair_hint()}",
+            path=self.log.path,
+            offset=at.ref.offset,
+        )
+
     def _joined_items(
-        self, channel: str, base: Mapping[str, Any], chain: list[dict[str, Any]]
+        self, channel: str, base: Mapping[str, Any], chain: list[tuple[Any, dict[str, Any]]]
     ) -> tuple[str, list[Any]] | None:
         """A delta chain over a list of messages (or of plain JSON) joined in stored form,
         before anything is decoded; ``None`` for other values."""
@@ -110,22 +126,26 @@ class ValueReader:
             return None
         kind: str | None = start[0]
         items = list(start[1])  # a copy: the record's own list stays as is
-        for stored in chain:
-            self._expect_base(channel, stored, items)
+        for at, stored in chain:
+            self._expect_base(channel, stored, items, at)
             kind = extend_items(kind, items, stored["tail"])  # type: ignore[arg-type]
             if kind is None:
                 return None
         return kind, items
 
-    def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any) -> None:
+    def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any, at: Any) -> None:
         keep = stored["keep"]
         if type(value) is not list or len(value) != keep:
             self.log.distrust_sidecar()
             raise CorruptLogError(
-                f"thread {self.log.thread_id!r}: delta for channel {channel!r} at "
-                f"version {stored['ver']!r} expects {keep} items in its base.",
+                f"thread {self.log.thread_id!r}: log {self.log.path} holds a delta for "
+                f"channel {channel!r} (version {stored['ver']!r} in the record at byte "
+                f"offset {at.ref.offset}) that extends {keep} items of its base, which "
+                f"holds {len(value) if type(value) is list else 'no list'}: the value "
+                "cannot be rebuilt. This package never writes such a record (the log was "
+                f"edited or damaged). {self.log.repair_hint()}",
                 path=self.log.path,
-                offset=0,
+                offset=at.ref.offset,
             )
 
     def write_value(self, entry: Any) -> Any:

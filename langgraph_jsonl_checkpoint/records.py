@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .codec import ListFingerprint, ValueCodec, state_hash
+from .codec import ListFingerprint, ValueCodec, same_encoding, state_hash
 from .errors import JsonlCheckpointError
-from .index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex
+from .index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex, version_key
 from .log import ThreadLog
 from .reader import ValueReader
 from .witness import ListWitness
@@ -77,6 +77,10 @@ class RecordBuilder:
         entries: dict[str, Any] = {}
         proofs: dict[str, Proof] = {}
         for channel, version in new_versions.items():
+            stored = self.idx.blob(ns, channel, version)
+            if stored is not None:
+                self._store_again(ns, channel, version, stored, values, entries, proofs)
+                continue
             if channel not in values:
                 entries[channel] = {"ver": version, "empty": 1}
                 continue
@@ -95,6 +99,48 @@ class RecordBuilder:
             if proof is not None:
                 proofs[channel] = proof
         return entries, proofs
+
+    def _store_again(
+        self,
+        ns: str,
+        channel: str,
+        version: Any,
+        stored: Any,
+        values: Mapping[str, Any],
+        entries: dict[str, Any],
+        proofs: dict[str, Proof],
+    ) -> None:
+        """A version that is already stored, named again in ``new_versions`` (a script
+        passing every channel's version; LangGraph never does). The same value is not
+        stored twice; another value replaces it in full, as ``InMemorySaver``'s blob
+        for that version is replaced. Never a delta: a record must not depend on the
+        very version it replaces."""
+        if channel not in values:
+            if stored.kind != EMPTY:
+                entries[channel] = {"ver": version, "empty": 1}
+            return
+        value = values[channel]
+        proof = ListWitness.of(value) or ListFingerprint.of(value)
+        if stored.kind == EMPTY or not self._same_as_stored(ns, channel, version, value):
+            entries[channel] = {"ver": version, "val": self.codec.encode(value)}
+        if proof is not None:
+            proofs[channel] = proof
+
+    def _same_as_stored(self, ns: str, channel: str, version: Any, value: Any) -> bool:
+        """Whether ``value`` is the stored value of ``version`` (encodings compared)."""
+        cached = self.log.cache.get((ns, channel))
+        if cached is not None and version_key(cached[0]) == version_key(version):
+            proof = cached[1]
+            if type(proof) is ListWitness:
+                if type(value) is list and proof.prefix_of(value) == len(value):
+                    return True
+            elif ListFingerprint.of(value) == proof:
+                return True
+        try:
+            current = ValueReader(self.log, self.codec).value(self.idx, ns, channel, version)
+        except (JsonlCheckpointError, ValueError):
+            return False  # unreadable: store the new value in full
+        return same_encoding(current, value)
 
     def _witnessed_delta(
         self, ns: str, channel: str, version: Any, value: list[Any]
@@ -149,7 +195,7 @@ class RecordBuilder:
         full: dict[str, tuple[Any, Any]] = {}
         for channel, version in record["cv"].items():
             entry = record["values"].get(channel)
-            if entry is not None:
+            if entry is not None and version_key(entry["ver"]) == version_key(version):
                 if "base" in entry:
                     full[channel] = (version, values[channel])
                 continue

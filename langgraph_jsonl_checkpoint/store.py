@@ -232,6 +232,10 @@ class Store:
                 del old
             return log
 
+    def has_thread(self, thread_id: str) -> bool:
+        """Whether the store holds a log for this thread (creates nothing)."""
+        return os.path.lexists(os.path.join(self.threads_path, thread_file_stem(thread_id) + ".jsonl"))
+
     def keep_warm(self, log: ThreadLog) -> None:
         """Note that ``log``'s value caches were just used or filled. While the items
         they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used

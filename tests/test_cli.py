@@ -44,8 +44,10 @@ def test_verify_is_clean_on_a_healthy_store_and_checks_snapshot_hashes(tmp_path:
     assert "ok" in out and "0 snapshot" not in out
 
 
-def test_verify_reports_damage_and_repair_keeps_the_valid_prefix(tmp_path: Path, capsys) -> None:
+def test_verify_reports_damage_and_repair_keeps_every_readable_record(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s")
+    cfg = {"configurable": {"thread_id": "t-1"}}
+    before = {t.checkpoint["id"]: t.checkpoint for t in JsonlSaver(tmp_path / "s").list(cfg)}
     (log,) = (tmp_path / "s" / "threads").glob("*.jsonl")
     data = bytearray(log.read_bytes())
     lines = data.split(b"\n")
@@ -53,7 +55,8 @@ def test_verify_reports_damage_and_repair_keeps_the_valid_prefix(tmp_path: Path,
     data[middle] ^= 0x01
     log.write_bytes(bytes(data))
     assert main(["verify", str(tmp_path / "s")]) == 1
-    assert "damaged record" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.count("PROBLEM") == 1 and "damaged record" in out  # reported once
     run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "repair", str(tmp_path / "s"),
                           "--thread", "t-1"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -62,9 +65,11 @@ def test_verify_reports_damage_and_repair_keeps_the_valid_prefix(tmp_path: Path,
     assert [a.read_bytes() for a in archived] == [bytes(data)]
     assert main(["verify", str(tmp_path / "s")]) == 0
     saver = JsonlSaver(tmp_path / "s")
-    history = list(saver.list({"configurable": {"thread_id": "t-1"}}))
-    assert 0 < len(history) < 12
-    assert history[0].checkpoint["channel_values"]["m"] == [f"message {i}" for i in range(len(history))]
+    history = {t.checkpoint["id"]: t.checkpoint for t in saver.list(cfg)}
+    # line 6 is checkpoint 4's record; checkpoint 5 extends its value; every other stays
+    assert sorted(history) == [c for c in CP[:12] if c not in (CP[4], CP[5])]
+    assert all(history[c] == before[c] for c in history)
+    assert f"dropped checkpoint {CP[5]}" in run.stdout
 
 
 def test_threads_lists_ids(tmp_path: Path, capsys) -> None:

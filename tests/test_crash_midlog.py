@@ -6,7 +6,8 @@ and a writer must refuse without touching the file (cutting there would throw aw
 every acknowledged record after the damage).
 
 Also: a read-only open serves the valid prefix, the error names the repair command, and
-`langgraph-jsonl repair` archives the original before keeping the valid prefix.
+`langgraph-jsonl repair` archives the original before keeping every record that can
+still be read.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def test_error_names_the_repair_command(ref: tuple[ck.ReferenceLog, Path], tmp_p
         JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
 
 
-def test_repair_archives_the_original_then_keeps_the_valid_prefix(
+def test_repair_archives_the_original_then_keeps_every_readable_record(
     ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
 ) -> None:
     reflog, src = ref
@@ -128,7 +129,49 @@ def test_repair_archives_the_original_then_keeps_the_valid_prefix(
     assert archived, "repair did not keep a copy of the damaged log"
     saver = JsonlSaver(store)
     got = ck.answers(saver, reflog.thread_id)
-    assert not ck.diff_answers(got, _valid_prefix_state(reflog, first))
+    prefix = _valid_prefix_state(reflog, first)["list"]
+    final = reflog.acked[-1][1]["list"]
+    # nothing before the damage is lost, and nothing served is wrong
+    assert set(prefix) <= set(got["list"])
+    _served_as_acknowledged(got, reflog)
     v = {"m": saver.get_next_version(None, None)}
     saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
     assert JsonlSaver(store).get_tuple(ck.config(reflog.thread_id)).checkpoint["id"] == ck.AFTER_CUT_ID
+
+
+def _served_as_acknowledged(got: dict, reflog: ck.ReferenceLog) -> None:
+    final = reflog.acked[-1][1]["list"]
+    for key, tup in got["list"].items():
+        want = final[key]
+        assert (tup.checkpoint, tup.metadata, tup.parent_config) == (
+            want.checkpoint, want.metadata, want.parent_config
+        ), key
+        assert all(w in want.pending_writes for w in tup.pending_writes), key
+
+
+def test_repair_after_one_flipped_byte_loses_only_that_record(
+    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
+) -> None:
+    """Every line has its own checksum: a byte flipped in a writes record in the middle
+    costs that record's writes, not the records after it."""
+    reflog, src = ref
+    store = tmp_path / "store"
+    ck.copy_store(src, store, index=False)
+    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    spans = ck.record_spans(reflog.data)
+    offset, length, rec = next(s for s in spans if s[0] > len(reflog.data) // 2 and s[2]["t"] == "writes")
+    data = bytearray(reflog.data)
+    data[offset + length // 2] ^= 0x20
+    ck.write_in_place(files.log, bytes(data))
+    run = subprocess.run(
+        [sys.executable, "-m", "langgraph_jsonl_checkpoint", "repair", str(store), "--thread", reflog.thread_id],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "dropped bytes" in run.stdout and "dropped checkpoint" not in run.stdout
+    got = ck.answers(JsonlSaver(store), reflog.thread_id)
+    assert set(got["list"]) == set(reflog.acked[-1][1]["list"])  # every checkpoint
+    _served_as_acknowledged(got, reflog)
+    lost = [w for key, t in reflog.acked[-1][1]["list"].items() for w in t.pending_writes
+            if w not in got["list"][key].pending_writes]
+    assert lost and {w[0] for w in lost} == {rec["task"]}
