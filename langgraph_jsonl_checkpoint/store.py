@@ -20,28 +20,35 @@ file descriptors); an evicted one is reopened, index and all, on next use.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from .errors import ConfigError, ForeignFileError, JsonlCheckpointError, StoreError
-from .log import FORMAT_VERSION, ThreadLog, fsync_dir
+from .errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
+from .log import ThreadLog, fsync_dir
 from .toolcalls import pid_alive
 
 MARKER = "STORE.json"
-#: The marker's temp file: left behind when the store's creation was cut short.
+#: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
+#: when a store's creation was cut short.
 MARKER_TEMP = MARKER + ".tmp"
+#: The layout of the store directory (the marker's ``format``); each log's header
+#: carries the format of the log itself.
+STORE_FORMAT = 1
 THREADS_DIR = "threads"
 TEMP_DIR = "tmp"
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 #: Thread logs kept open at once; each holds up to three descriptors.
 DEFAULT_MAX_OPEN_THREADS = 128
+logger = logging.getLogger(__name__)
 
 
 #: Items (messages, list entries) the value caches of all logs may hold together. A
@@ -68,6 +75,21 @@ def thread_file_stem(thread_id: str) -> str:
     digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
     slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
     return f"{slug}-{digest}"
+
+
+@dataclass(frozen=True)
+class ThreadFile:
+    """One log file of a store (see :meth:`Store.catalog`).
+
+    Attributes:
+        path: The file.
+        thread_id: The thread it holds (``None`` if its header cannot be read).
+        error: Why it cannot be read, if so.
+    """
+
+    path: str
+    thread_id: str | None
+    error: JsonlCheckpointError | None
 
 
 class Store:
@@ -115,23 +137,9 @@ class Store:
             if self.read_only:
                 raise StoreError(f"store {self.path} does not exist (opened read-only).")
             os.makedirs(self.path, mode=0o700, exist_ok=True)
-            os.chmod(self.path, 0o700)
         if not os.path.exists(marker):
-            # A marker temp file alone is a creation a crash cut short (the marker is
-            # written first): still an empty store, which a writable open completes.
-            entries = [e for e in os.listdir(self.path) if not e.startswith(".") and e != MARKER_TEMP]
-            if entries:
-                raise StoreError(
-                    f"directory {self.path} is not empty and is not a "
-                    f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
-                    "an empty or new directory."
-                )
-            if not self.read_only:
-                # An empty directory becomes a store: make it private first, whatever
-                # umask it was created under.
-                os.chmod(self.path, 0o700)
-                self._write_marker(marker)
-        else:
+            self._become_store(marker)
+        if os.path.exists(marker):
             self._check_marker(marker)
         if self.read_only:
             if os.path.isdir(self.threads_path):
@@ -145,6 +153,36 @@ class Store:
         self._check_permissions()
         self._sweep_dead_temp_files()
 
+    def _become_store(self, marker: str) -> None:
+        """Make an empty directory a store (several processes may do it at once).
+
+        The marker is written before anything else, so a directory holding anything but
+        marker temp files and no marker is not a store; entries seen while another
+        process is creating the store are only taken as foreign if the marker is still
+        missing after they were listed.
+        """
+        entries = [
+            e for e in os.listdir(self.path)
+            if not e.startswith(".") and e != MARKER and not e.startswith(MARKER_TEMP)
+        ]
+        if os.path.exists(marker):
+            return  # another process finished creating it meanwhile
+        if entries:
+            raise StoreError(
+                f"directory {self.path} is not empty and is not a "
+                f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
+                "an empty or new directory."
+            )
+        if self.read_only:
+            return
+        # An empty directory becomes a store: private first, whatever umask or mount
+        # it was created under.
+        mode = stat.S_IMODE(os.stat(self.path).st_mode)
+        if mode != 0o700:
+            logger.info("store %s: changing the directory's mode from %o to 700", self.path, mode)
+            os.chmod(self.path, 0o700)
+        self._write_marker(marker)
+
     def _sweep_dead_temp_files(self) -> None:
         """Remove temp files of processes that are gone (a crash mid-rewrite)."""
         for entry in os.listdir(self.temp_path):
@@ -154,16 +192,22 @@ class Store:
                     os.unlink(os.path.join(self.temp_path, entry))
                 except FileNotFoundError:
                     pass
+        for entry in os.listdir(self.path):  # marker temp files of creations cut short
+            pid_part = entry[len(MARKER_TEMP) + 1 :].split("-", 1)[0]
+            if entry.startswith(MARKER_TEMP) and not (pid_part.isdigit() and pid_alive(int(pid_part))):
+                try:
+                    os.unlink(os.path.join(self.path, entry))
+                except FileNotFoundError:
+                    pass
 
     def _write_marker(self, marker: str) -> None:
-        tmp = os.path.join(self.path, MARKER_TEMP)
+        """Write the marker under a temp name of this process and thread, then rename it
+        in place: creators racing each other rename identical markers, and no one's temp
+        file is another's."""
+        tmp = os.path.join(self.path, f"{MARKER_TEMP}.{os.getpid()}-{threading.get_ident()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(
-                fd,
-                orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": FORMAT_VERSION})
-                + b"\n",
-            )
+            os.write(fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n")
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -181,6 +225,14 @@ class Store:
             ) from exc
         if not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint":
             raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
+        fmt = data.get("format")
+        if type(fmt) is not int or not 1 <= fmt <= STORE_FORMAT:
+            raise FormatVersionError(
+                f"store {self.path}: {marker} says store format {fmt!r}, but this version "
+                f"of langgraph-jsonl-checkpoint reads store format {STORE_FORMAT}. The "
+                "store was written by a newer release: upgrade the package "
+                "(pip install -U langgraph-jsonl-checkpoint) to open it."
+            )
 
     def _check_permissions(self) -> None:
         for p in (self.path, self.threads_path, self.temp_path):
@@ -236,6 +288,12 @@ class Store:
         """Whether the store holds a log for this thread (creates nothing)."""
         return os.path.lexists(os.path.join(self.threads_path, thread_file_stem(thread_id) + ".jsonl"))
 
+    def has_files(self, thread_id: str) -> bool:
+        """Whether anything of this thread's data is on disk: its log, its index, or
+        bytes set aside from a torn write (creates nothing)."""
+        stem = os.path.join(self.threads_path, thread_file_stem(thread_id))
+        return any(os.path.lexists(stem + ext) for ext in (".jsonl", ".idx", ".quarantine"))
+
     def keep_warm(self, log: ThreadLog) -> None:
         """Note that ``log``'s value caches were just used or filled. While the items
         they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used
@@ -264,6 +322,20 @@ class Store:
         with self._lock:
             self._logs.pop(thread_id, None)
             self._cool(thread_id)
+
+    def catalog(self) -> Iterator[ThreadFile]:
+        """Every log file of the store, with its thread id or why it cannot be read; one
+        bad file does not hide the others (a CLI reports it and goes on)."""
+        if not os.path.isdir(self.threads_path):
+            return
+        for entry in sorted(os.listdir(self.threads_path)):
+            if not entry.endswith(".jsonl"):
+                continue
+            path = os.path.join(self.threads_path, entry)
+            try:
+                yield ThreadFile(path, self._read_thread_id(path, entry), None)
+            except JsonlCheckpointError as exc:
+                yield ThreadFile(path, None, exc)
 
     def thread_ids(self) -> Iterator[str]:
         """Ids of every thread with a log in the store (read from the log headers).

@@ -735,6 +735,21 @@ def agent_child(store: str, thread_id: str, ack_path: str, err_path: str, mode: 
     os._exit(0)
 
 
+def open_store_child(store: str, thread_id: str, start_at: float, err_path: str) -> None:
+    """At ``start_at`` (wall clock), open a saver on ``store`` as a new worker of a server
+    does, store one checkpoint in ``thread_id`` and close."""
+    _child_setup(err_path)
+    try:
+        time.sleep(max(0.0, start_at - time.time()))
+        saver = JsonlSaver(store)
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(config(thread_id), make_checkpoint(cp_id(1), {"m": [thread_id]}, v), {}, v)
+        saver.close()
+    except BaseException:
+        _child_fail(err_path)
+    os._exit(0)
+
+
 def spawn(target: Any, *args: Any) -> Any:
     p = mp_context().Process(
         target=target, args=args, daemon=True, name=f"{_CHILD_PREFIX}{target.__name__}"
