@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping
@@ -120,32 +121,42 @@ class ValueCodec:
 
     # -- encoding ---------------------------------------------------------------
 
-    def encode(self, value: Any) -> dict[str, Any]:
+    def encode(self, value: Any, what: str = "a value") -> dict[str, Any]:
         """Encode one value as a cell.
 
+        Args:
+            value: The value.
+            what: What it is, for the error message (``"thread 't', channel 'messages'"``).
+
         Raises:
-            EncodeError: The serializer cannot encode the value.
+            EncodeError: The serializer cannot encode the value; the message names the
+                part of it that cannot be encoded (``["messages"][2].additional_kwargs
+                ["cb"]``) and its type.
         """
         if self.readable:
             cell = _readable_cell(value)
             if cell is not None:
                 return cell
             if type(value) is _DeltaSnapshot:
-                return {"dsnap": self.encode(value.value)}
-        return self._typed(value)
+                return {"dsnap": self.encode(value.value, what)}
+        return self._typed(value, what)
 
-    def _typed(self, value: Any) -> dict[str, Any]:
+    def _typed(self, value: Any, what: str) -> dict[str, Any]:
         try:
             type_, data = self.serde.dumps_typed(value)
         except Exception as exc:  # the serializer's own error types vary
+            path, part = _unencodable_part(value, self.serde)
+            where = f"its part {path} (a {_type_name(part)})" if path else "it"
             raise EncodeError(
-                f"the serializer {type(self.serde).__name__} cannot encode a value of "
-                f"type {type(value).__module__}.{type(value).__qualname__}: "
-                f"{type(exc).__name__}. Store plain data, LangChain messages, pydantic "
-                "models or dataclasses in the graph state, or pass a serde= that can "
-                "encode this type."
+                f"{what}: cannot store a {_type_name(value)} value: the serializer "
+                f"{type(self.serde).__name__} cannot encode {where} ({type(exc).__name__}: "
+                f"{_short(exc)}). Nothing was stored. Keep plain data, LangChain messages, "
+                "pydantic models or dataclasses in the graph state, or pass a serde= that "
+                "can encode this type.",
+                path=path,
             ) from exc
         return {"typed": [type_, base64.b64encode(data).decode("ascii")]}
+
 
     # -- decoding ---------------------------------------------------------------
 
@@ -184,6 +195,58 @@ class ValueCodec:
         if "dsnap" in cell:
             return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh))
         raise ValueError(f"unknown value cell with keys {sorted(cell)}")
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().split("\n", 1)[0]
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _unencodable_part(value: Any, serde: SerializerProtocol) -> tuple[str, Any]:
+    """The path (``["messages"][2].additional_kwargs["cb"]``) and object of the first
+    part of ``value`` that ``serde`` cannot encode; ``("", value)`` if no part alone
+    fails. Walks dicts, lists, tuples, sets, pydantic models and dataclasses."""
+    seen: set[int] = set()
+
+    def encodes(part: Any) -> bool:
+        try:
+            serde.dumps_typed(part)
+        except Exception:
+            return False
+        return True
+
+    def children(part: Any) -> list[tuple[str, Any]]:
+        if isinstance(part, dict):
+            return [(f"[{orjson.dumps(k).decode() if type(k) is str else repr(k)}]", v) for k, v in part.items()]
+        if isinstance(part, (list, tuple)):
+            return [(f"[{i}]", v) for i, v in enumerate(part)]
+        if isinstance(part, (set, frozenset)):
+            return [("{...}", v) for v in part]
+        if isinstance(part, BaseModel):
+            extra = getattr(part, "__pydantic_extra__", None) or {}
+            names = [*type(part).model_fields, *extra]
+            return [(f".{n}", getattr(part, n, None)) for n in names]
+        if dataclasses.is_dataclass(part) and not isinstance(part, type):
+            return [(f".{f.name}", getattr(part, f.name, None)) for f in dataclasses.fields(part)]
+        return []
+
+    def find(part: Any, path: str, depth: int) -> tuple[str, Any] | None:
+        if depth > 64 or id(part) in seen:
+            return None
+        seen.add(id(part))
+        kids = children(part)
+        for step, child in kids:
+            if not encodes(child):
+                return find(child, path + step, depth + 1) or (path + step, child)
+        return None
+
+    found = find(value, "", 0)
+    return found if found is not None else ("", value)
 
 
 def _copy_nested(fields: dict[str, Any], names: Any) -> None:

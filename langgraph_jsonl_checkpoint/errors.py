@@ -57,7 +57,16 @@ class CorruptLogError(JsonlCheckpointError):
 
 
 class EncodeError(JsonlCheckpointError, TypeError):
-    """A value could not be encoded by the configured serializer."""
+    """A value could not be encoded by the configured serializer.
+
+    Attributes:
+        path: Where in the value the part that cannot be encoded is, as
+            ``["messages"][2].additional_kwargs["cb"]`` (empty: the value itself).
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class DurabilityError(JsonlCheckpointError, OSError):

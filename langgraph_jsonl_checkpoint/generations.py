@@ -17,15 +17,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .codec import ListFingerprint
-from .errors import DeltaHistoryError
+from .errors import CorruptLogError, DeltaHistoryError
 from .index import EMPTY, ThreadIndex, version_key
 from .log import ThreadLog
+from .maintenance import value_problems
 from .reader import ValueReader
 from .records import value_entry
 
 if TYPE_CHECKING:
     from .saver import JsonlSaver
+
+#: In a rewritten file (no snapshots), a delta chain holds at most this many times
+#: ``snapshot_every`` records; then a value is stored in full.
+_MAX_CHAIN = 8
 
 
 def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id: str) -> list[str]:
@@ -64,10 +71,23 @@ def _rebuilt_records(
     regular slot's later copies, a special slot's replaced writes) are left out.
     """
     reader = ValueReader(log, saver.codec)
-    emitted: set[tuple[str, str, Any]] = set()
+    # version -> (delta depth, delta bytes since, bytes of the full value) in the new file
+    emitted: dict[tuple[str, str, Any], tuple[int, int, int]] = {}
     last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]] = {}
     out: list[dict[str, Any]] = []
-    for rec in log.iter_records():
+    scanned = log.scanned_records()
+    # Deltas are copied without being rebuilt: first make sure every one can be.
+    unreadable = value_problems([(r.record, r.offset, r.length) for r in scanned])
+    if unreadable:
+        offset, problem = unreadable[0]
+        raise CorruptLogError(
+            f"thread {log.thread_id!r}: log {log.path} holds a record at byte offset "
+            f"{offset} whose values cannot be rebuilt ({problem}); it was not rewritten. "
+            f"{log.repair_hint()}",
+            path=log.path,
+            offset=offset,
+        )
+    for rec in (r.record for r in scanned):
         t = rec.get("t")
         if t == "checkpoint" and (rec["ns"], rec["id"]) in keep:
             ns = rec["ns"]
@@ -79,12 +99,17 @@ def _rebuilt_records(
                 blob = idx.blob(ns, ch, version)
                 if key in emitted or blob is None:
                     continue
-                emitted.add(key)
                 if blob.kind == EMPTY:
+                    emitted[key] = (0, 0, 0)
                     values[ch] = {"ver": version, "empty": 1}
+                    continue
+                copied = _copied_delta(saver, idx, emitted, ns, ch, version, rec["values"].get(ch))
+                if copied is not None:
+                    values[ch] = copied
                     continue
                 value = reader.value(idx, ns, ch, version)
                 values[ch] = _entry(saver, last, ns, ch, version, value)
+                emitted[key] = (0, 0, len(orjson.dumps(values[ch])) if "val" in values[ch] else 0)
             out.append({**rec, "values": values})
         elif t == "writes" and (rec["ns"], rec["cp"]) in keep:
             if live_writes_only:
@@ -95,6 +120,40 @@ def _rebuilt_records(
         elif t == "tool":
             out.append(rec)
     return out
+
+
+def _copied_delta(
+    saver: JsonlSaver,
+    idx: ThreadIndex,
+    emitted: dict[tuple[str, str, Any], tuple[int, int, int]],
+    ns: str,
+    ch: str,
+    version: Any,
+    stored: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The delta this checkpoint record stored for ``version``, as it is, if its base is
+    already in the new file with the value it was built on (a fork's delta extends the
+    fork point, not the channel's newest version: re-deriving it from the newest would
+    store it in full). A rewrite has no snapshots, so a chain ends (the value is stored
+    in full) where the snapshot policy would have written a snapshot: after at least
+    ``snapshot_every`` deltas worth ``snapshot_ratio`` times the full value's bytes."""
+    if stored is None or "base" not in stored or version_key(stored["ver"]) != version_key(version):
+        return None
+    base = stored["base"]
+    if version_key(base) == version_key(version) or idx.rewritten(ns, ch, version) or idx.rewritten(ns, ch, base):
+        return None  # stored more than once: the values differ from what lookups find
+    below = emitted.get((ns, ch, version_key(base)))
+    if below is None:
+        return None
+    depth, since, full = below
+    size = len(orjson.dumps(stored))
+    policy = saver.snapshot_policy
+    if depth + 1 >= policy.max_depth or (
+        depth + 1 >= policy.every and since + size >= policy.ratio * full
+    ):
+        return None
+    emitted[(ns, ch, version_key(version))] = (depth + 1, since + size, full)
+    return stored
 
 
 def _live_writes(idx: ThreadIndex, rec: dict[str, Any]) -> dict[str, Any] | None:
@@ -122,7 +181,7 @@ def _entry(
     fp = ListFingerprint.of(value)
     prev = last.get((ns, ch))
     # No snapshots in a rewritten file: keep chains short instead.
-    base = prev[:2] if prev is not None and prev[2] < 8 * saver.snapshot_policy.every else None
+    base = prev[:2] if prev is not None and prev[2] < _MAX_CHAIN * saver.snapshot_policy.every else None
     entry = value_entry(saver.codec, version, value, fp, base)
     if fp is not None:
         last[(ns, ch)] = (version, fp, prev[2] + 1 if "base" in entry and prev else 0)
@@ -145,6 +204,8 @@ def compact_thread(saver: JsonlSaver, thread_id: str) -> tuple[int, int]:
     Returns:
         The log's size in bytes before and after (``(0, 0)`` for an absent thread).
     """
+    if not saver.store.has_thread(thread_id):
+        return (0, 0)  # no such thread: create no files for it
     log = saver.store.thread_log(thread_id)
     with log.writer() as idx:
         if not log.exists():
@@ -157,6 +218,8 @@ def compact_thread(saver: JsonlSaver, thread_id: str) -> tuple[int, int]:
 
 def prune_thread(saver: JsonlSaver, thread_id: str) -> None:
     """Keep the latest checkpoint per namespace (plus DeltaChannel ancestors)."""
+    if not saver.store.has_thread(thread_id):
+        return
     log = saver.store.thread_log(thread_id)
     with log.writer() as idx:
         if not log.exists():

@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import eq, ne
+from operator import eq
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -429,6 +429,7 @@ class ThreadIndex:
     #: Checkpoint-record values stored for a version that already had one (a caller
     #: passing an old version in ``new_versions``): caches keyed by version go stale.
     rewritten_versions: int = 0
+    _rewritten: set[tuple[str, str, Any]] = field(default_factory=set)
     _base: _Base | None = None
 
     @property
@@ -538,6 +539,7 @@ class ThreadIndex:
             existing = self.blob(ns, ch, ver)
             if existing is not None:
                 self.rewritten_versions += 1
+                self._rewritten.add(key)
             if kind == DELTA:
                 if existing is not None and existing.kind == FULL:
                     continue  # the same value, already held in full (a copy's snapshot)
@@ -640,6 +642,20 @@ class ThreadIndex:
         if entry is None and self._base is not None:
             entry = self._base_blob(key)
         return entry
+
+    def rewritten(self, ns: str, channel: str, version: Any) -> bool:
+        """Whether more than one checkpoint record stored this version (a snapshot's
+        copy of a value does not count): deltas written before the last of them were
+        built on another value than lookups find now."""
+        key = (ns, channel, version_key(version))
+        if key in self._rewritten:
+            return True
+        base = self._base
+        if base is None:
+            return False
+        base.slot_map(ns, channel)
+        held = base.repeats.get(key, ())
+        return sum(base.kinds[base.vr[i] - base.first] == 0 for i in held) > 1
 
     def sorted_writes(self, ns: str, checkpoint_id: str) -> list[tuple[str, int, WriteEntry]]:
         """Pending writes of a checkpoint in ``writes_sort_key`` order.

@@ -536,12 +536,16 @@ class ThreadLog:
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every committed record of the log, header first (reads the whole file)."""
+        return (r.record for r in self.scanned_records())
+
+    def scanned_records(self) -> list[framing.ScannedRecord]:
+        """Every committed record with its offset and length, header first."""
         with self.mutex:
             self.refresh()
             if self._rfd is None:
-                return iter(())
+                return []
             data = os.pread(self._rfd, self.index.committed_end, 0)
-        return (r.record for r in framing.scan(data, 0).records)
+        return framing.scan(data, 0).records
 
     # -- writing ---------------------------------------------------------------
 

@@ -32,13 +32,13 @@ class Finding:
     """One problem ``verify`` found.
 
     Attributes:
-        thread_id: The thread.
+        thread_id: The thread (``None`` for a file whose header cannot be read).
         path: The file.
         offset: Byte offset, where it applies.
         problem: What is wrong, in words.
     """
 
-    thread_id: str
+    thread_id: str | None
     path: str
     offset: int | None
     problem: str
@@ -76,7 +76,14 @@ def verify(saver: Any, thread_ids: list[str] | None = None) -> VerifyReport:
         A :class:`VerifyReport`.
     """
     report = VerifyReport()
-    for tid in thread_ids if thread_ids is not None else list(saver.store.thread_ids()):
+    if thread_ids is None:
+        thread_ids = []
+        for entry in saver.store.catalog():
+            if entry.thread_id is None:
+                report.findings.append(Finding(None, entry.path, 0, str(entry.error)))
+            else:
+                thread_ids.append(entry.thread_id)
+    for tid in thread_ids:
         report.threads += 1
         log = saver.store.thread_log(tid)
         try:

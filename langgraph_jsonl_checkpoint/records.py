@@ -27,6 +27,7 @@ def value_entry(
     value: Any,
     fp: ListFingerprint | None,
     base: tuple[Any, ListFingerprint] | None,
+    what: str = "a value",
 ) -> dict[str, Any]:
     """A ``values`` entry: a delta on ``base`` when ``value`` extends it, else full.
 
@@ -36,16 +37,19 @@ def value_entry(
         value: Its value.
         fp: The value's fingerprint (``None`` if it is not a list).
         base: ``(version, fingerprint)`` of a stored list it may extend.
+        what: What the value is, for an error message.
     """
     if fp is not None and base is not None and fp.extends(base[1]):
-        return delta_entry(codec, version, value, base[0], base[1].count)
-    return {"ver": version, "val": codec.encode(value)}
+        return delta_entry(codec, version, value, base[0], base[1].count, what)
+    return {"ver": version, "val": codec.encode(value, what)}
 
 
-def delta_entry(codec: ValueCodec, version: Any, value: list[Any], base: Any, keep: int) -> dict[str, Any]:
+def delta_entry(
+    codec: ValueCodec, version: Any, value: list[Any], base: Any, keep: int, what: str = "a value"
+) -> dict[str, Any]:
     """The entry storing ``value`` as the value of version ``base`` (``keep`` items)
     followed by the rest of ``value``."""
-    return {"ver": version, "base": base, "keep": keep, "tail": codec.encode(value[keep:])}
+    return {"ver": version, "base": base, "keep": keep, "tail": codec.encode(value[keep:], what)}
 
 
 #: What the log's cache holds per ``(ns, channel)``: a stored version and a proof of its
@@ -86,19 +90,22 @@ class RecordBuilder:
                 continue
             value = values[channel]
             if type(value) is not list:
-                entries[channel] = {"ver": version, "val": self.codec.encode(value)}
+                entries[channel] = {"ver": version, "val": self.codec.encode(value, self._what(channel))}
                 continue
             entry, proof = self._witnessed_delta(ns, channel, version, value)
             if entry is None:
                 # The slow way: compare encodings with the cached or the parent's list.
                 fp = ListFingerprint.of(value)
                 base = self._extendable_base(ns, channel, parent) if fp is not None else None
-                entry = value_entry(self.codec, version, value, fp, base)
+                entry = value_entry(self.codec, version, value, fp, base, self._what(channel))
                 proof = ListWitness.of(value) or fp
             entries[channel] = entry
             if proof is not None:
                 proofs[channel] = proof
         return entries, proofs
+
+    def _what(self, channel: str) -> str:
+        return f"thread {self.log.thread_id!r}, channel {channel!r}"
 
     def _store_again(
         self,
@@ -122,7 +129,7 @@ class RecordBuilder:
         value = values[channel]
         proof = ListWitness.of(value) or ListFingerprint.of(value)
         if stored.kind == EMPTY or not self._same_as_stored(ns, channel, version, value):
-            entries[channel] = {"ver": version, "val": self.codec.encode(value)}
+            entries[channel] = {"ver": version, "val": self.codec.encode(value, self._what(channel))}
         if proof is not None:
             proofs[channel] = proof
 
@@ -154,7 +161,7 @@ class RecordBuilder:
         keep = witness.prefix_of(value)
         if keep is None or not self._usable_base(ns, channel, base_version):
             return None, None
-        entry = delta_entry(self.codec, version, value, base_version, keep)
+        entry = delta_entry(self.codec, version, value, base_version, keep, self._what(channel))
         return entry, witness.extended(value) or ListFingerprint.of(value)
 
     def _usable_base(self, ns: str, channel: str, version: Any) -> bool:

@@ -27,7 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import os
 import random
+import shutil
+import tempfile
+import weakref
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
@@ -60,6 +64,8 @@ from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
 from .witness import ListWitness
 from .worker import Outcome, Worker
 
+#: The path that makes a temporary store, as ``SqliteSaver``'s ``":memory:"`` database.
+MEMORY = ":memory:"
 #: Default minimum number of checkpoint records between snapshot records.
 DEFAULT_SNAPSHOT_EVERY = 64
 #: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
@@ -74,7 +80,7 @@ def _thread_id(config: RunnableConfig | None, what: str) -> str:
     if tid is None or tid == "":
         raise ConfigError(
             f"{what} needs a thread_id: pass config={{'configurable': {{'thread_id': "
-            "'...'}}}} to invoke/stream/get_state. Each thread_id is one conversation "
+            "'...'}} to invoke/stream/get_state. Each thread_id is one conversation "
             "stored in its own log."
         )
     return str(tid)
@@ -147,7 +153,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     and ends on :meth:`close` (or after a few idle seconds).
 
     Args:
-        path: Store directory; created (mode ``0700``) if missing.
+        path: Store directory; created (mode ``0700``) if missing. An existing empty
+            directory becomes a store and its mode is set to ``0700`` (logged).
+            ``":memory:"``: a new temporary store, removed by :meth:`close`.
         serde: Serializer for values that are not plain JSON or LangChain messages (and,
             if it is not LangGraph's ``JsonPlusSerializer`` — ``EncryptedSerializer``,
             say — for every value).
@@ -190,7 +198,17 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         self._runs = RunTracker(enabled=concurrent_runs == "refuse")
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
+        #: A temporary store made for ``":memory:"``, removed by :meth:`close`.
+        self.temporary_path: str | None = None
+        if os.fspath(path) == MEMORY:
+            if read_only:
+                raise ConfigError("a ':memory:' store is new and empty: read_only makes no sense")
+            path = self.temporary_path = tempfile.mkdtemp(prefix="langgraph-jsonl-memory-")
         self.store = Store(path, read_only=read_only, max_open_threads=max_open_threads)
+        if self.temporary_path is not None:
+            # Removed with the store at the latest (the store outlives with_allowlist's
+            # shallow copies, which share it), or when the interpreter exits.
+            weakref.finalize(self.store, shutil.rmtree, self.temporary_path, True)
         if snapshot_ratio < 0:
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
@@ -204,7 +222,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         """Open a saver on ``path`` for a ``with`` block, as ``SqliteSaver.from_conn_string``.
 
         Args:
-            path: Store directory.
+            path: Store directory; ``":memory:"`` (as tests written for ``SqliteSaver``
+                pass) makes a temporary store that is removed when the block ends.
             **kwargs: Passed to :class:`JsonlSaver`.
 
         Yields:
@@ -218,9 +237,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
 
     def close(self) -> None:
         """Finish queued async writes, end the writer thread, write fresh sidecar indexes
-        and release files and locks. Idempotent."""
+        and release files and locks (and remove a ``":memory:"`` store). Idempotent."""
         self._worker.close()
         self.store.close()
+        if self.temporary_path is not None:
+            shutil.rmtree(self.temporary_path, ignore_errors=True)
 
     def __enter__(self) -> JsonlSaver:
         return self
@@ -596,8 +617,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             "id": checkpoint["id"],
             "parent": parent,
             "cv": dict(checkpoint["channel_versions"]),
-            "md": codec.encode(get_checkpoint_metadata(config, metadata)),
-            "cp": codec.encode(rest),
+            "md": codec.encode(get_checkpoint_metadata(config, metadata), f"thread {thread_id!r}, metadata"),
+            "cp": codec.encode(rest, f"thread {thread_id!r}, checkpoint {checkpoint['id']}"),
         }
         values = checkpoint["channel_values"]
         expected = self._runs.expected(configurable, thread_id, ns)
@@ -675,7 +696,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 f"thread {thread_id!r}: put_writes needs the checkpoint_id the task ran from."
             )
         encoded = [
-            [WRITES_IDX_MAP.get(channel, i), channel, self.codec.encode(value)]
+            [WRITES_IDX_MAP.get(channel, i), channel,
+             self.codec.encode(value, f"thread {thread_id!r}, a write of task {task_id} to channel {channel!r}")]
             for i, (channel, value) in enumerate(writes)
         ]
 
@@ -769,6 +791,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
         thread_id = str(thread_id)
+        if not self.store.has_files(thread_id):
+            return  # nothing to delete: create no lock file for it either
         log = self.store.thread_log(thread_id)
         with log.writer():
             log.remove()
@@ -1008,7 +1032,7 @@ class AsyncJsonlSaver(JsonlSaver):
         """Open a saver on ``path`` for an ``async with`` block.
 
         Args:
-            path: Store directory.
+            path: Store directory (``":memory:"``: a temporary one, removed at the end).
             **kwargs: Passed to :class:`JsonlSaver`.
 
         Yields:

@@ -130,7 +130,6 @@ def test_repair_archives_the_original_then_keeps_every_readable_record(
     saver = JsonlSaver(store)
     got = ck.answers(saver, reflog.thread_id)
     prefix = _valid_prefix_state(reflog, first)["list"]
-    final = reflog.acked[-1][1]["list"]
     # nothing before the damage is lost, and nothing served is wrong
     assert set(prefix) <= set(got["list"])
     _served_as_acknowledged(got, reflog)

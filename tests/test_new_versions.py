@@ -21,6 +21,7 @@ import textwrap
 import hypothesis.strategies as st
 import orjson
 import pytest
+from bounded import ReadHung, run_bounded, within
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from langchain_core.messages import AIMessage, HumanMessage
@@ -30,7 +31,6 @@ from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver, framing
 from langgraph_jsonl_checkpoint.maintenance import repair, verify
 
 import crashkit as ck
-from bounded import ReadHung, run_bounded, within
 
 READ_SECONDS = 20
 
@@ -130,7 +130,7 @@ def test_an_old_version_written_again_wins_like_in_memory(tmp_path, mode) -> Non
     with within(READ_SECONDS):
         assert not ck.diff_answers(ck.answers(savers[0], "t"), want)
         assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), want)
-    for ch, entry in _deltas(_log_records(str(tmp_path / "s"), "t")):
+    for _, entry in _deltas(_log_records(str(tmp_path / "s"), "t")):
         assert entry["base"] != entry["ver"]
 
 

@@ -1,0 +1,152 @@
+"""The CLI and the store as a new user meets them on bad input: a typo, a damaged or
+newer-format thread, a store of a newer format, odd thread ids."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__, framing
+from langgraph_jsonl_checkpoint.cli import main
+
+import crashkit as ck
+
+
+def _store(path: Path, threads: list[str]) -> None:
+    with JsonlSaver(path) as saver:
+        for i, tid in enumerate(threads):
+            v = {"m": saver.get_next_version(None, None)}
+            saver.put(ck.config(tid), ck.make_checkpoint(ck.cp_id(i), {"m": [tid]}, v), {}, v)
+
+
+def _files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*")}
+
+
+def _set_log_format(store: Path, thread_id: str, fmt: int) -> None:
+    log = Path(ck.ThreadFiles.of(store, thread_id).log)
+    lines = log.read_bytes().split(b"\n")
+    header = framing.parse_line(lines[0])
+    header["format"] = fmt
+    lines[0] = framing.frame(header)[:-1]
+    log.write_bytes(b"\n".join(lines))
+    idx = Path(ck.ThreadFiles.of(store, thread_id).idx)
+    if idx.exists():
+        idx.unlink()
+
+
+# -- the store's own format ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_store_of_a_newer_format_is_refused_naming_the_file(tmp_path: Path, read_only: bool) -> None:
+    _store(tmp_path / "s", ["a"])
+    marker = tmp_path / "s" / "STORE.json"
+    marker.write_bytes(orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": 2}) + b"\n")
+    before = marker.read_bytes()
+    with pytest.raises(FormatVersionError) as err:
+        JsonlSaver(tmp_path / "s", read_only=read_only)
+    assert str(marker) in str(err.value) and "upgrade" in str(err.value).lower()
+    assert marker.read_bytes() == before
+    assert main(["threads", str(tmp_path / "s")]) == 2
+
+
+def test_a_log_of_a_newer_format_is_reported_and_the_others_served(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["a", "b", "c"])
+    _set_log_format(tmp_path / "s", "b", 2)
+    with pytest.raises(FormatVersionError, match="Upgrade"):
+        JsonlSaver(tmp_path / "s").get_tuple(ck.config("b"))
+    assert main(["threads", str(tmp_path / "s")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in out] == ["a", "b", "c"]
+    assert "damaged" in out[1] and "format version 2" in out[1]
+    assert "1 checkpoints" in out[0] and "1 checkpoints" in out[2]
+    assert main(["compact", str(tmp_path / "s")]) == 1
+    captured = capsys.readouterr()
+    assert "thread 'a'" in captured.out and "thread 'c'" in captured.out
+    assert "thread 'b': skipped" in captured.err
+    assert main(["verify", str(tmp_path / "s")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("PROBLEM") == 1 and "format version 2" in out
+
+
+# -- typos ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["repair", "--thread", "typo"], ["compact", "--thread", "typo"],
+    ["compact", "--thread", "typo", "--keep-latest"], ["verify", "--thread", "typo"],
+])
+def test_an_unknown_thread_is_a_clear_error_and_creates_nothing(tmp_path: Path, capsys, command) -> None:
+    _store(tmp_path / "s", ["a"])
+    before = _files(tmp_path / "s")
+    argv = [command[0], str(tmp_path / "s"), *command[1:]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no thread typo" in err and "langgraph-jsonl threads" in err
+    assert _files(tmp_path / "s") == before
+    run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("command", ["threads", "verify", "compact"])
+def test_a_store_path_typo_creates_no_store(tmp_path: Path, capsys, command) -> None:
+    assert main([command, str(tmp_path / "nope")]) == 2
+    assert "not a langgraph-jsonl-checkpoint store" in capsys.readouterr().err
+    assert not (tmp_path / "nope").exists()
+
+
+def test_library_maintenance_of_a_missing_thread_creates_no_files(tmp_path: Path) -> None:
+    _store(tmp_path / "s", ["a"])
+    before = _files(tmp_path / "s")
+    saver = JsonlSaver(tmp_path / "s")
+    assert saver.compact("typo") == (0, 0)
+    saver.prune(["typo"])
+    saver.delete_thread("typo")
+    saver.close()
+    assert _files(tmp_path / "s") == before
+
+
+def test_version_option(capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"langgraph-jsonl {__version__}"
+
+
+def test_help_documents_the_exit_codes() -> None:
+    run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert "exit status: 0" in run.stdout and "1 problems found" in run.stdout and "2 bad usage" in run.stdout
+
+
+# -- odd ids ---------------------------------------------------------------------------------
+
+
+def test_ids_with_control_characters_stay_on_one_row(tmp_path: Path, capsys) -> None:
+    ids = ["plain", "two\nlines", "tab\there", " padded "]
+    _store(tmp_path / "s", ids)
+    assert main(["threads", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(ids)
+    shown = {line.split("\t")[0] for line in out}
+    assert shown == {"plain", '"two\\nlines"', '"tab\\there"', '" padded "'}
+
+
+def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["a", "b"])
+    foreign = tmp_path / "s" / "threads" / "zzz-notes.jsonl"
+    foreign.write_text("hello\n")
+    os.chmod(foreign, 0o600)
+    assert main(["threads", str(tmp_path / "s")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in out] == ["a", "b", "zzz-notes.jsonl"]
+    assert "damaged" in out[2]
+    assert main(["verify", str(tmp_path / "s")]) == 1
+    assert "zzz-notes.jsonl" in capsys.readouterr().out
