@@ -28,9 +28,9 @@ from .errors import (
     StoreError,
     ThreadDeletedError,
 )
-from .replay import RecordedToolError, ReplayAdapter
-from .saver import AsyncJsonlSaver, JsonlSaver
-from .toolcalls import ToolCallKey, ToolCallRecord
+from .replay.adapter import RecordedToolError, ReplayAdapter
+from .replay.lifecycle import ToolCallKey, ToolCallRecord
+from .saver.jsonl_saver import AsyncJsonlSaver, JsonlSaver
 
 __all__ = [
     "AsyncJsonlSaver",

@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from . import __version__
+from .disk.store import MARKER
 from .errors import JsonlCheckpointError
-from .maintenance import repair, verify
-from .saver import JsonlSaver
-from .store import MARKER
+from .maintenance.verify import repair, verify
+from .saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 

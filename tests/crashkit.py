@@ -39,8 +39,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_jsonl_checkpoint import JsonlSaver, framing
-from langgraph_jsonl_checkpoint.store import THREADS_DIR, thread_file_stem
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
 
 from graphs import tool_agent_graph
 
@@ -452,7 +453,7 @@ def sidecar_in_use(store: str | os.PathLike, thread_id: str) -> bool:
 
 def sidecar_summaries(data: bytes) -> tuple[bytes, list[dict]]:
     """A sidecar's header line and the per-record summaries its blocks hold."""
-    from langgraph_jsonl_checkpoint import sidecar
+    from langgraph_jsonl_checkpoint.disk import sidecar
 
     lines = data.split(b"\n")
     assert lines[-1] == b""
@@ -471,7 +472,7 @@ def sidecar_summaries(data: bytes) -> tuple[bytes, list[dict]]:
 def sidecar_blocks(head: bytes, summaries: list[dict], cuts: tuple[int, ...] = ()) -> bytes:
     """A sidecar of these summaries, a new block starting at each index in ``cuts``
     (a block stores only its first record's offset and seq)."""
-    from langgraph_jsonl_checkpoint import sidecar
+    from langgraph_jsonl_checkpoint.disk import sidecar
 
     bounds = sorted({0, *(c for c in cuts if 0 < c < len(summaries)), len(summaries)})
     return head + b"".join(sidecar.encode(summaries[a:b]) for a, b in zip(bounds, bounds[1:]))
@@ -1284,7 +1285,7 @@ def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
     """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "compact"; "create": the first
     put of thread ``new``; "copy": copy_thread t -> copy) and SIGKILL at file op ``k``.
     Exit 0 if the action finished before op ``k``."""
-    import langgraph_jsonl_checkpoint.log as log_module
+    import langgraph_jsonl_checkpoint.disk.log as log_module
 
     try:
         saver = JsonlSaver(store)

@@ -1,7 +1,7 @@
 """Simulated power loss (RELIABILITY.md item 9): an I/O shim and crash-state checks.
 
 The shim, after SQLite's crash-test VFS, models what a power cut can leave on disk. It
-replaces the ``os`` module as ``langgraph_jsonl_checkpoint.log`` and ``.store`` see it
+replaces the ``os`` module as ``langgraph_jsonl_checkpoint.disk.log`` and ``.store`` see it
 by a proxy (as ``test_crash_io_faults.py`` does). Every file operation the package makes
 in a watched directory tree is done for real *and* recorded in a model that keeps:
 
@@ -56,11 +56,12 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-import langgraph_jsonl_checkpoint.log as log_module
-import langgraph_jsonl_checkpoint.store as store_module
-from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError, framing
-from langgraph_jsonl_checkpoint.maintenance import verify
-from langgraph_jsonl_checkpoint.store import THREADS_DIR, thread_file_stem
+import langgraph_jsonl_checkpoint.disk.log as log_module
+import langgraph_jsonl_checkpoint.disk.store as store_module
+from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
+from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
+from langgraph_jsonl_checkpoint.maintenance.verify import verify
 
 import crashkit as ck
 

@@ -23,10 +23,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-import langgraph_jsonl_checkpoint.log as log_module
-import langgraph_jsonl_checkpoint.worker as worker_module
+import langgraph_jsonl_checkpoint.disk.log as log_module
+import langgraph_jsonl_checkpoint.saver.worker as worker_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
-from langgraph_jsonl_checkpoint.store import thread_file_stem
+from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 
 import crashkit as ck
 

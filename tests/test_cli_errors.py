@@ -11,8 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__, framing
+from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk import framing
 
 import crashkit as ck
 

@@ -2,7 +2,7 @@
 
 Short writes (a real ``RLIMIT_FSIZE`` in a child process, ``SIGXFSZ`` ignored), and
 ENOSPC / EIO injected into ``os.write`` / ``os.fdatasync`` / ``os.fsync`` /
-``os.ftruncate`` as ``langgraph_jsonl_checkpoint.log`` sees them (its ``os`` is replaced
+``os.ftruncate`` as ``langgraph_jsonl_checkpoint.disk.log`` sees them (its ``os`` is replaced
 by a proxy; nothing else in the process is affected).
 
 Every fault must give a clear ``JsonlCheckpointError`` (``DurabilityError``), nothing
@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-import langgraph_jsonl_checkpoint.log as log_module
-from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, framing
+import langgraph_jsonl_checkpoint.disk.log as log_module
+from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
 
 import crashkit as ck
 

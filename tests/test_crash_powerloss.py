@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-import langgraph_jsonl_checkpoint.log as log_module
-from langgraph_jsonl_checkpoint import JsonlSaver, framing
+import langgraph_jsonl_checkpoint.disk.log as log_module
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
 
 import crashkit as ck
 import powerloss as pl

@@ -24,8 +24,8 @@ from langgraph_jsonl_checkpoint import (
     JsonlSaver,
     StoreError,
 )
-from langgraph_jsonl_checkpoint.framing import frame
-from langgraph_jsonl_checkpoint.store import thread_file_stem
+from langgraph_jsonl_checkpoint.disk.framing import frame
+from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 
 import crashkit as ck
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_jsonl_checkpoint import JsonlSaver, framing
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
 
 import crashkit as ck
 

@@ -15,8 +15,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.codec import ListFingerprint, ValueCodec, is_plain_json, state_hash
-from langgraph_jsonl_checkpoint.framing import check_line, frame, frame_batch, parse_line, scan
+from langgraph_jsonl_checkpoint.disk.framing import check_line, frame, frame_batch, parse_line, scan
+from langgraph_jsonl_checkpoint.values.codec import ListFingerprint, ValueCodec, is_plain_json, state_hash
 
 # -- framing -----------------------------------------------------------------
 

@@ -27,8 +27,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver, framing
-from langgraph_jsonl_checkpoint.maintenance import repair, verify
+from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.maintenance.verify import repair, verify
 
 import crashkit as ck
 

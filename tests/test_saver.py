@@ -27,7 +27,7 @@ from langgraph_jsonl_checkpoint import (
     JsonlSaver,
     StoreError,
 )
-from langgraph_jsonl_checkpoint.framing import frame
+from langgraph_jsonl_checkpoint.disk.framing import frame
 
 import crashkit as ck
 
@@ -659,7 +659,7 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
     versions = {"items": saver.get_next_version(None, None)}
     saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(99, {"items": []}, versions), {}, versions)
     assert saver.get_tuple(orphan).pending_writes == [("task-orphan", "items", ["before its checkpoint"])]
-    from langgraph_jsonl_checkpoint.maintenance import verify
+    from langgraph_jsonl_checkpoint.maintenance.verify import verify
 
     report = verify(saver)
     assert report.ok and report.records > 0, report.findings
@@ -789,8 +789,8 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
     same (its next put compares encodings, and still stores a delta)."""
     from langchain_core.messages import HumanMessage
 
-    from langgraph_jsonl_checkpoint import store as store_module
-    from langgraph_jsonl_checkpoint.index import DELTA
+    from langgraph_jsonl_checkpoint.disk import store as store_module
+    from langgraph_jsonl_checkpoint.disk.index import DELTA
 
     # each thread below caches its 1-message list twice (witness + stored form): 2 items
     monkeypatch.setattr(store_module, "WARM_ITEMS", 4)
@@ -823,8 +823,8 @@ def test_verify_in_a_live_process_rebuilds_from_the_records_not_from_memory(tmp_
     the process that wrote it."""
     from langchain_core.messages import HumanMessage
 
-    from langgraph_jsonl_checkpoint.framing import parse_line
-    from langgraph_jsonl_checkpoint.maintenance import verify
+    from langgraph_jsonl_checkpoint.disk.framing import parse_line
+    from langgraph_jsonl_checkpoint.maintenance.verify import verify
 
     # one snapshot, with the 4th checkpoint: verify rebuilds only the newest version
     saver = JsonlSaver(tmp_path / "s", snapshot_every=4, snapshot_ratio=0)

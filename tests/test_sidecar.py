@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_jsonl_checkpoint import JsonlSaver, framing, sidecar
-from langgraph_jsonl_checkpoint.index import ThreadIndex, summarize
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing, sidecar
+from langgraph_jsonl_checkpoint.disk.index import ThreadIndex, summarize
 
 import crashkit as ck
 

@@ -21,7 +21,7 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.witness import ListWitness
+from langgraph_jsonl_checkpoint.values.witness import ListWitness
 
 
 class Color(str, enum.Enum):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from .errors import CorruptLogError
+from ..errors import CorruptLogError
 
 if TYPE_CHECKING:
     from .sidecar import Block

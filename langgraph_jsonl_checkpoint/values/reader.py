@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..disk.index import DELTA, EMPTY, ThreadIndex, version_key
+from ..disk.log import ThreadLog
+from ..errors import CorruptLogError
 from .codec import ValueCodec
-from .errors import CorruptLogError
-from .index import DELTA, EMPTY, ThreadIndex, version_key
-from .log import ThreadLog
 
 
 class ValueReader:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import framing
-from .codec import state_hash
-from .errors import ConfigError, FormatVersionError, JsonlCheckpointError
-from .index import EMPTY, ThreadIndex, summarize, version_key
-from .log import FORMAT_VERSION, IndexRebuilt, fsync_dir
-from .reader import ValueReader, list_items
+from ..disk import framing
+from ..disk.index import EMPTY, ThreadIndex, summarize, version_key
+from ..disk.log import FORMAT_VERSION, IndexRebuilt, fsync_dir
+from ..errors import ConfigError, FormatVersionError, JsonlCheckpointError
+from ..values.codec import state_hash
+from ..values.reader import ValueReader, list_items
 
 ARCHIVE_DIR = "archive"
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import orjson
 
+from ..errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
 from . import framing, sidecar
-from .errors import CorruptLogError, DurabilityError, ForeignFileError, FormatVersionError
 from .index import RecordRef, ThreadIndex, bulk_allocation, summarize
 
 FORMAT_VERSION = 1

@@ -32,9 +32,9 @@ from typing import Any
 
 import orjson
 
-from .errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
+from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
+from ..replay.lifecycle import pid_alive
 from .log import ThreadLog, fsync_dir
-from .toolcalls import pid_alive
 
 MARKER = "STORE.json"
 #: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind

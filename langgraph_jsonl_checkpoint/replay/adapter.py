@@ -41,9 +41,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt, interrupt
 
-from .errors import ConfigError, JsonlCheckpointError
+from ..errors import ConfigError, JsonlCheckpointError
 from .journal import SaverJournal, StoreJournal, ToolJournal
-from .toolcalls import (
+from .lifecycle import (
     ANSWER,
     ASK,
     ASKS_CALL_ID,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.store.base import BaseStore
 
-    from .saver import JsonlSaver
+    from ..saver.jsonl_saver import JsonlSaver
 
 INTERRUPT_TYPE = "uncertain_tool_calls"
 _MAX_LIVE_BATCHES = 256

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .codec import ListFingerprint
-from .errors import CorruptLogError, DeltaHistoryError
-from .index import EMPTY, ThreadIndex, version_key
-from .log import ThreadLog
-from .maintenance import value_problems
-from .reader import ValueReader
-from .records import value_entry
+from ..disk.index import EMPTY, ThreadIndex, version_key
+from ..disk.log import ThreadLog
+from ..errors import CorruptLogError, DeltaHistoryError
+from ..values.codec import ListFingerprint
+from ..values.reader import ValueReader
+from ..values.records import value_entry
+from .verify import value_problems
 
 if TYPE_CHECKING:
-    from .saver import JsonlSaver
+    from ..saver.jsonl_saver import JsonlSaver
 
 #: In a rewritten file (no snapshots), a delta chain holds at most this many times
 #: ``snapshot_every`` records; then a value is stored in full.

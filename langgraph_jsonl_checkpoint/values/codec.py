@@ -59,7 +59,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
-from .errors import EncodeError
+from ..errors import EncodeError
 
 #: Message classes stored readably, by their ``type`` field. Subclasses are not listed
 #: on purpose: a subclass revived as its base class would not compare equal.

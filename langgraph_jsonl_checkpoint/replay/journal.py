@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from .codec import ValueCodec
-from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
+from ..values.codec import ValueCodec
+from .lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
-    from .saver import JsonlSaver
+    from ..saver.jsonl_saver import JsonlSaver
 
 STORE_NAMESPACE = ("langgraph_jsonl_checkpoint", "tool_calls")
 _PAGE = 100

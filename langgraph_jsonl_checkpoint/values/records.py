@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..disk.index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex, version_key
+from ..disk.log import ThreadLog
+from ..errors import JsonlCheckpointError
 from .codec import ListFingerprint, ValueCodec, same_encoding, state_hash
-from .errors import JsonlCheckpointError
-from .index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex, version_key
-from .log import ThreadLog
 from .reader import ValueReader
 from .witness import ListWitness
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .replay import ReplayAdapter
+    from .adapter import ReplayAdapter
 
 
 def replay_middleware(adapter: ReplayAdapter) -> Any:

@@ -52,16 +52,16 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from .codec import ValueCodec
-from .errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
-from .index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex, bulk_allocation
-from .log import IndexRebuilt, ThreadLog
-from .reader import ValueReader, remember_written
-from .records import RecordBuilder
+from ..disk.index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex, bulk_allocation
+from ..disk.log import IndexRebuilt, ThreadLog
+from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
+from ..errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
+from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
+from ..values.codec import ValueCodec
+from ..values.reader import ValueReader, remember_written
+from ..values.records import RecordBuilder
+from ..values.witness import ListWitness
 from .runs import NEW_THREAD, RunTracker, in_run
-from .store import DEFAULT_MAX_OPEN_THREADS, Store
-from .toolcalls import ToolCallKey, ToolCallRecord, calls_only, fold
-from .witness import ListWitness
 from .worker import Outcome, Worker
 
 #: The path that makes a temporary store, as ``SqliteSaver``'s ``":memory:"`` database.
@@ -804,7 +804,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         The records are appended to the target's log as one batch: the copy appears
         whole or not at all.
         """
-        from .generations import copy_records
+        from ..maintenance.compaction import copy_records
 
         _healing(lambda: copy_records(self, str(source_thread_id), str(target_thread_id)))
 
@@ -820,7 +820,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         Returns:
             The log's size in bytes before and after.
         """
-        from .generations import compact_thread
+        from ..maintenance.compaction import compact_thread
 
         tid = str(thread_id)
         return _healing(lambda: compact_thread(self, tid))
@@ -837,7 +837,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         (back to their last snapshot), so no channel silently reloads empty. The thread's
         log is replaced by a new generation atomically.
         """
-        from .generations import prune_thread
+        from ..maintenance.compaction import prune_thread
 
         if strategy not in ("keep_latest", "delete"):
             raise ConfigError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
@@ -855,7 +855,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             DeltaHistoryError: A remaining checkpoint would lose DeltaChannel history it
                 needs; nothing was deleted in that thread.
         """
-        from .generations import delete_runs
+        from ..maintenance.compaction import delete_runs
 
         if run_ids:
             _healing(lambda: delete_runs(self, {str(r) for r in run_ids}))

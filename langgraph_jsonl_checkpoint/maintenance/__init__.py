@@ -1,0 +1,2 @@
+"""Work on whole logs: verify, repair, compact, prune, copy, delete runs.
+"""

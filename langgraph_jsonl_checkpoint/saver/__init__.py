@@ -1,0 +1,2 @@
+"""LangGraph's checkpointer API: ``JsonlSaver`` and what it runs on.
+"""

@@ -1,0 +1,2 @@
+"""LangGraph values to readable JSON and back: cells, list deltas, snapshots, caches.
+"""
