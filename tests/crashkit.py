@@ -1285,12 +1285,12 @@ def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
     """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "compact"; "create": the first
     put of thread ``new``; "copy": copy_thread t -> copy) and SIGKILL at file op ``k``.
     Exit 0 if the action finished before op ``k``."""
-    import langgraph_jsonl_checkpoint.disk.log as log_module
+    import langgraph_jsonl_checkpoint.disk.files as files_module
 
     try:
         saver = JsonlSaver(store)
         saver.store.thread_log("t").refresh()
-        log_module.os = _KillAtOp(k, ops_log)  # type: ignore[attr-defined]
+        files_module.os = _KillAtOp(k, ops_log)  # type: ignore[attr-defined]
         if action == "prune":
             saver.prune(["t"])
         elif action == "compact":

@@ -56,8 +56,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
-import langgraph_jsonl_checkpoint.disk.store as store_module
 from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
@@ -650,7 +650,7 @@ class _ShimOS:
 
 
 _PROXY = _ShimOS()
-_PATCHED = (log_module, store_module)
+_PATCHED = (files_module,)
 
 
 @contextmanager
@@ -1276,7 +1276,7 @@ class PowerLossRound:
         else:
             data = self.rng.randbytes(self.rng.randint(1, 1500))
         with self.call("torn tail", ()):
-            px = log_module.os
+            px = files_module.os
             fd = px.open(path, os.O_WRONLY | os.O_APPEND)
             try:
                 px.write(fd, data)

@@ -23,6 +23,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
 import langgraph_jsonl_checkpoint.saver.worker as worker_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
@@ -87,7 +88,7 @@ async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tm
     saver = JsonlSaver(tmp_path / "s")
     ref = InMemorySaver()
     syncs = []
-    real = log_module.os
+    real = files_module.os
 
     class CountingOS:
         def __getattr__(self, name: str) -> Any:
@@ -97,7 +98,7 @@ async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tm
             syncs.append(fd)
             real.fdatasync(fd)
 
-    log_module.os = CountingOS()  # type: ignore[assignment]
+    files_module.os = CountingOS()  # type: ignore[assignment]
     try:
         await _advance(saver, ref, "one", steps=1, tasks=0)
         cfg = ck.config("one", "", ck.cp_id(0))
@@ -110,7 +111,7 @@ async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tm
         await asyncio.gather(*calls)
         grouped_syncs = len(syncs) - before
     finally:
-        log_module.os = real  # type: ignore[assignment]
+        files_module.os = real  # type: ignore[assignment]
     assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
     assert not ck.diff_answers(ck.answers(saver, "one"), ck.answers(ref, "one"))
     # 40 appends to one log, queued at once: they share syncs (how many depends on timing)
@@ -157,7 +158,7 @@ async def test_a_group_that_cannot_be_made_durable_acknowledges_nothing(tmp_path
     log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
     before = log_path.read_bytes()
     cfg = ck.config("t", "", ck.cp_id(1))
-    real = log_module.os
+    real = files_module.os
     gate = threading.Event()
     state = {"n": 0}
 
@@ -179,14 +180,14 @@ async def test_a_group_that_cannot_be_made_durable_acknowledges_nothing(tmp_path
                 raise OSError(errno.EIO, os.strerror(errno.EIO))
             real.fdatasync(fd)
 
-    log_module.os = FaultyOS()  # type: ignore[assignment]
+    files_module.os = FaultyOS()  # type: ignore[assignment]
     try:
         calls = [asyncio.ensure_future(saver.aput_writes(cfg, [("ch", i)], f"task-{i}")) for i in range(4)]
         await asyncio.sleep(0.2)
         gate.set()
         results = await asyncio.gather(*calls, return_exceptions=True)
     finally:
-        log_module.os = real  # type: ignore[assignment]
+        files_module.os = real  # type: ignore[assignment]
     failed = [r for r in results if isinstance(r, DurabilityError)]
     assert failed, results
     assert all(r is None or isinstance(r, DurabilityError) for r in results), results
@@ -363,7 +364,7 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
     log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
     before = log_path.read_bytes()
     cfg = ck.config("t", "", ck.cp_id(1))
-    real = log_module.os
+    real = files_module.os
     writes = {"n": 0}
 
     class FaultyOS:
@@ -389,11 +390,11 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
         (saver._prepare_put_writes, (cfg, [("ch", Unencodable() if fault == "refused" else 2)], "b")),
         (saver._prepare_put_writes, (cfg, [("ch", 3)], "c")),
     ]
-    log_module.os = FaultyOS()  # type: ignore[assignment]
+    files_module.os = FaultyOS()  # type: ignore[assignment]
     try:
         outcomes = saver._run_group("t", payloads)
     finally:
-        log_module.os = real  # type: ignore[assignment]
+        files_module.os = real  # type: ignore[assignment]
     if fault == "refused":
         assert outcomes[0] == (None, None) and outcomes[2] == (None, None)
         assert outcomes[1][1] is not None and not isinstance(outcomes[1][1], DurabilityError)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
@@ -164,14 +165,14 @@ def test_append_fault_acknowledges_nothing(store, monkeypatch: pytest.MonkeyPatc
     path, reflog = store
     saver = JsonlSaver(path)
     assert saver.get_tuple(ck.config(reflog.thread_id)) is not None
-    monkeypatch.setattr(log_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
+    monkeypatch.setattr(files_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
     with pytest.raises(DurabilityError):
         _next_put(saver, reflog, FAILED_ID, "failed")
     # put_writes goes through the same append path
-    monkeypatch.setattr(log_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
+    monkeypatch.setattr(files_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
     with pytest.raises(DurabilityError):
         saver.put_writes(ck.config(reflog.thread_id, "", ck.cp_id(2)), [("m", "failed write")], "failed-task")
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     tup = JsonlSaver(path).get_tuple(ck.config(reflog.thread_id, "", ck.cp_id(2)))
     assert "failed-task" not in [t for t, _, _ in tup.pending_writes]
     _after_fault_checks(path, reflog, saver, reflog.data)
@@ -196,10 +197,10 @@ def test_fdatasync_error_then_truncate_error_never_serves_the_unacknowledged_bat
             return eio()
         return None
 
-    monkeypatch.setattr(log_module, "os", FaultyOS(rule))
+    monkeypatch.setattr(files_module, "os", FaultyOS(rule))
     with pytest.raises(DurabilityError):
         _next_put(saver, reflog, FAILED_ID, "failed")
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     _next_put(saver, reflog, NEXT_ID, "next")
     got = ck.answers(JsonlSaver(path), reflog.thread_id)
     assert ("", FAILED_ID) not in got["list"], "a batch whose fdatasync failed is served and built upon"
@@ -233,13 +234,13 @@ def test_tail_repair_fault_is_a_durability_error_and_loses_no_bytes(
     tail = _dirty(path, reflog)
     files = ck.ThreadFiles.of(path, reflog.thread_id)
     saver = JsonlSaver(path)
-    monkeypatch.setattr(log_module, "os", FaultyOS(REPAIR_FAULTS[fault]()))
+    monkeypatch.setattr(files_module, "os", FaultyOS(REPAIR_FAULTS[fault]()))
     error: BaseException | None = None
     try:
         _next_put(saver, reflog, FAILED_ID, "failed")
     except Exception as exc:  # noqa: BLE001
         error = exc
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     with open(files.log, "rb") as f:
         now = f.read()
     quarantined = (b"".join(e[1] for e in ck.read_quarantine(files.quarantine))
@@ -282,11 +283,11 @@ def test_first_put_of_a_thread_fault(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """The first put creates the log (header, temp file + fsync + rename + dir fsync)."""
     store = tmp_path / "store"
     saver = JsonlSaver(store)
-    monkeypatch.setattr(log_module, "os", FaultyOS(CREATE_FAULTS[fault]()))
+    monkeypatch.setattr(files_module, "os", FaultyOS(CREATE_FAULTS[fault]()))
     v = {"m": saver.get_next_version(None, None)}
     with pytest.raises(DurabilityError):
         saver.put(ck.config("new"), ck.make_checkpoint(FAILED_ID, {"m": [1]}, v), {}, v)
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
     assert JsonlSaver(store).get_tuple(ck.config("new")) is None
     saver.put(ck.config("new"), ck.make_checkpoint(NEXT_ID, {"m": [2]}, v), {}, v)
@@ -300,10 +301,10 @@ def test_sidecar_write_failure_does_not_fail_a_durable_put(store, monkeypatch: p
     path, reflog = store
     saver = JsonlSaver(path)
     monkeypatch.setattr(log_module, "INDEX_REWRITE_RECORDS", 1)
-    monkeypatch.setattr(log_module, "os", FaultyOS(
+    monkeypatch.setattr(files_module, "os", FaultyOS(
         lambda name, p, args: enospc() if name == "write" and ".idx" in p else None))
     values = _next_put(saver, reflog, NEXT_ID, "durable")
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     assert not ck.stray_temp_files(path), ck.stray_temp_files(path)
     got = JsonlSaver(path).get_tuple(ck.config(reflog.thread_id))
     assert got.checkpoint["id"] == NEXT_ID and got.checkpoint["channel_values"] == values
@@ -313,11 +314,11 @@ def test_prune_write_fault_changes_nothing(store, monkeypatch: pytest.MonkeyPatc
     path, reflog = store
     saver = JsonlSaver(path)
     files = ck.ThreadFiles.of(path, reflog.thread_id)
-    monkeypatch.setattr(log_module, "os", FaultyOS(
+    monkeypatch.setattr(files_module, "os", FaultyOS(
         lambda name, p, args: enospc() if name == "write" and os.path.dirname(p) == str(path / "tmp") else None))
     with pytest.raises(DurabilityError):
         saver.prune([reflog.thread_id])
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     with open(files.log, "rb") as f:
         assert f.read() == reflog.data
     _after_fault_checks(path, reflog, saver, None)
@@ -376,10 +377,10 @@ def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledg
                    ck.make_checkpoint(cid, values, {**versions, **nv}), {}, nv)
         return values
 
-    monkeypatch.setattr(log_module, "os", FaultyOS(rule))
+    monkeypatch.setattr(files_module, "os", FaultyOS(rule))
     with pytest.raises(DurabilityError):
         put(FAILED_ID, "AAAA")
-    monkeypatch.setattr(log_module, "os", os)
+    monkeypatch.setattr(files_module, "os", os)
     assert seen["saw"].checkpoint["id"] == FAILED_ID  # the reader did see the batch
     good_values = put(NEXT_ID, "BBBB")
     got = reader.get_tuple(ck.config(tid))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import langgraph_jsonl_checkpoint.disk.log as log_module
+import langgraph_jsonl_checkpoint.disk.files as files_module
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
 
@@ -69,7 +69,7 @@ def test_directory_operations_are_durable_only_after_a_directory_fsync(tmp_path:
     (root / "d" / "old").write_bytes(b"old")
     fs = pl.PowerLossFS(root)
     with pl.watching(fs):
-        px = log_module.os  # the proxy, as log.py sees it
+        px = files_module.os  # the proxy, as log.py sees it
         fd = px.open(str(root / "d" / "new"), os.O_WRONLY | os.O_CREAT, 0o600)
         px.write(fd, b"new")
         px.fsync(fd)
@@ -79,7 +79,7 @@ def test_directory_operations_are_durable_only_after_a_directory_fsync(tmp_path:
         rng = random.Random(1)
         seen = {tuple(sorted(fs.crash_image(rng).files)) for _ in range(50)}
         assert len(seen) > 1
-        log_module.fsync_dir(str(root / "d"))
+        files_module.fsync_dir(str(root / "d"))
         assert fs.durable_content("d/old") == b"new" and fs.durable_content("d/new") is None
     assert not fs.check_against_disk()
 

@@ -16,7 +16,9 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk.framing import check_line, frame, frame_batch, parse_line, scan
-from langgraph_jsonl_checkpoint.values.codec import ListFingerprint, ValueCodec, is_plain_json, state_hash
+from langgraph_jsonl_checkpoint.values.cells import is_plain_json
+from langgraph_jsonl_checkpoint.values.codec import ValueCodec
+from langgraph_jsonl_checkpoint.values.fingerprint import ListFingerprint, state_hash
 
 # -- framing -----------------------------------------------------------------
 

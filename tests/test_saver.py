@@ -801,9 +801,9 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
         parents[tid] = cfg["configurable"]["checkpoint_id"]
 
     def cached(tid: str) -> bool:
-        return bool(saver.store.thread_log(tid).cache)
+        return bool(saver.store.thread_log(tid).derived and saver.store.thread_log(tid).derived.held())
 
-    assert store_module.cached_items(saver.store.thread_log("c").cache) == 2
+    assert saver.store.thread_log("c").derived.held() == 2
     assert [cached(t) for t in "abc"] == [False, True, True]
     saver.get_tuple({"configurable": {"thread_id": "a"}})
     assert [cached(t) for t in "abc"] == [True, False, True]

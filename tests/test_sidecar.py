@@ -158,7 +158,7 @@ def _loaded(store: str, thread_id: str) -> tuple[JsonlSaver, bool]:
     saver = JsonlSaver(store)
     log = saver.store.thread_log(thread_id)
     log.refresh()
-    return saver, log._from_sidecar
+    return saver, log.sidecar.trusted
 
 
 def test_an_old_format_sidecar_is_ignored_and_rewritten(ref) -> None:

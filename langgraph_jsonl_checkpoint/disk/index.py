@@ -125,36 +125,6 @@ class WriteEntry(NamedTuple):
     task_path: str
 
 
-@dataclass(frozen=True)
-class SnapshotPolicy:
-    """When a ``put`` also writes a snapshot record, and how long a delta chain may get.
-
-    A snapshot is due once at least ``every`` checkpoint records *and* delta bytes worth
-    ``ratio`` times the previous snapshot's size were written since it. Counting bytes
-    keeps the log linear in the conversation: a snapshot's cost (the whole state) is
-    paid once per ``ratio`` × state of new data, so snapshots add about ``1/ratio``
-    times the delta bytes (plus the final state), and a read replays at most
-    ``ratio`` × the state beyond the snapshot.
-    (A count alone would copy the whole state every ``every`` steps: quadratic.)
-
-    Attributes:
-        every: Minimum checkpoint records between snapshots.
-        ratio: Minimum delta bytes since the last snapshot, as a fraction of its size.
-        max_depth: Longest delta chain; past it a full value is stored inline.
-    """
-
-    every: int = 64
-    ratio: float = 2.0
-    max_depth: int = 4096
-
-    def due(self, index: ThreadIndex) -> bool:
-        """Whether the next checkpoint record should be followed by a snapshot."""
-        return (
-            index.records_since_snapshot + 1 >= self.every
-            and index.bytes_since_snapshot >= self.ratio * index.last_snapshot_bytes
-        )
-
-
 def summarize(record: dict[str, Any], offset: int, length: int) -> dict[str, Any]:
     """Strip a log record down to what the index needs (values dropped).
 

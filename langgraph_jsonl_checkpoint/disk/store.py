@@ -1,17 +1,16 @@
-"""The store directory: thread ids to safe file names, permissions, the thread catalog.
+"""The store directory: its marker and permissions, the thread catalog, open logs.
 
-Layout::
+Layout (see ``docs/format.md``)::
 
     <path>/                       0700
         STORE.json                marker: {"store": "langgraph-jsonl-checkpoint", "format": 1}
-        threads/                  0700
-            <slug>-<hash>.jsonl   one log per thread (see log.py for its companions)
+        threads/                  0700, one log per thread (names: :mod:`.paths`)
+        tmp/                      0700, temp files of atomic rewrites
+        archive/                  copies made by repair before it changed a log
 
-A thread id never goes into a path raw. The file stem is a lower-cased slug of at most
-40 safe characters followed by 32 hex digits of the SHA-256 of the id, so ``../x``,
-``/abs``, NUL, a 10 KB id or ``Case`` vs ``case`` can neither escape the directory nor
-collide (on case-insensitive file systems too). The real id is in the log's header,
-which is where the catalog reads it from.
+A store of a format this release does not know is refused. A directory writable by
+other users, or a symbolic link in place of one of its folders, is refused. The catalog
+reads each thread's real id from its log's header.
 
 The store keeps a bounded number of :class:`~.log.ThreadLog` objects (and so of open
 file descriptors); an evicted one is reopened, index and all, on next use.
@@ -19,22 +18,23 @@ file descriptors); an evicted one is reopened, index and all, on next use.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import re
 import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime, timezone
 
 import orjson
 
 from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
-from ..replay.lifecycle import pid_alive
-from .log import ThreadLog, fsync_dir
+from . import files, framing
+from .files import fsync_dir
+from .log import ThreadLog
+from .paths import LogPaths, thread_file_stem
+from .processes import pid_alive
 
 MARKER = "STORE.json"
 #: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
@@ -45,7 +45,7 @@ MARKER_TEMP = MARKER + ".tmp"
 STORE_FORMAT = 1
 THREADS_DIR = "threads"
 TEMP_DIR = "tmp"
-_SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+ARCHIVE_DIR = "archive"
 #: Thread logs kept open at once; each holds up to three descriptors.
 DEFAULT_MAX_OPEN_THREADS = 128
 logger = logging.getLogger(__name__)
@@ -55,26 +55,6 @@ logger = logging.getLogger(__name__)
 #: message counts twice (the object a witness holds, its stored form); measured on an
 #: agent conversation, 1.1 KB per item: about 110 MB at most.
 WARM_ITEMS = 100_000
-
-
-def cached_items(cache: dict[Any, Any]) -> int:
-    """How many list items a log's value cache holds (see ``records.Proof`` and
-    ``reader.LATEST_ITEMS``)."""
-    n = 0
-    for value in list(cache.values()):  # a copy: another thread may clear it meanwhile
-        held = value[-1] if type(value) is tuple and value else None
-        if type(held) is list:  # kept items in stored form
-            n += len(held)
-        elif type(getattr(held, "items", None)) is tuple:  # a ListWitness
-            n += len(held.items)  # type: ignore[union-attr]
-    return n
-
-
-def thread_file_stem(thread_id: str) -> str:
-    """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
-    digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
-    slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
-    return f"{slug}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -136,7 +116,7 @@ class Store:
         if not os.path.isdir(self.path):
             if self.read_only:
                 raise StoreError(f"store {self.path} does not exist (opened read-only).")
-            os.makedirs(self.path, mode=0o700, exist_ok=True)
+            files.os.makedirs(self.path, mode=0o700, exist_ok=True)
         if not os.path.exists(marker):
             self._become_store(marker)
         if os.path.exists(marker):
@@ -147,8 +127,8 @@ class Store:
             return
         for sub in (self.threads_path, self.temp_path):
             if not os.path.isdir(sub):
-                os.makedirs(sub, mode=0o700, exist_ok=True)
-                os.chmod(sub, 0o700)
+                files.os.makedirs(sub, mode=0o700, exist_ok=True)
+                files.os.chmod(sub, 0o700)
                 fsync_dir(self.path)
         self._check_permissions()
         self._sweep_dead_temp_files()
@@ -162,7 +142,7 @@ class Store:
         missing after they were listed.
         """
         entries = [
-            e for e in os.listdir(self.path)
+            e for e in files.os.listdir(self.path)
             if not e.startswith(".") and e != MARKER and not e.startswith(MARKER_TEMP)
         ]
         if os.path.exists(marker):
@@ -177,26 +157,26 @@ class Store:
             return
         # An empty directory becomes a store: private first, whatever umask or mount
         # it was created under.
-        mode = stat.S_IMODE(os.stat(self.path).st_mode)
+        mode = stat.S_IMODE(files.os.stat(self.path).st_mode)
         if mode != 0o700:
             logger.info("store %s: changing the directory's mode from %o to 700", self.path, mode)
-            os.chmod(self.path, 0o700)
+            files.os.chmod(self.path, 0o700)
         self._write_marker(marker)
 
     def _sweep_dead_temp_files(self) -> None:
         """Remove temp files of processes that are gone (a crash mid-rewrite)."""
-        for entry in os.listdir(self.temp_path):
+        for entry in files.os.listdir(self.temp_path):
             pid_part = entry.rsplit(".", 1)[-1].split("-", 1)[0]
             if pid_part.isdigit() and not pid_alive(int(pid_part)):
                 try:
-                    os.unlink(os.path.join(self.temp_path, entry))
+                    files.os.unlink(os.path.join(self.temp_path, entry))
                 except FileNotFoundError:
                     pass
-        for entry in os.listdir(self.path):  # marker temp files of creations cut short
+        for entry in files.os.listdir(self.path):  # marker temp files of creations cut short
             pid_part = entry[len(MARKER_TEMP) + 1 :].split("-", 1)[0]
             if entry.startswith(MARKER_TEMP) and not (pid_part.isdigit() and pid_alive(int(pid_part))):
                 try:
-                    os.unlink(os.path.join(self.path, entry))
+                    files.os.unlink(os.path.join(self.path, entry))
                 except FileNotFoundError:
                     pass
 
@@ -204,14 +184,14 @@ class Store:
         """Write the marker under a temp name of this process and thread, then rename it
         in place: creators racing each other rename identical markers, and no one's temp
         file is another's."""
-        tmp = os.path.join(self.path, f"{MARKER_TEMP}.{os.getpid()}-{threading.get_ident()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        tmp = os.path.join(self.path, f"{MARKER_TEMP}.{files.owner()}")
+        fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            os.write(fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n")
-            os.fsync(fd)
+            files.os.write(fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n")
+            files.os.fsync(fd)
         finally:
-            os.close(fd)
-        os.replace(tmp, marker)
+            files.os.close(fd)
+        files.os.replace(tmp, marker)
         fsync_dir(self.path)
 
     def _check_marker(self, marker: str) -> None:
@@ -238,7 +218,7 @@ class Store:
         for p in (self.path, self.threads_path, self.temp_path):
             if not os.path.lexists(p):
                 continue
-            st = os.lstat(p)
+            st = files.os.lstat(p)
             if stat.S_ISLNK(st.st_mode):
                 raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
             if st.st_mode & 0o022:
@@ -269,11 +249,9 @@ class Store:
                 self._logs.move_to_end(thread_id)
                 return log
             log = ThreadLog(
-                self.threads_path,
-                thread_file_stem(thread_id),
+                LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path),
                 thread_id,
                 read_only=self.read_only,
-                temp_dir=self.temp_path,
             )
             self._logs[thread_id] = log
             while len(self._logs) > self._max_open:
@@ -299,15 +277,15 @@ class Store:
         they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used
         log's caches are dropped (they are only caches: its next put takes the slow
         path, comparing encodings)."""
-        items = cached_items(log.cache)
+        items = log.derived.held() if log.derived is not None else 0
         with self._lock:
             self._cool(log.thread_id)
             self._warm[log.thread_id] = (log, items)
             self._warm_items += items
             while self._warm_items > WARM_ITEMS and len(self._warm) > 1:
                 cold = self._cool(next(iter(self._warm)))
-                if cold is not None:
-                    cold.cache.clear()
+                if cold is not None and cold.derived is not None:
+                    cold.derived.clear()
 
     def _cool(self, thread_id: str) -> ThreadLog | None:
         """Stop counting a log's caches (under the lock); the log, if it was counted."""
@@ -328,7 +306,7 @@ class Store:
         bad file does not hide the others (a CLI reports it and goes on)."""
         if not os.path.isdir(self.threads_path):
             return
-        for entry in sorted(os.listdir(self.threads_path)):
+        for entry in sorted(files.os.listdir(self.threads_path)):
             if not entry.endswith(".jsonl"):
                 continue
             path = os.path.join(self.threads_path, entry)
@@ -345,25 +323,23 @@ class Store:
         """
         if not os.path.isdir(self.threads_path):
             return
-        for entry in sorted(os.listdir(self.threads_path)):
+        for entry in sorted(files.os.listdir(self.threads_path)):
             if not entry.endswith(".jsonl"):
                 continue
             yield self._read_thread_id(os.path.join(self.threads_path, entry), entry)
 
     def _read_thread_id(self, path: str, entry: str) -> str:
-        from . import framing
-
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = files.open_file(path, os.O_RDONLY)
         except OSError as exc:
             raise ForeignFileError(
                 f"cannot open {path} ({exc.strerror}); the store only holds regular files "
                 "it created. Remove or fix that file."
             ) from exc
         try:
-            head = os.pread(fd, 64 * 1024, 0)
+            head = files.os.pread(fd, 64 * 1024, 0)
         finally:
-            os.close(fd)
+            files.os.close(fd)
         nl = head.find(b"\n")
         header = framing.parse_line(head[:nl]) if nl > 0 else None
         if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
@@ -378,6 +354,25 @@ class Store:
                 "store must not be renamed by hand. Use copy_thread() instead."
             )
         return tid
+
+    def archive(self, log: ThreadLog) -> str:
+        """Copy a thread's log into ``archive/`` (fsynced, with the folder's entry)
+        before something changes it; the copy's path."""
+        folder = os.path.join(self.path, ARCHIVE_DIR)
+        if not os.path.isdir(folder):
+            files.os.makedirs(folder, mode=0o700, exist_ok=True)
+            fsync_dir(self.path)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        copy = os.path.join(folder, f"{log.name}.{stamp}.jsonl")
+        data = files.read_whole(log.path)
+        fd = files.open_file(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            files.write_all(fd, data)
+            files.os.fsync(fd)
+        finally:
+            files.os.close(fd)
+        fsync_dir(folder)
+        return copy
 
     def close(self) -> None:
         """Write fresh sidecar indexes and close every open file."""

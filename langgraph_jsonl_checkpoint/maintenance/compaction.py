@@ -22,7 +22,7 @@ import orjson
 from ..disk.index import EMPTY, ThreadIndex, version_key
 from ..disk.log import ThreadLog
 from ..errors import CorruptLogError, DeltaHistoryError
-from ..values.codec import ListFingerprint
+from ..values.fingerprint import ListFingerprint
 from ..values.reader import ValueReader
 from ..values.records import value_entry
 from .verify import value_problems

@@ -12,19 +12,17 @@ not everything after it.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from ..disk import framing
+from ..disk.header import FORMAT_VERSION
 from ..disk.index import EMPTY, ThreadIndex, summarize, version_key
-from ..disk.log import FORMAT_VERSION, IndexRebuilt, fsync_dir
+from ..disk.log import IndexRebuilt
 from ..errors import ConfigError, FormatVersionError, JsonlCheckpointError
-from ..values.codec import state_hash
-from ..values.reader import ValueReader, list_items
-
-ARCHIVE_DIR = "archive"
+from ..values.cells import list_items
+from ..values.fingerprint import state_hash
+from ..values.reader import ValueReader
 
 
 @dataclass
@@ -288,7 +286,7 @@ def repair(saver: Any, thread_id: str) -> RepairResult:
         salvage = salvage_records(data, thread_id)
         if not salvage.dropped:
             return RepairResult(thread_id, None, len(data), 0, len(salvage.records))
-        archived = _archive(saver.store.path, log.name, log.path)
+        archived = saver.store.archive(log)
         log.rewrite(salvage.records, gen=salvage.gen + 1)
         saver.store.forget(thread_id)
     kept = os.path.getsize(log.path)
@@ -379,17 +377,3 @@ def _lost_versions(
         if missing:
             lost[offset] = f"the values of {missing} were in a damaged record"
     return lost
-
-
-def _archive(store_path: str, name: str, path: str) -> str:
-    """Copy a log into ``<store>/archive/`` (fsynced); the copy's path."""
-    archive_dir = os.path.join(store_path, ARCHIVE_DIR)
-    os.makedirs(archive_dir, mode=0o700, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    archived = os.path.join(archive_dir, f"{name}.{stamp}.jsonl")
-    with open(path, "rb") as src, open(os.open(archived, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as dst:
-        shutil.copyfileobj(src, dst)
-        dst.flush()
-        os.fsync(dst.fileno())
-    fsync_dir(archive_dir)
-    return archived

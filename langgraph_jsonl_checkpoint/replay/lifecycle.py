@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..disk.processes import pid_alive
+
 REQUESTED = "requested"
 STARTED = "started"
 FINISHED = "finished"
@@ -47,19 +49,6 @@ def now() -> str:
 def process_stamp() -> dict[str, Any]:
     """Who is running a call: host and pid, so a reader can tell a dead process."""
     return {"host": _HOST, "pid": os.getpid()}
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs on this host (ours counts as alive)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _process_alive(stamp: dict[str, Any] | None) -> bool:

@@ -52,14 +52,15 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..disk.index import EMPTY, CheckpointEntry, SnapshotPolicy, ThreadIndex, bulk_allocation
+from ..disk.index import EMPTY, CheckpointEntry, ThreadIndex, bulk_allocation
 from ..disk.log import IndexRebuilt, ThreadLog
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
 from ..errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
 from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
+from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
-from ..values.reader import ValueReader, remember_written
-from ..values.records import RecordBuilder
+from ..values.reader import ValueReader
+from ..values.records import RecordBuilder, SnapshotPolicy
 from ..values.witness import ListWitness
 from .runs import NEW_THREAD, RunTracker, in_run
 from .worker import Outcome, Worker
@@ -122,7 +123,7 @@ def _witness_lists(log: ThreadLog, ns: str, checkpoint: Mapping[str, Any]) -> No
         if type(value) is list:
             witness = ListWitness.of(value)
             if witness is not None:
-                log.cache[(ns, channel)] = (versions[channel], witness)
+                ValueCache.of(log).prove(ns, channel, versions[channel], witness)
 
 
 def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
@@ -658,10 +659,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         log.append(batch)
         # Inside a group commit the batch is not durable yet; if the group fails, the
         # log's caches are dropped with its index (ThreadLog._abandon_group).
+        cache = ValueCache.of(log)
         if self.codec.readable:
-            remember_written(log, ns, entries)
+            cache.remember(ns, entries)
         for channel, proof in proofs.items():
-            log.cache[(ns, channel)] = (new_versions[channel], proof)
+            cache.prove(ns, channel, new_versions[channel], proof)
         self.store.keep_warm(log)
 
     def put_writes(

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..disk.index import DELTA, EMPTY, ThreadIndex, version_key
+from ..disk.index import DELTA, EMPTY, ThreadIndex
 from ..disk.log import ThreadLog
 from ..errors import CorruptLogError
+from .cache import ValueCache
+from .cells import extend_items, list_items
 from .codec import ValueCodec
 
 
@@ -28,9 +30,10 @@ class ValueReader:
         self.codec = codec
         #: Reused across several results (list): decoded values must not share objects.
         self.shared = shared
-        #: Use (and fill) the log's newest lists in stored form (LATEST_ITEMS); off for
+        #: Use (and fill) the log's newest lists in stored form (:mod:`.cache`); off for
         #: reads that must come from the records themselves (verify).
         self.kept = kept and codec.readable
+        self.cache = ValueCache.of(log) if self.kept else None
         self.records: dict[int, dict[str, Any]] = {}
         self.gen = log.generation_token()
 
@@ -55,7 +58,7 @@ class ValueReader:
         its record, each channel's delta chain back to a full value, its writes."""
         refs = [entry.ref]
         for channel, version in entry.versions.items():
-            if self.kept and kept_items(self.log, ns, channel, version) is not None:
+            if self.kept and self.cache.kept(ns, channel, version) is not None:  # type: ignore[union-attr]
                 continue  # decoded from the kept items, not from records
             blob = idx.blob(ns, channel, version)
             while blob is not None and blob.kind != EMPTY:
@@ -68,7 +71,7 @@ class ValueReader:
 
     def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
         """The stored value of a channel version (following deltas back to a full value)."""
-        kept = kept_items(self.log, ns, channel, version) if self.kept else None
+        kept = self.cache.kept(ns, channel, version) if self.cache is not None else None
         if kept is not None:
             return self.codec.decode({kept[0]: kept[1]}, fresh=True)
         entry = idx.blob(ns, channel, version)
@@ -84,7 +87,7 @@ class ValueReader:
         joined = self._joined_items(channel, base, chain) if self.kept else None
         if joined is not None:
             # Kept (stored form) for the next read of this version: no chain walk then.
-            self.log.cache[(LATEST_ITEMS, ns, channel)] = (version, *joined)
+            self.cache.keep(ns, channel, version, *joined)  # type: ignore[union-attr]
             return self.codec.decode({joined[0]: joined[1]}, fresh=True)
         value = self.decode(base)
         if chain and type(value) is list:
@@ -150,60 +153,3 @@ class ValueReader:
 
     def write_value(self, entry: Any) -> Any:
         return self.decode(self.record(entry.ref)["w"][entry.position][2])
-
-
-#: Key (with ns and channel) under which a log's cache holds the newest value read or
-#: written of a list channel in stored form: ``(version, "msgs" | "json", items)``.
-#: The items are never handed out; every read decodes fresh objects from them.
-LATEST_ITEMS = "latest items"
-
-
-def list_items(cell: Mapping[str, Any]) -> tuple[str, list[Any]] | None:
-    """The items of a cell holding a list of messages or of plain JSON, in stored form."""
-    if "msgs" in cell:
-        return "msgs", cell["msgs"]
-    if type(cell.get("json")) is list:
-        return "json", cell["json"]
-    return None
-
-
-def kept_items(log: ThreadLog, ns: str, channel: str, version: Any) -> tuple[str, list[Any]] | None:
-    """The log's newest value of ``channel`` in stored form, if it is ``version``."""
-    kept = log.cache.get((LATEST_ITEMS, ns, channel))
-    if kept is None or version_key(kept[0]) != version_key(version):
-        return None
-    return kept[1], kept[2]
-
-
-def extend_items(kind: str, items: list[Any], tail_cell: Mapping[str, Any]) -> str | None:
-    """Append a delta's tail to ``items`` in place; the kind of the result, or ``None``
-    (``items`` untouched) if the tail is not a list cell of the same kind."""
-    tail = list_items(tail_cell)
-    if tail is None or (tail[1] and items and tail[0] != kind):
-        return None
-    if not tail[1]:
-        return kind
-    items.extend(tail[1])
-    return tail[0]
-
-
-def remember_written(log: ThreadLog, ns: str, values: Mapping[str, Mapping[str, Any]]) -> None:
-    """After a put is written: keep its list values in stored form for the next read
-    (a delta extends the kept base in place; anything else forgets the channel)."""
-    for channel, entry in values.items():
-        key = (LATEST_ITEMS, ns, channel)
-        found: tuple[str, list[Any]] | None = None
-        if "val" in entry:
-            found = list_items(entry["val"])
-            if found is not None:
-                found = (found[0], list(found[1]))
-        elif "base" in entry:
-            kept = kept_items(log, ns, channel, entry["base"])
-            if kept is not None and len(kept[1]) == entry["keep"]:
-                # The base's entry is replaced below: its list may grow in place.
-                kind = extend_items(kept[0], kept[1], entry["tail"])
-                found = (kind, kept[1]) if kind is not None else None
-        if found is None:
-            log.cache.pop(key, None)
-        else:
-            log.cache[key] = (entry["ver"], *found)

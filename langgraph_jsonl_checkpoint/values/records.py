@@ -3,7 +3,7 @@
 Pure decisions over the thread's index and a small per-thread cache holding, per
 channel, the last stored or revived version of a list and its proof: a
 :class:`~.witness.ListWitness` (the objects themselves) or a
-:class:`~.codec.ListFingerprint` (their encoding). The only reads are of stored values
+:class:`~.fingerprint.ListFingerprint` (their encoding). The only reads are of stored values
 (to fingerprint a parent's list when no proof is cached, and to fill a snapshot), done
 through :class:`~.reader.ValueReader`.
 """
@@ -11,14 +11,47 @@ through :class:`~.reader.ValueReader`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..disk.index import DELTA, EMPTY, SnapshotPolicy, ThreadIndex, version_key
+from ..disk.index import DELTA, EMPTY, ThreadIndex, version_key
 from ..disk.log import ThreadLog
 from ..errors import JsonlCheckpointError
-from .codec import ListFingerprint, ValueCodec, same_encoding, state_hash
+from .cache import Proof, ValueCache
+from .codec import ValueCodec
+from .fingerprint import ListFingerprint, same_encoding, state_hash
 from .reader import ValueReader
 from .witness import ListWitness
+
+
+@dataclass(frozen=True)
+class SnapshotPolicy:
+    """When a ``put`` also writes a snapshot record, and how long a delta chain may get.
+
+    A snapshot is due once at least ``every`` checkpoint records *and* delta bytes worth
+    ``ratio`` times the previous snapshot's size were written since it. Counting bytes
+    keeps the log linear in the conversation: a snapshot's cost (the whole state) is
+    paid once per ``ratio`` × state of new data, so snapshots add about ``1/ratio``
+    times the delta bytes (plus the final state), and a read replays at most
+    ``ratio`` × the state beyond the snapshot.
+    (A count alone would copy the whole state every ``every`` steps: quadratic.)
+
+    Attributes:
+        every: Minimum checkpoint records between snapshots.
+        ratio: Minimum delta bytes since the last snapshot, as a fraction of its size.
+        max_depth: Longest delta chain; past it a full value is stored inline.
+    """
+
+    every: int = 64
+    ratio: float = 2.0
+    max_depth: int = 4096
+
+    def due(self, index: ThreadIndex) -> bool:
+        """Whether the next checkpoint record should be followed by a snapshot."""
+        return (
+            index.records_since_snapshot + 1 >= self.every
+            and index.bytes_since_snapshot >= self.ratio * index.last_snapshot_bytes
+        )
 
 
 def value_entry(
@@ -52,16 +85,11 @@ def delta_entry(
     return {"ver": version, "base": base, "keep": keep, "tail": codec.encode(value[keep:], what)}
 
 
-#: What the log's cache holds per ``(ns, channel)``: a stored version and a proof of its
-#: value, either its witness (the objects it was stored or revived from) or its encoding.
-Proof = ListWitness | ListFingerprint
-
-
 class RecordBuilder:
     """Builds the value entries and snapshot record of one ``put`` (under the lock).
 
     Args:
-        log: The thread's log (its ``cache`` holds the last fingerprint per channel).
+        log: The thread's log (its :class:`~.cache.ValueCache` holds each channel's proof).
         idx: The thread's index, current.
         codec: The value codec.
         policy: Snapshot pacing and the longest delta chain.
@@ -69,6 +97,7 @@ class RecordBuilder:
 
     def __init__(self, log: ThreadLog, idx: ThreadIndex, codec: ValueCodec, policy: SnapshotPolicy) -> None:
         self.log = log
+        self.cache = ValueCache.of(log)
         self.idx = idx
         self.codec = codec
         self.policy = policy
@@ -135,7 +164,7 @@ class RecordBuilder:
 
     def _same_as_stored(self, ns: str, channel: str, version: Any, value: Any) -> bool:
         """Whether ``value`` is the stored value of ``version`` (encodings compared)."""
-        cached = self.log.cache.get((ns, channel))
+        cached = self.cache.proof(ns, channel)
         if cached is not None and version_key(cached[0]) == version_key(version):
             proof = cached[1]
             if type(proof) is ListWitness:
@@ -154,7 +183,7 @@ class RecordBuilder:
     ) -> tuple[dict[str, Any] | None, Proof | None]:
         """A delta on the cached version, if ``value`` starts with its very objects,
         unchanged (see :mod:`.witness`); ``(None, None)`` if that cannot be shown."""
-        cached = self.log.cache.get((ns, channel))
+        cached = self.cache.proof(ns, channel)
         if cached is None or type(cached[1]) is not ListWitness:
             return None, None
         base_version, witness = cached
@@ -169,7 +198,7 @@ class RecordBuilder:
         return blob is not None and blob.kind != EMPTY and blob.depth < self.policy.max_depth
 
     def _extendable_base(self, ns: str, channel: str, parent: str | None) -> tuple[Any, ListFingerprint] | None:
-        cached = self.log.cache.get((ns, channel))
+        cached = self.cache.proof(ns, channel)
         if cached is None or type(cached[1]) is not ListFingerprint:
             cached = self._parent_fingerprint(ns, channel, parent)
         if cached is None or not self._usable_base(ns, channel, cached[0]):

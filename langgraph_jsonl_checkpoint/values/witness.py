@@ -29,7 +29,7 @@ from itertools import chain, compress, repeat
 from operator import attrgetter, is_, not_
 from typing import Any
 
-from .codec import MESSAGE_CLASSES
+from .messages import MESSAGE_CLASSES
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 _PLAIN = _ATOMS | {dict, list}

@@ -1,0 +1,93 @@
+"""The disk layer's one door to the operating system, and the file primitives on it.
+
+Every file-system call of ``disk/`` is made as ``files.os.<call>`` (``open``, ``pread``,
+``write``, ``fdatasync``, ``ftruncate``, ``replace``, ``unlink``, ...), never through an
+``os`` imported elsewhere. The crash batteries replace this one name to inject I/O
+faults, to kill a process at its n-th file operation, or to record every operation for
+the power-loss model; a call that went around it would silently escape them. Path
+arithmetic (``os.path``) and flag constants need no door and use ``os`` directly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+from ..errors import ForeignFileError
+
+#: Files of a store are private to their owner.
+FILE_MODE = 0o600
+
+
+def open_file(path: str, flags: int) -> int:
+    """Open one of the store's files: close-on-exec, never through a symbolic link,
+    created (with ``O_CREAT``) with mode ``0600``."""
+    return os.open(path, flags | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+
+
+def open_refusing_links(path: str, flags: int, thread_id: str) -> int:
+    """:func:`open_file`, with a clear error for a planted symbolic link.
+
+    Raises:
+        ForeignFileError: ``path`` is a symbolic link.
+    """
+    try:
+        return open_file(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ForeignFileError(
+                f"thread {thread_id!r}: {path} is a symbolic link; the store refuses "
+                "links (one could redirect writes outside it). Remove it."
+            ) from exc
+        raise
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so a created, renamed or removed entry in it is durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``write`` until every byte is written; a write of 0 bytes is an error."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, "short write")
+        view = view[n:]
+
+
+def unlink_quietly(path: str) -> None:
+    """Remove a file if it is there; say nothing either way."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def owner() -> str:
+    """``<pid>-<thread>``: the tag of a temp file this process and thread own (a sweep
+    tells a dead process's leftovers by the pid)."""
+    return f"{os.getpid()}-{threading.get_ident()}"
+
+
+def read_whole(path: str) -> bytes:
+    """The bytes of a (small) file, through the door."""
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        chunks = []
+        offset = 0
+        while True:
+            chunk = os.pread(fd, max(size - offset, 65536), offset)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            offset += len(chunk)
+    finally:
+        os.close(fd)

@@ -1,0 +1,125 @@
+"""Generations of a log file: a whole new file installed atomically, and deletion.
+
+A rewrite (compact, prune, repair, delete_for_runs) never changes a log in place: the
+new generation is written and fsynced under a temp name in the store's ``tmp/`` folder,
+renamed over the log, and the directory is fsynced. A crash at any point leaves the old
+or the new file, whole, and at most a temp file that the next writer sweeps.
+
+Deleting a thread removes its log, sidecar and quarantine file, and leaves a tombstone
+(``<stem>.deleted``) naming the newest checkpoint id it held: a write LangGraph was still
+sending for one of them (a run saving while the thread was deleted) is refused instead
+of bringing the thread back. The lock file stays: another process may hold it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import DurabilityError
+from . import files, framing
+from .header import new_header
+from .paths import LogPaths
+
+
+def numbered(records: list[dict[str, Any]], thread_id: str, gen: int) -> list[dict[str, Any]]:
+    """The records of a new generation: its header, then ``records`` numbered from 1
+    (batch marks dropped: a new file is one durable unit)."""
+    body = [new_header(thread_id, gen)]
+    for i, rec in enumerate(records, start=1):
+        rec = dict(rec)
+        framing.strip_batch_marks(rec)
+        rec["seq"] = i
+        body.append(rec)
+    return body
+
+
+def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> None:
+    """Replace the log by a file holding exactly ``records``, atomically.
+
+    Raises:
+        DurabilityError: The new file could not be written or made durable; the log
+            is as it was (or, if only the directory sync failed, the new generation is
+            in place but not acknowledged).
+    """
+    tmp = paths.temp("jsonl")
+    data = b"".join(framing.frame(r) for r in records)
+    try:
+        fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            files.write_all(fd, data)
+            files.os.fsync(fd)
+        finally:
+            files.os.close(fd)
+    except OSError as exc:
+        files.unlink_quietly(tmp)
+        raise DurabilityError(
+            f"thread {thread_id!r}: could not write {tmp}: {exc}. The thread's log was "
+            "not changed."
+        ) from exc
+    try:
+        files.os.replace(tmp, paths.log)
+        files.fsync_dir(paths.directory)
+    except OSError as exc:
+        files.unlink_quietly(tmp)
+        raise DurabilityError(
+            f"thread {thread_id!r}: could not make the new {paths.log} durable: {exc}. "
+            "The operation was not acknowledged; retry it."
+        ) from exc
+    try:
+        files.os.unlink(paths.index)  # it indexes the old generation
+    except FileNotFoundError:
+        pass
+
+
+class Tombstone:
+    """The tombstone of a thread's deleted logs: the newest checkpoint id they held.
+
+    Args:
+        paths: The thread's files.
+        thread_id: Written into the tombstone.
+    """
+
+    def __init__(self, paths: LogPaths, thread_id: str) -> None:
+        self.paths = paths
+        self.thread_id = thread_id
+        self._upto: str | None = None
+        self._read = False
+
+    def forget(self) -> None:
+        """Read the file again on next use (the log vanished: maybe deleted elsewhere)."""
+        self._read = False
+
+    def deleted_up_to(self) -> str | None:
+        """Newest checkpoint id of an earlier, deleted log of this thread (if any)."""
+        if not self._read:
+            try:
+                rec = framing.parse_line(files.read_whole(self.paths.tombstone).rstrip(b"\n"))
+                self._upto = rec.get("upto") if rec else None
+            except FileNotFoundError:
+                self._upto = None
+            self._read = True
+        return self._upto
+
+    def delete_log(self, newest: str | None) -> None:
+        """Write the tombstone (if ``newest`` is newer than what it says), then remove
+        the log, its sidecar and its quarantine file, durably. Call under the writer
+        lock."""
+        upto = max(filter(None, (newest, self.deleted_up_to())), default=None)
+        if upto is not None:
+            tmp = self.paths.temp("deleted")
+            fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                record = {"t": "deleted", "seq": 0, "thread": self.thread_id, "upto": upto}
+                files.write_all(fd, framing.frame(record))
+                files.os.fsync(fd)
+            finally:
+                files.os.close(fd)
+            files.os.replace(tmp, self.paths.tombstone)
+        for p in (self.paths.log, self.paths.index, self.paths.quarantine):
+            try:
+                files.os.unlink(p)
+            except FileNotFoundError:
+                pass
+        files.fsync_dir(self.paths.directory)
+        self._upto, self._read = upto, True

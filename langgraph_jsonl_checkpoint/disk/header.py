@@ -1,0 +1,96 @@
+"""A log's first record: what it holds, how it is checked, how a cut one is told.
+
+The header names the format version, the thread and the generation (+1 on each
+rewrite). It is written with the file (temp file, fsync, rename), so this package never
+tears it; only outside damage (a copy or restore cut short, a file system losing an
+unsynced rename's data) leaves a header line cut short. Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ..errors import ForeignFileError, FormatVersionError
+
+#: The log format this release writes and reads (see ``docs/format.md``).
+FORMAT_VERSION = 1
+
+
+def new_header(thread_id: str, gen: int) -> dict[str, Any]:
+    """The header record of a new generation of a thread's log."""
+    return {
+        "t": "header",
+        "seq": 0,
+        "format": FORMAT_VERSION,
+        "thread": thread_id,
+        "gen": gen,
+        "created": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+def check_header(header: dict[str, Any] | None, thread_id: str, path: str) -> dict[str, Any]:
+    """The parsed header line of ``path``, checked to be this package's, of a format
+    this release reads, for this thread.
+
+    Raises:
+        ForeignFileError: Not a header of this package, or of another thread.
+        FormatVersionError: A format this release does not read.
+    """
+    if header is None:
+        raise ForeignFileError(
+            f"thread {thread_id!r}: {path} does not start with a "
+            "langgraph-jsonl-checkpoint header record. It is not a log this package "
+            "wrote; move it out of the store directory."
+        )
+    if header.get("t") != "header":
+        raise ForeignFileError(f"thread {thread_id!r}: first record of {path} is not a header.")
+    fmt = header.get("format")
+    if fmt != FORMAT_VERSION:
+        raise FormatVersionError(
+            f"thread {thread_id!r}: log {path} has format version {fmt!r}; this version "
+            f"of langgraph-jsonl-checkpoint reads format {FORMAT_VERSION}. Upgrade the "
+            "package to read it."
+        )
+    if header.get("thread") != thread_id:
+        raise ForeignFileError(
+            f"thread {thread_id!r}: log {path} belongs to another thread. Files in the "
+            "store must not be renamed or copied by hand; use copy_thread()."
+        )
+    return header
+
+
+def is_torn_header(head: bytes, thread_id: str) -> bool:
+    """Whether ``head`` (no newline in it) is this thread's header line, cut short.
+
+    It counts as torn only if its bytes are what this package writes for this thread: an
+    empty file, or a prefix of the header's fixed part, or that fixed part followed by
+    the generation and creation time, cut anywhere.
+    """
+    fixed = orjson.dumps(
+        {"t": "header", "seq": 0, "format": FORMAT_VERSION, "thread": thread_id}
+    )[:-1] + b',"gen":'  # as new_header() is framed, up to the generation
+    if len(head) <= len(fixed):
+        return fixed.startswith(head)
+    return head.startswith(fixed) and _is_cut_header_rest(head[len(fixed):])
+
+
+def _is_cut_header_rest(rest: bytes) -> bool:
+    """Whether ``rest`` is ``<gen>,"created":"<time>","c":"<crc>"}`` cut anywhere."""
+    digits = len(rest) - len(rest.lstrip(b"0123456789"))
+    if not 1 <= digits <= 12:
+        return False
+    rest = rest[digits:]
+    for literal, allowed in ((b',"created":"', b"0123456789T:.+-"), (b'","c":"', b"0123456789abcdef")):
+        if len(rest) <= len(literal):
+            return literal.startswith(rest)
+        if not rest.startswith(literal):
+            return False
+        rest = rest[len(literal):]
+        field = len(rest) - len(rest.lstrip(allowed))
+        if field > 40:
+            return False
+        rest = rest[field:]
+    return b'"}'.startswith(rest)

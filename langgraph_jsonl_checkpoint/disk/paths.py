@@ -1,0 +1,83 @@
+"""Where a thread's files are: safe file names for any thread id, and each file's path.
+
+A thread id never goes into a path raw. The file stem is a lower-cased slug of at most
+40 safe characters followed by 32 hex digits of the SHA-256 of the id, so ``../x``,
+``/abs``, NUL, a 10 KB id or ``Case`` vs ``case`` can neither escape the directory nor
+collide (on case-insensitive file systems too). The real id is in the log's header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from dataclasses import dataclass
+
+from . import files
+
+_SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+def thread_file_stem(thread_id: str) -> str:
+    """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
+    digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
+    slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
+    return f"{slug}-{digest}"
+
+
+@dataclass(frozen=True)
+class LogPaths:
+    """The files of one thread (see ``docs/format.md``).
+
+    Attributes:
+        directory: The store's ``threads/`` folder.
+        name: The thread's file stem.
+        temp_dir: Folder for temp files of rewrites (same file system).
+    """
+
+    directory: str
+    name: str
+    temp_dir: str
+
+    def _file(self, ext: str) -> str:
+        return os.path.join(self.directory, self.name + ext)
+
+    @property
+    def log(self) -> str:
+        """The append-only log."""
+        return self._file(".jsonl")
+
+    @property
+    def index(self) -> str:
+        """The sidecar index (derived data)."""
+        return self._file(".idx")
+
+    @property
+    def lock(self) -> str:
+        """The writer lock, never renamed."""
+        return self._file(".lock")
+
+    @property
+    def quarantine(self) -> str:
+        """Bytes cut from a torn tail."""
+        return self._file(".quarantine")
+
+    @property
+    def tombstone(self) -> str:
+        """Left by a deletion: the newest checkpoint id the deleted log held."""
+        return self._file(".deleted")
+
+    def temp(self, kind: str) -> str:
+        """A temp file of this process and thread in the store's ``tmp/`` folder,
+        ``<stem>.<kind>.<pid>-<thread>``."""
+        return os.path.join(self.temp_dir, f"{self.name}.{kind}.{files.owner()}")
+
+
+def repair_hint(store_dir: str, thread_id: str) -> str:
+    """The sentence naming the repair command for a thread (shell-quoted)."""
+    return (
+        f"To keep every record that can still be read, run `langgraph-jsonl repair "
+        f"{shlex.quote(store_dir)} --thread {shlex.quote(thread_id)}` (it archives "
+        "the original first), or restore the file from a backup."
+    )

@@ -1,0 +1,220 @@
+"""The sidecar index file of one log, as this process knows it: load, trust, write.
+
+The sidecar (``<stem>.idx``, format in :mod:`.sidecar`) is derived data, written only
+after the records it covers were fsynced, and never trusted blindly: it is used only if
+it names this very log (generation, inode, the checksum of the header line), blocks
+are used while each is whole and starts where the previous one ended, and only if the
+log holds the record the last of them ends with. Every entry is compared with its
+record the first time that record is read (:meth:`SidecarFile.matches`). Its last entry
+is a durable watermark: a log holding fewer committed records is damaged, not short.
+
+The sidecar is rewritten whole (temp file + rename) or appended to, every few hundred
+records and on close; it is not fsynced (the log past it is scanned on open, as Kafka
+recovers from a recovery point).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import files, framing, sidecar
+from .index import RecordRef, ThreadIndex, summarize
+
+
+@dataclass(frozen=True)
+class LogIdentity:
+    """What names one generation of one log file: a sidecar of another is ignored.
+
+    Generation and inode number alone can match another log (a thread deleted and
+    created again starts over at generation 1, and file systems reuse inode numbers):
+    the checksum of the header line (which holds its creation time) tells them apart.
+    """
+
+    gen: int
+    ino: int | None
+    header_crc: str
+
+
+class SidecarFile:
+    """The sidecar of one log, and the summary of every record the log's index holds.
+
+    Args:
+        path: The sidecar file.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (the log is reloaded)."""
+        #: What the sidecar holds or would: every indexed record's summary.
+        self.summaries = sidecar.Summaries()
+        #: (size in bytes, records covered) of the file as this process last saw/wrote it
+        self.written = (0, 0)
+        self.lines = 0  # block lines in the file, as of ``written``
+        #: Highest seq the sidecar says was fsynced (0: none).
+        self.durable_seq = 0
+        #: Index entries came from the file, not from a scan of the log.
+        self.trusted = False
+        self.verified: set[int] = set()  # entries checked against their record
+        self.last_crc: bytes | None = None  # checksum digits of the last indexed record
+
+    # -- reading -------------------------------------------------------------------
+
+    def read(self) -> tuple[bytes, list[bytes], dict[str, Any] | None] | None:
+        """The file's bytes, its lines and its parsed header line (``None``: no file)."""
+        try:
+            data = files.read_whole(self.path)
+        except OSError:
+            return None
+        lines = data.split(b"\n")
+        return data, lines, framing.parse_line(lines[0])
+
+    def claimed_last_seq(self, ino: int) -> int | None:
+        """The last record the sidecar of the log with inode ``ino`` says was durable."""
+        found = self.read()
+        if found is None:
+            return None
+        _, lines, head = found
+        if head is None or head.get("ino") != ino:
+            return None  # another generation's index, or none
+        last = None
+        for e in map(framing.parse_line, lines[1:]):
+            if e and type(e.get("s")) is int:  # a summary line (sidecars before 0.2)
+                last = e["s"]
+            elif e and type(e.get("s0")) is int and type(e.get("n")) is list and e["n"]:
+                last = e["s0"] + len(e["n"]) - 1  # a block
+        return last
+
+    def load(
+        self, index: ThreadIndex, identity: LogIdentity, holds: Callable[[RecordRef], bool]
+    ) -> None:
+        """Load the file's longest valid prefix of blocks that matches this log into
+        ``index`` (which holds the header only).
+
+        A partial or damaged block ends the usable prefix (the file may be being
+        appended to by another process); the log past it is scanned instead.
+
+        Args:
+            index: The log's index, holding only its header.
+            identity: The log's generation, inode and header checksum.
+            holds: Whether the log holds a given record (read and checked there).
+        """
+        found = self.read()
+        if found is None:
+            return
+        data, lines, head = found
+        if (
+            not head
+            or head.get("v") != sidecar.SIDECAR_VERSION
+            or head.get("gen") != identity.gen
+            or head.get("ino") != identity.ino
+            or head.get("log") != identity.header_crc
+        ):
+            return
+        blocks = []
+        offset, seq = index.committed_end, index.last_seq + 1
+        for line in lines[1:]:
+            block = sidecar.decode_block(line, seq, offset) if line else None
+            if block is None:
+                break
+            blocks.append(block)
+            offset, seq = block.end, seq + block.count
+        # Written only after the records it covers were fsynced: the log must hold at
+        # least that many records, whatever else is wrong with it.
+        self.durable_seq = seq - 1 if blocks else 0
+        used = len(blocks)
+        if blocks:
+            o, n = blocks[-1].span(blocks[-1].count - 1)
+            if not holds(RecordRef(o, n, seq - 1)):
+                blocks = []  # inconsistent with the log: rebuild from the log
+            else:
+                blocks = [sidecar.merge(blocks)]
+        index.load_blocks(blocks)
+        self.summaries.add_blocks(blocks)
+        self.trusted = bool(blocks)
+        if (blocks or not used) and used == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
+            self.written = (len(data), blocks[0].count if blocks else 0)
+            self.lines = used
+
+    def matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
+        """Whether the summary the index holds for ``ref`` is that of ``rec`` (entries
+        loaded from the file are checked once, the first time their record is read)."""
+        if not self.trusted or ref.seq in self.verified:
+            return True
+        stored = self.summaries.get(ref.seq)
+        if stored != summarize({k: v for k, v in rec.items() if k != "more"}, ref.offset, ref.length):
+            return False
+        self.verified.add(ref.seq)
+        return True
+
+    # -- the last indexed record -------------------------------------------------------
+
+    def note_last_crc(self, fd: int | None) -> None:
+        """Remember the checksum digits of the last indexed record, read from ``fd``."""
+        last = self.summaries.last_span()
+        if last is not None and fd is not None:
+            self.last_crc = files.os.pread(fd, 8, last[0] + last[1] - 11)
+
+    def tail_unchanged(self, fd: int | None, size: int) -> bool:
+        """Whether the last record the index holds is still there, byte for byte (a
+        writer that abandoned a batch cuts the file back and may write another)."""
+        last = self.summaries.last_span()
+        if last is None or fd is None:
+            return True
+        if size < last[0] + last[1]:
+            return False
+        return files.os.pread(fd, 8, last[0] + last[1] - 11) == self.last_crc
+
+    # -- writing -------------------------------------------------------------------
+
+    def lag(self) -> int:
+        """Records the log's index holds that the file does not cover yet."""
+        return len(self.summaries) - 1 - self.written[1]
+
+    def write(self, identity: LogIdentity, temp_path: str, *, compact: bool = False) -> None:
+        """Bring the file up to date with the index's summaries.
+
+        Appends the new summaries when the file is exactly as this process last left
+        it; otherwise rewrites it whole (temp file + rename). With ``compact`` (on
+        close), a file of many short blocks is rewritten in long ones instead.
+        """
+        # The header record is always read from the log itself, never from here.
+        total = len(self.summaries) - 1
+        known_size, known_count = self.written
+        try:
+            current_size = files.os.stat(self.path).st_size
+        except FileNotFoundError:
+            current_size = -1
+        shortest = -(-total // sidecar.BLOCK_RECORDS)
+        if compact and self.lines + 1 > 2 * shortest + 1:
+            self.summaries.compact()
+        elif known_count and current_size == known_size and known_count <= total:
+            data = self.summaries.encode_from(known_count)
+            if data is not None:
+                fd = files.open_file(self.path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    files.write_all(fd, data)
+                finally:
+                    files.os.close(fd)
+                self.written = (known_size + len(data), total)
+                self.lines += data.count(b"\n")
+                return
+        data = sidecar.header_line(identity.gen, identity.ino, identity.header_crc)
+        data += self.summaries.encode_from(0) or b""
+        try:
+            fd = files.open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                files.write_all(fd, data)
+            finally:
+                files.os.close(fd)
+            files.os.replace(temp_path, self.path)
+        except OSError:
+            files.unlink_quietly(temp_path)
+            raise
+        self.written = (len(data), total)
+        self.lines = data.count(b"\n") - 1

@@ -1,0 +1,73 @@
+"""The cell vocabulary: how one stored value says how to read it back. Pure.
+
+A stored value is a *cell*, a one-key JSON object:
+
+==================  ==========================================================
+``{"json": v}``     plain JSON (str, int, float, bool, null, list, dict), as is
+``{"msg": m}``      one LangChain message: ``type`` plus its non-default fields
+``{"msgs": [m]}``   a list of LangChain messages
+``{"dsnap": cell}`` a DeltaChannel ``_DeltaSnapshot`` wrapping another cell
+``{"typed": [t, b64]}`` anything else: the serializer's ``dumps_typed`` output
+==================  ==========================================================
+
+Lists of messages or of plain JSON are what grows (a conversation), so deltas join
+their items in stored form, before anything is decoded (:func:`list_items`,
+:func:`extend_items`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+
+
+
+def is_plain_json(value: Any) -> bool:
+    """Whether ``value`` survives a JSON round trip unchanged, type for type."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return _INT_MIN <= value <= _INT_MAX
+    if t is float:
+        return math.isfinite(value)
+    if t is list:
+        return all(is_plain_json(v) for v in value)
+    if t is dict:
+        return all(type(k) is str and is_plain_json(v) for k, v in value.items())
+    return False
+
+
+def copy_nested(fields: dict[str, Any], names: Any) -> None:
+    """Replace the lists and dicts among ``fields[name]`` by deep copies (in place)."""
+    for name in names:
+        v = fields.get(name)
+        if type(v) is list or type(v) is dict:
+            fields[name] = orjson.loads(orjson.dumps(v))
+
+
+def list_items(cell: Mapping[str, Any]) -> tuple[str, list[Any]] | None:
+    """The items of a cell holding a list of messages or of plain JSON, in stored form."""
+    if "msgs" in cell:
+        return "msgs", cell["msgs"]
+    if type(cell.get("json")) is list:
+        return "json", cell["json"]
+    return None
+
+
+def extend_items(kind: str, items: list[Any], tail_cell: Mapping[str, Any]) -> str | None:
+    """Append a delta's tail to ``items`` in place; the kind of the result, or ``None``
+    (``items`` untouched) if the tail is not a list cell of the same kind."""
+    tail = list_items(tail_cell)
+    if tail is None or (tail[1] and items and tail[0] != kind):
+        return None
+    if not tail[1]:
+        return kind
+    items.extend(tail[1])
+    return tail[0]
