@@ -72,7 +72,7 @@ def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: ran
     elif strategy == "length":
         sums[k]["n"] = rng.choice([x for x in range(2, 2000) if x != sums[k]["n"]])
     elif strategy == "seq":
-        sums[k]["s"] += rng.choice([-2, -1, 1, 2, 50])
+        sums[k]["seq"] += rng.choice([-2, -1, 1, 2, 50])
     elif strategy == "truncate":
         return sidecar[: rng.randrange(len(sidecar))]
     elif strategy == "drop_line":
@@ -134,14 +134,14 @@ def test_tampered_summary_contents_answer_like_a_full_scan(setup, field: str) ->
     k = [i for i, s in enumerate(sums) if s["t"] == kind][3]
     s = sums[k]
     if field == "p":
-        s["p"] = ck.cp_id(777)
+        s["parent"] = ck.cp_id(777)
     elif field == "md":
         s["md"] = {"json": {"step": 12345, "forged": True}}
     elif field == "cv":
         s["cv"] = {ch: "0" * 32 + ".forged" for ch in s["cv"]}
     elif field == "vals":
-        s["vals"] = {ch: [v[0], 0, None] for ch, v in s["vals"].items()}  # claim full values
-        s["vals"]["ghost"] = ["1", 0, None]
+        s["values"] = {ch: {"ver": v["ver"]} for ch, v in s["values"].items()}  # claim full values
+        s["values"]["ghost"] = {"ver": "1"}
     elif field == "id":
         s["id"] = ck.cp_id(778)
     elif field == "w":

@@ -790,7 +790,7 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
     from langchain_core.messages import HumanMessage
 
     from langgraph_jsonl_checkpoint.disk import store as store_module
-    from langgraph_jsonl_checkpoint.disk.index import DELTA
+    from langgraph_jsonl_checkpoint.disk.summary import ValueKind
 
     # each thread below caches its 1-message list twice (witness + stored form): 2 items
     monkeypatch.setattr(store_module, "WARM_ITEMS", 4)
@@ -812,7 +812,7 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
     assert [cached(t) for t in "abc"] == [False, True, False]
     idx = saver.store.thread_log("b").refresh()
     entry = idx.checkpoints[""][CP_IDS[1]]
-    assert idx.blob("", "messages", entry.versions["messages"]).kind == DELTA
+    assert idx.blob("", "messages", entry.versions["messages"]).kind == ValueKind.DELTA
     assert saver.get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
     assert JsonlSaver(tmp_path / "s").get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
 

@@ -31,12 +31,14 @@ from typing import Any, Protocol
 
 from ..errors import CorruptLogError, DurabilityError
 from . import files, framing, sidecar
+from .entries import RecordRef, bulk_allocation
 from .generations import Tombstone, install, numbered
 from .header import check_header, is_torn_header, new_header
-from .index import RecordRef, ThreadIndex, bulk_allocation, summarize
+from .index import ThreadIndex
 from .paths import LogPaths, repair_hint
 from .recovery import Recovery
 from .sidecar_file import LogIdentity, SidecarFile
+from .summary import summarize
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ operations instead of a Python loop per record. The fields of a record that are 
 needed (metadata ``md`` and channel versions ``cv`` of a checkpoint) are kept as JSON
 text and decoded when something asks for them.
 
-Block columns (one entry per record unless said otherwise; record kinds are
-``0`` checkpoint, ``1`` writes, ``2`` snapshot, ``3`` tool, or the record's ``t`` string
-for any other kind):
+Block columns (one entry per record unless said otherwise; record kinds are coded as
+:class:`~.summary.RecordKind`, or the record's ``t`` string for any other kind; value
+kinds as :class:`~.summary.ValueKind`):
 
 - ``s0``, ``o0``: sequence number and byte offset of the block's first record;
 - ``n`` (lengths, newline included), ``t`` (kind), ``ns`` (namespace or null);
@@ -43,6 +43,7 @@ from typing import Any
 import orjson
 
 from . import framing
+from .summary import KIND_OF_TYPE, RecordKind, ValueKind
 
 #: Sidecar format version (the header's ``v``). Sidecars without it (one summary per
 #: line, before 0.2) are ignored and rebuilt.
@@ -50,9 +51,7 @@ SIDECAR_VERSION = 2
 #: Records per block when many are written at once (a rewrite after a scan).
 BLOCK_RECORDS = 1024
 
-KINDS = ("checkpoint", "writes", "snapshot", "tool")
-_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
-CHECKPOINT, WRITES, SNAPSHOT, TOOL = range(4)
+CHECKPOINT, WRITES, SNAPSHOT, TOOL = RecordKind
 _SCALARS = {str, int, float, bool, type(None)}
 _first, _last = itemgetter(0), itemgetter(-1)
 
@@ -61,63 +60,17 @@ def header_line(gen: int, ino: int | None, log_crc: str) -> bytes:
     return framing.frame({"t": "index", "seq": 0, "v": SIDECAR_VERSION, "gen": gen, "ino": ino, "log": log_crc})
 
 
-def columns(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The block columns of consecutive record summaries (at least one)."""
-    n, t, nss = [], [], []
-    ids, ps, mds, cvs = [], [], [], []
-    vr, vc, vv, vk, vb = [], [], [], [], []
-    cps, tasks, paths, wn, wi, wc = [], [], [], [], [], []
-    keys = []
-    dumps = orjson.dumps
-    for s in summaries:
-        kind = s["t"]
-        n.append(s["n"])
-        code = _KIND_CODE.get(kind, kind)
-        t.append(code)
-        nss.append(s.get("ns"))
-        if code == CHECKPOINT:
-            ids.append(s["id"])
-            ps.append(s["p"])
-            mds.append(dumps(s["md"]).decode())
-            cvs.append(dumps(s["cv"]).decode())
-            for ch, (ver, vkind, base) in s["vals"].items():
-                vr.append(s["s"])
-                vc.append(ch)
-                vv.append(ver)
-                vk.append(vkind)
-                vb.append(base)
-        elif code == WRITES:
-            cps.append(s["cp"])
-            tasks.append(s["task"])
-            paths.append(s["path"])
-            wn.append(len(s["w"]))
-            for idx, ch in s["w"]:
-                wi.append(idx)
-                wc.append(ch)
-        elif code == SNAPSHOT:
-            for ch, ver in s["vals"].items():
-                vr.append(s["s"])
-                vc.append(ch)
-                vv.append(ver)
-                vk.append(0)
-                vb.append(None)
-        elif code == TOOL:
-            keys.append(s["key"])
-            nss[-1] = None
-    return {
-        "s0": summaries[0]["s"], "o0": summaries[0]["o"], "n": n, "t": t, "ns": nss,
-        "id": ids, "p": ps, "md": mds, "cv": cvs,
-        "vr": vr, "vc": vc, "vv": vv, "vk": vk, "vb": vb,
-        "cp": cps, "task": tasks, "path": paths, "wn": wn, "wi": wi, "wc": wc, "key": keys,
-    }
-
-
 def encode(summaries: list[dict[str, Any]]) -> bytes:
     """Block lines for these summaries (nothing for none)."""
     return b"".join(
-        framing.frame(columns(summaries[i : i + BLOCK_RECORDS]))
+        framing.frame(columns_of(placed(summaries[i : i + BLOCK_RECORDS])))  # type: ignore[arg-type]
         for i in range(0, len(summaries), BLOCK_RECORDS)
     )
+
+
+def placed(summaries: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """Summaries as :func:`columns_of` takes records: with their offsets and lengths."""
+    return ((s, s["o"], s["n"]) for s in summaries)
 
 
 #: Integer columns, held as arrays once loaded: the cyclic garbage collector walks every
@@ -212,16 +165,15 @@ class Block:
                     rank.append(-1)
             self._rank = rank
         code, j = c["t"][i], self._rank[i]
-        s: dict[str, Any] = {"o": self.offsets[i], "n": c["n"][i], "s": seq}
+        s: dict[str, Any] = {"t": code, "seq": seq, "o": self.offsets[i], "n": c["n"][i]}
         if type(code) is not int:
-            s["t"] = code
             return s
-        s["t"] = KINDS[code]
-        if code == TOOL:
-            s["key"] = c["key"][j]
+        s["t"] = RecordKind(code).name.lower()
+        if code == RecordKind.TOOL:
+            s["ns"], s["cp"], s["call"] = c["key"][j]
             return s
         s["ns"] = c["ns"][i]
-        if code == WRITES:
+        if code == RecordKind.WRITES:
             if self._wstart is None:
                 self._wstart = list(itertools.accumulate(c["wn"], initial=0))
             a, b = self._wstart[j], self._wstart[j + 1]
@@ -229,16 +181,24 @@ class Block:
                      w=[[i, ch] for i, ch in zip(c["wi"][a:b], c["wc"][a:b])])
             return s
         lo, hi = bisect.bisect_left(c["vr"], seq), bisect.bisect_right(c["vr"], seq)
-        if code == SNAPSHOT:
-            s["vals"] = dict(zip(c["vc"][lo:hi], c["vv"][lo:hi]))
+        if code == RecordKind.SNAPSHOT:
+            s["values"] = {ch: {"ver": ver} for ch, ver in zip(c["vc"][lo:hi], c["vv"][lo:hi])}
         else:
-            s.update(id=c["id"][j], p=c["p"][j], md=orjson.loads(c["md"][j]), cv=orjson.loads(c["cv"][j]))
-            s["vals"] = {ch: [ver, k, b] for ch, ver, k, b in zip(
+            s.update(id=c["id"][j], parent=c["p"][j], md=orjson.loads(c["md"][j]), cv=orjson.loads(c["cv"][j]))
+            s["values"] = {ch: _value_summary(ver, k, b) for ch, ver, k, b in zip(
                 c["vc"][lo:hi], c["vv"][lo:hi], c["vk"][lo:hi], c["vb"][lo:hi])}
-        if len(s["vals"]) != hi - lo:
+        if len(s["values"]) != hi - lo:
             return None  # a channel twice in one record: never what summarize made
         return s
 
+
+def _value_summary(version: Any, kind: int, base: Any) -> dict[str, Any]:
+    """A stored value's summary (as :func:`~.summary.summarize` makes it) from columns."""
+    if kind == ValueKind.EMPTY:
+        return {"ver": version, "empty": 1}
+    if kind == ValueKind.DELTA:
+        return {"ver": version, "base": base}
+    return {"ver": version}
 
 
 def merge(blocks: list[Block]) -> Block:
@@ -297,7 +257,7 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
         return None
     kinds = _types(t)
     if kinds != {int}:
-        if not kinds <= {int, str, type(None)} or any(k in _KIND_CODE for k in t if type(k) is str):
+        if not kinds <= {int, str, type(None)} or any(k in KIND_OF_TYPE for k in t if type(k) is str):
             return None  # known kinds are always coded
     codes = [k for k in t if type(k) is int] if kinds != {int} else t
     if codes and (min(codes) < 0 or max(codes) > TOOL):
@@ -368,112 +328,13 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
     return Block(c, line + b"\n", offsets)
 
 
-class Summaries:
-    """What the sidecar holds (or would): the summary of every indexed record.
+def columns_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, Any] | None:
+    """The block columns of consecutive records, given with their offsets and lengths
+    (``None`` for none): log records, or their summaries (:mod:`.summary`: the same
+    fields), the one mapping from records to columns.
 
-    Records covered by blocks (loaded from the sidecar, or built from a scan) stay in
-    columns; records indexed one at a time (appends, short scans) are kept as
-    summaries until they are written.
-    """
-
-    def __init__(self) -> None:
-        self.header: dict[str, Any] | None = None
-        self.blocks: list[Block] = []
-        self._starts: list[int] = []  # first seq of each block
-        self.tail: list[dict[str, Any]] = []
-        self._covered = 0  # records in blocks
-
-    def __len__(self) -> int:
-        return (self.header is not None) + self._covered + len(self.tail)
-
-    def set_header(self, summary: dict[str, Any]) -> None:
-        self.header = summary
-
-    def add_blocks(self, blocks: list[Block]) -> None:
-        """Blocks right after the header (only before any record was appended)."""
-        assert not self.tail
-        for b in blocks:
-            self.blocks.append(b)
-            self._starts.append(b.first)
-            self._covered += b.count
-
-    def append(self, summary: dict[str, Any]) -> None:
-        if self.header is None and summary["s"] == 0:
-            self.header = summary
-        else:
-            self.tail.append(summary)
-
-    def last_span(self) -> tuple[int, int] | None:
-        """Offset and length of the last indexed record."""
-        if self.tail:
-            s = self.tail[-1]
-            return s["o"], s["n"]
-        if self.blocks:
-            b = self.blocks[-1]
-            return b.span(b.count - 1)
-        if self.header is not None:
-            return self.header["o"], self.header["n"]
-        return None
-
-    def last_seq(self) -> int:
-        return len(self) - 1
-
-    def spans(self) -> list[tuple[int, int]]:
-        """Offset and length of every indexed record, header first."""
-        out = [(self.header["o"], self.header["n"])] if self.header else []
-        for b in self.blocks:
-            out.extend(zip(b.offsets, b.cols["n"]))
-        out.extend((s["o"], s["n"]) for s in self.tail)
-        return out
-
-    def get(self, seq: int) -> dict[str, Any] | None:
-        """The summary of record ``seq`` (``None`` if not indexed)."""
-        if seq == 0:
-            return self.header
-        if seq <= 0 or seq >= len(self):
-            return None
-        if seq > self._covered:
-            return self.tail[seq - self._covered - 1]
-        b = self.blocks[bisect.bisect_right(self._starts, seq) - 1]
-        return b.summary(seq)
-
-    def compact(self) -> None:
-        """Hold everything in one block, written as lines of :data:`BLOCK_RECORDS`
-        records (an appending writer leaves many short lines; each costs a reader)."""
-        pieces = list(self.blocks)
-        for i in range(0, len(self.tail), BLOCK_RECORDS):
-            part = self.tail[i : i + BLOCK_RECORDS]
-            offsets = [s["o"] for s in part]
-            offsets.append(part[-1]["o"] + part[-1]["n"])
-            pieces.append(Block(columns(part), None, offsets))
-        if not pieces:
-            return
-        merged = merge(pieces)
-        full, rest = divmod(merged.count, BLOCK_RECORDS)
-        merged.bounds = [BLOCK_RECORDS] * full + ([rest] if rest else [])
-        self.blocks, self._starts, self._covered, self.tail = [merged], [merged.first], merged.count, []
-
-    def encode_from(self, count: int) -> bytes | None:
-        """Block lines for the records after the first ``count`` (header not counted);
-        ``None`` if ``count`` falls inside a block."""
-        out = []
-        done = 0
-        for b in self.blocks:
-            if done >= count:
-                out.append(b.framed())
-            elif done + b.count > count:
-                return None
-            done += b.count
-        out.append(encode(self.tail[max(0, count - done):]))
-        return b"".join(out)
-
-
-
-def record_columns(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, Any] | None:
-    """:func:`columns` of the summaries of these log records (with their offsets and
-    lengths), without building them; ``None`` for no records.
-
-    Must agree with :func:`~.index.summarize` field for field (tests check it).
+    :meth:`Block.summary` is its inverse; tests check that the two agree with
+    :func:`~.summary.summarize` field for field.
     """
     t, nss, lengths = [], [], []
     first = None
@@ -500,13 +361,13 @@ def record_columns(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[s
                 vc.append(ch)
                 vv.append(entry["ver"])
                 if "empty" in entry:
-                    vk.append(2)
+                    vk.append(ValueKind.EMPTY)
                     vb.append(None)
                 elif "base" in entry:
-                    vk.append(1)
+                    vk.append(ValueKind.DELTA)
                     vb.append(entry["base"])
                 else:
-                    vk.append(0)
+                    vk.append(ValueKind.FULL)
                     vb.append(None)
         elif kind == "writes":
             t.append(WRITES)
@@ -526,7 +387,7 @@ def record_columns(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[s
                 vr.append(seq)
                 vc.append(ch)
                 vv.append(entry["ver"])
-                vk.append(0)
+                vk.append(ValueKind.FULL)
                 vb.append(None)
         elif kind == "tool":
             t.append(TOOL)
@@ -552,7 +413,7 @@ def blocks_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> list[Block]
     pieces = []
     stream = iter(records)
     while True:
-        cols = record_columns(itertools.islice(stream, BLOCK_RECORDS))
+        cols = columns_of(itertools.islice(stream, BLOCK_RECORDS))
         if cols is None:
             return [merge(pieces)] if pieces else []
         offsets = list(itertools.accumulate(cols["n"], initial=cols["o0"]))

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import files, framing, sidecar
-from .index import RecordRef, ThreadIndex, summarize
+from .entries import RecordRef
+from .index import ThreadIndex
+from .summaries import Summaries
+from .summary import summarize
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class SidecarFile:
     def reset(self) -> None:
         """Forget everything (the log is reloaded)."""
         #: What the sidecar holds or would: every indexed record's summary.
-        self.summaries = sidecar.Summaries()
+        self.summaries = Summaries()
         #: (size in bytes, records covered) of the file as this process last saw/wrote it
         self.written = (0, 0)
         self.lines = 0  # block lines in the file, as of ``written``

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..disk.index import EMPTY, ThreadIndex, version_key
+from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
+from ..disk.summary import ValueKind, version_key
 from ..errors import CorruptLogError, DeltaHistoryError
 from ..values.fingerprint import ListFingerprint
 from ..values.reader import ValueReader
@@ -45,7 +46,7 @@ def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id
     for ch in counters:
         version = entry.versions.get(ch)
         blob = idx.blob(ns, ch, version) if version is not None else None
-        if blob is None or blob.kind == EMPTY:
+        if blob is None or blob.kind == ValueKind.EMPTY:
             need.add(ch)
     out: list[str] = []
     current = entry.parent
@@ -55,7 +56,7 @@ def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id
         for ch in list(need):
             version = ancestor.versions.get(ch)
             blob = idx.blob(ns, ch, version) if version is not None else None
-            if blob is not None and blob.kind != EMPTY:
+            if blob is not None and blob.kind != ValueKind.EMPTY:
                 need.discard(ch)
         current = ancestor.parent
     return out
@@ -99,7 +100,7 @@ def _rebuilt_records(
                 blob = idx.blob(ns, ch, version)
                 if key in emitted or blob is None:
                     continue
-                if blob.kind == EMPTY:
+                if blob.kind == ValueKind.EMPTY:
                     emitted[key] = (0, 0, 0)
                     values[ch] = {"ver": version, "empty": 1}
                     continue

@@ -17,8 +17,9 @@ from typing import Any
 
 from ..disk import framing
 from ..disk.header import FORMAT_VERSION
-from ..disk.index import EMPTY, ThreadIndex, summarize, version_key
+from ..disk.index import ThreadIndex
 from ..disk.log import IndexRebuilt
+from ..disk.summary import ValueKind, summarize, version_key
 from ..errors import ConfigError, FormatVersionError, JsonlCheckpointError
 from ..values.cells import list_items
 from ..values.fingerprint import state_hash
@@ -166,7 +167,7 @@ def _delta_problems(idx: ThreadIndex, items: dict[tuple[int, str], int], rec: di
         if "base" not in entry:
             continue
         prev = idx.blob(rec["ns"], ch, entry["base"])
-        if prev is None or prev.kind == EMPTY:
+        if prev is None or prev.kind == ValueKind.EMPTY:
             wrong.append(
                 f"channel {ch!r}: a delta (version {entry['ver']!r}) on version "
                 f"{entry['base']!r}, which holds no value before it"

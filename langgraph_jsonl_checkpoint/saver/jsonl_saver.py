@@ -52,9 +52,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..disk.index import EMPTY, CheckpointEntry, ThreadIndex, bulk_allocation
+from ..disk.entries import CheckpointEntry, bulk_allocation
+from ..disk.index import ThreadIndex
 from ..disk.log import IndexRebuilt, ThreadLog
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
+from ..disk.summary import ValueKind
 from ..errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
 from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
 from ..values.cache import ValueCache
@@ -328,7 +330,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         with bulk_allocation():
             for channel, version in rec["cv"].items():
                 blob = idx.blob(ns, channel, version)
-                if blob is None or blob.kind == EMPTY:
+                if blob is None or blob.kind == ValueKind.EMPTY:
                     continue
                 values[channel] = reader.value(idx, ns, channel, version)
         checkpoint: dict[str, Any] = reader.decode(rec["cp"])
@@ -550,7 +552,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                     if version is None:
                         continue
                     blob = idx.blob(ns, ch, version)
-                    if blob is not None and blob.kind != EMPTY:
+                    if blob is not None and blob.kind != ValueKind.EMPTY:
                         found[ch] = reader.value(idx, ns, ch, version)
                 for task, _, w in reversed(idx.sorted_writes(ns, current)):
                     if w.channel in remaining:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..disk.index import version_key
 from ..disk.log import ThreadLog
+from ..disk.summary import version_key
 from .cells import extend_items, list_items
 from .fingerprint import ListFingerprint
 from .witness import ListWitness

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..disk.index import DELTA, EMPTY, ThreadIndex
+from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
+from ..disk.summary import ValueKind
 from ..errors import CorruptLogError
 from .cache import ValueCache
 from .cells import extend_items, list_items
@@ -61,9 +62,9 @@ class ValueReader:
             if self.kept and self.cache.kept(ns, channel, version) is not None:  # type: ignore[union-attr]
                 continue  # decoded from the kept items, not from records
             blob = idx.blob(ns, channel, version)
-            while blob is not None and blob.kind != EMPTY:
+            while blob is not None and blob.kind != ValueKind.EMPTY:
                 refs.append(blob.ref)
-                if blob.kind != DELTA:
+                if blob.kind != ValueKind.DELTA:
                     break
                 blob = blob.prev  # always an earlier record: the walk ends
         refs.extend(w.ref for _, _, w in idx.sorted_writes(ns, checkpoint_id))
@@ -76,10 +77,10 @@ class ValueReader:
             return self.codec.decode({kept[0]: kept[1]}, fresh=True)
         entry = idx.blob(ns, channel, version)
         chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
-        while entry is not None and entry.kind == DELTA:
+        while entry is not None and entry.kind == ValueKind.DELTA:
             chain.append((entry, self.record(entry.ref)["values"][channel]))
             entry = entry.prev  # the base as it was when this delta was written
-        if entry is None or entry.kind == EMPTY:
+        if entry is None or entry.kind == ValueKind.EMPTY:
             self.log.distrust_sidecar()
             raise self._unrebuildable(channel, version, chain[-1] if chain else None)
         chain.reverse()

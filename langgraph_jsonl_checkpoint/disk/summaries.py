@@ -1,0 +1,113 @@
+"""What the sidecar holds (or would): the summary of every record a log's index holds.
+
+Records covered by blocks (loaded from the sidecar, or built from a scan) stay in
+columns; records indexed one at a time (appends, short scans) are kept as summaries
+until they are written. Pure.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from .sidecar import BLOCK_RECORDS, Block, columns_of, encode, merge, placed
+
+
+class Summaries:
+    """What the sidecar holds (or would): the summary of every indexed record.
+
+    Records covered by blocks (loaded from the sidecar, or built from a scan) stay in
+    columns; records indexed one at a time (appends, short scans) are kept as
+    summaries until they are written.
+    """
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.blocks: list[Block] = []
+        self._starts: list[int] = []  # first seq of each block
+        self.tail: list[dict[str, Any]] = []
+        self._covered = 0  # records in blocks
+
+    def __len__(self) -> int:
+        return (self.header is not None) + self._covered + len(self.tail)
+
+    def set_header(self, summary: dict[str, Any]) -> None:
+        self.header = summary
+
+    def add_blocks(self, blocks: list[Block]) -> None:
+        """Blocks right after the header (only before any record was appended)."""
+        assert not self.tail
+        for b in blocks:
+            self.blocks.append(b)
+            self._starts.append(b.first)
+            self._covered += b.count
+
+    def append(self, summary: dict[str, Any]) -> None:
+        if self.header is None and summary["seq"] == 0:
+            self.header = summary
+        else:
+            self.tail.append(summary)
+
+    def last_span(self) -> tuple[int, int] | None:
+        """Offset and length of the last indexed record."""
+        if self.tail:
+            s = self.tail[-1]
+            return s["o"], s["n"]
+        if self.blocks:
+            b = self.blocks[-1]
+            return b.span(b.count - 1)
+        if self.header is not None:
+            return self.header["o"], self.header["n"]
+        return None
+
+    def last_seq(self) -> int:
+        return len(self) - 1
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Offset and length of every indexed record, header first."""
+        out = [(self.header["o"], self.header["n"])] if self.header else []
+        for b in self.blocks:
+            out.extend(zip(b.offsets, b.cols["n"]))
+        out.extend((s["o"], s["n"]) for s in self.tail)
+        return out
+
+    def get(self, seq: int) -> dict[str, Any] | None:
+        """The summary of record ``seq`` (``None`` if not indexed)."""
+        if seq == 0:
+            return self.header
+        if seq <= 0 or seq >= len(self):
+            return None
+        if seq > self._covered:
+            return self.tail[seq - self._covered - 1]
+        b = self.blocks[bisect.bisect_right(self._starts, seq) - 1]
+        return b.summary(seq)
+
+    def compact(self) -> None:
+        """Hold everything in one block, written as lines of :data:`BLOCK_RECORDS`
+        records (an appending writer leaves many short lines; each costs a reader)."""
+        pieces = list(self.blocks)
+        for i in range(0, len(self.tail), BLOCK_RECORDS):
+            part = self.tail[i : i + BLOCK_RECORDS]
+            offsets = [s["o"] for s in part]
+            offsets.append(part[-1]["o"] + part[-1]["n"])
+            pieces.append(Block(columns_of(placed(part)), None, offsets))  # type: ignore[arg-type]
+        if not pieces:
+            return
+        merged = merge(pieces)
+        full, rest = divmod(merged.count, BLOCK_RECORDS)
+        merged.bounds = [BLOCK_RECORDS] * full + ([rest] if rest else [])
+        self.blocks, self._starts, self._covered, self.tail = [merged], [merged.first], merged.count, []
+
+    def encode_from(self, count: int) -> bytes | None:
+        """Block lines for the records after the first ``count`` (header not counted);
+        ``None`` if ``count`` falls inside a block."""
+        out = []
+        done = 0
+        for b in self.blocks:
+            if done >= count:
+                out.append(b.framed())
+            elif done + b.count > count:
+                return None
+            done += b.count
+        out.append(encode(self.tail[max(0, count - done):]))
+        return b"".join(out)
