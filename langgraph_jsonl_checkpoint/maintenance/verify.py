@@ -18,8 +18,8 @@ from typing import Any
 from ..disk import framing
 from ..disk.header import FORMAT_VERSION
 from ..disk.index import ThreadIndex
-from ..disk.log import IndexRebuilt
 from ..disk.summary import ValueKind, summarize, version_key
+from ..disk.view import IndexRebuilt
 from ..errors import ConfigError, FormatVersionError, JsonlCheckpointError
 from ..values.cells import list_items
 from ..values.fingerprint import state_hash

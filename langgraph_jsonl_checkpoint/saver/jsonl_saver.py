@@ -54,9 +54,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..disk.entries import CheckpointEntry, bulk_allocation
 from ..disk.index import ThreadIndex
-from ..disk.log import IndexRebuilt, ThreadLog
+from ..disk.log import ThreadLog
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
 from ..disk.summary import ValueKind
+from ..disk.view import IndexRebuilt
 from ..errors import ConcurrentRunError, ConfigError, DurabilityError, ThreadDeletedError
 from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
 from ..values.cache import ValueCache

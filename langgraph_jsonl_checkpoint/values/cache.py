@@ -10,7 +10,7 @@ Per namespace and channel, two things, both keyed by the version they belong to:
   dumps or plain JSON): the next read of that version decodes from them instead of
   walking a delta chain (:mod:`.reader`). They are never handed out.
 
-The cache hangs on the log (``ThreadLog.derived``), which drops it when the log is
+The cache hangs on the log (``LogView.derived``), which drops it when the log is
 reloaded or a version is stored again; the store bounds the items all logs keep.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..disk.log import ThreadLog
 from ..disk.summary import version_key
+from ..disk.view import LogView
 from .cells import extend_items, list_items
 from .fingerprint import ListFingerprint
 from .witness import ListWitness
@@ -37,7 +37,7 @@ class ValueCache:
         self._kept: dict[tuple[str, str], tuple[Any, str, list[Any]]] = {}
 
     @staticmethod
-    def of(log: ThreadLog) -> ValueCache:
+    def of(log: LogView) -> ValueCache:
         """The cache of ``log`` (made on first use)."""
         cache = log.derived
         if cache is None:

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..disk.index import ThreadIndex
-from ..disk.log import ThreadLog
 from ..disk.summary import ValueKind
+from ..disk.view import LogView
 from ..errors import CorruptLogError
 from .cache import ValueCache
 from .cells import extend_items, list_items
@@ -25,7 +25,7 @@ class ValueReader:
     """Reads one thread's records for one call (or one listing), each at most once."""
 
     def __init__(
-        self, log: ThreadLog, codec: ValueCodec, *, shared: bool = False, kept: bool = True
+        self, log: LogView, codec: ValueCodec, *, shared: bool = False, kept: bool = True
     ) -> None:
         self.log = log
         self.codec = codec
