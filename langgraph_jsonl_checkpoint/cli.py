@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from . import __version__
 from .disk.store import MARKER
 from .errors import JsonlCheckpointError
-from .maintenance.verify import repair, verify
+from .maintenance.repair import repair
+from .maintenance.verify import verify
 from .saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2

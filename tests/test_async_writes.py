@@ -342,8 +342,8 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
     ref.put(last, cp, {"step": 3}, nv)
     # the worker's group runner, called directly so the two appends surely form a group
     outcomes = saver._run_group("t", [
-        (saver._prepare_put_writes, (last, [("ch", 1)], "late-task")),
-        (saver._prepare_put, (last, cp, {"step": 3}, nv)),
+        (saver._writes.prepare_put_writes, (last, [("ch", 1)], "late-task")),
+        (saver._writes.prepare_put, (last, cp, {"step": 3}, nv)),
     ])
     assert outcomes == [(None, None), (ck.config("t", "", ck.cp_id(3)), None)], outcomes
     assert rebuilds == [1], rebuilds  # once, with the writes batch of the group pending
@@ -386,9 +386,9 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
         pass
 
     payloads = [
-        (saver._prepare_put_writes, (cfg, [("ch", 1)], "a")),
-        (saver._prepare_put_writes, (cfg, [("ch", Unencodable() if fault == "refused" else 2)], "b")),
-        (saver._prepare_put_writes, (cfg, [("ch", 3)], "c")),
+        (saver._writes.prepare_put_writes, (cfg, [("ch", 1)], "a")),
+        (saver._writes.prepare_put_writes, (cfg, [("ch", Unencodable() if fault == "refused" else 2)], "b")),
+        (saver._writes.prepare_put_writes, (cfg, [("ch", 3)], "c")),
     ]
     files_module.os = FaultyOS()  # type: ignore[assignment]
     try:

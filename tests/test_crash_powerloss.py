@@ -331,10 +331,10 @@ def test_a_stale_sidecar_naming_a_reused_inode_is_not_trusted(tmp_path: Path) ->
 
 def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
     return [
-        (saver._prepare_put_writes, (cfg, [("m", ["a" * 700])], "task-a")),
-        (saver._prepare_put_writes, (cfg, [("m", ["b" * 700]), ("x", 1)], "task-b")),
-        (saver._prepare_put_writes, (cfg, [("m", ["c" * 700])], "task-c")),
-        (saver._prepare_put, (cfg, ck.make_checkpoint(ck.cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
+        (saver._writes.prepare_put_writes, (cfg, [("m", ["a" * 700])], "task-a")),
+        (saver._writes.prepare_put_writes, (cfg, [("m", ["b" * 700]), ("x", 1)], "task-b")),
+        (saver._writes.prepare_put_writes, (cfg, [("m", ["c" * 700])], "task-c")),
+        (saver._writes.prepare_put, (cfg, ck.make_checkpoint(ck.cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
     ]
 
 

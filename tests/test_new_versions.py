@@ -29,7 +29,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-from langgraph_jsonl_checkpoint.maintenance.verify import repair, verify
+from langgraph_jsonl_checkpoint.maintenance.repair import repair
+from langgraph_jsonl_checkpoint.maintenance.verify import verify
 
 import crashkit as ck
 

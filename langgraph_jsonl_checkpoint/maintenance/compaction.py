@@ -15,7 +15,7 @@ rebuilds those channels from its ancestors' writes back to their last snapshot.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -26,21 +26,19 @@ from ..errors import CorruptLogError, DeltaHistoryError
 from ..values.fingerprint import ListFingerprint
 from ..values.reader import ValueReader
 from ..values.records import value_entry
-from .verify import value_problems
-
-if TYPE_CHECKING:
-    from ..saver.jsonl_saver import JsonlSaver
+from .access import StoreAccess
+from .checks import value_problems
 
 #: In a rewritten file (no snapshots), a delta chain holds at most this many times
 #: ``snapshot_every`` records; then a value is stored in full.
 _MAX_CHAIN = 8
 
 
-def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id: str) -> list[str]:
+def _delta_ancestors(saver: StoreAccess, idx: ThreadIndex, ns: str, checkpoint_id: str) -> list[str]:
     """Ancestors whose writes a checkpoint's DeltaChannels need (nearest first)."""
     by_id = idx.checkpoints[ns]
     entry = by_id[checkpoint_id]
-    metadata = saver._metadata_for_filter(entry)
+    metadata = saver.codec.peek(entry.metadata)
     counters = metadata.get("counters_since_delta_snapshot") or {}
     need = set()
     for ch in counters:
@@ -50,7 +48,7 @@ def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id
             need.add(ch)
     out: list[str] = []
     current = entry.parent
-    while need and current in by_id:
+    while need and current in by_id and current not in out:  # (parent links that loop end it)
         out.append(current)
         ancestor = by_id[current]
         for ch in list(need):
@@ -63,7 +61,7 @@ def _delta_ancestors(saver: JsonlSaver, idx: ThreadIndex, ns: str, checkpoint_id
 
 
 def _rebuilt_records(
-    saver: JsonlSaver, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]],
+    saver: StoreAccess, log: ThreadLog, idx: ThreadIndex, keep: set[tuple[str, str]],
     *, live_writes_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Records of a new generation holding exactly the kept checkpoints and their writes.
@@ -124,7 +122,7 @@ def _rebuilt_records(
 
 
 def _copied_delta(
-    saver: JsonlSaver,
+    saver: StoreAccess,
     idx: ThreadIndex,
     emitted: dict[tuple[str, str, Any], tuple[int, int, int]],
     ns: str,
@@ -171,7 +169,7 @@ def _live_writes(idx: ThreadIndex, rec: dict[str, Any]) -> dict[str, Any] | None
 
 
 def _entry(
-    saver: JsonlSaver,
+    saver: StoreAccess,
     last: dict[tuple[str, str], tuple[Any, ListFingerprint, int]],
     ns: str,
     ch: str,
@@ -193,7 +191,7 @@ def _all_checkpoints(idx: ThreadIndex) -> set[tuple[str, str]]:
     return {(ns, cid) for ns, by_id in idx.checkpoints.items() for cid in by_id}
 
 
-def compact_thread(saver: JsonlSaver, thread_id: str) -> tuple[int, int]:
+def compact_thread(saver: StoreAccess, thread_id: str) -> tuple[int, int]:
     """Rewrite a thread's log with the same answers and nothing superseded.
 
     Every checkpoint, pending write and tool-call event stays; snapshot records,
@@ -217,7 +215,7 @@ def compact_thread(saver: JsonlSaver, thread_id: str) -> tuple[int, int]:
         return before, log.refresh().committed_end
 
 
-def prune_thread(saver: JsonlSaver, thread_id: str) -> None:
+def prune_thread(saver: StoreAccess, thread_id: str) -> None:
     """Keep the latest checkpoint per namespace (plus DeltaChannel ancestors)."""
     if not saver.store.has_thread(thread_id):
         return
@@ -236,7 +234,7 @@ def prune_thread(saver: JsonlSaver, thread_id: str) -> None:
         log.rewrite(_rebuilt_records(saver, log, idx, keep))
 
 
-def delete_runs(saver: JsonlSaver, run_ids: set[str]) -> None:
+def delete_runs(saver: StoreAccess, run_ids: set[str]) -> None:
     """Remove the checkpoints of the given runs from every thread of the store."""
     for thread_id in list(saver.store.thread_ids()):
         log = saver.store.thread_log(thread_id)
@@ -247,7 +245,7 @@ def delete_runs(saver: JsonlSaver, run_ids: set[str]) -> None:
                 (ns, cid)
                 for ns, by_id in idx.checkpoints.items()
                 for cid, entry in by_id.items()
-                if saver._metadata_for_filter(entry).get("run_id") in run_ids
+                if saver.codec.peek(entry.metadata).get("run_id") in run_ids
             }
             if not removed:
                 continue
@@ -268,7 +266,7 @@ def delete_runs(saver: JsonlSaver, run_ids: set[str]) -> None:
                 log.rewrite(records)
 
 
-def copy_records(saver: JsonlSaver, source: str, target: str) -> None:
+def copy_records(saver: StoreAccess, source: str, target: str) -> None:
     """Append every record of ``source`` to ``target``'s log as one batch."""
     src = saver.store.thread_log(source)
     records = [r for r in src.iter_records() if r.get("t") != "header"]

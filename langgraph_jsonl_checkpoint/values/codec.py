@@ -80,6 +80,11 @@ class ValueCodec:
 
     # -- decoding ---------------------------------------------------------------
 
+    def peek(self, cell: Mapping[str, Any]) -> Any:
+        """A cell's value to look at, not to hand out (plain JSON is the cell's own
+        object, not a copy): metadata compared against a ``list`` filter, say."""
+        return cell["json"] if "json" in cell else self.decode(cell)
+
     def decode(self, cell: Mapping[str, Any], *, fresh: bool = False) -> Any:
         """Decode a cell made by :meth:`encode`.
 

@@ -1,0 +1,76 @@
+"""What a call's config says (thread, namespace, checkpoint), the defaults, the versions.
+
+Pure helpers shared by the saver's reads and writes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TypeVar
+
+from langchain_core.runnables import RunnableConfig
+
+from ..disk.view import IndexRebuilt
+from ..errors import ConfigError
+
+#: The path that makes a temporary store, as ``SqliteSaver``'s ``":memory:"`` database.
+MEMORY = ":memory:"
+#: Default minimum number of checkpoint records between snapshot records.
+DEFAULT_SNAPSHOT_EVERY = 64
+#: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
+DEFAULT_SNAPSHOT_RATIO = 2.0
+#: Digits of the counter in a version made by :func:`next_version`.
+VERSION_WIDTH = 12
+
+T = TypeVar("T")
+
+
+def thread_id_of(config: RunnableConfig | None, what: str) -> str:
+    """The config's ``thread_id`` as a str.
+
+    Raises:
+        ConfigError: There is none (``what`` names the call, for the message).
+    """
+    configurable = (config or {}).get("configurable") or {}
+    tid = configurable.get("thread_id")
+    if tid is None or tid == "":
+        raise ConfigError(
+            f"{what} needs a thread_id: pass config={{'configurable': {{'thread_id': "
+            "'...'}} to invoke/stream/get_state. Each thread_id is one conversation "
+            "stored in its own log."
+        )
+    return str(tid)
+
+
+def config_of(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    """The config naming one checkpoint."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def healing(operation: Callable[[], T]) -> T:
+    """Run a read or an append; if it found the sidecar index wrong (and rebuilt it from
+    the log), run it once more."""
+    try:
+        return operation()
+    except IndexRebuilt:
+        return operation()
+
+
+def next_version(current: str | int | None) -> str:
+    """The channel version after ``current``: ``"<counter>.<random hex>"``.
+
+    The counter is zero-padded to :data:`VERSION_WIDTH` digits, or to the width of
+    ``current`` when that is a longer string (versions from other savers, 32 digits
+    wide, keep sorting correctly); an int is taken as the counter. The random part keeps
+    forks of one thread apart. Versions appear in every checkpoint record several times,
+    so they are kept short: LangGraph's bundled savers use 49 characters, these 25.
+    """
+    if current is None:
+        counter, width = 0, VERSION_WIDTH
+    elif isinstance(current, int):
+        counter, width = current, VERSION_WIDTH
+    else:
+        head = str(current).split(".")[0]
+        counter, width = int(head), max(len(head), VERSION_WIDTH)
+    return f"{counter + 1:0{width}}.{random.getrandbits(48):012x}"

@@ -1,0 +1,99 @@
+"""Writes the saver refuses before they reach the log: a deleted thread brought back,
+two runs advancing one thread at once.
+
+Each check runs under the thread's writer lock, with the index current, and raises
+before anything is written: the caller's step is not acknowledged and the thread is as
+it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..disk.index import ThreadIndex
+from ..disk.log import ThreadLog
+from ..errors import ConcurrentRunError, ThreadDeletedError
+from ..values.codec import ValueCodec
+from .runs import NEW_THREAD
+
+
+def refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
+    """A late write for a checkpoint of a deleted log must not bring the thread back.
+
+    Raises:
+        ThreadDeletedError: The thread was deleted after this checkpoint was made.
+    """
+    if log.exists():
+        return
+    upto = log.deleted_up_to()
+    if upto is not None and checkpoint_id <= upto:
+        raise ThreadDeletedError(
+            f"thread {log.thread_id!r} was deleted; refusing a write for its checkpoint "
+            f"{checkpoint_id} (a run was still saving when delete_thread was called). "
+            "Start a new run to use this thread id again."
+        )
+
+
+def refuse_other_run(
+    codec: ValueCodec, log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | None, metadata: Mapping[str, Any]
+) -> None:
+    """Refuse a put that would silently fork a thread another run (told by the
+    ``run_id`` in metadata) is advancing.
+
+    Works when runs carry a ``run_id`` in their metadata (LangGraph copies it from
+    ``config["configurable"]["run_id"]`` or ``config["metadata"]["run_id"]``; LangGraph
+    Platform sets it). A put is refused when its parent was written by the same run (so
+    it is not the first step of a deliberate fork or time travel) and a newer checkpoint
+    of another run has appeared since: the thread moved on underneath this run.
+
+    Raises:
+        ConcurrentRunError: That happened; nothing was written.
+    """
+    run_id = codec.peek(metadata).get("run_id")
+    latest = idx.latest_id(ns)
+    if run_id is None or parent is None or latest is None or latest <= parent:
+        return
+    by_id = idx.checkpoints.get(ns, {})
+    if parent not in by_id:
+        return
+    mine = codec.peek(by_id[parent].metadata).get("run_id")
+    other = codec.peek(by_id[latest].metadata).get("run_id")
+    if mine == run_id and other is not None and other != run_id:
+        raise ConcurrentRunError(
+            f"thread {log.thread_id!r}: run {run_id} tried to continue from checkpoint "
+            f"{parent}, but run {other} has written a newer checkpoint ({latest}) to "
+            "the same thread meanwhile. Two runs must not advance one thread at once; "
+            "nothing was written for this step. Retry once the other run is done "
+            "(graph.invoke(None, config) resumes from the latest checkpoint)."
+        )
+
+
+def refuse_moved_head(log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | None, expected: Any) -> None:
+    """Refuse a run's put when the head it continues from is no longer the head.
+
+    Args:
+        expected: What :class:`~.runs.RunTracker` knows of this run: the checkpoint it
+            read as the latest or last wrote (or that it found the namespace empty);
+            ``None`` when the run is not checked (time travel, no run identity, or
+            ``concurrent_runs="allow"``).
+
+    Raises:
+        ConcurrentRunError: Another run wrote to the thread meanwhile; nothing was written.
+    """
+    if expected is None:
+        return
+    latest = idx.latest_id(ns)
+    if expected is NEW_THREAD:
+        moved = parent is None and latest is not None
+    else:
+        moved = parent == expected and latest is not None and latest != parent
+    if moved:
+        raise ConcurrentRunError(
+            f"thread {log.thread_id!r} (file {log.path}): this run continues from "
+            f"checkpoint {parent or '(none: a new thread)'}, but another run has written "
+            f"checkpoint {latest} to the same thread meanwhile. Two runs must not advance "
+            "one thread at once; nothing was written for this step. Retry once the "
+            "other run is done (graph.invoke(None, config) resumes from the latest "
+            "checkpoint), or pass concurrent_runs='allow' to keep both branches."
+        )

@@ -1,0 +1,297 @@
+"""Reads of LangGraph's API: checkpoint tuples, listings, DeltaChannel history.
+
+Each read takes the thread's in-process lock (never the writer lock), brings the index
+up to date with the file, and rebuilds what it serves from the records: no two results
+share objects, and nothing handed out is an object a later put could change. A read
+that finds the sidecar index wrong rebuilds it from the log and runs again
+(:func:`~.config.healing`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_checkpoint_id,
+)
+
+from ..disk.entries import CheckpointEntry, bulk_allocation
+from ..disk.index import ThreadIndex
+from ..disk.store import Store
+from ..disk.summary import ValueKind
+from ..disk.view import IndexRebuilt, LogView
+from ..replay.lifecycle import ToolCallKey, ToolCallRecord, fold
+from ..values.cache import ValueCache
+from ..values.codec import ValueCodec
+from ..values.reader import ValueReader
+from ..values.witness import ListWitness
+from .config import config_of, healing, thread_id_of
+
+
+class CheckpointReads:
+    """The saver's reads, on one store with one codec.
+
+    Args:
+        store: The store.
+        codec: The saver's value codec.
+    """
+
+    def __init__(self, store: Store, codec: ValueCodec) -> None:
+        self.store = store
+        self.codec = codec
+
+    # -- one checkpoint ------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig, *, witness: bool = False) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, else the latest of its namespace; with
+        ``witness`` (a running graph reads it), its lists are remembered for the run's
+        next put (:mod:`~..values.witness`)."""
+        thread_id = thread_id_of(config, "get_tuple")
+        configurable = config["configurable"]
+        ns = configurable.get("checkpoint_ns", "")
+        requested = get_checkpoint_id(config)
+        log = self.store.thread_log(thread_id)
+
+        def read() -> CheckpointTuple | None:
+            with log.mutex:
+                idx = log.refresh()
+                checkpoint_id = requested or idx.latest_id(ns)
+                if checkpoint_id is None:
+                    return None
+                entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+                if entry is None:
+                    return None
+                return self.build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, witness=witness)
+
+        tup = healing(read)
+        if tup is not None and requested:
+            return tup._replace(config=config)
+        return tup
+
+    def build_tuple(
+        self,
+        log: LogView,
+        idx: ThreadIndex,
+        thread_id: str,
+        ns: str,
+        checkpoint_id: str,
+        entry: CheckpointEntry,
+        reader: ValueReader | None = None,
+        *,
+        witness: bool = False,
+    ) -> CheckpointTuple:
+        """Rebuild a checkpoint tuple (call under ``log.mutex``)."""
+        reader = reader or ValueReader(log, self.codec)
+        reader.prefetch_checkpoint(idx, ns, checkpoint_id, entry)
+        rec = reader.record(entry.ref)
+        values: dict[str, Any] = {}
+        # Reviving a long conversation allocates thousands of objects; the cyclic
+        # collector's passes over them took half of a get_state_history call.
+        with bulk_allocation():
+            for channel, version in rec["cv"].items():
+                blob = idx.blob(ns, channel, version)
+                if blob is None or blob.kind == ValueKind.EMPTY:
+                    continue
+                values[channel] = reader.value(idx, ns, channel, version)
+        checkpoint: dict[str, Any] = reader.decode(rec["cp"])
+        checkpoint["id"] = checkpoint_id
+        checkpoint["channel_versions"] = dict(rec["cv"])
+        checkpoint["channel_values"] = values
+        if witness:
+            witness_lists(log, ns, checkpoint)
+        self.store.keep_warm(log)  # the reads above may have filled its value caches
+        pending = [
+            (task, w.channel, reader.write_value(w))
+            for task, _, w in idx.sorted_writes(ns, checkpoint_id)
+        ]
+        return CheckpointTuple(
+            config=config_of(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=reader.decode(rec["md"]),
+            parent_config=config_of(thread_id, ns, entry.parent) if entry.parent else None,
+            pending_writes=pending,
+        )
+
+    # -- listings ----------------------------------------------------------------------
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints, newest first (see ``JsonlSaver.list``)."""
+        if config is not None:
+            thread_ids: Any = [thread_id_of(config, "list")]
+            configurable = config["configurable"]
+            ns_filter = configurable.get("checkpoint_ns")
+            id_filter = configurable.get("checkpoint_id")
+        else:
+            thread_ids = self.store.thread_ids()
+            ns_filter = id_filter = None
+        before_id = get_checkpoint_id(before) if before else None
+        remaining = limit
+        for thread_id in thread_ids:
+            if remaining is not None and remaining <= 0:
+                return
+            log = self.store.thread_log(thread_id)
+            seen: set[tuple[str, str]] = set()
+            while True:  # rerun for this thread if the index had to be rebuilt
+                with log.mutex:
+                    idx = log.refresh()
+                    want = None if remaining is None else remaining + len(seen)
+                    matches = self.matching_ids(idx, ns_filter, id_filter, before_id, filter, want)
+                # One reader for the whole listing: neighbouring checkpoints share most
+                # of their records (delta chains, snapshots).
+                reader = ValueReader(log, self.codec, shared=True)
+                try:
+                    for ns, checkpoint_id in matches:
+                        if (ns, checkpoint_id) in seen:
+                            continue
+                        tup = self._read_listed(log, thread_id, ns, checkpoint_id, reader)
+                        if tup is None:
+                            continue  # removed since (prune, delete)
+                        seen.add((ns, checkpoint_id))
+                        if remaining is not None:
+                            remaining -= 1
+                        yield tup
+                        if remaining is not None and remaining <= 0:
+                            return
+                except IndexRebuilt:
+                    continue
+                break
+
+    def _read_listed(
+        self, log: LogView, thread_id: str, ns: str, checkpoint_id: str, reader: ValueReader
+    ) -> CheckpointTuple | None:
+        with log.mutex:
+            idx = log.refresh()
+            if reader.gen != log.generation_token():
+                reader.records.clear()  # the log was rewritten: offsets changed
+                reader.gen = log.generation_token()
+            entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+            if entry is None:
+                return None
+            return self.build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, reader)
+
+    def matching_ids(
+        self,
+        idx: ThreadIndex,
+        ns_filter: str | None,
+        id_filter: str | None,
+        before_id: str | None,
+        filter: dict[str, Any] | None,
+        limit: int | None,
+    ) -> list[tuple[str, str]]:
+        """``(namespace, checkpoint id)`` of the matches, newest first, at most ``limit``."""
+        namespaces = [ns_filter] if ns_filter is not None else idx.namespaces()
+        streams = [_tagged(idx.iter_ids_desc(ns, before_id), ns) for ns in namespaces]
+        out: list[tuple[str, str]] = []
+        for cid, ns in heapq.merge(*streams, reverse=True):
+            if id_filter and cid != id_filter:
+                continue
+            if filter:
+                metadata = self.codec.peek(idx.checkpoints[ns][cid].metadata)
+                if not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+            out.append((ns, cid))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    # -- DeltaChannel history ------------------------------------------------------------
+
+    def delta_channel_history(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seed of each channel along the parent chain (see
+        ``JsonlSaver.get_delta_channel_history``). The walk visits each ancestor once:
+        parent links that loop (a hand-edited log) end it."""
+        thread_id = thread_id_of(config, "get_delta_channel_history")
+        ns = config["configurable"].get("checkpoint_ns", "")
+        log = self.store.thread_log(thread_id)
+        collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        with log.mutex:
+            idx = log.refresh()
+            reader = ValueReader(log, self.codec)
+            by_id = idx.checkpoints.get(ns, {})
+            target = get_checkpoint_id(config) or idx.latest_id(ns)
+            entry = by_id.get(target) if target else None
+            current = entry.parent if entry else None
+            remaining = set(channels)
+            visited: set[str] = set()
+            while current is not None and remaining and current in by_id and current not in visited:
+                visited.add(current)
+                ancestor = by_id[current]
+                found = {}
+                for ch in remaining:
+                    version = ancestor.versions.get(ch)
+                    if version is None:
+                        continue
+                    blob = idx.blob(ns, ch, version)
+                    if blob is not None and blob.kind != ValueKind.EMPTY:
+                        found[ch] = reader.value(idx, ns, ch, version)
+                for task, _, w in reversed(idx.sorted_writes(ns, current)):
+                    if w.channel in remaining:
+                        collected[w.channel].append((task, w.channel, reader.write_value(w)))
+                for ch, value in found.items():
+                    seeds[ch] = value
+                    remaining.discard(ch)
+                current = ancestor.parent
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            item: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                item["seed"] = seeds[ch]
+            result[ch] = item
+        return result
+
+    # -- the tool-call journal -----------------------------------------------------------
+
+    def tool_call_records(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None
+    ) -> dict[ToolCallKey, ToolCallRecord]:
+        """Folded lifecycle records of a thread's tool calls (of ``keys`` only if given)."""
+        log = self.store.thread_log(thread_id)
+
+        def read() -> dict[ToolCallKey, ToolCallRecord]:
+            with log.mutex:
+                idx = log.refresh()
+                if keys is None:
+                    refs = [r for rs in idx.tool_events.values() for r in rs]
+                else:
+                    refs = [
+                        r
+                        for k in keys
+                        for r in idx.tool_events.get((k.ns, k.checkpoint_id, k.call_id), [])
+                    ]
+                refs.sort(key=lambda r: r.seq)
+                events = [log.read_record(r) for r in refs]
+            return fold(events, self.codec.decode)
+
+        return healing(read)
+
+
+def witness_lists(log: LogView, ns: str, checkpoint: Mapping[str, Any]) -> None:
+    """Remember the lists just handed out, so the next ``put`` of a run that continues
+    from them can store a delta without encoding the whole list."""
+    versions = checkpoint["channel_versions"]
+    for channel, value in checkpoint["channel_values"].items():
+        if type(value) is list:
+            witness = ListWitness.of(value)
+            if witness is not None:
+                ValueCache.of(log).prove(ns, channel, versions[channel], witness)
+
+
+def _tagged(ids: Iterator[str], ns: str) -> Iterator[tuple[str, str]]:
+    for cid in ids:
+        yield cid, ns
