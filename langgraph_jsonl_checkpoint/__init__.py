@@ -28,8 +28,9 @@ from .errors import (
     StoreError,
     ThreadDeletedError,
 )
-from .replay.adapter import RecordedToolError, ReplayAdapter
+from .replay.adapter import ReplayAdapter
 from .replay.lifecycle import ToolCallKey, ToolCallRecord
+from .replay.plan import RecordedToolError
 from .saver.jsonl_saver import AsyncJsonlSaver, JsonlSaver
 
 __all__ = [

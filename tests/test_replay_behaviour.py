@@ -32,7 +32,7 @@ from langgraph_jsonl_checkpoint import (
     ReplayAdapter,
     ToolCallRecord,
 )
-from langgraph_jsonl_checkpoint.replay.adapter import SKIPPED_TEXT
+from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 
 import replaykit as rk
 from replaykit import call

@@ -28,7 +28,7 @@ import pytest
 from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import RecordedToolError, ReplayAdapter
-from langgraph_jsonl_checkpoint.replay.adapter import SKIPPED_TEXT
+from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 
 import replaykit as rk
 from replaykit import call

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_jsonl_checkpoint.replay.adapter import (
+from langgraph_jsonl_checkpoint.replay.lifecycle import ToolCallKey, ToolCallRecord, fold
+from langgraph_jsonl_checkpoint.replay.plan import (
     HOLD,
     REPLAY_ERROR,
     REPLAY_RESULT,
@@ -14,7 +15,6 @@ from langgraph_jsonl_checkpoint.replay.adapter import (
     answer_problems,
     plan_call,
 )
-from langgraph_jsonl_checkpoint.replay.lifecycle import ToolCallKey, ToolCallRecord, fold
 
 KEY = ToolCallKey("tools:1", "cp", "c1")
 

@@ -30,19 +30,18 @@ each tool call as its own task, so there each uncertain call is its own interrup
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt, interrupt
 
-from ..errors import ConfigError, JsonlCheckpointError
-from .journal import SaverJournal, StoreJournal, ToolJournal
+from ..errors import ConfigError
+from .calls import Batch, CallContext, context_of, slots_held
+from .journal import SaverJournal, StoreJournal, ToolEventLog, ToolJournal
 from .lifecycle import (
     ANSWER,
     ASK,
@@ -52,173 +51,65 @@ from .lifecycle import (
     RELEASED,
     REQUESTED,
     STARTED,
-    ToolCallKey,
     ToolCallRecord,
     now,
     process_stamp,
 )
+from .middleware import replay_middleware
+from .plan import (
+    INTERRUPT_TYPE,
+    REPLAY_ERROR,
+    REPLAY_RESULT,
+    RUN,
+    SKIP,
+    SKIPPED_TEXT,
+    RecordedToolError,
+    answer_problems,
+    plan_call,
+)
+from .steps import Steps, arun, run
+from .steps import call as step
 
 if TYPE_CHECKING:
     from langgraph.prebuilt import ToolNode
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.store.base import BaseStore
 
-    from ..saver.jsonl_saver import JsonlSaver
-
-INTERRUPT_TYPE = "uncertain_tool_calls"
+#: Task executions whose batch state is kept at once (least recently used go first).
 _MAX_LIVE_BATCHES = 256
-SKIPPED_TEXT = (
-    "This tool call was interrupted by a crash while it was running, and its outcome is "
-    "unknown: it may or may not have taken effect. It was not run again."
-)
-
-# plan_call outcomes
-RUN = "run"
-REPLAY_RESULT = "replay_result"
-REPLAY_ERROR = "replay_error"
-HOLD = "hold"
-SKIP = "skip"
-SUPPLY = "supply"
 
 
-class RecordedToolError(JsonlCheckpointError):
-    """A tool call failed before a restart; its recorded error is raised again."""
+class _Effects:
+    """What a tool call's steps ask for: the journal's calls and the tool itself."""
 
+    def __init__(self, journal: ToolJournal, execute: Callable[[Any], Any]) -> None:
+        self.journal = journal
+        self._execute = execute
 
-def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = None) -> str:
-    """Decide what to do with one tool call, given its record. Pure.
+    def load(self, thread_id: str, keys: Any) -> Any:
+        return self.journal.load(thread_id, keys)
 
-    Args:
-        record: The call's lifecycle record, or ``None`` if never seen.
-        idempotent: Whether the tool may safely run twice.
-        answer: A person's answer for an uncertain call (``"retry"``, ``"skip"`` or
-            ``{"result": ...}``), if one was given.
+    def record(self, thread_id: str, events: list[dict[str, Any]]) -> None:
+        self.journal.record(thread_id, events)
 
-    Returns:
-        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
-        ``SKIP``, ``SUPPLY``.
-    """
-    if record is None or record.state == REQUESTED:
-        return RUN
-    if record.state == FINISHED:
-        return REPLAY_RESULT
-    if record.state == FAILED:
-        return REPLAY_ERROR
-    # started and never settled
-    if idempotent:
-        return RUN
-    if answer is None:
-        return HOLD
-    if answer == "retry":
-        return RUN
-    if answer == "skip":
-        return SKIP
-    return SUPPLY
+    def execute(self, request: Any) -> Any:
+        return self._execute(request)
 
+    async def aload(self, thread_id: str, keys: Any) -> Any:
+        return await self.journal.aload(thread_id, keys)
 
-def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
-    """Why a resume value does not answer every uncertain call, or ``None`` if it does."""
-    ids = list(call_ids)
-    if not isinstance(answer, dict):
-        return (
-            "resume with a mapping from tool call id to 'retry', 'skip' or "
-            f"{{'result': ...}}, covering: {', '.join(ids)}"
-        )
-    bad = [
-        i
-        for i in ids
-        if not (
-            answer.get(i) in ("retry", "skip")
-            or (isinstance(answer.get(i), dict) and "result" in answer[i])
-        )
-    ]
-    if bad:
-        return (
-            f"no valid answer for tool call(s) {', '.join(bad)}: each needs 'retry', "
-            "'skip' or {'result': ...}"
-        )
-    return None
+    async def arecord(self, thread_id: str, events: list[dict[str, Any]]) -> None:
+        await self.journal.arecord(thread_id, events)
 
-
-@dataclass
-class _CallContext:
-    thread_id: str
-    ns: str
-    checkpoint_id: str
-    batch: list[dict[str, Any]]  # the tool calls this task handles
-
-    def key(self, call_id: str) -> ToolCallKey:
-        return ToolCallKey(self.ns, self.checkpoint_id, call_id)
-
-
-@dataclass
-class _Batch:
-    """Per task execution: records loaded once, the person's answers asked once."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    alock: asyncio.Lock | None = None
-    ready: bool = False
-    records: dict[ToolCallKey, ToolCallRecord] = field(default_factory=dict)
-    answers: dict[str, Any] = field(default_factory=dict)
-    error: BaseException | None = None
-
-
-def _messages_of(state: Any) -> list[Any]:
-    if isinstance(state, list):
-        return state
-    if isinstance(state, dict):
-        return list(state.get("messages", []))
-    return list(getattr(state, "messages", []) or [])
-
-
-def _context(request: ToolCallRequest) -> _CallContext:
-    config = request.runtime.config if request.runtime is not None else None
-    conf = (config or {}).get("configurable", {})
-    thread_id = conf.get("thread_id")
-    if thread_id is None:
-        raise ConfigError(
-            "ReplayAdapter needs a thread_id: run the graph with a checkpointer and "
-            "config={'configurable': {'thread_id': ...}}."
-        )
-    ns = conf.get("checkpoint_ns", "")
-    parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
-    checkpoint_id = (conf.get("checkpoint_map") or {}).get(parent_ns) or conf.get("checkpoint_id") or ""
-    path = ((config or {}).get("metadata") or {}).get("langgraph_path") or ()
-    own = request.tool_call
-    batch = [own]
-    if not path or path[0] != "__pregel_push":
-        # A ToolNode task runs every pending call of the last AI message.
-        messages = _messages_of(request.state)
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        for m in reversed(messages):
-            if isinstance(m, AIMessage):
-                pending = [c for c in m.tool_calls if c.get("id") not in answered]
-                if any(c.get("id") == own.get("id") for c in pending):
-                    batch = pending
-                break
-    return _CallContext(str(thread_id), ns, checkpoint_id, batch)
-
-
-def _slots_held(request: ToolCallRequest) -> int | None:
-    """How many of this task's interrupt() slots LangGraph holds a resume value for.
-
-    Reads LangGraph's task scratchpad (internal, stable across 1.x); ``None`` if that
-    is not available, in which case every journaled question is asked again in order.
-    """
-    conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
-    scratchpad = conf.get("__pregel_scratchpad")
-    resume = getattr(scratchpad, "resume", None)
-    get_null = getattr(scratchpad, "get_null_resume", None)
-    if not isinstance(resume, list) or not callable(get_null):
-        return None
-    return len(resume) + (1 if get_null(False) is not None else 0)
+    async def aexecute(self, request: Any) -> Any:
+        return await self._execute(request)
 
 
 class ReplayAdapter:
     """Journals tool calls and replays them safely after a crash.
 
     Args:
-        saver: A :class:`~.saver.JsonlSaver`: events go into each thread's log.
+        saver: A ``JsonlSaver``: events go into each thread's log.
         store: Any LangGraph ``BaseStore``, for graphs that use another checkpointer.
         idempotent: Names of tools that may run twice (reads, searches). A tool is also
             idempotent if ``tool.metadata["idempotent"]`` is true. Every other tool is
@@ -230,7 +121,7 @@ class ReplayAdapter:
 
     def __init__(
         self,
-        saver: JsonlSaver | None = None,
+        saver: ToolEventLog | None = None,
         *,
         store: BaseStore | None = None,
         idempotent: Iterable[str] = (),
@@ -241,7 +132,7 @@ class ReplayAdapter:
         self.idempotent = frozenset(idempotent)
         # Per task execution (keyed by its scratchpad, which is neither hashable nor
         # weak-referenceable): a small LRU holding the token, so ids are never confused.
-        self._batches: OrderedDict[int, tuple[Any, _Batch]] = OrderedDict()
+        self._batches: OrderedDict[int, tuple[Any, Batch]] = OrderedDict()
         self._batches_lock = threading.Lock()
 
     # -- plugging in -------------------------------------------------------------
@@ -254,8 +145,6 @@ class ReplayAdapter:
 
     def middleware(self) -> Any:
         """An ``AgentMiddleware`` for ``langchain.agents.create_agent(middleware=[...])``."""
-        from .middleware import replay_middleware
-
         return replay_middleware(self)
 
     @staticmethod
@@ -289,23 +178,23 @@ class ReplayAdapter:
 
     # -- the batch: records and the person's answers ---------------------------------
 
-    def _batch_for(self, request: ToolCallRequest) -> _Batch:
+    def _batch_for(self, request: ToolCallRequest) -> Batch:
         conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
         token = conf.get("__pregel_scratchpad")
         if token is None:
-            return _Batch()
+            return Batch()
         with self._batches_lock:
             entry = self._batches.get(id(token))
             if entry is not None and entry[0] is token:
                 self._batches.move_to_end(id(token))
                 return entry[1]
-            batch = _Batch()
+            batch = Batch()
             self._batches[id(token)] = (token, batch)
             while len(self._batches) > _MAX_LIVE_BATCHES:
                 self._batches.popitem(last=False)
             return batch
 
-    def _uncertain(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> list[dict[str, Any]]:
+    def _uncertain(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> list[dict[str, Any]]:
         tools = {getattr(t, "name", None): t for t in (getattr(request.runtime, "tools", None) or [])}
         out = []
         for call in ctx.batch:
@@ -315,7 +204,7 @@ class ReplayAdapter:
                 out.append({"id": call["id"], "name": call.get("name"), "args": call.get("args"), "started_at": rec.started_at})
         return out
 
-    def _requested_events(self, ctx: _CallContext, batch: _Batch) -> list[dict[str, Any]]:
+    def _requested_events(self, ctx: CallContext, batch: Batch) -> list[dict[str, Any]]:
         return [
             self._event(ctx, call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args")))
             for call in ctx.batch
@@ -332,7 +221,7 @@ class ReplayAdapter:
     # asks a new question only for an uncertain call whose current run has no answer.
 
     def _deliberate(
-        self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest
+        self, ctx: CallContext, batch: Batch, request: ToolCallRequest
     ) -> Iterator[list[dict[str, Any]]]:
         """Settle the batch's uncertain calls; yields events that must be durable first."""
         journal = batch.records.get(ctx.key(ASKS_CALL_ID))
@@ -351,7 +240,7 @@ class ReplayAdapter:
                     answered_slots.add((slot, questions[slot][0]))
                 for call_id, started_at in about:
                     answers[call_id] = (answer[call_id], started_at)
-        held = _slots_held(request)
+        held = slots_held(request)
         replay = len(questions) if held is None else min(len(questions), held)
         problem: str | None = None
         for slot in range(replay):
@@ -391,52 +280,34 @@ class ReplayAdapter:
                     answers[call_id] = (value[call_id], started_at)
             slot += 1
 
-    def _answer_event(self, ctx: _CallContext, slot: int, answer: Any, about: list[list[Any]]) -> dict[str, Any]:
+    def _answer_event(self, ctx: CallContext, slot: int, answer: Any, about: list[list[Any]]) -> dict[str, Any]:
         return self._event(ctx, ASKS_CALL_ID, ANSWER, slot=slot, answer=self.journal.encode(answer), about=about)
 
-    def _prepare(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> None:
-        with batch.lock:
-            if batch.error is not None:
-                raise batch.error
-            if batch.ready:
-                return
-            try:
-                keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
-                batch.records = self.journal.load(ctx.thread_id, keys)
-                self.journal.record(ctx.thread_id, self._requested_events(ctx, batch))
-                for events in self._deliberate(ctx, batch, request):
-                    self.journal.record(ctx.thread_id, events)
-                batch.ready = True
-            except BaseException as exc:
-                batch.error = exc
-                raise
-
-    async def _aprepare(self, ctx: _CallContext, batch: _Batch, request: ToolCallRequest) -> None:
-        if batch.alock is None:
-            batch.alock = asyncio.Lock()
-        async with batch.alock:
-            if batch.error is not None:
-                raise batch.error
-            if batch.ready:
-                return
-            try:
-                keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
-                batch.records = await self.journal.aload(ctx.thread_id, keys)
-                await self.journal.arecord(ctx.thread_id, self._requested_events(ctx, batch))
-                for events in self._deliberate(ctx, batch, request):
-                    await self.journal.arecord(ctx.thread_id, events)
-                batch.ready = True
-            except BaseException as exc:
-                batch.error = exc
-                raise
+    def _prepare(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[None]:
+        """Load the batch's records, journal what is new, settle its uncertain calls
+        (once per task execution; run with the batch's lock held)."""
+        if batch.error is not None:
+            raise batch.error
+        if batch.ready:
+            return
+        try:
+            keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
+            batch.records = yield step("load", ctx.thread_id, keys)
+            yield step("record", ctx.thread_id, self._requested_events(ctx, batch))
+            for events in self._deliberate(ctx, batch, request):
+                yield step("record", ctx.thread_id, events)
+            batch.ready = True
+        except BaseException as exc:
+            batch.error = exc
+            raise
 
     # -- one call ------------------------------------------------------------------
 
     @staticmethod
-    def _event(ctx: _CallContext, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
+    def _event(ctx: CallContext, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
         return {"ev": ev, "ns": ctx.ns, "cp": ctx.checkpoint_id, "call": call_id, "at": now(), **fields}
 
-    def _settled(self, ctx: _CallContext, request: ToolCallRequest, action: str, record: ToolCallRecord | None, answer: Any) -> tuple[Any, list[dict[str, Any]]]:
+    def _settled(self, ctx: CallContext, request: ToolCallRequest, action: str, record: ToolCallRecord | None, answer: Any) -> tuple[Any, list[dict[str, Any]]]:
         """Result (or exception) for actions that do not run the tool, plus events to record."""
         call = request.tool_call
         if action == REPLAY_RESULT:
@@ -463,58 +334,48 @@ class ReplayAdapter:
         event = self._event(ctx, call["id"], FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]
 
+    def _call(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[Any]:
+        """One call of a prepared batch: replayed from its record, or run and journaled."""
+        call_id = request.tool_call["id"]
+        record = batch.records.get(ctx.key(call_id))
+        answer = batch.answers.get(call_id)
+        action = plan_call(record, idempotent=self.is_idempotent(request), answer=answer)
+        if action != RUN:
+            outcome, events = self._settled(ctx, request, action, record, answer)
+            yield step("record", ctx.thread_id, events)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
+        yield step("record", ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
+        try:
+            result = yield step("execute", request)
+        except GraphBubbleUp:
+            yield step("record", ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
+            raise
+        except Exception as exc:
+            yield step("record", ctx.thread_id, [self._failed(ctx, call_id, exc)])
+            raise
+        yield step("record", ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
+        return result
+
     def wrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         """``ToolNode`` ``wrap_tool_call`` hook: journal the call, replay it if recorded."""
-        ctx = _context(request)
-        batch = self._batch_for(request)
-        self._prepare(ctx, batch, request)
-        call_id = request.tool_call["id"]
-        record = batch.records.get(ctx.key(call_id))
-        action = plan_call(record, idempotent=self.is_idempotent(request), answer=batch.answers.get(call_id))
-        if action != RUN:
-            outcome, events = self._settled(ctx, request, action, record, batch.answers.get(call_id))
-            self.journal.record(ctx.thread_id, events)
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-        self.journal.record(ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
-        try:
-            result = execute(request)
-        except GraphBubbleUp:
-            self.journal.record(ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
-            raise
-        except Exception as exc:
-            self.journal.record(ctx.thread_id, [self._failed(ctx, call_id, exc)])
-            raise
-        self.journal.record(ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
-        return result
+        ctx, batch = context_of(request), self._batch_for(request)
+        effects = _Effects(self.journal, execute)
+        with batch.lock:
+            run(self._prepare(ctx, batch, request), effects)
+        return run(self._call(ctx, batch, request), effects)
 
-    async def awrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
-        """``ToolNode`` ``awrap_tool_call`` hook: the async form of :meth:`wrap_tool_call`."""
-        ctx = _context(request)
-        batch = self._batch_for(request)
-        await self._aprepare(ctx, batch, request)
-        call_id = request.tool_call["id"]
-        record = batch.records.get(ctx.key(call_id))
-        action = plan_call(record, idempotent=self.is_idempotent(request), answer=batch.answers.get(call_id))
-        if action != RUN:
-            outcome, events = self._settled(ctx, request, action, record, batch.answers.get(call_id))
-            await self.journal.arecord(ctx.thread_id, events)
-            if isinstance(outcome, BaseException):
-                raise outcome
-            return outcome
-        await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
-        try:
-            result = await execute(request)
-        except GraphBubbleUp:
-            await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
-            raise
-        except Exception as exc:
-            await self.journal.arecord(ctx.thread_id, [self._failed(ctx, call_id, exc)])
-            raise
-        await self.journal.arecord(ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
-        return result
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Awaitable[Any]]
+    ) -> Any:
+        """``ToolNode`` ``awrap_tool_call`` hook: :meth:`wrap_tool_call` for async tools."""
+        ctx, batch = context_of(request), self._batch_for(request)
+        effects = _Effects(self.journal, execute)
+        async with batch.async_lock():
+            await arun(self._prepare(ctx, batch, request), effects)
+        return await arun(self._call(ctx, batch, request), effects)
 
-    def _failed(self, ctx: _CallContext, call_id: str, exc: BaseException) -> dict[str, Any]:
+    def _failed(self, ctx: CallContext, call_id: str, exc: BaseException) -> dict[str, Any]:
         # Only the type and message: a traceback may hold secrets and is not needed.
         return self._event(ctx, call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]})

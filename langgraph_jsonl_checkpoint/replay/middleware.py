@@ -6,15 +6,24 @@ Install with ``pip install 'langgraph-jsonl-checkpoint[agents]'``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ConfigError
 
-if TYPE_CHECKING:
-    from .adapter import ReplayAdapter
+
+class ToolCallHooks(Protocol):
+    """``ToolNode``'s tool-call hooks (the replay adapter has them)."""
+
+    def wrap_tool_call(self, request: Any, execute: Callable[[Any], Any]) -> Any:
+        """Run one tool call through ``execute``, or answer it without running it."""
+        ...
+
+    async def awrap_tool_call(self, request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
+        """The async form."""
+        ...
 
 
-def replay_middleware(adapter: ReplayAdapter) -> Any:
+def replay_middleware(adapter: ToolCallHooks) -> Any:
     """An ``AgentMiddleware`` whose tool-call hooks are the adapter's.
 
     Raises:

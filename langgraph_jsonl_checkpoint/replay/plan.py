@@ -1,0 +1,97 @@
+"""What to do with one tool call after a restart, given its journaled lifecycle. Pure.
+
+=====================  =====================================================
+record                 what happens
+=====================  =====================================================
+finished               the recorded result is returned; the tool is not called
+failed                 the recorded error is raised; the tool is not called
+requested, never run   the tool runs
+started, idempotent    the tool runs again
+started, side effects  held: a person answers ``retry``, ``skip`` or a result
+=====================  =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import JsonlCheckpointError
+from .lifecycle import FAILED, FINISHED, REQUESTED, ToolCallRecord
+
+#: The ``type`` of the interrupt that asks a person about uncertain calls.
+INTERRUPT_TYPE = "uncertain_tool_calls"
+#: What the model is told of a call a person chose to skip.
+SKIPPED_TEXT = (
+    "This tool call was interrupted by a crash while it was running, and its outcome is "
+    "unknown: it may or may not have taken effect. It was not run again."
+)
+
+# plan_call outcomes
+RUN = "run"
+REPLAY_RESULT = "replay_result"
+REPLAY_ERROR = "replay_error"
+HOLD = "hold"
+SKIP = "skip"
+SUPPLY = "supply"
+
+
+class RecordedToolError(JsonlCheckpointError):
+    """A tool call failed before a restart; its recorded error is raised again."""
+
+
+def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = None) -> str:
+    """Decide what to do with one tool call, given its record. Pure.
+
+    Args:
+        record: The call's lifecycle record, or ``None`` if never seen.
+        idempotent: Whether the tool may safely run twice.
+        answer: A person's answer for an uncertain call (``"retry"``, ``"skip"`` or
+            ``{"result": ...}``), if one was given.
+
+    Returns:
+        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
+        ``SKIP``, ``SUPPLY``.
+    """
+    if record is None or record.state == REQUESTED:
+        return RUN
+    if record.state == FINISHED:
+        return REPLAY_RESULT
+    if record.state == FAILED:
+        return REPLAY_ERROR
+    # started and never settled
+    if idempotent:
+        return RUN
+    if answer is None:
+        return HOLD
+    if answer == "retry":
+        return RUN
+    if answer == "skip":
+        return SKIP
+    return SUPPLY
+
+
+def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
+    """Why a resume value does not answer every uncertain call, or ``None`` if it does."""
+    ids = list(call_ids)
+    if not isinstance(answer, dict):
+        return (
+            "resume with a mapping from tool call id to 'retry', 'skip' or "
+            f"{{'result': ...}}, covering: {', '.join(ids)}"
+        )
+    bad = [
+        i
+        for i in ids
+        if not (
+            answer.get(i) in ("retry", "skip")
+            or (isinstance(answer.get(i), dict) and "result" in answer[i])
+        )
+    ]
+    if bad:
+        return (
+            f"no valid answer for tool call(s) {', '.join(bad)}: each needs 'retry', "
+            "'skip' or {'result': ...}"
+        )
+    return None
+
+
