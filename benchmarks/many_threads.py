@@ -178,10 +178,14 @@ def main() -> None:
             r = run_saver(kind, args, n_threads, n_turns, tmp)
             results.append(r)
             fp = summary([f["first_get_state"] for f in r["fresh_process"]])
-            print(f"[{NAME}] {LABELS[kind]:13s} native list {summary(r['native_list_threads'])['median'] * 1e3:8.2f} ms, "
-                  f"list(None) all {summary(r['generic_list_threads'])['median']:7.2f} s, "
-                  f"limit=100 {summary(r['list_none_limit100'])['median'] * 1e3:8.2f} ms, "
-                  f"fresh first get_state {fp['median'] * 1e3:7.2f} ms", flush=True)
+            print(
+                f"[{NAME}] {LABELS[kind]:13s} native list "
+                f"{summary(r['native_list_threads'])['median'] * 1e3:8.2f} ms, "
+                f"list(None) all {summary(r['generic_list_threads'])['median']:7.2f} s, "
+                f"limit=100 {summary(r['list_none_limit100'])['median'] * 1e3:8.2f} ms, "
+                f"fresh first get_state {fp['median'] * 1e3:7.2f} ms",
+                flush=True,
+            )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -194,10 +198,18 @@ def main() -> None:
         ("list thread ids, native", lambda r: summary(r["native_list_threads"]), "s"),
         ("list thread ids via list(None)", lambda r: summary(r["generic_list_threads"]), "s"),
         ("list(None, limit=100)", lambda r: summary(r["list_none_limit100"]), "s"),
-        ("fresh process: open saver + build graph",
-         lambda r: summary([f["open"] for f in r["fresh_process"]]) if r["fresh_process"] else None, "s"),
-        ("fresh process: first get_state",
-         lambda r: summary([f["first_get_state"] for f in r["fresh_process"]]) if r["fresh_process"] else None, "s"),
+        (
+            "fresh process: open saver + build graph",
+            lambda r: summary([f["open"] for f in r["fresh_process"]]) if r["fresh_process"] else None,
+            "s",
+        ),
+        (
+            "fresh process: first get_state",
+            lambda r: (
+                summary([f["first_get_state"] for f in r["fresh_process"]]) if r["fresh_process"] else None
+            ),
+            "s",
+        ),
     ]
     for metric, get, unit in rows:
         for r in results:

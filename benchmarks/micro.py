@@ -218,8 +218,11 @@ def plot(put_runs: list[dict], async_runs: list[dict], path: Path) -> None:
                       for i in range(len(xs))]
             ax.plot(range(1, len(xs) + 1), [x * 1e3 for x in smooth], label=LABELS[r["saver"]],
                     color=colors[r["saver"]])
-        ax.set(title=f"durable {key} latency (running median of 26)", xlabel="operation (= messages in state)",
-               ylabel="ms")
+        ax.set(
+            title=f"durable {key} latency (running median of 26)",
+            xlabel="operation (= messages in state)",
+            ylabel="ms",
+        )
         ax.set_yscale("log")
         if put_runs:
             ax.legend()

@@ -95,7 +95,13 @@ def main() -> None:
     out.write(f"# python benchmarks/profile_agent.py --saver {args.saver} --turns {turns} "
               f"--reads {args.reads}\n# wall time under the profiler: {wall:.1f} s; "
               f"{len(bg)} background threads profiled\n")
-    section("background threads (put / put_writes), package functions", bg_stats, "langgraph_jsonl_checkpoint") if bg_stats else None
+    (
+        section(
+            "background threads (put / put_writes), package functions", bg_stats, "langgraph_jsonl_checkpoint"
+        )
+        if bg_stats
+        else None
+    )
     section("background threads, all functions", bg_stats, None) if bg_stats else None
     section("main thread, package functions", main_stats, "langgraph_jsonl_checkpoint")
     section("main thread, all functions", main_stats, None)

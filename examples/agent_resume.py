@@ -312,7 +312,9 @@ def main(argv: list[str]) -> int:
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", metavar="DIR", help="checkpoint directory to use and keep (default: a temporary directory)")
+    parser.add_argument(
+        "--store", metavar="DIR", help="checkpoint directory to use and keep (default: a temporary directory)"
+    )
     args = parser.parse_args(argv)
     if args.store:
         # The saver creates the directory itself (mode 0700) if it is missing.

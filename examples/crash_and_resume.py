@@ -110,11 +110,23 @@ class ScriptedSupportModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         last = messages[-1]
         if isinstance(last, HumanMessage):
-            reply = AIMessage("", id="ai-lookup", tool_calls=[
-                {"name": "lookup_order", "args": {"order_id": "1042"}, "id": "call_lookup_1042", "type": "tool_call"}])
+            reply = AIMessage(
+                "",
+                id="ai-lookup",
+                tool_calls=[
+                    {
+                        "name": "lookup_order",
+                        "args": {"order_id": "1042"},
+                        "id": "call_lookup_1042",
+                        "type": "tool_call",
+                    }
+                ],
+            )
         elif isinstance(last, ToolMessage) and last.name == "lookup_order":
             order = json.loads(last.content)
             reply = AIMessage("", id="ai-email", tool_calls=[{
@@ -158,7 +170,9 @@ def say(text: str = "") -> None:
 
 def describe(m: BaseMessage) -> str:
     if isinstance(m, AIMessage) and m.tool_calls:
-        return "agent: calls " + ", ".join(f"{c['name']}({json.dumps(c['args'])}) [{c['id']}]" for c in m.tool_calls)
+        return "agent: calls " + ", ".join(
+            f"{c['name']}({json.dumps(c['args'])}) [{c['id']}]" for c in m.tool_calls
+        )
     role = {"human": "user ", "ai": "agent", "tool": "tool "}.get(m.type, m.type)
     status = " (error)" if getattr(m, "status", None) == "error" else ""
     return f"{role}: {m.content}{status}"
@@ -174,8 +188,11 @@ def print_updates(stream: Any) -> None:
 
 
 def journal_lines(saver: JsonlSaver) -> list[str]:
-    return [f"{r.name:<13} [{r.key.call_id}] {r.effective_state}" + (f" (resolved: {r.resolution})" if r.resolution else "")
-            for r in saver.tool_calls(THREAD_ID)]
+    return [
+        f"{r.name:<13} [{r.key.call_id}] {r.effective_state}"
+        + (f" (resolved: {r.resolution})" if r.resolution else "")
+        for r in saver.tool_calls(THREAD_ID)
+    ]
 
 
 # --------------------------------------------------------------------------
@@ -190,7 +207,11 @@ def process_a(store: str) -> None:
         graph = build_graph(saver)
         say(f"user : {REQUEST}")
         # durability="sync": every checkpoint is on disk before the next step starts
-        print_updates(graph.stream({"messages": [HumanMessage(REQUEST)]}, CONFIG, stream_mode="updates", durability="sync"))
+        print_updates(
+            graph.stream(
+                {"messages": [HumanMessage(REQUEST)]}, CONFIG, stream_mode="updates", durability="sync"
+            )
+        )
     say("ERROR: process A was not killed")
     sys.exit(1)
 

@@ -180,9 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXIT_STATUS_HELP)
     p.add_argument("store")
     p.set_defaults(run=_threads)
-    p = sub.add_parser("verify", help="check checksums, sequence numbers, deltas and snapshot hashes (read-only)",
-                       description="Check a store without changing it. Example: "
-                       "langgraph-jsonl verify ./checkpoints --thread t-1", epilog=EXIT_STATUS_HELP)
+    p = sub.add_parser(
+        "verify",
+        help="check checksums, sequence numbers, deltas and snapshot hashes (read-only)",
+        description="Check a store without changing it. Example: "
+        "langgraph-jsonl verify ./checkpoints --thread t-1",
+        epilog=EXIT_STATUS_HELP,
+    )
     p.add_argument("store")
     p.add_argument("--thread", help="check only this thread id")
     p.set_defaults(run=_verify)

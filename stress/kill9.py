@@ -57,7 +57,9 @@ def main() -> int:
             violations.append(f"round {r}: {v}")
             print(f"VIOLATION round {r}: {v}", flush=True)
         if (r + 1) % 50 == 0:
-            print(f"  {r + 1} rounds, {len(violations)} violations, {time.monotonic() - t0:.0f} s", flush=True)
+            print(
+                f"  {r + 1} rounds, {len(violations)} violations, {time.monotonic() - t0:.0f} s", flush=True
+            )
     try:
         n = len(list(JsonlSaver(store).store.thread_ids()))
         if n != args.rounds:

@@ -38,12 +38,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200, help="rounds to run (default 200)")
     parser.add_argument("--writers", type=int, default=3, help="writer processes per round (default 3)")
-    parser.add_argument("--seconds", type=float, default=2.0, help="kills fall within this many seconds (default 2)")
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="kills fall within this many seconds (default 2)"
+    )
     parser.add_argument("--fresh-store-every", type=int, default=10,
                         help="start a new store every N rounds, so checks stay fast (default 10)")
     args, seed, work = ck.stress_args(parser, "multiprocess")
-    print(f"multiprocess: {args.rounds} rounds x {args.writers} writers + 1 reader, seed {seed}, workdir {work}",
-          flush=True)
+    print(
+        f"multiprocess: {args.rounds} rounds x {args.writers} writers + 1 reader, seed {seed}, "
+        f"workdir {work}",
+        flush=True,
+    )
     ck.mp_context()
     rng = random.Random(seed)
     t0 = time.monotonic()

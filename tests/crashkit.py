@@ -255,7 +255,9 @@ def diff_answers(got: dict, want: dict) -> str:
         parts.append(f"acknowledged but not served: {sorted(w - g)}")
     for key in sorted(g & w):
         if got["list"][key] != want["list"][key]:
-            parts.append(f"{key} differs:\n  got  {normalize(got['list'][key])}\n  want {normalize(want['list'][key])}")
+            parts.append(
+                f"{key} differs:\n  got  {normalize(got['list'][key])}\n  want {normalize(want['list'][key])}"
+            )
             break
     if got["latest"] != want["latest"]:
         parts.append("latest differs")
@@ -704,7 +706,9 @@ def _child_fail(err_path: str | None) -> None:
     os._exit(70)
 
 
-def agent_child(store: str, thread_id: str, ack_path: str, err_path: str, mode: str, result_path: str) -> None:
+def agent_child(
+    store: str, thread_id: str, ack_path: str, err_path: str, mode: str, result_path: str
+) -> None:
     """Run (``mode="run"``) or resume (``mode="resume"``) the agent on ``thread_id``.
 
     ``resume`` is what an application does after a crash: if the thread has a checkpoint,
@@ -845,7 +849,9 @@ def check_acked_present(store: str, thread_id: str, acks: Acks, seen_by: str) ->
             continue
         got = sorted(ch for t, ch, _ in tup.pending_writes if t == task)
         if set(channels) - set(got):
-            violations.append(f"{seen_by}: acknowledged writes of {task} on {cid}: {sorted(channels)}, pending: {got}")
+            violations.append(
+                f"{seen_by}: acknowledged writes of {task} on {cid}: {sorted(channels)}, pending: {got}"
+            )
     saver.close()
     return violations
 
@@ -989,7 +995,9 @@ def mp_round(store: str, workdir: str, rng: random.Random, *, writers: int, max_
     for k in range(writers):
         ack = os.path.join(workdir, f"w{k}-{tag}.ack")
         err = os.path.join(workdir, f"w{k}-{tag}.err")
-        procs.append(("writer", spawn(mp_writer, store, k, ack, err, rng.randrange(1 << 30), iterations), ack, err))
+        procs.append(
+            ("writer", spawn(mp_writer, store, k, ack, err, rng.randrange(1 << 30), iterations), ack, err)
+        )
     threads = [SHARED] + [f"own-{k}" for k in range(writers)]
     seen_path = os.path.join(workdir, f"reader-{tag}.seen")
     rerr = os.path.join(workdir, f"reader-{tag}.err")
@@ -1028,13 +1036,20 @@ def mp_round(store: str, workdir: str, rng: random.Random, *, writers: int, max_
             for ns, cid in acks.checkpoints:
                 found = [t for t in threads if cid in listed[t]]
                 if len(found) != 1:
-                    violations.append(f"{stage}: acknowledged checkpoint {cid} of writer {k} found in {found}")
+                    violations.append(
+                        f"{stage}: acknowledged checkpoint {cid} of writer {k} found in {found}"
+                    )
                 elif counts.get(found[0], {}).get((ns, cid), 0) != 1:
-                    violations.append(f"{stage}: checkpoint {cid} has {counts[found[0]].get((ns, cid), 0)} records")
+                    violations.append(
+                        f"{stage}: checkpoint {cid} has {counts[found[0]].get((ns, cid), 0)} records"
+                    )
             for ns, cid, task, _idx, _ in acks.writes:
                 if cid == BASE_ID:
                     if pending.count(task) != 1:
-                        violations.append(f"{stage}: acknowledged write {task} on the shared base appears {pending.count(task)} times")
+                        violations.append(
+                            f"{stage}: acknowledged write {task} on the shared base appears "
+                            f"{pending.count(task)} times"
+                        )
                 else:
                     tup = saver.get_tuple(config(f"own-{k}", ns, cid))
                     got = [w for w in (tup.pending_writes if tup else []) if w[0] == task]
@@ -1045,7 +1060,9 @@ def mp_round(store: str, workdir: str, rng: random.Random, *, writers: int, max_
             if len(parts) != 3:
                 continue
             if parts[0] == "R" and parts[2] not in listed.get(parts[1], []):
-                violations.append(f"{stage}: checkpoint {parts[2]} of {parts[1]} seen by the reader disappeared")
+                violations.append(
+                    f"{stage}: checkpoint {parts[2]} of {parts[1]} seen by the reader disappeared"
+                )
             if parts[0] == "RW" and parts[2] not in pending:
                 violations.append(f"{stage}: write {parts[2]} seen by the reader disappeared")
         if stage == "after kill":
@@ -1135,7 +1152,9 @@ def check_cut(store: str, ref: ReferenceLog, cut: int) -> list[str]:
             entries = []
             problems.append(f"cut {cut}: quarantine unreadable: {exc}")
         if len(entries) != 1 or entries[0][1] != torn or entries[0][0].get("offset") != end:
-            problems.append(f"cut {cut}: the {len(torn)} torn bytes at {end} are not what the quarantine holds")
+            problems.append(
+                f"cut {cut}: the {len(torn)} torn bytes at {end} are not what the quarantine holds"
+            )
     elif os.path.exists(files.quarantine):
         problems.append(f"cut {cut}: a clean cut at a batch end wrote a quarantine file")
     # The log must now be exactly the committed prefix plus one new committed batch, so
@@ -1147,9 +1166,16 @@ def check_cut(store: str, ref: ReferenceLog, cut: int) -> list[str]:
     else:
         added = framing.scan(now[end:], end)
         kinds = [(r.record.get("t"), r.record.get("id", r.record.get("cp"))) for r in added.records]
-        if added.tail_bytes or added.corrupt_offset is not None or not kinds or kinds[0] != ("checkpoint", AFTER_CUT_ID) \
-                or any(k[1] != AFTER_CUT_ID for k in kinds):
-            problems.append(f"cut {cut}: after the put the log past {end} is not one clean new batch: {kinds}")
+        if (
+            added.tail_bytes
+            or added.corrupt_offset is not None
+            or not kinds
+            or kinds[0] != ("checkpoint", AFTER_CUT_ID)
+            or any(k[1] != AFTER_CUT_ID for k in kinds)
+        ):
+            problems.append(
+                f"cut {cut}: after the put the log past {end} is not one clean new batch: {kinds}"
+            )
     return problems
 
 
@@ -1174,7 +1200,9 @@ def truncation_worker(ref: ReferenceLog, cuts: list[int], store: str, result_pat
     os._exit(0)
 
 
-def run_truncation(ref: ReferenceLog, cuts: Sequence[int], scratch: str, workers: int = 2) -> tuple[int, list[str]]:
+def run_truncation(
+    ref: ReferenceLog, cuts: Sequence[int], scratch: str, workers: int = 2
+) -> tuple[int, list[str]]:
     """Check ``cuts`` split over ``workers`` forked children; (cuts checked, problems)."""
     import pickle
 

@@ -732,7 +732,9 @@ def _served(saver: JsonlSaver, exp: Expected, stage: str, problems: list[str]) -
     return got
 
 
-def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) -> tuple[list[str], dict[str, dict] | None]:
+def check_image(
+    image: CrashImage, target: str, exp: Expected, probe_id: str
+) -> tuple[list[str], dict[str, dict] | None]:
     """Write ``image`` to ``target`` and check every invariant of a power loss there.
 
     1. A read-only open, then a writable one, serve for every thread one of the allowed
@@ -785,7 +787,9 @@ def check_image(image: CrashImage, target: str, exp: Expected, probe_id: str) ->
             continue
         try:
             saver.put_writes(ck.config(t, "", upto), [("m", "late")], "late-task")
-            problems.append(f"deleted thread {t!r} took a late write for its checkpoint {upto}: the tombstone is lost")
+            problems.append(
+                f"deleted thread {t!r} took a late write for its checkpoint {upto}: the tombstone is lost"
+            )
         except ThreadDeletedError:
             pass
         except Exception as exc:  # noqa: BLE001
@@ -1034,7 +1038,9 @@ class PowerLossRound:
             if not problems and served is not None and self.image_rng.random() < self.recovery_rate:
                 self._recover(image, served, exp, where)
 
-    def _check(self, image: CrashImage, exp: Expected, where: str, recovery: bool = False) -> tuple[list[str], Any]:
+    def _check(
+        self, image: CrashImage, exp: Expected, where: str, recovery: bool = False
+    ) -> tuple[list[str], Any]:
         self.stats.states += 1
         self.stats.recovery_states += recovery
         target = os.path.join(self.dir, f"crash-{self.stats.states}")
@@ -1194,7 +1200,9 @@ class PowerLossRound:
         cid = ids[-1] if rng.random() < 0.7 else rng.choice(ids)
         task = f"task-{rng.randrange(6)}" if rng.random() < 0.3 else f"task-{self.n}"  # some retried slots
         self.n += 1
-        writes = [("m", [f"w-{self.n}-{j}" + "y" * rng.choice((0, 0, 700))]) for j in range(rng.randint(1, 3))]
+        writes = [
+            ("m", [f"w-{self.n}-{j}" + "y" * rng.choice((0, 0, 700))]) for j in range(rng.randint(1, 3))
+        ]
         if rng.random() < 0.2:
             writes.append(("__error__", {"error": f"boom {self.n}"}))
         self.saver.put_writes(ck.config(tid, ns, cid), writes, task, f"~path, {self.n}")  # type: ignore[union-attr]
@@ -1268,7 +1276,14 @@ class PowerLossRound:
         seq = scanned.records[-1].record["seq"] + 1 if scanned.records else 1
         kind = self.rng.choice(("batch-prefix", "nul", "junk"))
         if kind == "batch-prefix":
-            rec = {"t": "writes", "ns": "", "cp": "torn", "task": "torn", "path": "", "w": [[0, "m", {"json": "t"}]]}
+            rec = {
+                "t": "writes",
+                "ns": "",
+                "cp": "torn",
+                "task": "torn",
+                "path": "",
+                "w": [[0, "m", {"json": "t"}]],
+            }
             data = framing.frame({**rec, "seq": seq, "more": 1}) + framing.frame({**rec, "seq": seq + 1})
             data = data[: self.rng.randint(len(data) // 2, len(data) - 1)]
         elif kind == "nul":
@@ -1294,7 +1309,6 @@ def quarantine_of(cuts: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         if path.endswith(".jsonl") and os.path.dirname(path) == THREADS_DIR:
             out.append((path[: -len(".jsonl")] + ".quarantine", cut))
     return out
-
 
 
 # ---------------------------------------------------------------------------

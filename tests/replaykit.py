@@ -118,7 +118,9 @@ class HookMap(Hooks):
 IDEMPOTENT_BY_NAME = ["lookup_order"]  # pass to ReplayAdapter(idempotent=...)
 
 
-def make_tools(effects_path: str | os.PathLike, *, asynchronous: bool = False, hooks: Hooks | None = None) -> list[BaseTool]:
+def make_tools(
+    effects_path: str | os.PathLike, *, asynchronous: bool = False, hooks: Hooks | None = None
+) -> list[BaseTool]:
     """The test tools, all sync or all async.
 
     - ``lookup_order`` (read-only; idempotent by name, see ``IDEMPOTENT_BY_NAME``)
@@ -142,10 +144,16 @@ def make_tools(effects_path: str | os.PathLike, *, asynchronous: bool = False, h
         await hooks.aat("after_effect", call_id)
 
     def status_command(status: str, call_id: str) -> Command:
-        return Command(update={
-            "messages": [ToolMessage(f"status is now {status}", tool_call_id=call_id, name="set_status", id=f"tm-{call_id}")],
-            "status": status,
-        })
+        return Command(
+            update={
+                "messages": [
+                    ToolMessage(
+                        f"status is now {status}", tool_call_id=call_id, name="set_status", id=f"tm-{call_id}"
+                    )
+                ],
+                "status": status,
+            }
+        )
 
     if not asynchronous:
 
@@ -283,7 +291,9 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=next_reply(messages, self.plan))])
 
 
@@ -295,7 +305,15 @@ class State(TypedDict):
     status: NotRequired[str]
 
 
-def build_graph(plug: str, *, tools: Sequence[BaseTool], plan: Plan, checkpointer: Any, adapter: Any = None, **tool_node_kwargs: Any) -> Any:
+def build_graph(
+    plug: str,
+    *,
+    tools: Sequence[BaseTool],
+    plan: Plan,
+    checkpointer: Any,
+    adapter: Any = None,
+    **tool_node_kwargs: Any,
+) -> Any:
     """A compiled agent loop.
 
     ``plug``: ``"tool_node"`` (``adapter.tool_node(tools)``), ``"wrap"``
@@ -307,11 +325,18 @@ def build_graph(plug: str, *, tools: Sequence[BaseTool], plan: Plan, checkpointe
         from langchain.agents import create_agent
 
         middleware = [adapter.middleware()] if plug == "agent" else []
-        return create_agent(ScriptedChatModel(plan=plan), list(tools), middleware=middleware, checkpointer=checkpointer)
+        return create_agent(
+            ScriptedChatModel(plan=plan), list(tools), middleware=middleware, checkpointer=checkpointer
+        )
     if plug == "tool_node":
         node = adapter.tool_node(tools, **tool_node_kwargs)
     elif plug == "wrap":
-        node = ToolNode(tools, wrap_tool_call=adapter.wrap_tool_call, awrap_tool_call=adapter.awrap_tool_call, **tool_node_kwargs)
+        node = ToolNode(
+            tools,
+            wrap_tool_call=adapter.wrap_tool_call,
+            awrap_tool_call=adapter.awrap_tool_call,
+            **tool_node_kwargs,
+        )
     elif plug == "plain":
         node = ToolNode(tools, **tool_node_kwargs)
     else:
@@ -397,8 +422,14 @@ class CrashAt(Hooks):
     """Tool hooks that wait for ``ready()`` and then call ``crash()`` at ``point`` of
     ``call_id``; calls in ``hold`` block forever after their effect (they never finish)."""
 
-    def __init__(self, point: str | None, call_id: str | None, ready: Callable[[], bool], crash: Callable[[], None],
-                 hold: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        point: str | None,
+        call_id: str | None,
+        ready: Callable[[], bool],
+        crash: Callable[[], None],
+        hold: Sequence[str] = (),
+    ) -> None:
         self.point, self.call_id, self.ready, self.crash, self.hold = point, call_id, ready, crash, set(hold)
 
     def at(self, point: str, call_id: str) -> None:
@@ -507,7 +538,10 @@ class _ForkServer:
         import tempfile
 
         self.errors = tempfile.TemporaryFile()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+        }
         self.proc = subprocess.Popen([sys.executable, "-c", "import replaykit; replaykit._serve()"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                      text=True, env=env)
@@ -515,7 +549,9 @@ class _ForkServer:
 
         self.lock = threading.Lock()
 
-    def run(self, phase: str, s: dict, *, on_crashpoint: Callable[[int], None], timeout: float) -> tuple[int, list[dict]]:
+    def run(
+        self, phase: str, s: dict, *, on_crashpoint: Callable[[int], None], timeout: float
+    ) -> tuple[int, list[dict]]:
         import threading
 
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -542,7 +578,9 @@ class _ForkServer:
         line = self.proc.stdout.readline()
         if not line:
             self.errors.seek(0)
-            raise RuntimeError("the fork server died:\n" + self.errors.read().decode(errors="replace")[-3000:])
+            raise RuntimeError(
+                "the fork server died:\n" + self.errors.read().decode(errors="replace")[-3000:]
+            )
         return json.loads(line)
 
     def close(self) -> None:
@@ -694,7 +732,9 @@ def resume(s: dict) -> dict:
             return graph.invoke(inp, cfg, durability="sync")
 
         report: dict[str, Any] = {"pid": os.getpid()}
-        report["before"] = {r.key.call_id: [r.state, r.effective_state] for r in saver.tool_calls(s["thread"])}
+        report["before"] = {
+            r.key.call_id: [r.state, r.effective_state] for r in saver.tool_calls(s["thread"])
+        }
         run(None)
         snap = graph.get_state(cfg)
         report["interrupts"] = [i.value for i in snap.interrupts]
@@ -704,8 +744,13 @@ def resume(s: dict) -> dict:
         report["next"] = list(snap.next)
         report["pending_interrupts"] = [i.value for i in snap.interrupts]
         report["messages"] = [
-            {"type": m.type, "content": m.content, "tool_call_id": getattr(m, "tool_call_id", None),
-             "status": getattr(m, "status", None), "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])]}
+            {
+                "type": m.type,
+                "content": m.content,
+                "tool_call_id": getattr(m, "tool_call_id", None),
+                "status": getattr(m, "status", None),
+                "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])],
+            }
             for m in snap.values.get("messages", [])
         ]
         report["status"] = snap.values.get("status")

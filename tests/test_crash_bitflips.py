@@ -95,7 +95,9 @@ def _check_reads(saver: JsonlSaver, reflog: ck.ReferenceLog, allowed: list[dict]
 
 @pytest.mark.parametrize("index", ["no-index", "with-index"])
 @pytest.mark.parametrize("which", ["header", "first", "middle", "last"])
-def test_bit_flip_is_never_served(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, which: str, index: str) -> None:
+def test_bit_flip_is_never_served(
+    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, which: str, index: str
+) -> None:
     reflog, src = ref
     offset, length, batch_start = _target(reflog, which)
     rng = random.Random(f"{which}-{index}")

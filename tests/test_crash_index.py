@@ -109,11 +109,19 @@ def test_random_index_faults_answer_like_a_full_scan(setup, strategy: str) -> No
             saver = JsonlSaver(store)
             latest = full_scan["latest"][""]
             nv = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
-            values = {**latest.checkpoint["channel_values"], "m": latest.checkpoint["channel_values"]["m"] + [trial]}
+            values = {
+                **latest.checkpoint["channel_values"],
+                "m": latest.checkpoint["channel_values"]["m"] + [trial],
+            }
             try:
-                saver.put(ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-                          ck.make_checkpoint(ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}),
-                          {}, nv)
+                saver.put(
+                    ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
+                    ck.make_checkpoint(
+                        ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}
+                    ),
+                    {},
+                    nv,
+                )
                 again = ck.answers(JsonlSaver(store), reflog.thread_id)
                 new = again["list"].pop(("", ck.AFTER_CUT_ID))
                 if new.checkpoint["channel_values"] != values or again["list"] != full_scan["list"]:

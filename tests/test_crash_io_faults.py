@@ -102,14 +102,18 @@ FAILED_ID = ck.cp_id(900)
 NEXT_ID = ck.cp_id(901)
 
 
-def _after_fault_checks(store: Path, reflog: ck.ReferenceLog, saver: JsonlSaver, expect_log: bytes | None) -> None:
+def _after_fault_checks(
+    store: Path, reflog: ck.ReferenceLog, saver: JsonlSaver, expect_log: bytes | None
+) -> None:
     files = ck.ThreadFiles.of(store, reflog.thread_id)
     want = reflog.acked[-1][1]
     if expect_log is not None:
         with open(files.log, "rb") as f:
             assert f.read() == expect_log, "the failed call left bytes in the log"
     got = ck.answers(JsonlSaver(store), reflog.thread_id)
-    assert not ck.diff_answers(got, want), "after the fault a reopened saver serves: " + ck.diff_answers(got, want)
+    assert not ck.diff_answers(got, want), "after the fault a reopened saver serves: " + ck.diff_answers(
+        got, want
+    )
     assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
     # the next put succeeds, on the same saver, and a reopen serves it and nothing unacked
     values = _next_put(saver, reflog, NEXT_ID, "next")
@@ -314,8 +318,15 @@ def test_prune_write_fault_changes_nothing(store, monkeypatch: pytest.MonkeyPatc
     path, reflog = store
     saver = JsonlSaver(path)
     files = ck.ThreadFiles.of(path, reflog.thread_id)
-    monkeypatch.setattr(files_module, "os", FaultyOS(
-        lambda name, p, args: enospc() if name == "write" and os.path.dirname(p) == str(path / "tmp") else None))
+    monkeypatch.setattr(
+        files_module,
+        "os",
+        FaultyOS(
+            lambda name, p, args: (
+                enospc() if name == "write" and os.path.dirname(p) == str(path / "tmp") else None
+            )
+        ),
+    )
     with pytest.raises(DurabilityError):
         saver.prune([reflog.thread_id])
     monkeypatch.setattr(files_module, "os", os)
@@ -371,7 +382,10 @@ def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledg
         return None
 
     def put(cid: str, item: str) -> dict:
-        values = {**latest.checkpoint["channel_values"], "m": latest.checkpoint["channel_values"]["m"] + [item]}
+        values = {
+            **latest.checkpoint["channel_values"],
+            "m": latest.checkpoint["channel_values"]["m"] + [item],
+        }
         nv = {"m": "9" * 32 + ".0." + item}  # same length for both puts: the records line up
         writer.put(ck.config(tid, "", latest.checkpoint["id"]),
                    ck.make_checkpoint(cid, values, {**versions, **nv}), {}, nv)

@@ -133,7 +133,9 @@ def test_kill_at_every_file_operation_of_compact_leaves_the_same_answers(tmp_pat
 
 
 @pytest.mark.parametrize("action", ["prune", "compact", "create", "copy"])
-def test_kill_at_every_file_operation_leaves_no_stray_temp_files_after_recovery(tmp_path: Path, action: str) -> None:
+def test_kill_at_every_file_operation_leaves_no_stray_temp_files_after_recovery(
+    tmp_path: Path, action: str
+) -> None:
     """RELIABILITY.md item 7: a crash at any file operation leaves no stray temp files
     (once the store has been opened and written again)."""
     leftovers = {}
@@ -144,9 +146,14 @@ def test_kill_at_every_file_operation_leaves_no_stray_temp_files_after_recovery(
             if latest is None:
                 continue
             v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"].get("m"), None)}
-            saver.put(ck.config(tid, "", latest.checkpoint["id"]),
-                      ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, {**latest.checkpoint["channel_versions"], **v}),
-                      {}, v)
+            saver.put(
+                ck.config(tid, "", latest.checkpoint["id"]),
+                ck.make_checkpoint(
+                    ck.AFTER_CUT_ID, {"m": [1]}, {**latest.checkpoint["channel_versions"], **v}
+                ),
+                {},
+                v,
+            )
         saver.close()
         stray = ck.stray_temp_files(store)
         if stray:

@@ -34,7 +34,9 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ck.ReferenceLog, Path
     return reflog, store
 
 
-def _damage(reflog: ck.ReferenceLog, src: Path, dst: Path, *, keep_index: bool) -> tuple[ck.ThreadFiles, int, bytes]:
+def _damage(
+    reflog: ck.ReferenceLog, src: Path, dst: Path, *, keep_index: bool
+) -> tuple[ck.ThreadFiles, int, bytes]:
     """Copy the store and zero 4 KiB in the middle of the log.
 
     Returns the files, the offset of the first damaged record, and the damaged bytes.
@@ -81,7 +83,9 @@ def test_reading_raises_corrupt_log_error_naming_file_and_offset(
 
 
 @pytest.mark.parametrize("index", ["no-index", "with-index"])
-def test_a_writer_refuses_and_changes_nothing(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str) -> None:
+def test_a_writer_refuses_and_changes_nothing(
+    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str
+) -> None:
     reflog, src = ref
     files, _, damaged = _damage(reflog, src, tmp_path / "store", keep_index=index == "with-index")
     saver = JsonlSaver(tmp_path / "store")
@@ -118,8 +122,18 @@ def test_repair_archives_the_original_then_keeps_every_readable_record(
     store = tmp_path / "store"
     files, first, damaged = _damage(reflog, src, store, keep_index=False)
     run = subprocess.run(
-        [sys.executable, "-m", "langgraph_jsonl_checkpoint", "repair", str(store), "--thread", reflog.thread_id],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "langgraph_jsonl_checkpoint",
+            "repair",
+            str(store),
+            "--thread",
+            reflog.thread_id,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 0, run.stderr
     archived = [
@@ -163,8 +177,18 @@ def test_repair_after_one_flipped_byte_loses_only_that_record(
     data[offset + length // 2] ^= 0x20
     ck.write_in_place(files.log, bytes(data))
     run = subprocess.run(
-        [sys.executable, "-m", "langgraph_jsonl_checkpoint", "repair", str(store), "--thread", reflog.thread_id],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "langgraph_jsonl_checkpoint",
+            "repair",
+            str(store),
+            "--thread",
+            reflog.thread_id,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 0, run.stderr
     assert "dropped bytes" in run.stdout and "dropped checkpoint" not in run.stdout

@@ -3,8 +3,8 @@
 Operations: put (chained, forked, growing lists for deltas, channels removed, two
 namespaces), put_writes (regular and special channels, retried slots, writes that
 arrive before their checkpoint), delete_thread, copy_thread, prune (keep_latest and
-delete), compact (changes no answer), delete_for_runs, a second saver instance on the same directory writing too
-(what another process does), reopen with and without ``close()``, and a "crash"
+delete), compact (changes no answer), delete_for_runs, a second saver instance on the
+same directory writing too (what another process does), reopen with and without ``close()``, and a "crash"
 (an uncommitted, torn batch appended to a log, as a killed writer leaves it).
 
 After every step, every thread's ``list`` (all namespaces) and latest checkpoint per
@@ -47,7 +47,9 @@ def _mem_has_data(mem: InMemorySaver, thread: str) -> bool:
 class SaverMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.base = tempfile.mkdtemp(prefix="crash-model-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+        self.base = tempfile.mkdtemp(
+            prefix="crash-model-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        )
         self.path = os.path.join(self.base, "store")
         # concurrent_runs="allow": the model compares storage with InMemorySaver, which
         # stores every put as given (refusals are tested in test_saver.py).
@@ -100,7 +102,11 @@ class SaverMachine(RuleBasedStateMachine):
         elif shape == "message":
             changes["m"] = m + [HumanMessage(content=f"hi {self.counter}", id=f"h{self.counter}")]
         else:
-            changes["m"] = m + [self.counter * 10 + i for i in range(grow)] + ([{"k": self.counter}] if grow == 3 else [])
+            changes["m"] = (
+                m
+                + [self.counter * 10 + i for i in range(grow)]
+                + ([{"k": self.counter}] if grow == 3 else [])
+            )
         if shape == "set-b":
             changes["b"] = {"n": self.counter}
         new_versions = {ch: saver.get_next_version(versions.get(ch), None) for ch in changes}
@@ -184,7 +190,10 @@ class SaverMachine(RuleBasedStateMachine):
         tails = {
             "half": b'{"t":"checkpoint","ns":"","id":"torn","pa',
             "nuls": b"\0" * 700,
-            "uncommitted": b'{"t":"writes","ns":"","cp":"x","task":"t","path":"","w":[],"seq":999999,"more":1,"c":"00000000"}\n{"t":',
+            "uncommitted": (
+                b'{"t":"writes","ns":"","cp":"x","task":"t","path":"","w":[],"seq":999999,"more":1,'
+                b'"c":"00000000"}\n{"t":'
+            ),
         }
         with open(files.log, "ab") as f:
             f.write(tails[junk])

@@ -267,7 +267,9 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     reopened = JsonlSaver(store)
     assert not ck.diff_answers(ck.answers(reopened, "dst"), want)
     v = {"m": reopened.get_next_version(None, None)}
-    reopened.put(ck.config("dst", "", ck.cp_id(10)), ck.make_checkpoint(ck.cp_id(11), {"m": ["next"]}, v), {}, v)
+    reopened.put(
+        ck.config("dst", "", ck.cp_id(10)), ck.make_checkpoint(ck.cp_id(11), {"m": ["next"]}, v), {}, v
+    )
     assert JsonlSaver(store).get_tuple(ck.config("dst")).checkpoint["id"] == ck.cp_id(11)
     [(note, cut)] = ck.read_quarantine(files.quarantine)
     assert cut == damaged[len(before) :] and note["offset"] == len(before)

@@ -30,7 +30,9 @@ from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 import crashkit as ck
 
 
-def _put(saver: JsonlSaver, tid: str, cid: str = ck.cp_id(1), value: object = 1, parent: str | None = None) -> None:
+def _put(
+    saver: JsonlSaver, tid: str, cid: str = ck.cp_id(1), value: object = 1, parent: str | None = None
+) -> None:
     v = {"m": saver.get_next_version(None, None)}
     saver.put(ck.config(tid, "", parent), ck.make_checkpoint(cid, {"m": value}, v), {}, v)
 

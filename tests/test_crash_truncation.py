@@ -66,7 +66,9 @@ def test_cut_at_batch_ends_and_next_to_them_in_process(ref: ck.ReferenceLog, tmp
 
 
 @pytest.mark.parametrize("where", ["empty", "inside"])
-def test_cut_inside_the_header_reads_as_a_new_thread(ref: ck.ReferenceLog, tmp_path: Path, where: str) -> None:
+def test_cut_inside_the_header_reads_as_a_new_thread(
+    ref: ck.ReferenceLog, tmp_path: Path, where: str
+) -> None:
     """A log cut inside its header line holds no committed record: it reads as an absent
     thread (read-only too), and the next put sets the bytes aside in the quarantine
     file and starts the log afresh. (The header is created atomically, so only outside
@@ -114,7 +116,9 @@ def test_a_header_cut_below_its_index_fails_loudly(ref: ck.ReferenceLog, tmp_pat
     assert files.log in str(info.value) and "repair" in str(info.value)
 
 
-def test_a_foreign_file_in_place_of_a_log_is_refused_and_left_alone(ref: ck.ReferenceLog, tmp_path: Path) -> None:
+def test_a_foreign_file_in_place_of_a_log_is_refused_and_left_alone(
+    ref: ck.ReferenceLog, tmp_path: Path
+) -> None:
     """Bytes that are not a cut of this thread's header are someone else's file."""
     store = str(tmp_path / "s")
     JsonlSaver(store)

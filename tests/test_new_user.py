@@ -69,7 +69,9 @@ def test_an_unencodable_value_names_its_path_and_type(tmp_path: Path) -> None:
     graph = _graph(JsonlSaver(tmp_path / "s"))
     bad = AIMessage("x", additional_kwargs={"cb": lambda: 1})
     with pytest.raises(EncodeError) as err:
-        graph.invoke({"messages": [HumanMessage("a"), HumanMessage("b"), bad]}, {"configurable": {"thread_id": "t-1"}})
+        graph.invoke(
+            {"messages": [HumanMessage("a"), HumanMessage("b"), bad]}, {"configurable": {"thread_id": "t-1"}}
+        )
     text = str(err.value)
     assert "thread 't-1'" in text
     assert '["messages"][2].additional_kwargs["cb"]' in text and "function" in text
@@ -98,7 +100,9 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
     graph = build_agent_graph().compile(checkpointer=saver)
     cfg = {"configurable": {"thread_id": "t"}}
     for turn in range(12):
-        graph.invoke({"messages": [HumanMessage(f"what is {turn} + 2?", id=f"h{turn}")]}, cfg, durability="sync")
+        graph.invoke(
+            {"messages": [HumanMessage(f"what is {turn} + 2?", id=f"h{turn}")]}, cfg, durability="sync"
+        )
         if turn % 3 == 2:  # time travel: continue from a checkpoint in the middle
             history = list(graph.get_state_history(cfg))
             old = history[len(history) // 2].config

@@ -137,7 +137,8 @@ def test_an_old_version_written_again_wins_like_in_memory(tmp_path, mode) -> Non
 
 
 @pytest.mark.parametrize(
-    "which", ["subset", "all versions", "a channel not in the checkpoint", "a version not in channel_versions"]
+    "which",
+    ["subset", "all versions", "a channel not in the checkpoint", "a version not in channel_versions"],
 )
 def test_any_new_versions_reads_like_in_memory(tmp_path, which) -> None:
     savers = [JsonlSaver(tmp_path / "s", snapshot_every=2), InMemorySaver()]
@@ -318,7 +319,10 @@ class NewVersionsMachine(RuleBasedStateMachine):
         elif m_edit == "shrink":
             changed["m"] = m[:-1]
         elif m_edit == "message":
-            changed["m"] = m + [HumanMessage(content=f"h{n}", id=f"h{n}"), AIMessage(content=f"a{n}", id=f"a{n}")]
+            changed["m"] = m + [
+                HumanMessage(content=f"h{n}", id=f"h{n}"),
+                AIMessage(content=f"a{n}", id=f"a{n}"),
+            ]
         if b_edit == "set":
             changed["b"] = {"n": n}
         if c_edit == "set":

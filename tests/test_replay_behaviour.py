@@ -37,7 +37,15 @@ from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 import replaykit as rk
 from replaykit import call
 
-BATCH = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("charge", "c3", amount=5)]]]
+BATCH = [
+    [
+        [
+            call("lookup_order", "c1", order_id="42"),
+            call("send_email", "c2", to="bob"),
+            call("charge", "c3", amount=5),
+        ]
+    ]
+]
 THREAD = "t1"
 
 
@@ -78,9 +86,13 @@ class Env:
         if self.backend == "jsonl":
             self.saver.close()
 
-    def graph(self, plan: rk.Plan, *, plug: str = "tool_node", hooks: rk.Hooks | None = None, **kwargs: Any) -> Any:
+    def graph(
+        self, plan: rk.Plan, *, plug: str = "tool_node", hooks: rk.Hooks | None = None, **kwargs: Any
+    ) -> Any:
         tools = rk.make_tools(self.effects_path, asynchronous=self.mode == "async", hooks=hooks)
-        return rk.build_graph(plug, tools=tools, plan=plan, checkpointer=self.saver, adapter=self.adapter, **kwargs)
+        return rk.build_graph(
+            plug, tools=tools, plan=plan, checkpointer=self.saver, adapter=self.adapter, **kwargs
+        )
 
     async def run(self, graph: Any, inp: Any, thread: str = THREAD) -> Any:
         if self.mode == "async":
@@ -197,12 +209,17 @@ async def test_normal_run_journals_each_call(env: Env, plug: str) -> None:
 
     recs = env.by_id()
     assert set(recs) == {"c1", "c2", "c3"}
-    for cid, name, args, content in [("c1", "lookup_order", {"order_id": "42"}, "order 42: shipped"),
-                                     ("c2", "send_email", {"to": "bob"}, "sent to bob"), ("c3", "charge", {"amount": 5}, "charged 5")]:
+    for cid, name, args, content in [
+        ("c1", "lookup_order", {"order_id": "42"}, "order 42: shipped"),
+        ("c2", "send_email", {"to": "bob"}, "sent to bob"),
+        ("c3", "charge", {"amount": 5}, "charged 5"),
+    ]:
         r = recs[cid]
         assert (r.state, r.effective_state, r.name, r.args) == ("finished", "finished", name, args)
         assert r.events == ["requested", "started", "finished"]
-        assert isinstance(r.result, ToolMessage) and r.result.content == content and r.result.tool_call_id == cid
+        assert (
+            isinstance(r.result, ToolMessage) and r.result.content == content and r.result.tool_call_id == cid
+        )
         assert r.requested_at <= r.started_at <= r.finished_at
         assert r.key.ns.startswith("tools:") and r.key.checkpoint_id
         assert r.error is None and r.resolution is None
@@ -239,7 +256,9 @@ async def test_crash_then_resume(env: Env, point: str) -> None:
     if answer is not None:
         value = single_interrupt(graph)
         assert value["type"] == "uncertain_tool_calls" and "error" not in value
-        assert [(c["id"], c["name"], c["args"]) for c in value["calls"]] == [("c2", "send_email", {"to": "bob"})]
+        assert [(c["id"], c["name"], c["args"]) for c in value["calls"]] == [
+            ("c2", "send_email", {"to": "bob"})
+        ]
         assert value["calls"][0]["started_at"] == recs["c2"].started_at
         out = await env.run(graph, Command(resume={"c2": answer}))
     assert graph.get_state(rk.config(THREAD)).next == ()
@@ -252,7 +271,15 @@ async def test_crash_then_resume(env: Env, point: str) -> None:
     assert recs["c2"].resolution == resolution
 
 
-IDEMPOTENT = [[[call("lookup_order", "c1", order_id="42"), call("search", "c2", query="x"), call("charge", "c3", amount=5)]]]
+IDEMPOTENT = [
+    [
+        [
+            call("lookup_order", "c1", order_id="42"),
+            call("search", "c2", query="x"),
+            call("charge", "c3", amount=5),
+        ]
+    ]
+]
 
 
 @pytest.mark.parametrize("plug", ["tool_node", "agent"])
@@ -275,7 +302,9 @@ async def test_idempotent_started_call_runs_again(env: Env, plug: str, target: s
     ({"result": "bounced"}, 1, "bounced", "result"),
     ({"result": 42}, 1, "42", "result"),
 ])
-async def test_answers_to_an_uncertain_call(env: Env, answer: Any, effects_c2: int, content: str, resolution: str | None) -> None:
+async def test_answers_to_an_uncertain_call(
+    env: Env, answer: Any, effects_c2: int, content: str, resolution: str | None
+) -> None:
     await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
     graph = env.graph(BATCH)
@@ -380,7 +409,11 @@ async def test_two_uncertain_calls_one_interrupt_per_tool_node(env: Env) -> None
     with pytest.raises(SimulatedCrash):
         await env.start(graph)
     env.restart()
-    assert {k: r.state for k, r in env.by_id().items()} == {"c1": "finished", "c2": "started", "c3": "started"}
+    assert {k: r.state for k, r in env.by_id().items()} == {
+        "c1": "finished",
+        "c2": "started",
+        "c3": "started",
+    }
     graph = env.graph(BATCH)
     await env.run(graph, None)
     value = single_interrupt(graph)
@@ -421,14 +454,26 @@ async def test_two_uncertain_calls_create_agent_resume_command(env: Env) -> None
 # --------------------------------------------------------------------------
 # interrupt() inside one of several parallel tool calls
 # --------------------------------------------------------------------------
-APPROVAL = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("approve", "c3", action="refund")]]]
+APPROVAL = [
+    [
+        [
+            call("lookup_order", "c1", order_id="42"),
+            call("send_email", "c2", to="bob"),
+            call("approve", "c3", action="refund"),
+        ]
+    ]
+]
 
 
 @pytest.mark.parametrize("plug", ["tool_node", "plain"])
 async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: Env, plug: str) -> None:
     # approve interrupts only once its siblings have finished (journaled, or, without
     # the adapter, taken effect), so both graphs see the same history
-    ready = rk.settled(env.records, ["c1", "c2"]) if plug == "tool_node" else rk.effects_present(env.effects_path, ["c1", "c2"])
+    ready = (
+        rk.settled(env.records, ["c1", "c2"])
+        if plug == "tool_node"
+        else rk.effects_present(env.effects_path, ["c1", "c2"])
+    )
     waits = rk.CrashAt("before_interrupt", "c3", ready, lambda: None)
     graph = env.graph(APPROVAL, plug=plug, hooks=waits)
     await env.start(graph)
@@ -436,7 +481,11 @@ async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: 
     assert env.effects() == {"c1": 1, "c2": 1}
     if plug == "tool_node":
         recs = env.by_id()
-        assert {k: r.state for k, r in recs.items()} == {"c1": "finished", "c2": "finished", "c3": "requested"}
+        assert {k: r.state for k, r in recs.items()} == {
+            "c1": "finished",
+            "c2": "finished",
+            "c3": "requested",
+        }
         assert recs["c3"].events == ["requested", "started", "released"]
 
     out = await env.run(graph, Command(resume="yes"))
@@ -444,7 +493,11 @@ async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: 
     assert only(out["messages"], "c3").content == "refund: yes"
     if plug == "tool_node":
         assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
-        assert {k: r.state for k, r in env.by_id().items()} == {"c1": "finished", "c2": "finished", "c3": "finished"}
+        assert {k: r.state for k, r in env.by_id().items()} == {
+            "c1": "finished",
+            "c2": "finished",
+            "c3": "finished",
+        }
     else:  # plain ToolNode re-runs the whole batch: the email goes out twice
         assert env.effects() == {"c1": 2, "c2": 2, "c3": 1}
 
@@ -487,7 +540,9 @@ async def test_failed_call_replays_its_error_and_is_not_called_again(env: Env) -
 async def test_error_handled_by_tool_node_is_a_finished_result(env: Env) -> None:
     """With ``handle_tool_errors=True`` the error becomes a ToolMessage inside the tool
     node: the call is ``finished`` with that message, and replayed as such."""
-    await env.crash_run(FAILING, point="after_finished", call_id="c1", settle=("c2",), handle_tool_errors=True)
+    await env.crash_run(
+        FAILING, point="after_finished", call_id="c1", settle=("c2",), handle_tool_errors=True
+    )
     recs = env.by_id()
     assert recs["c2"].state == "finished" and recs["c2"].result.status == "error"
     graph = env.graph(FAILING, handle_tool_errors=True)
@@ -550,7 +605,9 @@ async def test_later_turn_reusing_call_id_gets_its_own_record(env: Env, plug: st
     # not the first turn's "finished": the second call is uncertain
     value = single_interrupt(graph)
     assert [c["id"] for c in value["calls"]] == ["c1"]
-    out = await env.run(graph, ReplayAdapter.resume_command(graph.get_state(rk.config(THREAD)).interrupts, {"c1": "skip"}))
+    out = await env.run(
+        graph, ReplayAdapter.resume_command(graph.get_state(rk.config(THREAD)).interrupts, {"c1": "skip"})
+    )
     rk.assert_transcript_complete(out["messages"])
     assert [m.content for m in rk.tool_messages(out["messages"])["c1"]] == ["sent to bob", SKIPPED_TEXT]
     assert env.effects() == {"c1": 2}
@@ -562,14 +619,25 @@ async def test_later_turn_reusing_call_id_gets_its_own_record(env: Env, plug: st
 # --------------------------------------------------------------------------
 async def test_tool_node_in_subgraph(env: Env) -> None:
     def outer(plan: rk.Plan, hooks: rk.Hooks | None = None) -> Any:
-        inner = rk.build_graph("tool_node", tools=rk.make_tools(env.effects_path, asynchronous=env.mode == "async", hooks=hooks),
-                               plan=plan, checkpointer=None, adapter=env.adapter)
+        inner = rk.build_graph(
+            "tool_node",
+            tools=rk.make_tools(env.effects_path, asynchronous=env.mode == "async", hooks=hooks),
+            plan=plan,
+            checkpointer=None,
+            adapter=env.adapter,
+        )
         builder = StateGraph(rk.State)
         builder.add_node("inner", inner)
         builder.add_edge(START, "inner")
         return builder.compile(checkpointer=env.saver)
 
-    hooks = rk.install_crash(env.adapter, point="after_effect", call_id="c2", ready=rk.settled(env.records, ["c1", "c3"]), crash=crash)
+    hooks = rk.install_crash(
+        env.adapter,
+        point="after_effect",
+        call_id="c2",
+        ready=rk.settled(env.records, ["c1", "c3"]),
+        crash=crash,
+    )
     with pytest.raises(SimulatedCrash):
         await env.start(outer(BATCH, hooks))
     env.restart()
@@ -592,12 +660,22 @@ async def test_tool_node_in_subgraph(env: Env) -> None:
 async def test_threads_do_not_share_records(env: Env) -> None:
     graph = env.graph(BATCH)
     await env.start(graph, thread="a")
-    hooks = rk.install_crash(env.adapter, point="after_effect", call_id="c2", ready=rk.settled(lambda: env.records("b"), ["c1", "c3"]), crash=crash)
+    hooks = rk.install_crash(
+        env.adapter,
+        point="after_effect",
+        call_id="c2",
+        ready=rk.settled(lambda: env.records("b"), ["c1", "c3"]),
+        crash=crash,
+    )
     with pytest.raises(SimulatedCrash):
         await env.start(env.graph(BATCH, hooks=hooks), thread="b")
     env.restart()
     assert [r.state for r in env.records("a")] == ["finished"] * 3
-    assert {r.key.call_id: r.state for r in env.records("b")} == {"c1": "finished", "c2": "started", "c3": "finished"}
+    assert {r.key.call_id: r.state for r in env.records("b")} == {
+        "c1": "finished",
+        "c2": "started",
+        "c3": "finished",
+    }
     assert env.records("c") == []
     graph = env.graph(BATCH)
     await env.run(graph, None, thread="a")  # thread a is done: nothing to do
@@ -606,7 +684,9 @@ async def test_threads_do_not_share_records(env: Env) -> None:
     assert env.effects() == {"c1": 2, "c2": 2, "c3": 2}
 
 
-def test_started_is_synced_to_disk_before_the_tool_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_started_is_synced_to_disk_before_the_tool_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     syncs: list[int] = []
@@ -625,8 +705,13 @@ def test_started_is_synced_to_disk_before_the_tool_runs(tmp_path: Path, monkeypa
 
         adapter.journal.record = record  # type: ignore[method-assign]
         hooks = rk.HookMap({("before_effect", "c1"): lambda: order.append(("tool body", None))})
-        graph = rk.build_graph("tool_node", tools=rk.make_tools(tmp_path / "e", hooks=hooks),
-                               plan=[[[call("send_email", "c1", to="bob")]]], checkpointer=saver, adapter=adapter)
+        graph = rk.build_graph(
+            "tool_node",
+            tools=rk.make_tools(tmp_path / "e", hooks=hooks),
+            plan=[[[call("send_email", "c1", to="bob")]]],
+            checkpointer=saver,
+            adapter=adapter,
+        )
         graph.invoke({"messages": [HumanMessage("go")]}, rk.config(THREAD))
     assert [o[:2] for o in order] == [("record", ["requested"]), ("record", ["started"]), ("tool body", None),
                                       ("record", ["finished"])]

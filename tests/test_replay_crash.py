@@ -33,7 +33,15 @@ from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 import replaykit as rk
 from replaykit import call
 
-BATCH = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("charge", "c3", amount=5)]]]
+BATCH = [
+    [
+        [
+            call("lookup_order", "c1", order_id="42"),
+            call("send_email", "c2", to="bob"),
+            call("charge", "c3", amount=5),
+        ]
+    ]
+]
 CONFIRMED = "sent to bob (confirmed by hand)"
 
 # point -> (c2's state before resume, answer, c2's ToolMessage content, c2's resolution)
@@ -69,14 +77,20 @@ def assert_complete(report: dict) -> None:
 
 @pytest.mark.parametrize("point", list(MATRIX))
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_crash_at_each_lifecycle_point_then_resume_in_new_process(tmp_path: Path, mode: str, point: str) -> None:
+def test_crash_at_each_lifecycle_point_then_resume_in_new_process(
+    tmp_path: Path, mode: str, point: str
+) -> None:
     before, answer, content, resolution = MATRIX[point]
     how = "kill" if mode == "sync" else "exit"
     s = rk.spec(tmp_path / "store", plan=BATCH, mode=mode, answers={"c2": answer} if answer else None,
                 crash={"call": "c2", "point": point, "how": how, "settle": ["c1", "c3"]})
     crash(s)
     # what the crash left: the siblings finished, c2 as the table says
-    assert rk.effects(s["effects"]) == {"c1": 1, "c3": 1, **({"c2": 1} if point in ("after_effect", "before_finished", "after_finished") else {})}
+    assert rk.effects(s["effects"]) == {
+        "c1": 1,
+        "c3": 1,
+        **({"c2": 1} if point in ("after_effect", "before_finished", "after_finished") else {}),
+    }
 
     report = rk.run_resume(s)
     assert report["before"]["c1"] == ["finished", "finished"]
@@ -90,7 +104,9 @@ def test_crash_at_each_lifecycle_point_then_resume_in_new_process(tmp_path: Path
         assert len(report["interrupts"]) == 1
         value = report["interrupts"][0]
         assert value["type"] == "uncertain_tool_calls" and "error" not in value
-        assert [(c["id"], c["name"], c["args"]) for c in value["calls"]] == [("c2", "send_email", {"to": "bob"})]
+        assert [(c["id"], c["name"], c["args"]) for c in value["calls"]] == [
+            ("c2", "send_email", {"to": "bob"})
+        ]
         assert isinstance(value["calls"][0]["started_at"], str) and value["calls"][0]["started_at"]
 
     assert_complete(report)
@@ -101,16 +117,32 @@ def test_crash_at_each_lifecycle_point_then_resume_in_new_process(tmp_path: Path
     assert msg["status"] == ("error" if resolution == "skip" else "success")
     assert tool_message(report, "c1")["content"] == "order 42: shipped"
     assert tool_message(report, "c3")["content"] == "charged 5"
-    assert {k: v["state"] for k, v in report["tool_calls"].items()} == {"c1": "finished", "c2": "finished", "c3": "finished"}
+    assert {k: v["state"] for k, v in report["tool_calls"].items()} == {
+        "c1": "finished",
+        "c2": "finished",
+        "c3": "finished",
+    }
     assert report["tool_calls"]["c2"]["resolution"] == resolution
     assert report["tool_calls"]["c2"]["events"][0] == "requested"
 
 
-@pytest.mark.parametrize(("mode", "target", "name"), [("sync", "c1", "lookup_order"), ("async", "c4", "search")])
-def test_idempotent_call_cut_off_by_crash_runs_again_without_asking(tmp_path: Path, mode: str, target: str, name: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "target", "name"), [("sync", "c1", "lookup_order"), ("async", "c4", "search")]
+)
+def test_idempotent_call_cut_off_by_crash_runs_again_without_asking(
+    tmp_path: Path, mode: str, target: str, name: str
+) -> None:
     # lookup_order is idempotent by name (ReplayAdapter(idempotent=[...])), search by
     # its metadata {"idempotent": True}
-    plan = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("search", "c4", query="x")]]]
+    plan = [
+        [
+            [
+                call("lookup_order", "c1", order_id="42"),
+                call("send_email", "c2", to="bob"),
+                call("search", "c4", query="x"),
+            ]
+        ]
+    ]
     others = [c for c in ("c1", "c2", "c4") if c != target]
     s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
                 crash={"call": target, "point": "after_effect", "how": "kill", "settle": others})
@@ -141,13 +173,29 @@ def test_wrap_tool_call_plug_crash_then_skip(tmp_path: Path, mode: str) -> None:
 def test_create_agent_crash_with_two_uncertain_calls(tmp_path: Path, mode: str) -> None:
     """create_agent runs each call as its own task: one interrupt per uncertain call, all
     answered at once by ``ReplayAdapter.resume_command``."""
-    s = rk.spec(tmp_path / "store", plan=BATCH, plug="agent", mode=mode, answers={"c2": "skip", "c3": "retry"},
-                crash={"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1"],
-                       "effects_of": ["c3"], "hold": ["c3"]})
+    s = rk.spec(
+        tmp_path / "store",
+        plan=BATCH,
+        plug="agent",
+        mode=mode,
+        answers={"c2": "skip", "c3": "retry"},
+        crash={
+            "call": "c2",
+            "point": "after_effect",
+            "how": "kill",
+            "settle": ["c1"],
+            "effects_of": ["c3"],
+            "hold": ["c3"],
+        },
+    )
     crash(s)
     assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
     report = rk.run_resume(s) if mode == "sync" else rk.resume(s)
-    assert report["before"] == {"c1": ["finished", "finished"], "c2": ["started", "uncertain"], "c3": ["started", "uncertain"]}
+    assert report["before"] == {
+        "c1": ["finished", "finished"],
+        "c2": ["started", "uncertain"],
+        "c3": ["started", "uncertain"],
+    }
     assert len(report["interrupts"]) == 2
     assert sorted(c["id"] for i in report["interrupts"] for c in i["calls"]) == ["c2", "c3"]
     assert all(len(i["calls"]) == 1 and i["type"] == "uncertain_tool_calls" for i in report["interrupts"])
@@ -176,7 +224,11 @@ def test_command_result_replayed_after_crash(tmp_path: Path) -> None:
     then the process died before the node's writes were saved: the recorded Command is
     applied on resume, the tool is not called again."""
     plan = [[[call("set_status", "c1", status="shipped"), call("send_email", "c2", to="bob")]]]
-    s = rk.spec(tmp_path / "store", plan=plan, crash={"call": "c1", "point": "after_finished", "how": "kill", "settle": ["c2"]})
+    s = rk.spec(
+        tmp_path / "store",
+        plan=plan,
+        crash={"call": "c1", "point": "after_finished", "how": "kill", "settle": ["c2"]},
+    )
     crash(s)
     report = rk.resume(s)
     assert report["interrupts"] == []
@@ -189,14 +241,21 @@ def test_command_result_replayed_after_crash(tmp_path: Path) -> None:
 def test_failed_call_survives_crash_and_is_not_called_again(tmp_path: Path) -> None:
     """``explode`` failed (recorded), then the process died while a sibling finished."""
     plan = [[[call("explode", "c1", reason="disk full"), call("send_email", "c2", to="bob")]]]
-    s = rk.spec(tmp_path / "store", plan=plan, crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1"]})
+    s = rk.spec(
+        tmp_path / "store",
+        plan=plan,
+        crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1"]},
+    )
     crash(s)
     assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
 
     saver, adapter = rk.open_store(s)
     with saver:
         rec = {r.key.call_id: r for r in saver.tool_calls("t1")}
-        assert rec["c1"].state == "failed" and rec["c1"].error == {"type": "ToolBoom", "message": "boom: disk full"}
+        assert rec["c1"].state == "failed" and rec["c1"].error == {
+            "type": "ToolBoom",
+            "message": "boom: disk full",
+        }
         # default error handling: the recorded error is raised again, the tool not called
         graph = rk.graph_for(s, saver, adapter)
         with pytest.raises(RecordedToolError, match="ToolBoom: boom: disk full"):
@@ -233,7 +292,15 @@ def test_no_adapter_reruns_the_whole_batch_after_a_crash(tmp_path: Path) -> None
 def test_uncertain_call_and_tool_interrupt_in_one_batch(tmp_path: Path, mode: str, form: str) -> None:
     """The adapter's own interrupt and a tool's ``interrupt()`` in the same ToolNode task:
     each resume value must reach the interrupt it answers, and nothing runs twice."""
-    plan = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob"), call("approve", "c3", action="refund")]]]
+    plan = [
+        [
+            [
+                call("lookup_order", "c1", order_id="42"),
+                call("send_email", "c2", to="bob"),
+                call("approve", "c3", action="refund"),
+            ]
+        ]
+    ]
     # dies when approve (c3) is about to start, while send_email (c2) is past its effect
     s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
                 crash={"call": "c3", "point": "before_started", "how": "kill", "settle": ["c1"],
@@ -253,14 +320,20 @@ def test_uncertain_call_and_tool_interrupt_in_one_batch(tmp_path: Path, mode: st
 
         run(None)
         (first,) = graph.get_state(cfg).interrupts
-        assert first.value["type"] == "uncertain_tool_calls" and [c["id"] for c in first.value["calls"]] == ["c2"]
+        assert first.value["type"] == "uncertain_tool_calls" and [c["id"] for c in first.value["calls"]] == [
+            "c2"
+        ]
         if form == "value":
             run(Command(resume={"c2": "skip"}))
         else:
             run(ReplayAdapter.resume_command([first], {"c2": "skip"}))
         (second,) = graph.get_state(cfg).interrupts
         assert second.value == {"approve": "refund"}
-        out = run(Command(resume="approved by Ann") if form == "value" else Command(resume={second.id: "approved by Ann"}))
+        out = run(
+            Command(resume="approved by Ann")
+            if form == "value"
+            else Command(resume={second.id: "approved by Ann"})
+        )
         rk.assert_transcript_complete(out["messages"])
         msgs = rk.tool_messages(out["messages"])
         assert msgs["c2"][0].content == SKIPPED_TEXT

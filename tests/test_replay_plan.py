@@ -20,7 +20,9 @@ KEY = ToolCallKey("tools:1", "cp", "c1")
 
 
 def _record(*events: str) -> ToolCallRecord:
-    return fold([{"ev": e, "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t"} for e in events], lambda c: c)[KEY]
+    return fold(
+        [{"ev": e, "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t"} for e in events], lambda c: c
+    )[KEY]
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,10 @@ def test_list_without_config_covers_all_threads_and_namespaces(tmp_path: Path) -
     _put(saver, "a", 0, {"x": 1})
     _put(saver, "b", 1, {"x": 1}, ns="child:1")
     _put(saver, "b", 2, {"x": 1})
-    got = sorted((t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_ns"]) for t in saver.list(None))
+    got = sorted(
+        (t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_ns"])
+        for t in saver.list(None)
+    )
     assert got == [("a", ""), ("b", ""), ("b", "child:1")]
     assert len(list(saver.list({"configurable": {"thread_id": "b"}}))) == 2
     assert len(list(saver.list({"configurable": {"thread_id": "b", "checkpoint_ns": ""}}))) == 1
@@ -148,7 +151,12 @@ def test_list_without_config_covers_all_threads_and_namespaces(tmp_path: Path) -
 def test_non_string_thread_id_is_stringified(tmp_path: Path) -> None:
     saver = JsonlSaver(tmp_path / "s")
     versions = {"a": saver.get_next_version(None, None)}
-    saver.put({"configurable": {"thread_id": 42, "checkpoint_ns": ""}}, _checkpoint(0, {"a": 1}, versions), {}, versions)
+    saver.put(
+        {"configurable": {"thread_id": 42, "checkpoint_ns": ""}},
+        _checkpoint(0, {"a": 1}, versions),
+        {},
+        versions,
+    )
     assert saver.get_tuple({"configurable": {"thread_id": "42"}}) is not None
 
 
@@ -177,7 +185,13 @@ def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> N
     saver = JsonlSaver(tmp_path / "s", snapshot_every=3)
     parent = None
     for i in range(10):
-        parent = _put(saver, "t", i, {"m": list(range(i + 1))}, parent["configurable"]["checkpoint_id"] if parent else None)
+        parent = _put(
+            saver,
+            "t",
+            i,
+            {"m": list(range(i + 1))},
+            parent["configurable"]["checkpoint_id"] if parent else None,
+        )
         if i == 4 and damage == "stale":
             saver.close()  # writes the sidecar; later records are past it
             stale = next((tmp_path / "s" / "threads").glob("*.idx")).read_bytes()
@@ -198,7 +212,9 @@ def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> N
         idx_file.write_bytes(stale)
     fresh = JsonlSaver(tmp_path / "s")
     history = list(fresh.list({"configurable": {"thread_id": "t"}}))
-    assert [t.checkpoint["channel_values"]["m"] for t in history] == [list(range(i + 1)) for i in range(10)][::-1]
+    assert [t.checkpoint["channel_values"]["m"] for t in history] == [list(range(i + 1)) for i in range(10)][
+        ::-1
+    ]
 
 
 def test_a_second_process_sees_appends_without_reopening(tmp_path: Path) -> None:
@@ -208,16 +224,15 @@ def test_a_second_process_sees_appends_without_reopening(tmp_path: Path) -> None
     assert reader.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["id"] == CP_IDS[0]
     _put(writer, "t", 1, {"a": 2}, CP_IDS[0])
     assert reader.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["id"] == CP_IDS[1]
-    script = textwrap.dedent(
-        f"""
+    script = textwrap.dedent(f"""
         from langgraph_jsonl_checkpoint import JsonlSaver
         s = JsonlSaver({str(tmp_path / 's')!r})
         v = {{"a": s.get_next_version(None, None)}}
         cp = {{"v": 4, "id": {CP_IDS[2]!r}, "ts": "x", "channel_values": {{"a": 3}},
               "channel_versions": v, "versions_seen": {{}}, "updated_channels": ["a"]}}
-        s.put({{"configurable": {{"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": {CP_IDS[1]!r}}}}}, cp, {{}}, v)
-        """
-    )
+        parent = {{"configurable": {{"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": {CP_IDS[1]!r}}}}}
+        s.put(parent, cp, {{}}, v)
+        """)
     subprocess.run([sys.executable, "-c", script], check=True)
     tup = reader.get_tuple({"configurable": {"thread_id": "t"}})
     assert tup.checkpoint["id"] == CP_IDS[2] and tup.checkpoint["channel_values"]["a"] == 3
@@ -284,7 +299,12 @@ def test_concurrent_puts_from_a_thread_pool_lose_nothing(tmp_path: Path) -> None
 async def test_async_context_manager_and_methods(tmp_path: Path) -> None:
     async with AsyncJsonlSaver.from_conn_string(str(tmp_path / "s")) as saver:
         versions = {"a": saver.get_next_version(None, None)}
-        cfg = await saver.aput({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(0, {"a": 1}, versions), {}, versions)
+        cfg = await saver.aput(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            _checkpoint(0, {"a": 1}, versions),
+            {},
+            versions,
+        )
         await saver.aput_writes(cfg, [("a", 2)], "task")
         tup = await saver.aget_tuple(cfg)
         assert tup.pending_writes == [("task", "a", 2)]
@@ -657,7 +677,12 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
         assert ck.answers(reader, "t") == before
     # the orphan write is still waiting for its checkpoint
     versions = {"items": saver.get_next_version(None, None)}
-    saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _checkpoint(99, {"items": []}, versions), {}, versions)
+    saver.put(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+        _checkpoint(99, {"items": []}, versions),
+        {},
+        versions,
+    )
     assert saver.get_tuple(orphan).pending_writes == [("task-orphan", "items", ["before its checkpoint"])]
     from langgraph_jsonl_checkpoint.maintenance.verify import verify
 
@@ -722,7 +747,9 @@ def test_listed_tuples_share_no_mutable_object(tmp_path: Path) -> None:
         assert other.response_metadata["n"] == [0]
     for tup in tuples[1:]:
         assert "mutated" not in tup.checkpoint["channel_values"]["extra"]["nested"]
-    again = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[5]}})
+    again = saver.get_tuple(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[5]}}
+    )
     assert again.checkpoint["channel_values"]["messages"][0].tool_calls[0]["args"] == {"x": 0}
 
 
@@ -782,7 +809,9 @@ def test_repeated_reads_of_a_list_kept_in_stored_form_share_nothing(tmp_path: Pa
     assert second["log"] == [{"i": 4}] * 5
 
 
-def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_value_caches_are_bounded_by_the_items_they_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A conversation's witness and its newest list in stored form hold its objects; the
     store bounds the items all logs' caches hold together, dropping the least recently
     used log's first, and a thread whose caches were dropped still reads and writes the
@@ -813,8 +842,15 @@ def test_value_caches_are_bounded_by_the_items_they_hold(tmp_path: Path, monkeyp
     idx = saver.store.thread_log("b").refresh()
     entry = idx.checkpoints[""][CP_IDS[1]]
     assert idx.blob("", "messages", entry.versions["messages"]).kind == ValueKind.DELTA
-    assert saver.get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
-    assert JsonlSaver(tmp_path / "s").get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
+    assert (
+        saver.get_tuple({"configurable": {"thread_id": "b"}}).checkpoint["channel_values"]["messages"] == msgs
+    )
+    assert (
+        JsonlSaver(tmp_path / "s")
+        .get_tuple({"configurable": {"thread_id": "b"}})
+        .checkpoint["channel_values"]["messages"]
+        == msgs
+    )
 
 
 def test_verify_in_a_live_process_rebuilds_from_the_records_not_from_memory(tmp_path: Path) -> None:
@@ -863,4 +899,9 @@ def test_a_log_past_max_open_threads_is_let_go_with_its_caches(tmp_path: Path) -
         _put(saver, tid, 0, {"messages": [HumanMessage("hi", id="h0")]})
     gc.collect()
     assert first() is None
-    assert saver.get_tuple({"configurable": {"thread_id": "a"}}).checkpoint["channel_values"]["messages"][0].content == "hi"
+    assert (
+        saver.get_tuple({"configurable": {"thread_id": "a"}})
+        .checkpoint["channel_values"]["messages"][0]
+        .content
+        == "hi"
+    )

@@ -245,10 +245,16 @@ def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
         if trial % 8 == 0:  # a writer on top of it, then a cold reopen
             latest = full_scan["latest"][""]
             nv = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
-            values = {**latest.checkpoint["channel_values"], "m": latest.checkpoint["channel_values"]["m"] + [trial]}
-            saver.put(ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-                      ck.make_checkpoint(ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}),
-                      {}, nv)
+            values = {
+                **latest.checkpoint["channel_values"],
+                "m": latest.checkpoint["channel_values"]["m"] + [trial],
+            }
+            saver.put(
+                ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
+                ck.make_checkpoint(ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}),
+                {},
+                nv,
+            )
             saver.close()
             again = ck.answers(JsonlSaver(store), reflog.thread_id)
             new = again["list"].pop(("", ck.AFTER_CUT_ID))

@@ -36,7 +36,9 @@ def test_processes_creating_one_store_at_once_all_succeed(tmp_path) -> None:
         for k, p in enumerate(children):
             p.join(60)
             if p.exitcode != 0:
-                failures.append(f"round {r}, worker {k}: exit {p.exitcode}: {ck.read_text(str(errs[k]))[-600:]}")
+                failures.append(
+                    f"round {r}, worker {k}: exit {p.exitcode}: {ck.read_text(str(errs[k]))[-600:]}"
+                )
         if not failures:
             saver = JsonlSaver(store, read_only=True)
             assert sorted(saver.store.thread_ids()) == sorted(f"worker-{k}" for k in range(PROCESSES)), r
@@ -72,4 +74,6 @@ def test_threads_creating_one_store_at_once_all_succeed(tmp_path, existing) -> N
         for t in threads:
             t.join(60)
         assert not errors, errors[:3]
-        assert sorted(JsonlSaver(store, read_only=True).store.thread_ids()) == sorted(f"w{k}" for k in range(PROCESSES))
+        assert sorted(JsonlSaver(store, read_only=True).store.thread_ids()) == sorted(
+            f"w{k}" for k in range(PROCESSES)
+        )

@@ -105,7 +105,9 @@ def test_an_empty_container_that_is_filled_is_seen() -> None:
     msgs = conversation()
     w = ListWitness.of(msgs)
     assert w is not None
-    msgs[1].invalid_tool_calls.append({"name": "x", "args": "{", "id": "i", "error": None, "type": "invalid_tool_call"})
+    msgs[1].invalid_tool_calls.append(
+        {"name": "x", "args": "{", "id": "i", "error": None, "type": "invalid_tool_call"}
+    )
     assert w.prefix_of(msgs) is None
 
 
@@ -177,8 +179,18 @@ def _history(graph: Any, config: dict[str, Any]) -> list[Any]:
     out = []
     for snap in graph.get_state_history(config):
         msgs = snap.values.get("messages", [])
-        out.append([(type(m).__name__, m.content, m.additional_kwargs, {k: type(v) for k, v in m.additional_kwargs.items()},
-                     m.response_metadata) for m in msgs])
+        out.append(
+            [
+                (
+                    type(m).__name__,
+                    m.content,
+                    m.additional_kwargs,
+                    {k: type(v) for k, v in m.additional_kwargs.items()},
+                    m.response_metadata,
+                )
+                for m in msgs
+            ]
+        )
     return out
 
 

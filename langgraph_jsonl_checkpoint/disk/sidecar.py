@@ -57,7 +57,9 @@ _first, _last = itemgetter(0), itemgetter(-1)
 
 
 def header_line(gen: int, ino: int | None, log_crc: str) -> bytes:
-    return framing.frame({"t": "index", "seq": 0, "v": SIDECAR_VERSION, "gen": gen, "ino": ino, "log": log_crc})
+    return framing.frame(
+        {"t": "index", "seq": 0, "v": SIDECAR_VERSION, "gen": gen, "ino": ino, "log": log_crc}
+    )
 
 
 def encode(summaries: list[dict[str, Any]]) -> bytes:
@@ -184,7 +186,9 @@ class Block:
         if code == RecordKind.SNAPSHOT:
             s["values"] = {ch: {"ver": ver} for ch, ver in zip(c["vc"][lo:hi], c["vv"][lo:hi])}
         else:
-            s.update(id=c["id"][j], parent=c["p"][j], md=orjson.loads(c["md"][j]), cv=orjson.loads(c["cv"][j]))
+            s.update(
+                id=c["id"][j], parent=c["p"][j], md=orjson.loads(c["md"][j]), cv=orjson.loads(c["cv"][j])
+            )
             s["values"] = {ch: _value_summary(ver, k, b) for ch, ver, k, b in zip(
                 c["vc"][lo:hi], c["vv"][lo:hi], c["vk"][lo:hi], c["vb"][lo:hi])}
         if len(s["values"]) != hi - lo:
@@ -322,7 +326,9 @@ def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | N
         if counts[SNAPSHOT]:  # a snapshot stores full values only
             snaps = {r for r in holders if t[r - seq] == SNAPSHOT}
             in_snap = list(map(snaps.__contains__, vr))
-            if not set(itertools.compress(vk, in_snap)) <= {0} or not set(itertools.compress(vb, in_snap)) <= {None}:
+            if not set(itertools.compress(vk, in_snap)) <= {0} or not set(
+                itertools.compress(vb, in_snap)
+            ) <= {None}:
                 return None
     offsets = list(itertools.accumulate(n, initial=offset))
     return Block(c, line + b"\n", offsets)

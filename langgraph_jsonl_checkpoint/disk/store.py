@@ -187,7 +187,9 @@ class Store:
         tmp = os.path.join(self.path, f"{MARKER_TEMP}.{files.owner()}")
         fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:
-            files.os.write(fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n")
+            files.os.write(
+                fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n"
+            )
             files.os.fsync(fd)
         finally:
             files.os.close(fd)
@@ -390,4 +392,3 @@ class Store:
                     except (OSError, JsonlCheckpointError):
                         pass  # the sidecar is only a cache; the next open scans the log
                 log.close()
-

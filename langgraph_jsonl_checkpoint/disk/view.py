@@ -202,7 +202,9 @@ class LogView:
                 files.os.close(fd)
                 self.recovery.torn_header = head
                 return
-            header = check_header(framing.parse_line(head[:nl]) if nl > 0 else None, self.thread_id, self.path)
+            header = check_header(
+                framing.parse_line(head[:nl]) if nl > 0 else None, self.thread_id, self.path
+            )
         except BaseException:
             files.os.close(fd)  # refused: stays refused on every later call
             raise
@@ -375,4 +377,3 @@ class LogView:
                 return []
             data = files.os.pread(self._rfd, self.index.committed_end, 0)
         return framing.scan(data, 0).records
-

@@ -139,7 +139,11 @@ def _copied_delta(
     if stored is None or "base" not in stored or version_key(stored["ver"]) != version_key(version):
         return None
     base = stored["base"]
-    if version_key(base) == version_key(version) or idx.rewritten(ns, ch, version) or idx.rewritten(ns, ch, base):
+    if (
+        version_key(base) == version_key(version)
+        or idx.rewritten(ns, ch, version)
+        or idx.rewritten(ns, ch, base)
+    ):
         return None  # stored more than once: the values differ from what lookups find
     below = emitted.get((ns, ch, version_key(base)))
     if below is None:

@@ -100,7 +100,12 @@ def verify(saver: StoreAccess, thread_ids: list[str] | None = None) -> VerifyRep
             continue
         if result.tail_bytes:
             report.findings.append(
-                Finding(tid, log.path, result.committed_end, f"{result.tail_bytes} bytes of torn tail (cut on the next append)")
+                Finding(
+                    tid,
+                    log.path,
+                    result.committed_end,
+                    f"{result.tail_bytes} bytes of torn tail (cut on the next append)",
+                )
             )
         unreadable = value_problems([(r.record, r.offset, r.length) for r in result.records])
         report.findings.extend(Finding(tid, log.path, offset, problem) for offset, problem in unreadable)
@@ -149,12 +154,21 @@ def _check_snapshots(saver: StoreAccess, tid: str, result: framing.ScanResult, r
                     for ch, entry in rec["values"].items():
                         values[ch] = (entry["ver"], reader.value(before, rec["ns"], ch, entry["ver"]))
                 except (JsonlCheckpointError, ValueError, KeyError, IndexRebuilt) as exc:
-                    report.findings.append(Finding(tid, log.path, r.offset, f"snapshot values cannot be rebuilt from deltas: {exc}"))
+                    report.findings.append(
+                        Finding(
+                            tid, log.path, r.offset, f"snapshot values cannot be rebuilt from deltas: {exc}"
+                        )
+                    )
                 else:
                     if state_hash(values) != rec.get("h"):
-                        report.findings.append(Finding(tid, log.path, r.offset, "snapshot state hash does not match the state rebuilt from deltas"))
+                        report.findings.append(
+                            Finding(
+                                tid,
+                                log.path,
+                                r.offset,
+                                "snapshot state hash does not match the state rebuilt from deltas",
+                            )
+                        )
                     checked += 1
             before.apply(summarize(rec, r.offset, r.length))
     return checked
-
-

@@ -127,7 +127,9 @@ class ReplayAdapter:
         idempotent: Iterable[str] = (),
     ) -> None:
         if (saver is None) == (store is None):
-            raise ConfigError("ReplayAdapter needs exactly one of saver= (a JsonlSaver) or store= (a BaseStore)")
+            raise ConfigError(
+                "ReplayAdapter needs exactly one of saver= (a JsonlSaver) or store= (a BaseStore)"
+            )
         self.journal: ToolJournal = SaverJournal(saver) if saver is not None else StoreJournal(store)  # type: ignore[arg-type]
         self.idempotent = frozenset(idempotent)
         # Per task execution (keyed by its scratchpad, which is neither hashable nor
@@ -141,7 +143,9 @@ class ReplayAdapter:
         """A ``langgraph.prebuilt.ToolNode`` whose calls go through this adapter."""
         from langgraph.prebuilt import ToolNode
 
-        return ToolNode(tools, wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call, **kwargs)
+        return ToolNode(
+            tools, wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call, **kwargs
+        )
 
     def middleware(self) -> Any:
         """An ``AgentMiddleware`` for ``langchain.agents.create_agent(middleware=[...])``."""
@@ -155,7 +159,9 @@ class ReplayAdapter:
             interrupts: Pending interrupts (``graph.get_state(config).interrupts``).
             answers: Tool call id to ``"retry"``, ``"skip"`` or ``{"result": ...}``.
         """
-        ids = [i.id for i in interrupts if isinstance(i.value, dict) and i.value.get("type") == INTERRUPT_TYPE]
+        ids = [
+            i.id for i in interrupts if isinstance(i.value, dict) and i.value.get("type") == INTERRUPT_TYPE
+        ]
         return Command(resume={i: answers for i in ids})
 
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
@@ -201,12 +207,21 @@ class ReplayAdapter:
             rec = batch.records.get(ctx.key(call["id"]))
             idem = self._tool_is_idempotent(call.get("name"), tools.get(call.get("name")))
             if rec is not None and rec.state == STARTED and not idem:
-                out.append({"id": call["id"], "name": call.get("name"), "args": call.get("args"), "started_at": rec.started_at})
+                out.append(
+                    {
+                        "id": call["id"],
+                        "name": call.get("name"),
+                        "args": call.get("args"),
+                        "started_at": rec.started_at,
+                    }
+                )
         return out
 
     def _requested_events(self, ctx: CallContext, batch: Batch) -> list[dict[str, Any]]:
         return [
-            self._event(ctx, call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args")))
+            self._event(
+                ctx, call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args"))
+            )
             for call in ctx.batch
             if ctx.key(call["id"]) not in batch.records
         ]
@@ -280,8 +295,12 @@ class ReplayAdapter:
                     answers[call_id] = (value[call_id], started_at)
             slot += 1
 
-    def _answer_event(self, ctx: CallContext, slot: int, answer: Any, about: list[list[Any]]) -> dict[str, Any]:
-        return self._event(ctx, ASKS_CALL_ID, ANSWER, slot=slot, answer=self.journal.encode(answer), about=about)
+    def _answer_event(
+        self, ctx: CallContext, slot: int, answer: Any, about: list[list[Any]]
+    ) -> dict[str, Any]:
+        return self._event(
+            ctx, ASKS_CALL_ID, ANSWER, slot=slot, answer=self.journal.encode(answer), about=about
+        )
 
     def _prepare(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[None]:
         """Load the batch's records, journal what is new, settle its uncertain calls
@@ -307,7 +326,14 @@ class ReplayAdapter:
     def _event(ctx: CallContext, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
         return {"ev": ev, "ns": ctx.ns, "cp": ctx.checkpoint_id, "call": call_id, "at": now(), **fields}
 
-    def _settled(self, ctx: CallContext, request: ToolCallRequest, action: str, record: ToolCallRecord | None, answer: Any) -> tuple[Any, list[dict[str, Any]]]:
+    def _settled(
+        self,
+        ctx: CallContext,
+        request: ToolCallRequest,
+        action: str,
+        record: ToolCallRecord | None,
+        answer: Any,
+    ) -> tuple[Any, list[dict[str, Any]]]:
         """Result (or exception) for actions that do not run the tool, plus events to record."""
         call = request.tool_call
         if action == REPLAY_RESULT:
@@ -355,7 +381,9 @@ class ReplayAdapter:
         except Exception as exc:
             yield step("record", ctx.thread_id, [self._failed(ctx, call_id, exc)])
             raise
-        yield step("record", ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))])
+        yield step(
+            "record", ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))]
+        )
         return result
 
     def wrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
@@ -378,4 +406,6 @@ class ReplayAdapter:
 
     def _failed(self, ctx: CallContext, call_id: str, exc: BaseException) -> dict[str, Any]:
         # Only the type and message: a traceback may hold secrets and is not needed.
-        return self._event(ctx, call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]})
+        return self._event(
+            ctx, call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]}
+        )

@@ -175,7 +175,9 @@ class StoreJournal:
         items: list[Any] = []
         offset = 0
         while True:
-            page = yield call("search", STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset)
+            page = yield call(
+                "search", STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset
+            )
             items += page
             if len(page) < _PAGE:
                 items.sort(key=lambda i: i.created_at)

@@ -36,7 +36,12 @@ def refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
 
 
 def refuse_other_run(
-    codec: ValueCodec, log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | None, metadata: Mapping[str, Any]
+    codec: ValueCodec,
+    log: ThreadLog,
+    idx: ThreadIndex,
+    ns: str,
+    parent: str | None,
+    metadata: Mapping[str, Any],
 ) -> None:
     """Refuse a put that would silently fork a thread another run (told by the
     ``run_id`` in metadata) is advancing.

@@ -129,7 +129,9 @@ class CheckpointWrites:
             [
                 WRITES_IDX_MAP.get(channel, i),
                 channel,
-                self.codec.encode(value, f"thread {thread_id!r}, a write of task {task_id} to channel {channel!r}"),
+                self.codec.encode(
+                    value, f"thread {thread_id!r}, a write of task {task_id} to channel {channel!r}"
+                ),
             ]
             for i, (channel, value) in enumerate(writes)
         ]
@@ -228,7 +230,9 @@ class CheckpointWrites:
             self._run_together(str(thread_id), ops, outcomes)
         return outcomes  # type: ignore[return-value]
 
-    def _run_together(self, thread_id: str, ops: list[tuple[int, Append]], outcomes: list[Outcome | None]) -> None:
+    def _run_together(
+        self, thread_id: str, ops: list[tuple[int, Append]], outcomes: list[Outcome | None]
+    ) -> None:
         log = self.store.thread_log(thread_id)
         applied: list[tuple[int, Append, Any]] = []
         try:

@@ -147,7 +147,9 @@ def _unencodable_part(value: Any, serde: SerializerProtocol) -> tuple[str, Any]:
 
     def children(part: Any) -> list[tuple[str, Any]]:
         if isinstance(part, dict):
-            return [(f"[{orjson.dumps(k).decode() if type(k) is str else repr(k)}]", v) for k, v in part.items()]
+            return [
+                (f"[{orjson.dumps(k).decode() if type(k) is str else repr(k)}]", v) for k, v in part.items()
+            ]
         if isinstance(part, (list, tuple)):
             return [(f"[{i}]", v) for i, v in enumerate(part)]
         if isinstance(part, (set, frozenset)):
@@ -189,5 +191,3 @@ def _readable_cell(value: Any) -> dict[str, Any] | None:
             dumps.append(d)
         return {"msgs": dumps}
     return None
-
-

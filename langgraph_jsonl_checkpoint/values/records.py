@@ -198,7 +198,9 @@ class RecordBuilder:
         blob = self.idx.blob(ns, channel, version)
         return blob is not None and blob.kind != ValueKind.EMPTY and blob.depth < self.policy.max_depth
 
-    def _extendable_base(self, ns: str, channel: str, parent: str | None) -> tuple[Any, ListFingerprint] | None:
+    def _extendable_base(
+        self, ns: str, channel: str, parent: str | None
+    ) -> tuple[Any, ListFingerprint] | None:
         cached = self.cache.proof(ns, channel)
         if cached is None or type(cached[1]) is not ListFingerprint:
             cached = self._parent_fingerprint(ns, channel, parent)
@@ -206,7 +208,9 @@ class RecordBuilder:
             return None
         return cached
 
-    def _parent_fingerprint(self, ns: str, channel: str, parent: str | None) -> tuple[Any, ListFingerprint] | None:
+    def _parent_fingerprint(
+        self, ns: str, channel: str, parent: str | None
+    ) -> tuple[Any, ListFingerprint] | None:
         """After a restart, fingerprint the parent's value so deltas continue."""
         entry = self.idx.checkpoints.get(ns, {}).get(parent) if parent else None
         version = entry.versions.get(channel) if entry else None
