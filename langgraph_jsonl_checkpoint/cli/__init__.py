@@ -12,13 +12,14 @@ printed as JSON strings, so one id stays one row.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JsonlCheckpointError
 from . import maintenance
-from .common import EXIT_ERROR, EXIT_STATUS_HELP, UsageError
+from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError
 
 #: The modules whose commands make up the CLI, in the order ``--help`` lists them.
 COMMAND_MODULES = (maintenance,)
@@ -46,3 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (JsonlCheckpointError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as other commands do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
