@@ -2,7 +2,7 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/kill9.py --rounds 1000
+    . .venv/bin/activate && python -m stress.kill9 --rounds 1000
 
 Each round forks a child that runs a LangGraph tool-calling agent (scripted fake chat
 model, ``ToolNode``, ``durability="sync"``) on a new thread of one shared store, and
@@ -26,11 +26,8 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-
-from langgraph_jsonl_checkpoint import JsonlSaver  # noqa: E402
-
-import crashkit as ck  # noqa: E402
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness import crashkit as ck
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/multiprocess.py --rounds 200
+    . .venv/bin/activate && python -m stress.multiprocess --rounds 200
 
 Each round starts ``--writers`` processes on one store (kept for ``--fresh-store-every``
 rounds, so the logs grow and carry the torn tails of earlier rounds): each does ``put_writes`` on one base
@@ -29,9 +29,7 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-
-import crashkit as ck  # noqa: E402
+from tests.harness import crashkit as ck
 
 
 def main() -> int:

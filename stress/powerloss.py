@@ -2,9 +2,9 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/powerloss.py --states 5000 --seed 1
+    . .venv/bin/activate && python -m stress.powerloss --states 5000 --seed 1
 
-An I/O shim (``tests/powerloss.py``) records every file operation the package makes
+An I/O shim (``tests/harness/powerloss.py``) records every file operation the package makes
 and models what a power cut right after it can leave on disk (Linux ext4,
 ``data=ordered``, pessimistically): every 512-byte sector written since the file's last
 fsync kept, lost, zeroed or garbled, file lengths anywhere between durable and current,
@@ -41,11 +41,10 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from tests.harness import crashkit as ck
+from tests.harness import powerloss as pl
 
-import crashkit as ck  # noqa: E402
-import powerloss as pl  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _commit() -> str:
@@ -93,7 +92,7 @@ def main() -> int:
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = [f"# commit {_commit()}",
-              (f"# command: python stress/powerloss.py --states {args.states} --seed {seed} "
+              (f"# command: python -m stress.powerloss --states {args.states} --seed {seed} "
                f"--steps {args.steps} --rate {args.rate}"),
               f"# started {started}, load {_load()}"]
     out(f"powerloss: {args.states} crash states, seed {seed}, workdir {work}")

@@ -28,8 +28,7 @@ import langgraph_jsonl_checkpoint.disk.log as log_module
 import langgraph_jsonl_checkpoint.saver.worker as worker_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 def _worker_threads() -> list[threading.Thread]:

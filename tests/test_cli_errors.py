@@ -14,8 +14,7 @@ import pytest
 from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 def _store(path: Path, threads: list[str]) -> None:

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 @pytest.fixture(scope="module")

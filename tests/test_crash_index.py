@@ -19,8 +19,7 @@ import shutil
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 TRIALS = 30  # per strategy
 STRATEGIES = ["past_eof", "mid_record", "shift_contiguous", "last_shift_contiguous", "length", "seq",

@@ -26,8 +26,7 @@ import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 class FaultyOS:

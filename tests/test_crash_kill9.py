@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 ROUNDS = int(os.environ.get("CRASH_KILL_ROUNDS", "40"))
 SEED = int(os.environ.get("CRASH_SEED", "5"))

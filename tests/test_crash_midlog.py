@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 ZEROED = 4096
 

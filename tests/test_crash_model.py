@@ -28,8 +28,7 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 THREADS = ["t0", "t1", "t2"]
 NAMESPACES = ["", "sub:1"]

@@ -21,7 +21,7 @@ import os
 import random
 from pathlib import Path
 
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 ROUNDS = int(os.environ.get("CRASH_MP_ROUNDS", "4"))
 SEED = int(os.environ.get("CRASH_SEED", "5"))

@@ -24,9 +24,8 @@ import pytest
 import langgraph_jsonl_checkpoint.disk.files as files_module
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
-import powerloss as pl
+from tests.harness import crashkit as ck
+from tests.harness import powerloss as pl
 
 STATES = int(os.environ.get("CRASH_POWERLOSS_STATES", "600"))
 SEED = int(os.environ.get("CRASH_SEED", "31"))

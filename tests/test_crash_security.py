@@ -26,8 +26,7 @@ from langgraph_jsonl_checkpoint import (
 )
 from langgraph_jsonl_checkpoint.disk.framing import frame
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 def _put(

@@ -18,8 +18,7 @@ import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 @pytest.fixture(scope="module")

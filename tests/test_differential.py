@@ -74,7 +74,7 @@ from langgraph.pregel._checkpoint import _replay
 from langgraph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 from pydantic import BaseModel
 
-import graphs as G
+from tests.harness import graphs as G
 
 # ---------------------------------------------------------------------------
 # saver under test

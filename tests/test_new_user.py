@@ -93,8 +93,8 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
     """Compaction stores each delta as it was written when its base is in the new file:
     a fork's delta extends the fork point, and re-deriving it from the channel's newest
     value stored it in full (a compacted log grew by 1-2%)."""
-    import crashkit as ck
-    from graphs import build_agent_graph
+    from tests.harness import crashkit as ck
+    from tests.harness.graphs import build_agent_graph
 
     saver = JsonlSaver(tmp_path / "s", snapshot_every=snapshot_every)
     graph = build_agent_graph().compile(checkpointer=saver)

@@ -21,7 +21,6 @@ import textwrap
 import hypothesis.strategies as st
 import orjson
 import pytest
-from bounded import ReadHung, run_bounded, within
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from langchain_core.messages import AIMessage, HumanMessage
@@ -31,8 +30,8 @@ from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from langgraph_jsonl_checkpoint.maintenance.verify import verify
-
-import crashkit as ck
+from tests.harness import crashkit as ck
+from tests.harness.bounded import ReadHung, run_bounded, within
 
 READ_SECONDS = 20
 

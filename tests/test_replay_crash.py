@@ -29,9 +29,8 @@ from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import RecordedToolError, ReplayAdapter
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
-
-import replaykit as rk
-from replaykit import call
+from tests.harness import replaykit as rk
+from tests.harness.replaykit import call
 
 BATCH = [
     [

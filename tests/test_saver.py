@@ -28,8 +28,7 @@ from langgraph_jsonl_checkpoint import (
     StoreError,
 )
 from langgraph_jsonl_checkpoint.disk.framing import frame
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 CP_IDS = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(100)]
 
@@ -644,7 +643,7 @@ def _race_child(store: str, inside, queue) -> None:
 
 
 def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path) -> None:
-    import crashkit as ck
+    from tests.harness import crashkit as ck
 
     saver = JsonlSaver(tmp_path / "s", snapshot_every=2, snapshot_ratio=0)
     items: list = []
@@ -694,7 +693,7 @@ def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graphs import build_agent_graph
+    from tests.harness.graphs import build_agent_graph
 
     ours = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))
     ref = build_agent_graph().compile(checkpointer=InMemorySaver())

@@ -20,8 +20,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing, sidecar
 from langgraph_jsonl_checkpoint.disk.index import ThreadIndex
 from langgraph_jsonl_checkpoint.disk.summary import summarize
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,7 @@ import time
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 PROCESSES = 8
 ROUNDS = int(os.environ.get("STORE_CREATION_ROUNDS", "50"))

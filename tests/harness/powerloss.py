@@ -62,8 +62,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
 from langgraph_jsonl_checkpoint.maintenance.verify import verify
-
-import crashkit as ck
+from tests.harness import crashkit as ck
 
 #: Sector size of the simulated disk: the unit in which unsynced data survives or not.
 SECTOR = 512

@@ -540,9 +540,10 @@ class _ForkServer:
         self.errors = tempfile.TemporaryFile()
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join([str(HERE.parents[2]), os.environ.get("PYTHONPATH", "")]),
         }
-        self.proc = subprocess.Popen([sys.executable, "-c", "import replaykit; replaykit._serve()"],
+        serve = "from tests.harness import replaykit; replaykit._serve()"
+        self.proc = subprocess.Popen([sys.executable, "-c", serve],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
                                      text=True, env=env)
         import threading

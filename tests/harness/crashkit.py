@@ -14,8 +14,8 @@ Nothing here is a test. It holds:
   milliseconds instead of a second of imports). A forked child shares no saver state
   with its parent: the server never opens a store.
 
-Import it as ``crashkit`` (``tests/`` is on ``sys.path`` under pytest; the ``stress/``
-scripts put it there).
+Import it as ``tests.harness.crashkit`` (the repository root is on ``sys.path`` under
+pytest, and when the ``stress/`` scripts run as ``python -m stress.<name>`` from there).
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
-
-from graphs import tool_agent_graph
+from tests.harness.graphs import tool_agent_graph
 
 # ---------------------------------------------------------------------------
 # hand-made checkpoints
@@ -653,7 +652,7 @@ _CHILD_PREFIX = "crashkit-"
 def mp_context() -> Any:
     """A forkserver context whose server has imported LangGraph and this module.
 
-    Two details make the fork cheap. The server is started with this directory on
+    Two details make the fork cheap. The server is started with the repository root on
     ``PYTHONPATH`` (Python 3.11's forkserver ignores the parent's ``sys.path`` when it
     preloads). And our children skip re-running the parent's ``__main__`` (pytest's
     script, or a stress script): their targets live here and are found by name.
@@ -664,7 +663,7 @@ def mp_context() -> Any:
         import multiprocessing.spawn as mp_spawn
 
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["crashkit"])
+        ctx.set_forkserver_preload(["tests.harness.crashkit"])
         original = mp_spawn.get_preparation_data
         if not getattr(original, "_crashkit", False):
 
@@ -677,9 +676,9 @@ def mp_context() -> Any:
 
             get_preparation_data._crashkit = True  # type: ignore[attr-defined]
             mp_spawn.get_preparation_data = get_preparation_data
-        here = os.path.dirname(os.path.abspath(__file__))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         old = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = here + (os.pathsep + old if old else "")
+        os.environ["PYTHONPATH"] = root + (os.pathsep + old if old else "")
         try:
             forkserver.ensure_running()
         finally:

@@ -1,0 +1,1 @@
+"""Kits shared by the test files and the ``stress/`` scripts. Nothing here is a test."""
