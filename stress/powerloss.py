@@ -41,8 +41,8 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from tests.harness import crashkit as ck
 from tests.harness import powerloss as pl
+from tests.harness.scratch import fast_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -78,7 +78,7 @@ def main() -> int:
                         help="result file (default stress/results/powerloss-<states>.txt; '-' for none)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int(time.time())
-    work = args.workdir or ck.fast_dir(tempfile.gettempdir())
+    work = args.workdir or fast_dir(tempfile.gettempdir())
     os.makedirs(work, exist_ok=True)
     result_path = args.result or os.path.join(HERE, "results", f"powerloss-{args.states}.txt")
     # A crash image with a damaged record is logged by read-only opens; the battery

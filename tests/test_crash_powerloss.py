@@ -24,8 +24,12 @@ import pytest
 import langgraph_jsonl_checkpoint.disk.files as files_module
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-from tests.harness import crashkit as ck
 from tests.harness import powerloss as pl
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import Mirror, config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles, read_quarantine, stray_temp_files, write_in_place
+from tests.harness.reference_log import build_reference_log
+from tests.harness.scratch import fast_dir
 
 STATES = int(os.environ.get("CRASH_POWERLOSS_STATES", "600"))
 SEED = int(os.environ.get("CRASH_SEED", "31"))
@@ -96,7 +100,7 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
     def kinds() -> set[str]:
         return {k.removeprefix("recovery ") for k in result.states_by_op}
 
-    scratch = ck.fast_dir(tmp_path)
+    scratch = fast_dir(tmp_path)
     try:
         result = pl.run_battery(STATES, SEED, scratch, steps=30)
         # A crash right after a rare operation (a tail repair's cut: a few among hundreds
@@ -124,13 +128,13 @@ def test_a_store_whose_creation_was_cut_short_opens(tmp_path: Path, leftover: by
     store = tmp_path / "store"
     store.mkdir(mode=0o700)
     (store / "STORE.json.tmp").write_bytes(leftover)
-    assert JsonlSaver(store, read_only=True).get_tuple(ck.config("t")) is None
+    assert JsonlSaver(store, read_only=True).get_tuple(config("t")) is None
     saver = JsonlSaver(store)
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(1), {"m": [1]}, v), {}, v)
-    assert JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] == ck.cp_id(1)
+    saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
+    assert JsonlSaver(store).get_tuple(config("t")).checkpoint["id"] == cp_id(1)
     assert (store / "STORE.json").exists()
-    assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
+    assert not stray_temp_files(store), stray_temp_files(store)
 
 
 def test_a_foreign_directory_is_still_refused(tmp_path: Path) -> None:
@@ -248,12 +252,12 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     the copy, quarantines the batch and takes the next put."""
     store = tmp_path / "store"
     saver = JsonlSaver(store, snapshot_every=2, snapshot_ratio=0.0)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(4):
-        mirror.put("src", ck.cp_id(i), {"m": [f"item-{j}" * 40 for j in range(i + 1)]})
-    mirror.put("dst", ck.cp_id(10), {"m": ["own"]})
-    want = ck.answers(mirror.memory, "dst")
-    files = ck.ThreadFiles.of(store, "dst")
+        mirror.put("src", cp_id(i), {"m": [f"item-{j}" * 40 for j in range(i + 1)]})
+    mirror.put("dst", cp_id(10), {"m": ["own"]})
+    want = answers(mirror.memory, "dst")
+    files = ThreadFiles.of(store, "dst")
     before = Path(files.log).read_bytes()
     saver.copy_thread("src", "dst")
     saver.close()
@@ -261,16 +265,16 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     assert len(after) - len(before) > 2048
     sector = (len(before) // 512 + 1) * 512  # the first whole sector of the copy batch
     damaged = _zero(after, sector, 512)
-    ck.write_in_place(files.log, damaged)
+    write_in_place(files.log, damaged)
     os.unlink(files.idx)
     reopened = JsonlSaver(store)
-    assert not ck.diff_answers(ck.answers(reopened, "dst"), want)
+    assert not diff_answers(answers(reopened, "dst"), want)
     v = {"m": reopened.get_next_version(None, None)}
     reopened.put(
-        ck.config("dst", "", ck.cp_id(10)), ck.make_checkpoint(ck.cp_id(11), {"m": ["next"]}, v), {}, v
+        config("dst", "", cp_id(10)), make_checkpoint(cp_id(11), {"m": ["next"]}, v), {}, v
     )
-    assert JsonlSaver(store).get_tuple(ck.config("dst")).checkpoint["id"] == ck.cp_id(11)
-    [(note, cut)] = ck.read_quarantine(files.quarantine)
+    assert JsonlSaver(store).get_tuple(config("dst")).checkpoint["id"] == cp_id(11)
+    [(note, cut)] = read_quarantine(files.quarantine)
     assert cut == damaged[len(before) :] and note["offset"] == len(before)
 
 
@@ -279,8 +283,8 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
     cut is durable, the quarantine file's name must be too, or a second power cut (during
     recovery from the first) loses the torn bytes for good."""
     store = tmp_path / "store"
-    reflog = ck.build_reference_log(store, puts=4)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    reflog = build_reference_log(store, puts=4)
+    files = ThreadFiles.of(store, reflog.thread_id)
     torn = framing.frame({"t": "writes", "seq": 10**6, "more": 1})[:-7]
     with open(files.log, "ab") as f:
         f.write(torn)
@@ -296,7 +300,7 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
     fs.on_op = on_op
     saver = JsonlSaver(store)
     with pl.watching(fs):
-        latest = saver.get_tuple(ck.config(reflog.thread_id))
+        latest = saver.get_tuple(config(reflog.thread_id))
         saver.put_writes(latest.config, [("m", "after the cut")], "task-after")
     assert fs.cuts and fs.cuts[0][1] == torn
     assert not lost, f"the torn bytes could be lost: {lost}"
@@ -310,24 +314,24 @@ def test_a_stale_sidecar_naming_a_reused_inode_is_not_trusted(tmp_path: Path) ->
     new log never had) made a writable open raise CorruptLogError over an intact log."""
     store = tmp_path / "store"
     saver = JsonlSaver(store)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(6):
-        mirror.put("t", ck.cp_id(i), {"m": [i]})
+        mirror.put("t", cp_id(i), {"m": [i]})
     saver.close()
-    files = ck.ThreadFiles.of(store, "t")
+    files = ThreadFiles.of(store, "t")
     stale = Path(files.idx).read_bytes()
     os.unlink(files.log)
     os.unlink(files.idx)
     saver = JsonlSaver(store)
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(100), {"m": ["again"]}, v), {}, v)
+    saver.put(config("t"), make_checkpoint(cp_id(100), {"m": ["again"]}, v), {}, v)
     first, rest = stale.split(b"\n", 1)
     head = framing.parse_line(first)
     assert head["gen"] == 1
     head["ino"] = os.stat(files.log).st_ino  # the reused inode number
     Path(files.idx).write_bytes(framing.frame(head) + rest)
-    got = JsonlSaver(store).get_tuple(ck.config("t"))
-    assert got.checkpoint["id"] == ck.cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
+    got = JsonlSaver(store).get_tuple(config("t"))
+    assert got.checkpoint["id"] == cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
 
 
 def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
@@ -335,7 +339,7 @@ def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
         (saver._writes.prepare_put_writes, (cfg, [("m", ["a" * 700])], "task-a")),
         (saver._writes.prepare_put_writes, (cfg, [("m", ["b" * 700]), ("x", 1)], "task-b")),
         (saver._writes.prepare_put_writes, (cfg, [("m", ["c" * 700])], "task-c")),
-        (saver._writes.prepare_put, (cfg, ck.make_checkpoint(ck.cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
+        (saver._writes.prepare_put, (cfg, make_checkpoint(cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
     ]
 
 
@@ -346,11 +350,11 @@ def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_pat
     plus a prefix of its batches (none of them was acknowledged before the sync)."""
     live = tmp_path / "live"
     saver = JsonlSaver(live)
-    cfg = ck.config("t", "", ck.cp_id(1))
+    cfg = config("t", "", cp_id(1))
     versions = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(0), {"m": [0]}, versions), {}, versions)
+    saver.put(config("t"), make_checkpoint(cp_id(0), {"m": [0]}, versions), {}, versions)
     nv = {"m": saver.get_next_version(versions["m"], None)}
-    saver.put(ck.config("t", "", ck.cp_id(0)), ck.make_checkpoint(ck.cp_id(1), {"m": [0, 1]}, nv), {}, nv)
+    saver.put(config("t", "", cp_id(0)), make_checkpoint(cp_id(1), {"m": [0, 1]}, nv), {}, nv)
     nv2 = {"m": saver.get_next_version(nv["m"], None)}
     saver.close()
     rng = random.Random(7)
@@ -373,9 +377,9 @@ def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_pat
         image.write(str(target))
         s = JsonlSaver(target)
         tasks = {t for t, _, _ in s.get_tuple(cfg).pending_writes}
-        latest = s.get_tuple(ck.config("t")).checkpoint["id"]
+        latest = s.get_tuple(config("t")).checkpoint["id"]
         assert tasks in steps, (image.desc, tasks)
-        assert latest == ck.cp_id(1) or (latest == ck.cp_id(2) and tasks == steps[3]), image.desc
+        assert latest == cp_id(1) or (latest == cp_id(2) and tasks == steps[3]), image.desc
         prefixes_seen.add((len(tasks), latest))
         s.put_writes(cfg, [("m", ["after"])], "after")  # opens writable, repairs the tail
         s.close()

@@ -62,7 +62,16 @@ from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.disk.store import THREADS_DIR, thread_file_stem
 from langgraph_jsonl_checkpoint.maintenance.verify import verify
-from tests.harness import crashkit as ck
+from tests.harness.answers import (
+    answers,
+    diff_answers,
+    mem_copy_thread,
+    mem_delete_for_runs,
+    mem_prune_keep_latest,
+)
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles, stray_temp_files
+from tests.harness.scripted_agent import agent_input, build_agent
 
 #: Sector size of the simulated disk: the unit in which unsynced data survives or not.
 SECTOR = 512
@@ -694,7 +703,7 @@ class Expected:
     """What a crash image may serve.
 
     Attributes:
-        candidates: Per thread, the answers (``crashkit.answers``) it may serve: the
+        candidates: Per thread, the answers (``answers.answers``) it may serve: the
             acknowledged state, and the state with the call in flight done. Threads not
             named must serve nothing.
         tombstones: Deleted threads (``delete_thread`` returned) with the newest deleted
@@ -719,14 +728,14 @@ def _served(saver: JsonlSaver, exp: Expected, stage: str, problems: list[str]) -
     """Answers for every thread expected or present; problems if any is not allowed."""
     try:
         tids = sorted(set(exp.candidates) | set(saver.store.thread_ids()))
-        got = {t: ck.answers(saver, t) for t in tids}
+        got = {t: answers(saver, t) for t in tids}
     except Exception as exc:  # noqa: BLE001 - any failure to open or read is a violation
         problems.append(f"{stage}: the store does not open/read: {_describe(exc)}")
         return None
     for t, ans in got.items():
         allowed = exp.allowed(t)
         if not any(ans == a for a in allowed):
-            diffs = " | or: ".join(ck.diff_answers(ans, a) for a in allowed)
+            diffs = " | or: ".join(diff_answers(ans, a) for a in allowed)
             problems.append(f"{stage}: thread {t!r} serves a state never acknowledged: {diffs}")
     return got
 
@@ -776,7 +785,7 @@ def check_image(
     except Exception as exc:  # noqa: BLE001
         return problems + [f"writable open raised {_describe(exc)}"], None
     got = _served(saver, exp, "writable open", problems)
-    stray = ck.stray_temp_files(target)
+    stray = stray_temp_files(target)
     if stray:
         problems.append(f"temp files left after a writable open: {stray}")
     if got is None:
@@ -785,7 +794,7 @@ def check_image(
         if got.get(t, EMPTY) != EMPTY:
             continue
         try:
-            saver.put_writes(ck.config(t, "", upto), [("m", "late")], "late-task")
+            saver.put_writes(config(t, "", upto), [("m", "late")], "late-task")
             problems.append(
                 f"deleted thread {t!r} took a late write for its checkpoint {upto}: the tombstone is lost"
             )
@@ -800,7 +809,7 @@ def check_image(
         saver.close()
         reopened = JsonlSaver(target, **SAVER_KWARGS)
         for t, values in probes.items():
-            after = ck.answers(reopened, t)
+            after = answers(reopened, t)
             before = got.get(t, EMPTY)
             key = ("", probe_id)
             probe = after["list"].pop(key, None)
@@ -809,7 +818,7 @@ def check_image(
             elif after["latest"].get("") != probe:
                 problems.append(f"thread {t!r}: the put after recovery is not the latest checkpoint")
             if after["list"] != before["list"]:
-                problems.append(f"thread {t!r}: after a put and reopen: {ck.diff_answers(after, before)}")
+                problems.append(f"thread {t!r}: after a put and reopen: {diff_answers(after, before)}")
         reopened.close()
     except Exception as exc:  # noqa: BLE001
         problems.append(f"put after recovery / reopen raised {_describe(exc)}")
@@ -819,7 +828,7 @@ def check_image(
         problems += [f"verify: {f.path}@{f.offset}: {f.problem}" for f in report.findings]
     except Exception as exc:  # noqa: BLE001
         problems.append(f"verify raised {_describe(exc)}")
-    stray = ck.stray_temp_files(target)
+    stray = stray_temp_files(target)
     if stray:
         problems.append(f"temp files left after recovery: {stray}")
     return problems, got
@@ -836,13 +845,13 @@ def _tree(root: str) -> dict[str, bytes]:
 
 def _put_probe(saver: JsonlSaver, thread_id: str, probe_id: str) -> dict:
     """Put one checkpoint (a new channel ``pl``) after the thread's latest; its values."""
-    latest = saver.get_tuple(ck.config(thread_id))
+    latest = saver.get_tuple(config(thread_id))
     versions = dict(latest.checkpoint["channel_versions"]) if latest else {}
     values = dict(latest.checkpoint["channel_values"]) if latest else {}
     nv = {"pl": saver.get_next_version(versions.get("pl"), None)}
     values["pl"] = [probe_id]
-    saver.put(ck.config(thread_id, "", latest.checkpoint["id"] if latest else None),
-              ck.make_checkpoint(probe_id, values, {**versions, **nv}), {"probe": True}, nv)
+    saver.put(config(thread_id, "", latest.checkpoint["id"] if latest else None),
+              make_checkpoint(probe_id, values, {**versions, **nv}), {"probe": True}, nv)
     return values
 
 
@@ -982,7 +991,7 @@ class PowerLossRound:
                 yield c
             finally:
                 self.in_flight = None
-                after = {t: ck.answers(self.mem, t) for t in c.tids}
+                after = {t: answers(self.mem, t) for t in c.tids}
                 self._settle(after)
                 for t, ans in after.items():
                     if c.before[t]["list"] and not ans["list"] and label in DELETING:
@@ -1043,7 +1052,7 @@ class PowerLossRound:
         self.stats.states += 1
         self.stats.recovery_states += recovery
         target = os.path.join(self.dir, f"crash-{self.stats.states}")
-        probe = ck.cp_id(self.stats.states, PROBE_PREFIX)
+        probe = cp_id(self.stats.states, PROBE_PREFIX)
         try:
             problems, served = check_image(image, target, exp, probe)
         except Exception:  # noqa: BLE001 - a bug of the battery itself: report it
@@ -1089,9 +1098,9 @@ class PowerLossRound:
             settle({})
             for t in sorted(set(saver.store.thread_ids()) | set(served)):
                 state["tids"], state["before"] = (t,), {t: expected.get(t, EMPTY)}
-                probe_id = ck.cp_id(self.stats.states, RECOVERY_PREFIX)
+                probe_id = cp_id(self.stats.states, RECOVERY_PREFIX)
                 _put_probe(saver, t, probe_id)
-                after = ck.answers(JsonlSaver(b, read_only=True), t)
+                after = answers(JsonlSaver(b, read_only=True), t)
                 state["tids"] = ()
                 if set(after["list"]) != set(expected.get(t, EMPTY)["list"]) | {("", probe_id)}:
                     self.stats.violations.append(f"seed {self.seed}, recovery of crash at {where}: "
@@ -1134,7 +1143,7 @@ class PowerLossRound:
 
     def _next_id(self) -> str:
         self.n += 1
-        return ck.cp_id(self.n, ID_PREFIX)
+        return cp_id(self.n, ID_PREFIX)
 
     def _open(self) -> None:
         with self.call("open", ()):
@@ -1163,7 +1172,7 @@ class PowerLossRound:
             self.saver = main
 
     def _latest(self, tid: str, ns: str) -> Any:
-        return self.mem.get_tuple(ck.config(tid, ns))
+        return self.mem.get_tuple(config(tid, ns))
 
     def _put(self, tid: str | None = None, big: bool = False) -> None:
         rng = self.rng
@@ -1182,8 +1191,8 @@ class PowerLossRound:
         versions.update(new_versions)
         values.update(changes)
         md = {"run_id": rng.choice(RUNS), "step": self.n}
-        self.saver.put(ck.config(tid, ns, latest.checkpoint["id"] if latest else None),  # type: ignore[union-attr]
-                       ck.make_checkpoint(cid, values, versions), md, new_versions)
+        self.saver.put(config(tid, ns, latest.checkpoint["id"] if latest else None),  # type: ignore[union-attr]
+                       make_checkpoint(cid, values, versions), md, new_versions)
 
     def _put_big(self) -> None:
         self._put(big=True)
@@ -1204,13 +1213,13 @@ class PowerLossRound:
         ]
         if rng.random() < 0.2:
             writes.append(("__error__", {"error": f"boom {self.n}"}))
-        self.saver.put_writes(ck.config(tid, ns, cid), writes, task, f"~path, {self.n}")  # type: ignore[union-attr]
+        self.saver.put_writes(config(tid, ns, cid), writes, task, f"~path, {self.n}")  # type: ignore[union-attr]
 
     def _agent(self) -> None:
         tid = f"agent-{len(self.agents)}"
         self.agents.append(tid)
-        graph = ck.build_agent(self.saver, rounds=self.rng.randint(1, 2))
-        graph.invoke(ck.agent_input(), {"configurable": {"thread_id": tid}}, durability="sync")
+        graph = build_agent(self.saver, rounds=self.rng.randint(1, 2))
+        graph.invoke(agent_input(), {"configurable": {"thread_id": tid}}, durability="sync")
 
     def _agent_continue(self) -> None:
         if not self.agents:
@@ -1218,7 +1227,7 @@ class PowerLossRound:
             return
         tid = self.rng.choice(self.agents)
         self.n += 1
-        graph = ck.build_agent(self.saver, rounds=1)
+        graph = build_agent(self.saver, rounds=1)
         graph.invoke({"messages": [HumanMessage(content="and again", id=f"human-{self.n}")]},
                      {"configurable": {"thread_id": tid}}, durability="sync")
 
@@ -1232,7 +1241,7 @@ class PowerLossRound:
         tid = self.rng.choice(self.threads)
         with self.call("prune", [tid]):
             self.saver.prune([tid])  # type: ignore[union-attr]
-            ck.mem_prune_keep_latest(self.mem, tid)
+            mem_prune_keep_latest(self.mem, tid)
 
     def _compact(self) -> None:
         tid = self.rng.choice(self.threads + self.agents)
@@ -1251,7 +1260,7 @@ class PowerLossRound:
         self.n += 1
         with self.call("copy", [dst]):
             self.saver.copy_thread(src, dst)  # type: ignore[union-attr]
-            ck.mem_copy_thread(self.mem, src, dst)
+            mem_copy_thread(self.mem, src, dst)
         if len(self.threads) < 5:
             self.threads.append(dst)
 
@@ -1260,13 +1269,13 @@ class PowerLossRound:
         tids = sorted(set(self.expected) | set(self.threads) | set(self.agents))
         with self.call("delete_for_runs", tids):
             self.saver.delete_for_runs([run])  # type: ignore[union-attr]
-            ck.mem_delete_for_runs(self.mem, {run})
+            mem_delete_for_runs(self.mem, {run})
 
     def _torn_tail(self) -> None:
         """A writer killed mid-batch left a torn tail (written through the shim, so it is
         modelled); the next put must set it aside and cut it before appending."""
         tid = self.rng.choice(self.threads)
-        path = ck.ThreadFiles.of(self.live, tid).log
+        path = ThreadFiles.of(self.live, tid).log
         if not os.path.exists(path):
             self._put(tid)
             return
