@@ -35,7 +35,7 @@ with InMemorySaver vs SqliteSaver, independent of the saver under test):
   masked and graphs under test use plain fan-in edges there;
 * ToolNode's ToolMessages have ``id=None`` and ``add_messages`` assigns ids
   in place, racing the background ``put_writes`` -> tools return messages
-  with explicit ids (see ``graphs.py``);
+  with explicit ids (see ``tests/harness/flow_graphs.py``);
 * raw DeltaChannel ``channel_values`` / seeds depend on the storage model ->
   compared through rebuilt values (``_replayed``, ``_storage_masks``).
 
@@ -74,7 +74,24 @@ from langgraph.pregel._checkpoint import _replay
 from langgraph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 from pydantic import BaseModel
 
-from tests.harness import graphs as G
+from tests.harness.flow_graphs import (
+    build_agent_graph,
+    build_fanout_graph,
+    build_flaky_graph,
+    build_nested_subgraph_graph,
+    build_parallel_interrupt_graph,
+    build_review_graph,
+)
+from tests.harness.state_graphs import (
+    Note,
+    Point,
+    build_counter_graph,
+    build_delta_graph,
+    build_long_chat_graph,
+    build_mutating_graph,
+    build_typed_graph,
+    human,
+)
 
 # ---------------------------------------------------------------------------
 # saver under test
@@ -816,13 +833,13 @@ def test_normaliser_detects_differences():
 
 def agent_scenario(cfg):
     other = cfg_of("t2")
-    yield Invoke({"messages": [G.human("add 2 3", "h1")]}, cfg)
+    yield Invoke({"messages": [human("add 2 3", "h1")]}, cfg)
     yield GetState(cfg)
-    yield Invoke({"messages": [G.human("mul 3 4", "o1")]}, other)
-    yield Stream({"messages": [G.human("both 4 5", "h2")]}, cfg)
-    yield Invoke({"messages": [G.human("hello there", "h3")]}, cfg)
-    yield Invoke({"messages": [G.human("hi", "o2")]}, other)
-    yield Invoke({"messages": [G.human("mul 6 7", "h4")]}, cfg)
+    yield Invoke({"messages": [human("mul 3 4", "o1")]}, other)
+    yield Stream({"messages": [human("both 4 5", "h2")]}, cfg)
+    yield Invoke({"messages": [human("hello there", "h3")]}, cfg)
+    yield Invoke({"messages": [human("hi", "o2")]}, other)
+    yield Invoke({"messages": [human("mul 6 7", "h4")]}, cfg)
     yield GetState(cfg)
     yield History(cfg)
 
@@ -831,7 +848,7 @@ def agent_scenario(cfg):
 @MODES
 def test_agent(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        G.build_agent_graph, agent_scenario, jsonl_saver_factory, tmp_path,
+        build_agent_graph, agent_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability, thread_ids=("t1", "t2"),
         saver_kwargs={"snapshot_every": 3},
     )
@@ -858,7 +875,7 @@ def review_scenario(cfg):
 @MODES
 def test_interrupt_resume(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        G.build_review_graph, review_scenario, jsonl_saver_factory, tmp_path,
+        build_review_graph, review_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability, saver_kwargs={"snapshot_every": 2},
     )
     interrupted = out.test_transcript[1][1]
@@ -890,7 +907,7 @@ def parallel_interrupt_scenario(cfg):
 @MODES
 def test_parallel_and_repeated_interrupts(jsonl_saver_factory, tmp_path, mode):
     out = differential(
-        G.build_parallel_interrupt_graph, parallel_interrupt_scenario,
+        build_parallel_interrupt_graph, parallel_interrupt_scenario,
         jsonl_saver_factory, tmp_path, mode=mode,
     )
     assert out.test_dump["t1"]["state"].values["summary"] == "age=42;color=red;name=Ann"
@@ -912,7 +929,7 @@ def fanout_scenario(cfg):
 @MODES
 def test_fanout_and_send(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        lambda: G.build_fanout_graph(barrier=durability != "async"),
+        lambda: build_fanout_graph(barrier=durability != "async"),
         fanout_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability,
     )
@@ -936,7 +953,7 @@ def nested_scenario(cfg):
 @MODES
 def test_nested_subgraphs(jsonl_saver_factory, tmp_path, mode):
     out = differential(
-        G.build_nested_subgraph_graph, nested_scenario, jsonl_saver_factory, tmp_path,
+        build_nested_subgraph_graph, nested_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, saver_kwargs={"snapshot_every": 3},
     )
     assert len(out.test_dump["t1"]["namespaces"]) > 1  # subgraph namespaces exist
@@ -955,7 +972,7 @@ def subgraph_interrupt_scenario(cfg):
 @MODES
 def test_subgraph_interrupt(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        lambda: G.build_nested_subgraph_graph(with_interrupt=True),
+        lambda: build_nested_subgraph_graph(with_interrupt=True),
         subgraph_interrupt_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability, saver_kwargs={"snapshot_every": 2},
     )
@@ -1003,7 +1020,7 @@ def time_travel_scenario(cfg):
 @pytest.mark.parametrize("snapshot_every", [1, 3, 64])
 def test_time_travel_and_forks(jsonl_saver_factory, tmp_path, mode, snapshot_every):
     differential(
-        G.build_counter_graph, time_travel_scenario, jsonl_saver_factory, tmp_path,
+        build_counter_graph, time_travel_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, saver_kwargs={"snapshot_every": snapshot_every},
     )
 
@@ -1044,14 +1061,14 @@ def review_update_scenario(cfg):
 @pytest.mark.parametrize("snapshot_every", [2, 64])
 def test_update_state_as_node(jsonl_saver_factory, tmp_path, mode, snapshot_every):
     differential(
-        G.build_counter_graph, update_state_scenario, jsonl_saver_factory, tmp_path,
+        build_counter_graph, update_state_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, saver_kwargs={"snapshot_every": snapshot_every},
     )
 
 
 def test_update_state_over_interrupt(jsonl_saver_factory, tmp_path):
     out = differential(
-        G.build_review_graph, review_update_scenario, jsonl_saver_factory, tmp_path
+        build_review_graph, review_update_scenario, jsonl_saver_factory, tmp_path
     )
     assert out.test_dump["t1"]["state"].values["draft"] == "DRAFT V0 ABOUT DOGS"
 
@@ -1072,7 +1089,7 @@ def flaky_scenario(cfg):
 @MODES
 def test_error_then_retry(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        G.build_flaky_graph, flaky_scenario, jsonl_saver_factory, tmp_path,
+        build_flaky_graph, flaky_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability,
     )
     assert out.test_transcript[0][1][0] == "raised"
@@ -1102,7 +1119,7 @@ def delta_scenario(cfg):
 @MODES
 def test_delta_channel(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(
-        G.build_delta_graph, delta_scenario, jsonl_saver_factory, tmp_path,
+        build_delta_graph, delta_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, durability=durability, saver_kwargs={"snapshot_every": 3},
         delta_channels=("items", "msgs"),
     )
@@ -1131,7 +1148,7 @@ def _long_op(i: int) -> str:
 
 def long_thread_scenario(cfg, turns: int = LONG_TURNS):
     for i in range(turns):
-        yield Invoke({"messages": [G.human(f"msg {i}", f"h{i}")], "op": _long_op(i)}, cfg)
+        yield Invoke({"messages": [human(f"msg {i}", f"h{i}")], "op": _long_op(i)}, cfg)
         yield GetState(cfg)
     # (the full history is compared by the dump, live and after reload)
 
@@ -1139,7 +1156,7 @@ def long_thread_scenario(cfg, turns: int = LONG_TURNS):
 @pytest.mark.parametrize(("mode", "turns"), [("sync", LONG_TURNS), ("async", 80)])
 def test_long_thread(jsonl_saver_factory, tmp_path, mode, turns):
     out = differential(
-        G.build_long_chat_graph, lambda cfg: long_thread_scenario(cfg, turns),
+        build_long_chat_graph, lambda cfg: long_thread_scenario(cfg, turns),
         jsonl_saver_factory, tmp_path, mode=mode, saver_kwargs={"snapshot_every": 5},
     )
     assert len(out.ref_dump["t1"]["namespaces"][""]["list"]) >= 3 * turns
@@ -1149,10 +1166,10 @@ def test_long_thread(jsonl_saver_factory, tmp_path, mode, turns):
 def test_long_thread_other_durabilities(jsonl_saver_factory, tmp_path, durability):
     def scenario(cfg):
         for i in range(60):
-            yield Invoke({"messages": [G.human(f"msg {i}", f"h{i}")], "op": _long_op(i)}, cfg)
+            yield Invoke({"messages": [human(f"msg {i}", f"h{i}")], "op": _long_op(i)}, cfg)
 
     differential(
-        G.build_long_chat_graph, scenario, jsonl_saver_factory, tmp_path,
+        build_long_chat_graph, scenario, jsonl_saver_factory, tmp_path,
         mode="async", durability=durability, saver_kwargs={"snapshot_every": 5},
     )
 
@@ -1164,7 +1181,7 @@ def test_long_thread_other_durabilities(jsonl_saver_factory, tmp_path, durabilit
 
 def mutation_scenario(cfg):
     for i in range(6):
-        yield Invoke({"messages": [G.human(f"in {i}", f"mh{i}")]}, cfg)
+        yield Invoke({"messages": [human(f"in {i}", f"mh{i}")]}, cfg)
         yield GetState(cfg)
     yield History(cfg)
 
@@ -1178,7 +1195,7 @@ def mutation_scenario(cfg):
 @pytest.mark.parametrize("snapshot_every", [1, 4])
 def test_in_place_mutation(jsonl_saver_factory, tmp_path, mode, snapshot_every):
     differential(
-        G.build_mutating_graph, mutation_scenario, jsonl_saver_factory, tmp_path,
+        build_mutating_graph, mutation_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, saver_kwargs={"snapshot_every": snapshot_every},
     )
 
@@ -1189,8 +1206,8 @@ def test_in_place_mutation(jsonl_saver_factory, tmp_path, mode, snapshot_every):
 
 
 def typed_scenario(cfg):
-    yield Invoke({"messages": [G.human("one", "th1")]}, cfg)
-    yield Invoke({"messages": [G.human("two", "th2")]}, cfg)
+    yield Invoke({"messages": [human("one", "th1")]}, cfg)
+    yield Invoke({"messages": [human("two", "th2")]}, cfg)
     yield GetState(cfg)
     yield History(cfg)
 
@@ -1198,8 +1215,8 @@ def typed_scenario(cfg):
 def _assert_typed_values(out: Outcome) -> None:
     for dump in (out.ref_dump, out.test_dump, out.reload_dump):
         values = dump["t1"]["state"].values
-        assert isinstance(values["note"], G.Note), type(values["note"])
-        assert all(isinstance(p, G.Point) for p in values["points"]), values["points"]
+        assert isinstance(values["note"], Note), type(values["note"])
+        assert all(isinstance(p, Point) for p in values["points"]), values["points"]
 
 
 @MODES
@@ -1212,7 +1229,7 @@ def test_strict_msgpack_allowlist(jsonl_saver_factory, tmp_path, mode, monkeypat
     monkeypatch.setattr(lg_serde, "STRICT_MSGPACK_ENABLED", True)
     strict = JsonPlusSerializer(allowed_msgpack_modules=None)
     out = differential(
-        G.build_typed_graph, typed_scenario, jsonl_saver_factory, tmp_path, mode=mode,
+        build_typed_graph, typed_scenario, jsonl_saver_factory, tmp_path, mode=mode,
         saver_kwargs={"serde": strict}, ref_kwargs={"serde": strict},
     )
     for g in (out.ref_graph, out.test_graph):
@@ -1236,7 +1253,7 @@ class _XorCipher:
 def test_encrypted_serde_toy_cipher(jsonl_saver_factory, tmp_path, mode):
     serde = EncryptedSerializer(_XorCipher(), JsonPlusSerializer())
     out = differential(
-        G.build_typed_graph, typed_scenario, jsonl_saver_factory, tmp_path, mode=mode,
+        build_typed_graph, typed_scenario, jsonl_saver_factory, tmp_path, mode=mode,
         saver_kwargs={"serde": serde}, ref_kwargs={"serde": serde},
     )
     _assert_typed_values(out)
@@ -1249,6 +1266,6 @@ def test_encrypted_serde_aes(jsonl_saver_factory, tmp_path):
     )
     serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0" * 16)
     differential(
-        G.build_agent_graph, agent_scenario, jsonl_saver_factory, tmp_path,
+        build_agent_graph, agent_scenario, jsonl_saver_factory, tmp_path,
         saver_kwargs={"serde": serde}, ref_kwargs={"serde": serde}, thread_ids=("t1", "t2"),
     )

@@ -94,7 +94,7 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
     a fork's delta extends the fork point, and re-deriving it from the channel's newest
     value stored it in full (a compacted log grew by 1-2%)."""
     from tests.harness.answers import answers, diff_answers
-    from tests.harness.graphs import build_agent_graph
+    from tests.harness.flow_graphs import build_agent_graph
     from tests.harness.raw_log import ThreadFiles
 
     saver = JsonlSaver(tmp_path / "s", snapshot_every=snapshot_every)

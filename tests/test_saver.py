@@ -692,7 +692,7 @@ def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from tests.harness.graphs import build_agent_graph
+    from tests.harness.flow_graphs import build_agent_graph
 
     ours = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))
     ref = build_agent_graph().compile(checkpointer=InMemorySaver())

@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from tests.harness.graphs import tool_agent_graph
+from tests.harness.flow_graphs import tool_agent_graph
 
 #: Tool rounds the scripted model asks for before answering (odd rounds call two tools).
 AGENT_TOOL_ROUNDS = 5
