@@ -41,7 +41,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-from tests.harness import powerloss as pl
+from tests.harness.powerloss_rounds import RoundStats, run_battery
 from tests.harness.scratch import fast_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,12 +97,12 @@ def main() -> int:
               f"# started {started}, load {_load()}"]
     out(f"powerloss: {args.states} crash states, seed {seed}, workdir {work}")
 
-    def progress(stats: pl.RoundStats, elapsed: float) -> None:
+    def progress(stats: RoundStats, elapsed: float) -> None:
         out(f"  {stats.rounds} rounds, {stats.states} states ({stats.recovery_states} during recovery), "
             f"{len(stats.violations)} violations, {elapsed:.0f} s")
 
     t0 = time.monotonic()
-    stats = pl.run_battery(args.states, seed, work, steps=args.steps, rate=args.rate, progress=progress)
+    stats = run_battery(args.states, seed, work, steps=args.steps, rate=args.rate, progress=progress)
     elapsed = time.monotonic() - t0
     out(f"crash states checked: {stats.states} ({stats.recovery_states} during recovery from a crash)")
     out(f"rounds: {stats.rounds}; workload steps: {stats.steps}; file operations recorded: {stats.ops}")

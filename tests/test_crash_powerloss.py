@@ -24,9 +24,11 @@ import pytest
 import langgraph_jsonl_checkpoint.disk.files as files_module
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-from tests.harness import powerloss as pl
 from tests.harness.answers import answers, diff_answers
 from tests.harness.checkpoints import Mirror, config, cp_id, make_checkpoint
+from tests.harness.powerloss_fs import CrashImage, FileModel, PowerLossFS
+from tests.harness.powerloss_rounds import run_battery
+from tests.harness.powerloss_shim import watching
 from tests.harness.raw_log import ThreadFiles, read_quarantine, stray_temp_files, write_in_place
 from tests.harness.reference_log import build_reference_log
 from tests.harness.scratch import fast_dir
@@ -39,7 +41,7 @@ SEED = int(os.environ.get("CRASH_SEED", "31"))
 
 
 def test_crash_bytes_never_change_synced_data_and_cover_every_fate() -> None:
-    f = pl.FileModel(1)
+    f = FileModel(1)
     durable = os.urandom(1000)
     f.write(0, durable)
     f.sync()
@@ -70,8 +72,8 @@ def test_directory_operations_are_durable_only_after_a_directory_fsync(tmp_path:
     root = tmp_path / "root"
     (root / "d").mkdir(parents=True)
     (root / "d" / "old").write_bytes(b"old")
-    fs = pl.PowerLossFS(root)
-    with pl.watching(fs):
+    fs = PowerLossFS(root)
+    with watching(fs):
         px = files_module.os  # the proxy, as log.py sees it
         fd = px.open(str(root / "d" / "new"), os.O_WRONLY | os.O_CREAT, 0o600)
         px.write(fd, b"new")
@@ -102,7 +104,7 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
 
     scratch = fast_dir(tmp_path)
     try:
-        result = pl.run_battery(STATES, SEED, scratch, steps=30)
+        result = run_battery(STATES, SEED, scratch, steps=30)
         # A crash right after a rare operation (a tail repair's cut: a few among hundreds
         # of operations) is drawn or not depending on the workload's exact bytes (inode
         # numbers, timestamps and the sidecar's size shift the draws): a few more rounds,
@@ -110,7 +112,7 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
         for extra in range(1, 4):
             if required <= kinds():
                 break
-            result.add(pl.run_battery(STATES // 3, SEED + 1000 * extra, scratch, steps=30))
+            result.add(run_battery(STATES // 3, SEED + 1000 * extra, scratch, steps=30))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert not result.violations, f"{len(result.violations)} violations (seed {SEED}):\n" + "\n".join(
@@ -288,10 +290,10 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
     torn = framing.frame({"t": "writes", "seq": 10**6, "more": 1})[:-7]
     with open(files.log, "ab") as f:
         f.write(torn)
-    fs = pl.PowerLossFS(store)  # what the store holds now is on disk
+    fs = PowerLossFS(store)  # what the store holds now is on disk
     lost: list[str] = []
 
-    def on_op(f: pl.PowerLossFS, kind: str, rel: str) -> None:
+    def on_op(f: PowerLossFS, kind: str, rel: str) -> None:
         if f.cuts:  # the log's cut is durable from here on
             kept = f.durable_content(os.path.relpath(files.quarantine, store))
             if kept is None or torn not in kept:
@@ -299,7 +301,7 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
 
     fs.on_op = on_op
     saver = JsonlSaver(store)
-    with pl.watching(fs):
+    with watching(fs):
         latest = saver.get_tuple(config(reflog.thread_id))
         saver.put_writes(latest.config, [("m", "after the cut")], "task-after")
     assert fs.cuts and fs.cuts[0][1] == torn
@@ -358,10 +360,10 @@ def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_pat
     nv2 = {"m": saver.get_next_version(nv["m"], None)}
     saver.close()
     rng = random.Random(7)
-    images: list[pl.CrashImage] = []
-    fs = pl.PowerLossFS(live)  # the files as they are now are durable
+    images: list[CrashImage] = []
+    fs = PowerLossFS(live)  # the files as they are now are durable
     fs.on_op = lambda f, kind, rel: images.extend(f.crash_image(rng) for _ in range(40))
-    with pl.watching(fs):
+    with watching(fs):
         saver = JsonlSaver(live)  # its handles are opened through the shim
         saver.get_tuple(cfg)
         outcomes = saver._run_group("t", _group_of_four(saver, cfg, nv2))
