@@ -4,11 +4,12 @@ Run it from the repository root, in the project's virtualenv:
 
     . .venv/bin/activate && python -m stress.powerloss --states 5000 --seed 1
 
-An I/O shim (``tests/harness/powerloss.py``) records every file operation the package makes
-and models what a power cut right after it can leave on disk (Linux ext4,
-``data=ordered``, pessimistically): every 512-byte sector written since the file's last
-fsync kept, lost, zeroed or garbled, file lengths anywhere between durable and current,
-creates, renames and unlinks not yet made durable by a directory fsync kept or undone.
+An I/O shim (``tests/harness/powerloss_shim.py`` and ``powerloss_fs.py``) records every
+file operation the package makes and models what a power cut right after it can leave on
+disk (Linux ext4, ``data=ordered``, pessimistically): every 512-byte sector written since
+the file's last fsync kept, lost, zeroed or garbled, file lengths anywhere between
+durable and current, creates, renames and unlinks not yet made durable by a directory
+fsync kept or undone.
 Synced data is never altered. Rounds of real workloads run through it on fresh stores:
 put and put_writes (multi-record batches, a snapshot every two checkpoints), LangGraph
 agent runs with ``durability="sync"``, delete_thread, prune, compact, copy_thread,

@@ -10,7 +10,7 @@ resumes with ``graph.invoke(None, config)`` (or starts over if nothing was store
 must finish with exactly the messages of an uninterrupted run. Every third round the
 first resume is itself killed at a random instant (a crash during recovery).
 
-The full battery (1,000 rounds) is ``python stress/kill9.py --rounds 1000``.
+The full battery (1,000 rounds) is ``python -m stress.kill9 --rounds 1000``.
 Environment: ``CRASH_KILL_ROUNDS`` (default 40), ``CRASH_SEED``.
 """
 

@@ -11,7 +11,7 @@ record in the raw log) in the thread it was written to; every acknowledged write
 pending exactly once; nothing the reader saw has disappeared; every thread takes a new
 put (cutting any torn tail) and the same holds after a reopen.
 
-The full battery is ``python stress/multiprocess.py --rounds 200``.
+The full battery is ``python -m stress.multiprocess --rounds 200``.
 Environment: ``CRASH_MP_ROUNDS`` (default 4), ``CRASH_SEED``.
 """
 

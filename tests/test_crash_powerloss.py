@@ -1,14 +1,15 @@
 """Crash battery 9: simulated power loss.
 
-The shim in ``tests/powerloss.py`` records every file operation the package makes and
-draws crash images — what the disk may hold if the power went right after that
-operation: unsynced sectors kept, lost, zeroed or garbled; directory operations not yet
-fsynced kept or undone. Each image must open (no false corruption report), serve every
-acknowledged checkpoint and write exactly once with its values and nothing partial,
-keep deleted threads deleted, take a further put, verify clean and leave no temp files.
+The shim in ``tests/harness/powerloss_shim.py`` and ``powerloss_fs.py`` records every file
+operation the package makes and draws crash images — what the disk may hold if the power
+went right after that operation: unsynced sectors kept, lost, zeroed or garbled;
+directory operations not yet fsynced kept or undone. Each image must open (no false
+corruption report), serve every acknowledged checkpoint and write exactly once with its
+values and nothing partial, keep deleted threads deleted, take a further put, verify
+clean and leave no temp files.
 
 Below: the shim's own contract, the CI subset of the battery, then regressions the
-battery found. The full battery is ``python stress/powerloss.py --states 5000``.
+battery found. The full battery is ``python -m stress.powerloss --states 5000``.
 Environment: ``CRASH_POWERLOSS_STATES`` (default 600), ``CRASH_SEED`` (default 31).
 """
 

@@ -4,7 +4,7 @@ and dies at a chosen point of a tool call's lifecycle (SIGKILL from the test, or
 this test process) and the side effects (lines the tools append to a file) are counted
 exactly.
 
-Crash points (see ``replaykit.CRASH_POINTS``), for the side-effecting ``send_email``
+Crash points (see ``replay_crashes.CRASH_POINTS``), for the side-effecting ``send_email``
 call ``c2`` of a parallel batch whose siblings (``c1`` read-only, ``c3`` side-effecting)
 have already finished:
 

@@ -8,7 +8,7 @@ operations and checks them (``powerloss_checks``) when the call in flight return
 some images are recovered under a second shim that draws crash images during the
 recovery too. :func:`run_battery` runs rounds until enough states were checked.
 
-Used by ``tests/test_crash_powerloss.py`` (CI subset) and ``stress/powerloss.py``.
+Used by ``tests/test_crash_powerloss.py`` (CI subset) and ``stress.powerloss``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from tests.harness.raw_log import ThreadFiles, checkpoint_record_counts
 from tests.harness.scripted_agent import Acks, read_acks
 
 # ---------------------------------------------------------------------------
-# the kill -9 round (used by the CI test and stress/kill9.py)
+# the kill -9 round (used by the CI test and stress.kill9)
 # ---------------------------------------------------------------------------
 
 
@@ -150,7 +150,7 @@ def kill_round(
 
 
 # ---------------------------------------------------------------------------
-# the multi-process round (used by the CI test and stress/multiprocess.py)
+# the multi-process round (used by the CI test and stress.multiprocess)
 # ---------------------------------------------------------------------------
 
 
