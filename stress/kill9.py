@@ -2,7 +2,7 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/kill9.py --rounds 1000
+    . .venv/bin/activate && python -m stress.kill9 --rounds 1000
 
 Each round forks a child that runs a LangGraph tool-calling agent (scripted fake chat
 model, ``ToolNode``, ``durability="sync"``) on a new thread of one shared store, and
@@ -26,11 +26,9 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-
-from langgraph_jsonl_checkpoint import JsonlSaver  # noqa: E402
-
-import crashkit as ck  # noqa: E402
+from langgraph_jsonl_checkpoint import JsonlSaver
+from stress.common import stress_args, stress_report
+from tests.harness.rounds import kill_round, reference_agent_result
 
 
 def main() -> int:
@@ -38,18 +36,18 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1000, help="kills to run (default 1000)")
     parser.add_argument("--resume-kill-every", type=int, default=3,
                         help="kill the first resume of every Nth round too (0: never; default 3)")
-    args, seed, work = ck.stress_args(parser, "kill9")
+    args, seed, work = stress_args(parser, "kill9")
     store = os.path.join(work, "store")
     print(f"kill9: {args.rounds} rounds, seed {seed}, workdir {work}", flush=True)
     t0 = time.monotonic()
-    reference, run_seconds = ck.reference_agent_result(work)
+    reference, run_seconds = reference_agent_result(work)
     print(f"an uninterrupted agent run takes {run_seconds * 1000:.0f} ms", flush=True)
     rng = random.Random(seed)
     violations: list[str] = []
     mid_run = acked = resumes_killed = 0
     for r in range(args.rounds):
         kill_resume = bool(args.resume_kill_every) and r % args.resume_kill_every == 0
-        kr = ck.kill_round(store, work, f"agent-{r}", rng, run_seconds, reference, kill_resume=kill_resume)
+        kr = kill_round(store, work, f"agent-{r}", rng, run_seconds, reference, kill_resume=kill_resume)
         mid_run += kr.killed[0]
         resumes_killed += sum(kr.killed[1:])
         acked += kr.acked_before_kill
@@ -69,7 +67,7 @@ def main() -> int:
     print(f"rounds: {args.rounds}")
     print(f"kills that hit a running writer: {mid_run}; resumes killed: {resumes_killed}")
     print(f"acknowledged checkpoints checked after a kill: {acked}")
-    return ck.stress_report(violations, seed, t0, work, keep=args.workdir is not None)
+    return stress_report(violations, seed, t0, work, keep=args.workdir is not None)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/multiprocess.py --rounds 200
+    . .venv/bin/activate && python -m stress.multiprocess --rounds 200
 
 Each round starts ``--writers`` processes on one store (kept for ``--fresh-store-every``
 rounds, so the logs grow and carry the torn tails of earlier rounds): each does ``put_writes`` on one base
@@ -29,9 +29,9 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-
-import crashkit as ck  # noqa: E402
+from stress.common import stress_args, stress_report
+from tests.harness.children import mp_context
+from tests.harness.rounds import mp_round
 
 
 def main() -> int:
@@ -43,20 +43,20 @@ def main() -> int:
     )
     parser.add_argument("--fresh-store-every", type=int, default=10,
                         help="start a new store every N rounds, so checks stay fast (default 10)")
-    args, seed, work = ck.stress_args(parser, "multiprocess")
+    args, seed, work = stress_args(parser, "multiprocess")
     print(
         f"multiprocess: {args.rounds} rounds x {args.writers} writers + 1 reader, seed {seed}, "
         f"workdir {work}",
         flush=True,
     )
-    ck.mp_context()
+    mp_context()
     rng = random.Random(seed)
     t0 = time.monotonic()
     violations: list[str] = []
     cps = writes = 0
     for r in range(args.rounds):
         store = os.path.join(work, f"store-{r // max(1, args.fresh_store_every)}")
-        c, w, v = ck.mp_round(store, os.path.join(work, f"round-{r}"), rng, writers=args.writers,
+        c, w, v = mp_round(store, os.path.join(work, f"round-{r}"), rng, writers=args.writers,
                               max_seconds=args.seconds)
         cps += c
         writes += w
@@ -70,7 +70,7 @@ def main() -> int:
                   f"{len(violations)} violations, {time.monotonic() - t0:.0f} s", flush=True)
     print(f"rounds: {args.rounds}; processes killed: {args.rounds * (args.writers + 1)}")
     print(f"acknowledged: {cps} checkpoints, {writes} writes")
-    return ck.stress_report(violations, seed, t0, work, keep=args.workdir is not None)
+    return stress_report(violations, seed, t0, work, keep=args.workdir is not None)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,14 @@
 
 Run it from the repository root, in the project's virtualenv:
 
-    . .venv/bin/activate && python stress/powerloss.py --states 5000 --seed 1
+    . .venv/bin/activate && python -m stress.powerloss --states 5000 --seed 1
 
-An I/O shim (``tests/powerloss.py``) records every file operation the package makes
-and models what a power cut right after it can leave on disk (Linux ext4,
-``data=ordered``, pessimistically): every 512-byte sector written since the file's last
-fsync kept, lost, zeroed or garbled, file lengths anywhere between durable and current,
-creates, renames and unlinks not yet made durable by a directory fsync kept or undone.
+An I/O shim (``tests/harness/powerloss_shim.py`` and ``powerloss_fs.py``) records every
+file operation the package makes and models what a power cut right after it can leave on
+disk (Linux ext4, ``data=ordered``, pessimistically): every 512-byte sector written since
+the file's last fsync kept, lost, zeroed or garbled, file lengths anywhere between
+durable and current, creates, renames and unlinks not yet made durable by a directory
+fsync kept or undone.
 Synced data is never altered. Rounds of real workloads run through it on fresh stores:
 put and put_writes (multi-record batches, a snapshot every two checkpoints), LangGraph
 agent runs with ``durability="sync"``, delete_thread, prune, compact, copy_thread,
@@ -41,11 +42,10 @@ import tempfile
 import time
 from datetime import datetime, timezone
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from tests.harness.powerloss_rounds import RoundStats, run_battery
+from tests.harness.scratch import fast_dir
 
-import crashkit as ck  # noqa: E402
-import powerloss as pl  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _commit() -> str:
@@ -79,7 +79,7 @@ def main() -> int:
                         help="result file (default stress/results/powerloss-<states>.txt; '-' for none)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int(time.time())
-    work = args.workdir or ck.fast_dir(tempfile.gettempdir())
+    work = args.workdir or fast_dir(tempfile.gettempdir())
     os.makedirs(work, exist_ok=True)
     result_path = args.result or os.path.join(HERE, "results", f"powerloss-{args.states}.txt")
     # A crash image with a damaged record is logged by read-only opens; the battery
@@ -93,17 +93,17 @@ def main() -> int:
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     header = [f"# commit {_commit()}",
-              (f"# command: python stress/powerloss.py --states {args.states} --seed {seed} "
+              (f"# command: python -m stress.powerloss --states {args.states} --seed {seed} "
                f"--steps {args.steps} --rate {args.rate}"),
               f"# started {started}, load {_load()}"]
     out(f"powerloss: {args.states} crash states, seed {seed}, workdir {work}")
 
-    def progress(stats: pl.RoundStats, elapsed: float) -> None:
+    def progress(stats: RoundStats, elapsed: float) -> None:
         out(f"  {stats.rounds} rounds, {stats.states} states ({stats.recovery_states} during recovery), "
             f"{len(stats.violations)} violations, {elapsed:.0f} s")
 
     t0 = time.monotonic()
-    stats = pl.run_battery(args.states, seed, work, steps=args.steps, rate=args.rate, progress=progress)
+    stats = run_battery(args.states, seed, work, steps=args.steps, rate=args.rate, progress=progress)
     elapsed = time.monotonic() - t0
     out(f"crash states checked: {stats.states} ({stats.recovery_states} during recovery from a crash)")
     out(f"rounds: {stats.rounds}; workload steps: {stats.steps}; file operations recorded: {stats.ops}")

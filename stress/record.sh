@@ -2,10 +2,10 @@
 # Run a stress script and keep its output, with the commit, the command, the load and
 # the elapsed time, in stress/results/<name>.txt (the figures the README quotes).
 #
-#   . .venv/bin/activate && sh stress/record.sh kill9-1000 python stress/kill9.py --rounds 1000
-#   . .venv/bin/activate && sh stress/record.sh multiprocess-20 python stress/multiprocess.py --rounds 20
+#   . .venv/bin/activate && sh stress/record.sh kill9-1000 python -m stress.kill9 --rounds 1000
+#   . .venv/bin/activate && sh stress/record.sh multiprocess-20 python -m stress.multiprocess --rounds 20
 #
-# (stress/powerloss.py writes its own result file.)
+# (python -m stress.powerloss writes its own result file.)
 set -u
 name=$1; shift
 out="$(dirname "$0")/results/$name.txt"

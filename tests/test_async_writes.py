@@ -28,8 +28,9 @@ import langgraph_jsonl_checkpoint.disk.log as log_module
 import langgraph_jsonl_checkpoint.saver.worker as worker_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import sidecar_blocks, sidecar_summaries
 
 
 def _worker_threads() -> list[threading.Thread]:
@@ -43,17 +44,17 @@ async def _advance(saver: Any, ref: InMemorySaver, thread_id: str, steps: int, t
     messages: list[Any] = []
     versions: dict[str, Any] = {}
     for step in range(steps):
-        cid = ck.cp_id(step)
+        cid = cp_id(step)
         messages = messages + [HumanMessage(f"{thread_id} says {step}", id=f"{thread_id}-h{step}")]
         nv = {"messages": saver.get_next_version(versions.get("messages"), None),
               "step": saver.get_next_version(versions.get("step"), None)}
         versions = {**versions, **nv}
-        cp = ck.make_checkpoint(cid, {"messages": messages, "step": step}, versions)
+        cp = make_checkpoint(cid, {"messages": messages, "step": step}, versions)
         md = {"step": step, "source": "loop"}
-        cfg = ck.config(thread_id, "", parent)
+        cfg = config(thread_id, "", parent)
         ref.put(cfg, cp, md, nv)
         written = await saver.aput(cfg, cp, md, nv)
-        assert written == ck.config(thread_id, "", cid)
+        assert written == config(thread_id, "", cid)
         calls = []
         for t in range(tasks):
             w = [("messages", [AIMessage(f"task {t} of {step}", id=f"{thread_id}-a{step}-{t}")])]
@@ -70,17 +71,17 @@ async def test_concurrent_async_calls_on_many_threads_serve_what_in_memory_serve
     threads = [f"t{i}" for i in range(24)]
     await asyncio.gather(*(_advance(saver, ref, t, steps=6, tasks=3) for t in threads))
     # reads through the async path, too, while more writes are in flight
-    reads = await asyncio.gather(*(saver.aget_tuple(ck.config(t)) for t in threads))
+    reads = await asyncio.gather(*(saver.aget_tuple(config(t)) for t in threads))
     for t, tup in zip(threads, reads):
-        assert tup == ref.get_tuple(ck.config(t))
+        assert tup == ref.get_tuple(config(t))
     for t in threads:
-        got = ck.answers(saver, t)
-        assert not ck.diff_answers(got, ck.answers(ref, t)), ck.diff_answers(got, ck.answers(ref, t))
+        got = answers(saver, t)
+        assert not diff_answers(got, answers(ref, t)), diff_answers(got, answers(ref, t))
     saver.close()
     assert not _worker_threads()
     fresh = JsonlSaver(tmp_path / "s")  # cold: what is on disk
     for t in threads:
-        assert not ck.diff_answers(ck.answers(fresh, t), ck.answers(ref, t))
+        assert not diff_answers(answers(fresh, t), answers(ref, t))
     fresh.close()
 
 
@@ -101,7 +102,7 @@ async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tm
     files_module.os = CountingOS()  # type: ignore[assignment]
     try:
         await _advance(saver, ref, "one", steps=1, tasks=0)
-        cfg = ck.config("one", "", ck.cp_id(0))
+        cfg = config("one", "", cp_id(0))
         before = len(syncs)
         calls = []
         for t in range(40):
@@ -113,7 +114,7 @@ async def test_many_concurrent_calls_on_one_thread_are_grouped_and_all_stored(tm
     finally:
         files_module.os = real  # type: ignore[assignment]
     assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
-    assert not ck.diff_answers(ck.answers(saver, "one"), ck.answers(ref, "one"))
+    assert not diff_answers(answers(saver, "one"), answers(ref, "one"))
     # 40 appends to one log, queued at once: they share syncs (how many depends on timing)
     assert grouped_syncs < 40, grouped_syncs
     saver.close()
@@ -123,7 +124,7 @@ async def test_errors_reach_the_caller_and_a_refused_append_fails_alone(tmp_path
     saver = JsonlSaver(tmp_path / "s")
     ref = InMemorySaver()
     await _advance(saver, ref, "t", steps=2, tasks=0)
-    cfg = ck.config("t", "", ck.cp_id(1))
+    cfg = config("t", "", cp_id(1))
     good = [("ch", i) for i in range(3)]
 
     class Unencodable:
@@ -157,7 +158,7 @@ async def test_a_group_that_cannot_be_made_durable_acknowledges_nothing(tmp_path
     await _advance(saver, ref, "t", steps=2, tasks=1)
     log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
     before = log_path.read_bytes()
-    cfg = ck.config("t", "", ck.cp_id(1))
+    cfg = config("t", "", cp_id(1))
     real = files_module.os
     gate = threading.Event()
     state = {"n": 0}
@@ -199,7 +200,7 @@ async def test_a_group_that_cannot_be_made_durable_acknowledges_nothing(tmp_path
         assert log_path.read_bytes() == before
     assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
     fresh = JsonlSaver(tmp_path / "s")
-    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(ref, "t"))
+    assert not diff_answers(answers(fresh, "t"), answers(ref, "t"))
     fresh.close()
     # and the next call succeeds
     await saver.aput_writes(cfg, [("ch", 9)], "after")
@@ -222,9 +223,9 @@ def test_worker_threads_end_on_close_and_serve_several_event_loops(tmp_path: Pat
     saver.close()  # idempotent
     # usable again after close (threads start again), and from sync code alike
     asyncio.run(_advance(saver, ref, "again", steps=2, tasks=1))
-    assert saver.get_tuple(ck.config("again")) == ref.get_tuple(ck.config("again"))
+    assert saver.get_tuple(config("again")) == ref.get_tuple(config("again"))
     for t in ("loop-0", "loop-1", "loop-2", "again"):
-        assert not ck.diff_answers(ck.answers(saver, t), ck.answers(ref, t))
+        assert not diff_answers(answers(saver, t), answers(ref, t))
     with saver:
         pass
     assert not _worker_threads()
@@ -239,7 +240,7 @@ async def test_async_exit_ends_the_worker_threads(tmp_path: Path) -> None:
         assert _worker_threads()
     assert not _worker_threads()
     async with JsonlSaver(tmp_path / "s") as again:
-        assert await again.aget_tuple(ck.config("t")) == ref.get_tuple(ck.config("t"))
+        assert await again.aget_tuple(config("t")) == ref.get_tuple(config("t"))
     assert not _worker_threads()
 
 
@@ -252,7 +253,7 @@ async def test_idle_worker_threads_end_by_themselves(tmp_path: Path, monkeypatch
             break
         await asyncio.sleep(0.02)
     assert not _worker_threads()
-    assert (await saver.aget_tuple(ck.config("t"))) is not None  # starts one again
+    assert (await saver.aget_tuple(config("t"))) is not None  # starts one again
     saver.close()
     assert not _worker_threads()
 
@@ -261,7 +262,7 @@ async def test_a_cancelled_caller_does_not_stop_the_others(tmp_path: Path) -> No
     saver = JsonlSaver(tmp_path / "s")
     ref = InMemorySaver()
     await _advance(saver, ref, "t", steps=1, tasks=0)
-    cfg = ck.config("t", "", ck.cp_id(0))
+    cfg = config("t", "", cp_id(0))
     calls = [asyncio.ensure_future(saver.aput_writes(cfg, [("ch", i)], f"task-{i}")) for i in range(10)]
     calls[3].cancel()
     results = await asyncio.gather(*calls, return_exceptions=True)
@@ -299,7 +300,7 @@ def test_a_forked_child_gets_worker_threads_of_its_own(tmp_path: Path) -> None:
         p.kill()
         p.join()
     assert p.exitcode == 0 and q.get(timeout=5) == "ok"
-    assert saver.get_tuple(ck.config("child")) is not None  # the child's appends, on disk
+    assert saver.get_tuple(config("child")) is not None  # the child's appends, on disk
     saver.close()
 
 
@@ -317,10 +318,10 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
     await _advance(saver, ref, "t", steps=3, tasks=1)
     saver.close()  # writes the sidecar
     (idx_file,) = (tmp_path / "s" / "threads").glob("*.idx")
-    head, summaries = ck.sidecar_summaries(idx_file.read_bytes())
+    head, summaries = sidecar_summaries(idx_file.read_bytes())
     target = max(i for i, s in enumerate(summaries) if s["t"] == "checkpoint")
     summaries[target]["md"] = {"json": {"step": 999}}  # wrong, yet its block's checksum is fine
-    idx_file.write_bytes(ck.sidecar_blocks(head, summaries, cuts=(target,)))
+    idx_file.write_bytes(sidecar_blocks(head, summaries, cuts=(target,)))
 
     rebuilds: list[int] = []  # batches of the group pending at each rebuild
     real_rebuild = log_module.ThreadLog._rebuild_without_sidecar
@@ -331,11 +332,11 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
 
     monkeypatch.setattr(log_module.ThreadLog, "_rebuild_without_sidecar", rebuild)
     saver = JsonlSaver(tmp_path / "s")
-    last = ck.config("t", "", ck.cp_id(2))
+    last = config("t", "", cp_id(2))
     tup = ref.get_tuple(last)
     versions = dict(tup.checkpoint["channel_versions"])
     nv = {"messages": saver.get_next_version(versions["messages"], None)}
-    cp = ck.make_checkpoint(ck.cp_id(3), {**tup.checkpoint["channel_values"],
+    cp = make_checkpoint(cp_id(3), {**tup.checkpoint["channel_values"],
                                           "messages": tup.checkpoint["channel_values"]["messages"] + [
                                               HumanMessage("more", id="more")]}, {**versions, **nv})
     ref.put_writes(last, [("ch", 1)], "late-task")
@@ -345,12 +346,12 @@ async def test_an_index_rebuilt_in_the_middle_of_a_group_keeps_the_group(
         (saver._writes.prepare_put_writes, (last, [("ch", 1)], "late-task")),
         (saver._writes.prepare_put, (last, cp, {"step": 3}, nv)),
     ])
-    assert outcomes == [(None, None), (ck.config("t", "", ck.cp_id(3)), None)], outcomes
+    assert outcomes == [(None, None), (config("t", "", cp_id(3)), None)], outcomes
     assert rebuilds == [1], rebuilds  # once, with the writes batch of the group pending
-    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    assert not diff_answers(answers(saver, "t"), answers(ref, "t"))
     saver.close()
     fresh = JsonlSaver(tmp_path / "s")
-    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(ref, "t"))
+    assert not diff_answers(answers(fresh, "t"), answers(ref, "t"))
     fresh.close()
 
 
@@ -363,7 +364,7 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
     asyncio.run(_advance(saver, ref, "t", steps=2, tasks=1))
     log_path = tmp_path / "s" / "threads" / (thread_file_stem("t") + ".jsonl")
     before = log_path.read_bytes()
-    cfg = ck.config("t", "", ck.cp_id(1))
+    cfg = config("t", "", cp_id(1))
     real = files_module.os
     writes = {"n": 0}
 
@@ -404,8 +405,8 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
         assert all(isinstance(exc, DurabilityError) for _, exc in outcomes), outcomes
         assert log_path.read_bytes() == before
     assert saver.get_tuple(cfg) == ref.get_tuple(cfg)
-    assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), ck.answers(ref, "t"))
+    assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), answers(ref, "t"))
     saver.put_writes(cfg, [("ch", 9)], "next")  # the log takes the next append
     ref.put_writes(cfg, [("ch", 9)], "next")
-    assert not ck.diff_answers(ck.answers(saver, "t"), ck.answers(ref, "t"))
+    assert not diff_answers(answers(saver, "t"), answers(ref, "t"))
     saver.close()

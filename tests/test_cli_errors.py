@@ -14,15 +14,15 @@ import pytest
 from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles
 
 
 def _store(path: Path, threads: list[str]) -> None:
     with JsonlSaver(path) as saver:
         for i, tid in enumerate(threads):
             v = {"m": saver.get_next_version(None, None)}
-            saver.put(ck.config(tid), ck.make_checkpoint(ck.cp_id(i), {"m": [tid]}, v), {}, v)
+            saver.put(config(tid), make_checkpoint(cp_id(i), {"m": [tid]}, v), {}, v)
 
 
 def _files(path: Path) -> set[str]:
@@ -30,13 +30,13 @@ def _files(path: Path) -> set[str]:
 
 
 def _set_log_format(store: Path, thread_id: str, fmt: int) -> None:
-    log = Path(ck.ThreadFiles.of(store, thread_id).log)
+    log = Path(ThreadFiles.of(store, thread_id).log)
     lines = log.read_bytes().split(b"\n")
     header = framing.parse_line(lines[0])
     header["format"] = fmt
     lines[0] = framing.frame(header)[:-1]
     log.write_bytes(b"\n".join(lines))
-    idx = Path(ck.ThreadFiles.of(store, thread_id).idx)
+    idx = Path(ThreadFiles.of(store, thread_id).idx)
     if idx.exists():
         idx.unlink()
 
@@ -61,7 +61,7 @@ def test_a_log_of_a_newer_format_is_reported_and_the_others_served(tmp_path: Pat
     _store(tmp_path / "s", ["a", "b", "c"])
     _set_log_format(tmp_path / "s", "b", 2)
     with pytest.raises(FormatVersionError, match="Upgrade"):
-        JsonlSaver(tmp_path / "s").get_tuple(ck.config("b"))
+        JsonlSaver(tmp_path / "s").get_tuple(config("b"))
     assert main(["threads", str(tmp_path / "s")]) == 1
     out = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in out] == ["a", "b", "c"]

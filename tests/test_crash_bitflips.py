@@ -22,22 +22,33 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness.answers import answers, normalize
+from tests.harness.checkpoints import all_namespaces, config, make_checkpoint
+from tests.harness.raw_log import (
+    ThreadFiles,
+    committed_batches,
+    copy_store,
+    record_spans,
+    sidecar_in_use,
+    write_in_place,
+)
+from tests.harness.reference_log import ReferenceLog, build_reference_log
+from tests.harness.scratch import fast_dir
+from tests.harness.truncation import AFTER_CUT_ID
 
 
 @pytest.fixture(scope="module")
-def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ck.ReferenceLog, Path]:
+def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReferenceLog, Path]:
     store = tmp_path_factory.mktemp("ref") / "store"
-    return ck.build_reference_log(store), store
+    return build_reference_log(store), store
 
 
-def _target(reflog: ck.ReferenceLog, which: str) -> tuple[int, int, int]:
+def _target(reflog: ReferenceLog, which: str) -> tuple[int, int, int]:
     """(record offset, record length, start of its batch) of the record to damage."""
-    spans = ck.record_spans(reflog.data)
+    spans = record_spans(reflog.data)
     i = {"header": 0, "first": 1, "middle": len(spans) // 2, "last": len(spans) - 1}[which]
     off, n, _ = spans[i]
-    batch = next(b for b in ck.committed_batches(reflog.data) if b.start <= off < b.end)
+    batch = next(b for b in committed_batches(reflog.data) if b.start <= off < b.end)
     return off, n, batch.start
 
 
@@ -49,12 +60,12 @@ def _flips(offset: int, length: int, rng: random.Random, count: int) -> list[tup
     return sorted(out)
 
 
-def _allowed_states(reflog: ck.ReferenceLog, batch_start: int) -> list[dict]:
+def _allowed_states(reflog: ReferenceLog, batch_start: int) -> list[dict]:
     empty = {"list": {}, "latest": {}}
     return [empty] + [ans for size, ans in reflog.acked if size <= batch_start]
 
 
-def _check_reads(saver: JsonlSaver, reflog: ck.ReferenceLog, allowed: list[dict]) -> list[str]:
+def _check_reads(saver: JsonlSaver, reflog: ReferenceLog, allowed: list[dict]) -> list[str]:
     """Every read raises a JsonlCheckpointError or returns untouched, acknowledged data.
 
     A read that does not need the damaged record may serve the latest data (through the
@@ -66,7 +77,7 @@ def _check_reads(saver: JsonlSaver, reflog: ck.ReferenceLog, allowed: list[dict]
     try:
         listed = {
             (t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
-            for t in saver.list(ck.all_namespaces(tid))
+            for t in saver.list(all_namespaces(tid))
         }
         # The checkpoints listed are those of an acknowledged state (no silent gaps) ...
         if not any(set(listed) == set(st["list"]) for st in allowed + [full]):
@@ -74,14 +85,14 @@ def _check_reads(saver: JsonlSaver, reflog: ck.ReferenceLog, allowed: list[dict]
         # ... and each is exactly as acknowledged, before the damage or at the end.
         for key, got in listed.items():
             if not any(got == st["list"].get(key) for st in allowed + [full]):
-                problems.append(f"list() returned {key} with data never acknowledged: {ck.normalize(got)}")
+                problems.append(f"list() returned {key} with data never acknowledged: {normalize(got)}")
     except JsonlCheckpointError:
         pass
     except Exception as exc:  # noqa: BLE001
         problems.append(f"list() raised {type(exc).__name__}: {exc}")
     for (ns, cid), want_full in full["list"].items():
         try:
-            got = saver.get_tuple(ck.config(tid, ns, cid))
+            got = saver.get_tuple(config(tid, ns, cid))
         except JsonlCheckpointError:
             continue
         except Exception as exc:  # noqa: BLE001
@@ -89,22 +100,22 @@ def _check_reads(saver: JsonlSaver, reflog: ck.ReferenceLog, allowed: list[dict]
             continue
         ok = [st["list"].get((ns, cid)) for st in allowed] + [want_full]
         if got is not None and not any(got == tup for tup in ok):
-            problems.append(f"get_tuple({cid}) returned data never acknowledged: {ck.normalize(got)}")
+            problems.append(f"get_tuple({cid}) returned data never acknowledged: {normalize(got)}")
     return problems
 
 
 @pytest.mark.parametrize("index", ["no-index", "with-index"])
 @pytest.mark.parametrize("which", ["header", "first", "middle", "last"])
 def test_bit_flip_is_never_served(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, which: str, index: str
+    ref: tuple[ReferenceLog, Path], tmp_path: Path, which: str, index: str
 ) -> None:
     reflog, src = ref
     offset, length, batch_start = _target(reflog, which)
     rng = random.Random(f"{which}-{index}")
-    scratch = ck.fast_dir(tmp_path)
+    scratch = fast_dir(tmp_path)
     store = os.path.join(scratch, "store")
-    ck.copy_store(src, store, index=True)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    copy_store(src, store, index=True)
+    files = ThreadFiles.of(store, reflog.thread_id)
     with open(files.idx, "rb") as f:
         sidecar = f.read()
     allowed = _allowed_states(reflog, batch_start)
@@ -113,25 +124,25 @@ def test_bit_flip_is_never_served(
         for byte, bit in _flips(offset, length, rng, 120):
             damaged = bytearray(reflog.data)
             damaged[byte] ^= 1 << bit
-            ck.write_in_place(files.log, bytes(damaged))
+            write_in_place(files.log, bytes(damaged))
             if index == "no-index":
                 if os.path.exists(files.idx):
                     os.unlink(files.idx)
             else:
                 with open(files.idx, "wb") as f:
                     f.write(sidecar)
-                assert ck.sidecar_in_use(store, reflog.thread_id)
+                assert sidecar_in_use(store, reflog.thread_id)
             where = f"flip of bit {bit} at byte {byte} ({which} record at {offset})"
             problems += [f"{where}: {p}" for p in _check_reads(JsonlSaver(store), reflog, allowed)]
             if which == "header":
                 try:
-                    JsonlSaver(store).get_tuple(ck.config(reflog.thread_id))
+                    JsonlSaver(store).get_tuple(config(reflog.thread_id))
                     problems.append(f"{where}: a damaged header was not refused")
                 except JsonlCheckpointError:
                     pass
             if which in ("first", "middle") and index == "no-index":
                 try:
-                    JsonlSaver(store).get_tuple(ck.config(reflog.thread_id))
+                    JsonlSaver(store).get_tuple(config(reflog.thread_id))
                     problems.append(f"{where}: mid-log damage was not reported")
                 except CorruptLogError as exc:
                     if exc.offset != offset or exc.path != files.log:
@@ -142,7 +153,7 @@ def test_bit_flip_is_never_served(
 
 
 def test_flip_in_the_last_record_below_the_durable_watermark_raises(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
+    ref: tuple[ReferenceLog, Path], tmp_path: Path
 ) -> None:
     """The sidecar (written after the records it covers were fsynced) says the last record
     was durable, so a damaged last record is media corruption, not a torn write: it must
@@ -150,18 +161,18 @@ def test_flip_in_the_last_record_below_the_durable_watermark_raises(
     reflog, src = ref
     offset, length, _ = _target(reflog, "last")
     store = tmp_path / "store"
-    ck.copy_store(src, store, index=True)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    copy_store(src, store, index=True)
+    files = ThreadFiles.of(store, reflog.thread_id)
     damaged = bytearray(reflog.data)
     damaged[offset + length // 2] ^= 0x04
-    ck.write_in_place(files.log, bytes(damaged))
-    assert ck.sidecar_in_use(store, reflog.thread_id)
+    write_in_place(files.log, bytes(damaged))
+    assert sidecar_in_use(store, reflog.thread_id)
     with pytest.raises(CorruptLogError) as info:
-        ck.answers(JsonlSaver(store), reflog.thread_id)
+        answers(JsonlSaver(store), reflog.thread_id)
     assert info.value.offset == offset
     with pytest.raises(CorruptLogError):
         saver = JsonlSaver(store)
         v = {"m": saver.get_next_version(None, None)}
-        saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+        saver.put(config(reflog.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
     with open(files.log, "rb") as f:
         assert f.read() == bytes(damaged), "the damaged, acknowledged record was cut"

@@ -19,8 +19,19 @@ import shutil
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import (
+    ThreadFiles,
+    copy_store,
+    record_spans,
+    sidecar_blocks,
+    sidecar_summaries,
+    write_in_place,
+)
+from tests.harness.reference_log import build_reference_log
+from tests.harness.scratch import fast_dir
+from tests.harness.truncation import AFTER_CUT_ID
 
 TRIALS = 30  # per strategy
 STRATEGIES = ["past_eof", "mid_record", "shift_contiguous", "last_shift_contiguous", "length", "seq",
@@ -30,23 +41,23 @@ STRATEGIES = ["past_eof", "mid_record", "shift_contiguous", "last_shift_contiguo
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("idx")
-    reflog = ck.build_reference_log(base / "ref")
-    scratch = ck.fast_dir(base)
+    reflog = build_reference_log(base / "ref")
+    scratch = fast_dir(base)
     store = os.path.join(scratch, "store")
-    ck.copy_store(base / "ref", store, index=True)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    copy_store(base / "ref", store, index=True)
+    files = ThreadFiles.of(store, reflog.thread_id)
     with open(files.idx, "rb") as f:
         sidecar = f.read()
     scan_store = os.path.join(scratch, "scan")
-    ck.copy_store(base / "ref", scan_store, index=False)
-    full_scan = ck.answers(JsonlSaver(scan_store), reflog.thread_id)
-    assert not ck.diff_answers(full_scan, reflog.acked[-1][1])
+    copy_store(base / "ref", scan_store, index=False)
+    full_scan = answers(JsonlSaver(scan_store), reflog.thread_id)
+    assert not diff_answers(full_scan, reflog.acked[-1][1])
     yield reflog, store, files, sidecar, full_scan
     shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _summaries(sidecar: bytes) -> tuple[bytes, list[dict]]:
-    return ck.sidecar_summaries(sidecar)
+    return sidecar_summaries(sidecar)
 
 
 def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: random.Random) -> bytes:
@@ -83,13 +94,13 @@ def _damage(strategy: str, sidecar: bytes, size: int, starts: set[int], rng: ran
         j = rng.randrange(n)
         sums[k], sums[j] = sums[j], sums[k]
         cuts.append(j)
-    return ck.sidecar_blocks(head, sums, cuts=tuple(cuts))
+    return sidecar_blocks(head, sums, cuts=tuple(cuts))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_random_index_faults_answer_like_a_full_scan(setup, strategy: str) -> None:
     reflog, store, files, sidecar, full_scan = setup
-    starts = {o for o, _, _ in ck.record_spans(reflog.data)}
+    starts = {o for o, _, _ in record_spans(reflog.data)}
     rng = random.Random(f"20261130-{strategy}")
     problems = []
     for trial in range(TRIALS):
@@ -97,11 +108,11 @@ def test_random_index_faults_answer_like_a_full_scan(setup, strategy: str) -> No
         with open(files.idx, "wb") as f:
             f.write(bad)
         try:
-            got = ck.answers(JsonlSaver(store), reflog.thread_id)
+            got = answers(JsonlSaver(store), reflog.thread_id)
         except Exception as exc:  # noqa: BLE001
             problems.append(f"trial {trial} ({strategy}): {type(exc).__name__}: {exc}")
             continue
-        d = ck.diff_answers(got, full_scan)
+        d = diff_answers(got, full_scan)
         if d:
             problems.append(f"trial {trial} ({strategy}): {d}")
         if trial % 6 == 0:
@@ -115,20 +126,20 @@ def test_random_index_faults_answer_like_a_full_scan(setup, strategy: str) -> No
             }
             try:
                 saver.put(
-                    ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-                    ck.make_checkpoint(
-                        ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}
+                    config(reflog.thread_id, "", latest.checkpoint["id"]),
+                    make_checkpoint(
+                        AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}
                     ),
                     {},
                     nv,
                 )
-                again = ck.answers(JsonlSaver(store), reflog.thread_id)
-                new = again["list"].pop(("", ck.AFTER_CUT_ID))
+                again = answers(JsonlSaver(store), reflog.thread_id)
+                new = again["list"].pop(("", AFTER_CUT_ID))
                 if new.checkpoint["channel_values"] != values or again["list"] != full_scan["list"]:
                     problems.append(f"trial {trial} ({strategy}): wrong answers after a put")
             except Exception as exc:  # noqa: BLE001
                 problems.append(f"trial {trial} ({strategy}): put/reopen: {type(exc).__name__}: {exc}")
-            ck.write_in_place(files.log, reflog.data)
+            write_in_place(files.log, reflog.data)
     assert not problems, f"{len(problems)} of {TRIALS} trials wrong:\n" + "\n".join(problems[:12])
 
 
@@ -142,7 +153,7 @@ def test_tampered_summary_contents_answer_like_a_full_scan(setup, field: str) ->
     k = [i for i, s in enumerate(sums) if s["t"] == kind][3]
     s = sums[k]
     if field == "p":
-        s["parent"] = ck.cp_id(777)
+        s["parent"] = cp_id(777)
     elif field == "md":
         s["md"] = {"json": {"step": 12345, "forged": True}}
     elif field == "cv":
@@ -151,16 +162,16 @@ def test_tampered_summary_contents_answer_like_a_full_scan(setup, field: str) ->
         s["values"] = {ch: {"ver": v["ver"]} for ch, v in s["values"].items()}  # claim full values
         s["values"]["ghost"] = {"ver": "1"}
     elif field == "id":
-        s["id"] = ck.cp_id(778)
+        s["id"] = cp_id(778)
     elif field == "w":
         s["w"] = [[0, "forged-channel"]] + s["w"]
     elif field == "task":
         s["task"] = "forged-task"
     with open(files.idx, "wb") as f:
-        f.write(ck.sidecar_blocks(head, sums))
+        f.write(sidecar_blocks(head, sums))
     try:
-        got = ck.answers(JsonlSaver(store), reflog.thread_id)
+        got = answers(JsonlSaver(store), reflog.thread_id)
     except JsonlCheckpointError:
         return  # detected: acceptable
-    d = ck.diff_answers(got, full_scan)
+    d = diff_answers(got, full_scan)
     assert not d, f"a tampered sidecar ({field}) changed the answers: {d}"

@@ -26,8 +26,11 @@ import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
 from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.children import fsize_child, spawn
+from tests.harness.raw_log import ThreadFiles, read_quarantine, stray_temp_files
+from tests.harness.reference_log import ReferenceLog, build_reference_log
 
 
 class FaultyOS:
@@ -83,41 +86,41 @@ def eio() -> OSError:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> tuple[Path, ck.ReferenceLog]:
-    reflog = ck.build_reference_log(tmp_path / "store", puts=6)
+def store(tmp_path: Path) -> tuple[Path, ReferenceLog]:
+    reflog = build_reference_log(tmp_path / "store", puts=6)
     return tmp_path / "store", reflog
 
 
-def _next_put(saver: JsonlSaver, reflog: ck.ReferenceLog, cid: str, extra: Any) -> dict:
+def _next_put(saver: JsonlSaver, reflog: ReferenceLog, cid: str, extra: Any) -> dict:
     latest = reflog.acked[-1][1]["latest"][""]
     versions = dict(latest.checkpoint["channel_versions"])
     values = {**latest.checkpoint["channel_values"], "m": latest.checkpoint["channel_values"]["m"] + [extra]}
     nv = {"m": saver.get_next_version(versions["m"], None)}
-    saver.put(ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-              ck.make_checkpoint(cid, values, {**versions, **nv}), {"extra": str(extra)}, nv)
+    saver.put(config(reflog.thread_id, "", latest.checkpoint["id"]),
+              make_checkpoint(cid, values, {**versions, **nv}), {"extra": str(extra)}, nv)
     return values
 
 
-FAILED_ID = ck.cp_id(900)
-NEXT_ID = ck.cp_id(901)
+FAILED_ID = cp_id(900)
+NEXT_ID = cp_id(901)
 
 
 def _after_fault_checks(
-    store: Path, reflog: ck.ReferenceLog, saver: JsonlSaver, expect_log: bytes | None
+    store: Path, reflog: ReferenceLog, saver: JsonlSaver, expect_log: bytes | None
 ) -> None:
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    files = ThreadFiles.of(store, reflog.thread_id)
     want = reflog.acked[-1][1]
     if expect_log is not None:
         with open(files.log, "rb") as f:
             assert f.read() == expect_log, "the failed call left bytes in the log"
-    got = ck.answers(JsonlSaver(store), reflog.thread_id)
-    assert not ck.diff_answers(got, want), "after the fault a reopened saver serves: " + ck.diff_answers(
+    got = answers(JsonlSaver(store), reflog.thread_id)
+    assert not diff_answers(got, want), "after the fault a reopened saver serves: " + diff_answers(
         got, want
     )
-    assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
+    assert not stray_temp_files(store), stray_temp_files(store)
     # the next put succeeds, on the same saver, and a reopen serves it and nothing unacked
     values = _next_put(saver, reflog, NEXT_ID, "next")
-    again = ck.answers(JsonlSaver(store), reflog.thread_id)
+    again = answers(JsonlSaver(store), reflog.thread_id)
     assert again["list"].pop(("", NEXT_ID)).checkpoint["channel_values"] == values
     assert ("", FAILED_ID) not in again["list"], "the put that failed is served"
     assert again["list"] == want["list"]
@@ -168,16 +171,16 @@ APPEND_FAULTS: dict[str, Callable[[], Callable]] = {
 def test_append_fault_acknowledges_nothing(store, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
     path, reflog = store
     saver = JsonlSaver(path)
-    assert saver.get_tuple(ck.config(reflog.thread_id)) is not None
+    assert saver.get_tuple(config(reflog.thread_id)) is not None
     monkeypatch.setattr(files_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
     with pytest.raises(DurabilityError):
         _next_put(saver, reflog, FAILED_ID, "failed")
     # put_writes goes through the same append path
     monkeypatch.setattr(files_module, "os", FaultyOS(APPEND_FAULTS[fault]()))
     with pytest.raises(DurabilityError):
-        saver.put_writes(ck.config(reflog.thread_id, "", ck.cp_id(2)), [("m", "failed write")], "failed-task")
+        saver.put_writes(config(reflog.thread_id, "", cp_id(2)), [("m", "failed write")], "failed-task")
     monkeypatch.setattr(files_module, "os", os)
-    tup = JsonlSaver(path).get_tuple(ck.config(reflog.thread_id, "", ck.cp_id(2)))
+    tup = JsonlSaver(path).get_tuple(config(reflog.thread_id, "", cp_id(2)))
     assert "failed-task" not in [t for t, _, _ in tup.pending_writes]
     _after_fault_checks(path, reflog, saver, reflog.data)
 
@@ -206,12 +209,12 @@ def test_fdatasync_error_then_truncate_error_never_serves_the_unacknowledged_bat
         _next_put(saver, reflog, FAILED_ID, "failed")
     monkeypatch.setattr(files_module, "os", os)
     _next_put(saver, reflog, NEXT_ID, "next")
-    got = ck.answers(JsonlSaver(path), reflog.thread_id)
+    got = answers(JsonlSaver(path), reflog.thread_id)
     assert ("", FAILED_ID) not in got["list"], "a batch whose fdatasync failed is served and built upon"
 
 
-def _dirty(path: Path, reflog: ck.ReferenceLog) -> bytes:
-    files = ck.ThreadFiles.of(path, reflog.thread_id)
+def _dirty(path: Path, reflog: ReferenceLog) -> bytes:
+    files = ThreadFiles.of(path, reflog.thread_id)
     tail = b'{"t":"checkpoint","partial' + b"\0" * 3000
     with open(files.log, "ab") as f:
         f.write(tail)
@@ -236,7 +239,7 @@ def test_tail_repair_fault_is_a_durability_error_and_loses_no_bytes(
     from the log that are not in the quarantine file."""
     path, reflog = store
     tail = _dirty(path, reflog)
-    files = ck.ThreadFiles.of(path, reflog.thread_id)
+    files = ThreadFiles.of(path, reflog.thread_id)
     saver = JsonlSaver(path)
     monkeypatch.setattr(files_module, "os", FaultyOS(REPAIR_FAULTS[fault]()))
     error: BaseException | None = None
@@ -247,7 +250,7 @@ def test_tail_repair_fault_is_a_durability_error_and_loses_no_bytes(
     monkeypatch.setattr(files_module, "os", os)
     with open(files.log, "rb") as f:
         now = f.read()
-    quarantined = (b"".join(e[1] for e in ck.read_quarantine(files.quarantine))
+    quarantined = (b"".join(e[1] for e in read_quarantine(files.quarantine))
                    if os.path.exists(files.quarantine) else b"")
     assert now.startswith(reflog.data), "committed bytes were lost"
     if not now.startswith(reflog.data + tail):
@@ -257,10 +260,10 @@ def test_tail_repair_fault_is_a_durability_error_and_loses_no_bytes(
         )
     assert error is None or isinstance(error, DurabilityError), f"raw {type(error).__name__}: {error}"
     if error is not None:
-        got = ck.answers(JsonlSaver(path), reflog.thread_id)
-        assert not ck.diff_answers(got, reflog.acked[-1][1])
+        got = answers(JsonlSaver(path), reflog.thread_id)
+        assert not diff_answers(got, reflog.acked[-1][1])
         _next_put(saver, reflog, NEXT_ID, "next")
-        assert tail in b"".join(e[1] for e in ck.read_quarantine(files.quarantine))
+        assert tail in b"".join(e[1] for e in read_quarantine(files.quarantine))
 
 
 def _dir_fsync_eio() -> Callable:
@@ -290,12 +293,12 @@ def test_first_put_of_a_thread_fault(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(files_module, "os", FaultyOS(CREATE_FAULTS[fault]()))
     v = {"m": saver.get_next_version(None, None)}
     with pytest.raises(DurabilityError):
-        saver.put(ck.config("new"), ck.make_checkpoint(FAILED_ID, {"m": [1]}, v), {}, v)
+        saver.put(config("new"), make_checkpoint(FAILED_ID, {"m": [1]}, v), {}, v)
     monkeypatch.setattr(files_module, "os", os)
-    assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
-    assert JsonlSaver(store).get_tuple(ck.config("new")) is None
-    saver.put(ck.config("new"), ck.make_checkpoint(NEXT_ID, {"m": [2]}, v), {}, v)
-    got = JsonlSaver(store).get_tuple(ck.config("new"))
+    assert not stray_temp_files(store), stray_temp_files(store)
+    assert JsonlSaver(store).get_tuple(config("new")) is None
+    saver.put(config("new"), make_checkpoint(NEXT_ID, {"m": [2]}, v), {}, v)
+    got = JsonlSaver(store).get_tuple(config("new"))
     assert got.checkpoint["id"] == NEXT_ID and got.checkpoint["channel_values"] == {"m": [2]}
 
 
@@ -309,15 +312,15 @@ def test_sidecar_write_failure_does_not_fail_a_durable_put(store, monkeypatch: p
         lambda name, p, args: enospc() if name == "write" and ".idx" in p else None))
     values = _next_put(saver, reflog, NEXT_ID, "durable")
     monkeypatch.setattr(files_module, "os", os)
-    assert not ck.stray_temp_files(path), ck.stray_temp_files(path)
-    got = JsonlSaver(path).get_tuple(ck.config(reflog.thread_id))
+    assert not stray_temp_files(path), stray_temp_files(path)
+    got = JsonlSaver(path).get_tuple(config(reflog.thread_id))
     assert got.checkpoint["id"] == NEXT_ID and got.checkpoint["channel_values"] == values
 
 
 def test_prune_write_fault_changes_nothing(store, monkeypatch: pytest.MonkeyPatch) -> None:
     path, reflog = store
     saver = JsonlSaver(path)
-    files = ck.ThreadFiles.of(path, reflog.thread_id)
+    files = ThreadFiles.of(path, reflog.thread_id)
     monkeypatch.setattr(
         files_module,
         "os",
@@ -341,18 +344,18 @@ def test_short_writes_from_rlimit_fsize(store, tmp_path: Path) -> None:
     path, reflog = store
     extras = list(range(0, 48)) + [100, 257, 400]
     result = str(tmp_path / "fsize.pickle")
-    p = ck.spawn(ck.fsize_child, str(path), reflog.thread_id, extras, result)
+    p = spawn(fsize_child, str(path), reflog.thread_id, extras, result)
     p.join(120)
     assert p.exitcode == 0
     with open(result, "rb") as f:
         rows = pickle.load(f)
     problems = [r for r in rows if r[1] != "DurabilityError" or r[2] != r[3]]
     assert not problems, f"(extra, error, size before, size after, ...): {problems[:5]}"
-    got = ck.answers(JsonlSaver(path), reflog.thread_id)
+    got = answers(JsonlSaver(path), reflog.thread_id)
     for _, _, _, _, bad_id, good_id in rows:
         assert ("", bad_id) not in got["list"]
         assert ("", good_id) in got["list"]
-    files = ck.ThreadFiles.of(path, reflog.thread_id)
+    files = ThreadFiles.of(path, reflog.thread_id)
     with open(files.log, "rb") as f:
         scanned = framing.scan(f.read())
     assert scanned.tail_bytes == 0 and scanned.corrupt_offset is None
@@ -370,14 +373,14 @@ def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledg
     writer = JsonlSaver(path)
     reader = JsonlSaver(path)
     tid = reflog.thread_id
-    assert reader.get_tuple(ck.config(tid)) is not None
+    assert reader.get_tuple(config(tid)) is not None
     latest = reflog.acked[-1][1]["latest"][""]
     versions = dict(latest.checkpoint["channel_versions"])
     seen = {}
 
     def rule(name: str, p: str, args: tuple) -> Any:
         if name == "fdatasync" and p.endswith(LOG) and "saw" not in seen:
-            seen["saw"] = reader.get_tuple(ck.config(tid))  # the reader looks mid-append
+            seen["saw"] = reader.get_tuple(config(tid))  # the reader looks mid-append
             return eio()
         return None
 
@@ -387,8 +390,8 @@ def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledg
             "m": latest.checkpoint["channel_values"]["m"] + [item],
         }
         nv = {"m": "9" * 32 + ".0." + item}  # same length for both puts: the records line up
-        writer.put(ck.config(tid, "", latest.checkpoint["id"]),
-                   ck.make_checkpoint(cid, values, {**versions, **nv}), {}, nv)
+        writer.put(config(tid, "", latest.checkpoint["id"]),
+                   make_checkpoint(cid, values, {**versions, **nv}), {}, nv)
         return values
 
     monkeypatch.setattr(files_module, "os", FaultyOS(rule))
@@ -397,9 +400,9 @@ def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledg
     monkeypatch.setattr(files_module, "os", os)
     assert seen["saw"].checkpoint["id"] == FAILED_ID  # the reader did see the batch
     good_values = put(NEXT_ID, "BBBB")
-    got = reader.get_tuple(ck.config(tid))
+    got = reader.get_tuple(config(tid))
     assert got.checkpoint["id"] == NEXT_ID, (
         f"the reader serves checkpoint {got.checkpoint['id']} with values {got.checkpoint['channel_values']}"
     )
     assert got.checkpoint["channel_values"] == good_values
-    assert reader.get_tuple(ck.config(tid, "", FAILED_ID)) is None
+    assert reader.get_tuple(config(tid, "", FAILED_ID)) is None

@@ -10,7 +10,7 @@ resumes with ``graph.invoke(None, config)`` (or starts over if nothing was store
 must finish with exactly the messages of an uninterrupted run. Every third round the
 first resume is itself killed at a random instant (a crash during recovery).
 
-The full battery (1,000 rounds) is ``python stress/kill9.py --rounds 1000``.
+The full battery (1,000 rounds) is ``python -m stress.kill9 --rounds 1000``.
 Environment: ``CRASH_KILL_ROUNDS`` (default 40), ``CRASH_SEED``.
 """
 
@@ -23,8 +23,13 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, make_checkpoint
+from tests.harness.children import kill_at_op_child, spawn
+from tests.harness.raw_log import stray_temp_files
+from tests.harness.reference_log import ReferenceLog, build_reference_log
+from tests.harness.rounds import kill_round, reference_agent_result
+from tests.harness.truncation import AFTER_CUT_ID
 
 ROUNDS = int(os.environ.get("CRASH_KILL_ROUNDS", "40"))
 SEED = int(os.environ.get("CRASH_SEED", "5"))
@@ -32,13 +37,13 @@ SEED = int(os.environ.get("CRASH_SEED", "5"))
 
 def test_kill9_of_agent_runs_loses_no_acknowledged_checkpoint_and_resumes(tmp_path: Path) -> None:
     work = str(tmp_path)
-    reference, run_seconds = ck.reference_agent_result(work)
+    reference, run_seconds = reference_agent_result(work)
     store = str(tmp_path / "store")
     rng = random.Random(SEED)
     violations: list[str] = []
     killed_mid_run = 0
     for r in range(ROUNDS):
-        kr = ck.kill_round(store, work, f"agent-{r}", rng, run_seconds, reference, kill_resume=r % 3 == 0)
+        kr = kill_round(store, work, f"agent-{r}", rng, run_seconds, reference, kill_resume=r % 3 == 0)
         violations += [f"round {r} (seed {SEED}): {v}" for v in kr.violations]
         killed_mid_run += kr.killed[0]
     assert not violations, "\n".join(violations[:20])
@@ -55,12 +60,12 @@ def _kill_at_every_op(tmp_path: Path, action: str):
     import shutil
 
     base = tmp_path / "base"
-    ref = ck.build_reference_log(base, puts=8, thread_id="t")
+    ref = build_reference_log(base, puts=8, thread_id="t")
     k = 1
     while True:
         store = tmp_path / f"{action}-{k}"
         shutil.copytree(base, store)
-        p = ck.spawn(ck.kill_at_op_child, str(store), action, k, str(tmp_path / f"{action}-{k}.ops"))
+        p = spawn(kill_at_op_child, str(store), action, k, str(tmp_path / f"{action}-{k}.ops"))
         p.join(60)
         if p.exitcode == 0:
             return
@@ -70,7 +75,7 @@ def _kill_at_every_op(tmp_path: Path, action: str):
         assert k < 200
 
 
-def _prune_states(ref: ck.ReferenceLog) -> list[dict]:
+def _prune_states(ref: ReferenceLog) -> list[dict]:
     """list() of the thread before prune, and after (the latest per namespace, writes kept)."""
     before = ref.acked[-1][1]
     after_keys = {}
@@ -83,13 +88,13 @@ def _prune_states(ref: ck.ReferenceLog) -> list[dict]:
 def _a_put_after_the_crash_is_served(store: Path) -> bool:
     """Put a checkpoint on thread ``t``'s latest and read it back from a fresh saver."""
     saver = JsonlSaver(store)
-    latest = saver.get_tuple(ck.config("t"))
+    latest = saver.get_tuple(config("t"))
     v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
-    saver.put(ck.config("t", "", latest.checkpoint["id"]),
-              ck.make_checkpoint(ck.AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
+    saver.put(config("t", "", latest.checkpoint["id"]),
+              make_checkpoint(AFTER_CUT_ID, {**latest.checkpoint["channel_values"], "m": [1]},
                                  {**latest.checkpoint["channel_versions"], **v}), {}, v)
     saver.close()
-    return JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] == ck.AFTER_CUT_ID
+    return JsonlSaver(store).get_tuple(config("t")).checkpoint["id"] == AFTER_CUT_ID
 
 
 def test_kill_at_every_file_operation_of_prune_leaves_old_or_new_generation(tmp_path: Path) -> None:
@@ -99,7 +104,7 @@ def test_kill_at_every_file_operation_of_prune_leaves_old_or_new_generation(tmp_
         n += 1
         states = _prune_states(ref)
         try:
-            got = ck.answers(JsonlSaver(store), "t")["list"]
+            got = answers(JsonlSaver(store), "t")["list"]
         except Exception as exc:  # noqa: BLE001
             problems.append(f"op {k}: store does not open: {type(exc).__name__}: {exc}")
             continue
@@ -120,12 +125,12 @@ def test_kill_at_every_file_operation_of_compact_leaves_the_same_answers(tmp_pat
         n += 1
         want = ref.acked[-1][1]
         try:
-            got = ck.answers(JsonlSaver(store), "t")
+            got = answers(JsonlSaver(store), "t")
         except Exception as exc:  # noqa: BLE001
             problems.append(f"op {k}: store does not open: {type(exc).__name__}: {exc}")
             continue
         if got != want:
-            problems.append(f"op {k}: answers changed: {ck.diff_answers(got, want)}")
+            problems.append(f"op {k}: answers changed: {diff_answers(got, want)}")
         if not _a_put_after_the_crash_is_served(store):
             problems.append(f"op {k}: a put after the crash is not served")
     assert n >= 3
@@ -142,20 +147,20 @@ def test_kill_at_every_file_operation_leaves_no_stray_temp_files_after_recovery(
     for k, store, _ in _kill_at_every_op(tmp_path, action):
         saver = JsonlSaver(store)
         for tid in list(saver.store.thread_ids()):
-            latest = saver.get_tuple(ck.config(tid))
+            latest = saver.get_tuple(config(tid))
             if latest is None:
                 continue
             v = {"m": saver.get_next_version(latest.checkpoint["channel_versions"].get("m"), None)}
             saver.put(
-                ck.config(tid, "", latest.checkpoint["id"]),
-                ck.make_checkpoint(
-                    ck.AFTER_CUT_ID, {"m": [1]}, {**latest.checkpoint["channel_versions"], **v}
+                config(tid, "", latest.checkpoint["id"]),
+                make_checkpoint(
+                    AFTER_CUT_ID, {"m": [1]}, {**latest.checkpoint["channel_versions"], **v}
                 ),
                 {},
                 v,
             )
         saver.close()
-        stray = ck.stray_temp_files(store)
+        stray = stray_temp_files(store)
         if stray:
             leftovers[k] = [os.path.basename(s) for s in stray]
     assert not leftovers, f"temp files left after a crash and a recovery (op -> files): {leftovers}"

@@ -20,38 +20,41 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles, copy_store, record_spans, sidecar_in_use, write_in_place
+from tests.harness.reference_log import ReferenceLog, build_reference_log
+from tests.harness.truncation import AFTER_CUT_ID
 
 ZEROED = 4096
 
 
 @pytest.fixture(scope="module")
-def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ck.ReferenceLog, Path]:
+def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReferenceLog, Path]:
     store = tmp_path_factory.mktemp("ref") / "store"
-    reflog = ck.build_reference_log(store)
+    reflog = build_reference_log(store)
     assert len(reflog.data) > 3 * ZEROED
     return reflog, store
 
 
 def _damage(
-    reflog: ck.ReferenceLog, src: Path, dst: Path, *, keep_index: bool
-) -> tuple[ck.ThreadFiles, int, bytes]:
+    reflog: ReferenceLog, src: Path, dst: Path, *, keep_index: bool
+) -> tuple[ThreadFiles, int, bytes]:
     """Copy the store and zero 4 KiB in the middle of the log.
 
     Returns the files, the offset of the first damaged record, and the damaged bytes.
     """
-    ck.copy_store(src, dst, index=keep_index)
-    files = ck.ThreadFiles.of(dst, reflog.thread_id)
+    copy_store(src, dst, index=keep_index)
+    files = ThreadFiles.of(dst, reflog.thread_id)
     start = len(reflog.data) // 2 - ZEROED // 2
     damaged = reflog.data[:start] + b"\0" * ZEROED + reflog.data[start + ZEROED :]
-    ck.write_in_place(files.log, damaged)
-    assert ck.sidecar_in_use(dst, reflog.thread_id) == keep_index
-    first = max(off for off, _, _ in ck.record_spans(reflog.data) if off <= start)
+    write_in_place(files.log, damaged)
+    assert sidecar_in_use(dst, reflog.thread_id) == keep_index
+    first = max(off for off, _, _ in record_spans(reflog.data) if off <= start)
     return files, first, damaged
 
 
-def _valid_prefix_state(reflog: ck.ReferenceLog, first_damaged: int) -> dict:
+def _valid_prefix_state(reflog: ReferenceLog, first_damaged: int) -> dict:
     state = {"list": {}, "latest": {}}
     for size, ans in reflog.acked:
         if size <= first_damaged:
@@ -61,13 +64,13 @@ def _valid_prefix_state(reflog: ck.ReferenceLog, first_damaged: int) -> dict:
 
 @pytest.mark.parametrize("index", ["no-index", "with-index"])
 def test_reading_raises_corrupt_log_error_naming_file_and_offset(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str
+    ref: tuple[ReferenceLog, Path], tmp_path: Path, index: str
 ) -> None:
     reflog, src = ref
     files, first, _ = _damage(reflog, src, tmp_path / "store", keep_index=index == "with-index")
     saver = JsonlSaver(tmp_path / "store")
     with pytest.raises(CorruptLogError) as info:
-        list(saver.list(ck.config(reflog.thread_id)))
+        list(saver.list(config(reflog.thread_id)))
     err = info.value
     assert err.path == files.log
     # Without an index the scan finds the first damaged record. With one, a read finds
@@ -79,44 +82,44 @@ def test_reading_raises_corrupt_log_error_naming_file_and_offset(
     assert files.log in str(err) and str(err.offset) in str(err)
     if index == "no-index":
         with pytest.raises(CorruptLogError):
-            JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
+            JsonlSaver(tmp_path / "store").get_tuple(config(reflog.thread_id))
 
 
 @pytest.mark.parametrize("index", ["no-index", "with-index"])
 def test_a_writer_refuses_and_changes_nothing(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, index: str
+    ref: tuple[ReferenceLog, Path], tmp_path: Path, index: str
 ) -> None:
     reflog, src = ref
     files, _, damaged = _damage(reflog, src, tmp_path / "store", keep_index=index == "with-index")
     saver = JsonlSaver(tmp_path / "store")
     v = {"m": saver.get_next_version(None, None)}
     with pytest.raises(CorruptLogError):
-        saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+        saver.put(config(reflog.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
     with pytest.raises(CorruptLogError):
-        saver.put_writes(ck.config(reflog.thread_id, "", ck.cp_id(3)), [("m", 1)], "late-task")
+        saver.put_writes(config(reflog.thread_id, "", cp_id(3)), [("m", 1)], "late-task")
     with open(files.log, "rb") as f:
         assert f.read() == damaged, "a writer changed a log with mid-log damage"
     assert not os.path.exists(files.quarantine)
 
 
-def test_read_only_open_serves_the_valid_prefix(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
+def test_read_only_open_serves_the_valid_prefix(ref: tuple[ReferenceLog, Path], tmp_path: Path) -> None:
     reflog, src = ref
     _, first, _ = _damage(reflog, src, tmp_path / "store", keep_index=False)
     saver = JsonlSaver(tmp_path / "store", read_only=True)
     want = _valid_prefix_state(reflog, first)
-    got = ck.answers(saver, reflog.thread_id)
-    assert not ck.diff_answers(got, want), ck.diff_answers(got, want)
+    got = answers(saver, reflog.thread_id)
+    assert not diff_answers(got, want), diff_answers(got, want)
 
 
-def test_error_names_the_repair_command(ref: tuple[ck.ReferenceLog, Path], tmp_path: Path) -> None:
+def test_error_names_the_repair_command(ref: tuple[ReferenceLog, Path], tmp_path: Path) -> None:
     reflog, src = ref
     _damage(reflog, src, tmp_path / "store", keep_index=False)
     with pytest.raises(CorruptLogError, match="langgraph-jsonl repair"):
-        JsonlSaver(tmp_path / "store").get_tuple(ck.config(reflog.thread_id))
+        JsonlSaver(tmp_path / "store").get_tuple(config(reflog.thread_id))
 
 
 def test_repair_archives_the_original_then_keeps_every_readable_record(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
+    ref: tuple[ReferenceLog, Path], tmp_path: Path
 ) -> None:
     reflog, src = ref
     store = tmp_path / "store"
@@ -142,17 +145,17 @@ def test_repair_archives_the_original_then_keeps_every_readable_record(
     ]
     assert archived, "repair did not keep a copy of the damaged log"
     saver = JsonlSaver(store)
-    got = ck.answers(saver, reflog.thread_id)
+    got = answers(saver, reflog.thread_id)
     prefix = _valid_prefix_state(reflog, first)["list"]
     # nothing before the damage is lost, and nothing served is wrong
     assert set(prefix) <= set(got["list"])
     _served_as_acknowledged(got, reflog)
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config(reflog.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
-    assert JsonlSaver(store).get_tuple(ck.config(reflog.thread_id)).checkpoint["id"] == ck.AFTER_CUT_ID
+    saver.put(config(reflog.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+    assert JsonlSaver(store).get_tuple(config(reflog.thread_id)).checkpoint["id"] == AFTER_CUT_ID
 
 
-def _served_as_acknowledged(got: dict, reflog: ck.ReferenceLog) -> None:
+def _served_as_acknowledged(got: dict, reflog: ReferenceLog) -> None:
     final = reflog.acked[-1][1]["list"]
     for key, tup in got["list"].items():
         want = final[key]
@@ -163,19 +166,19 @@ def _served_as_acknowledged(got: dict, reflog: ck.ReferenceLog) -> None:
 
 
 def test_repair_after_one_flipped_byte_loses_only_that_record(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path
+    ref: tuple[ReferenceLog, Path], tmp_path: Path
 ) -> None:
     """Every line has its own checksum: a byte flipped in a writes record in the middle
     costs that record's writes, not the records after it."""
     reflog, src = ref
     store = tmp_path / "store"
-    ck.copy_store(src, store, index=False)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
-    spans = ck.record_spans(reflog.data)
+    copy_store(src, store, index=False)
+    files = ThreadFiles.of(store, reflog.thread_id)
+    spans = record_spans(reflog.data)
     offset, length, rec = next(s for s in spans if s[0] > len(reflog.data) // 2 and s[2]["t"] == "writes")
     data = bytearray(reflog.data)
     data[offset + length // 2] ^= 0x20
-    ck.write_in_place(files.log, bytes(data))
+    write_in_place(files.log, bytes(data))
     run = subprocess.run(
         [
             sys.executable,
@@ -192,7 +195,7 @@ def test_repair_after_one_flipped_byte_loses_only_that_record(
     )
     assert run.returncode == 0, run.stderr
     assert "dropped bytes" in run.stdout and "dropped checkpoint" not in run.stdout
-    got = ck.answers(JsonlSaver(store), reflog.thread_id)
+    got = answers(JsonlSaver(store), reflog.thread_id)
     assert set(got["list"]) == set(reflog.acked[-1][1]["list"])  # every checkpoint
     _served_as_acknowledged(got, reflog)
     lost = [w for key, t in reflog.acked[-1][1]["list"].items() for w in t.pending_writes

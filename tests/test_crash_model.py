@@ -9,7 +9,7 @@ same directory writing too (what another process does), reopen with and without 
 
 After every step, every thread's ``list`` (all namespaces) and latest checkpoint per
 namespace must equal ``InMemorySaver``'s. InMemorySaver has no copy_thread, prune or
-delete_for_runs: those are modelled on its dictionaries in ``crashkit``
+delete_for_runs: those are modelled on its dictionaries in ``tests.harness.answers``
 (``mem_copy_thread``, ``mem_prune_keep_latest``) and below.
 """
 
@@ -28,8 +28,15 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness.answers import (
+    answers,
+    diff_answers,
+    mem_copy_thread,
+    mem_delete_for_runs,
+    mem_prune_keep_latest,
+)
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles
 
 THREADS = ["t0", "t1", "t2"]
 NAMESPACES = ["", "sub:1"]
@@ -82,14 +89,14 @@ class SaverMachine(RuleBasedStateMachine):
     )
     def put(self, thread, ns, parent_pick, grow, shape, run, via_other) -> None:
         self.counter += 1
-        cid = ck.cp_id(self.counter)
+        cid = cp_id(self.counter)
         ids = self._ids(thread, ns)
         parent = None
         if ids:
             # mostly the latest; sometimes a fork from an older checkpoint
             parent = ids[-1] if parent_pick < 7 else ids[parent_pick % len(ids)]
         if parent:
-            tup = self.mem.get_tuple(ck.config(thread, ns, parent))
+            tup = self.mem.get_tuple(config(thread, ns, parent))
             versions = dict(tup.checkpoint["channel_versions"])
             values = dict(tup.checkpoint["channel_values"])
         else:
@@ -116,9 +123,9 @@ class SaverMachine(RuleBasedStateMachine):
             del values["b"]
         versions.update(new_versions)
         md = {"step": self.counter, "run_id": run}
-        cfg = ck.config(thread, ns, parent)
-        saver.put(cfg, ck.make_checkpoint(cid, values, versions), md, new_versions)
-        self.mem.put(cfg, ck.make_checkpoint(cid, values, versions), md, new_versions)
+        cfg = config(thread, ns, parent)
+        saver.put(cfg, make_checkpoint(cid, values, versions), md, new_versions)
+        self.mem.put(cfg, make_checkpoint(cid, values, versions), md, new_versions)
 
     @rule(
         thread=st.sampled_from(THREADS),
@@ -134,13 +141,13 @@ class SaverMachine(RuleBasedStateMachine):
     def put_writes(self, thread, ns, pick, task, path, n, special, future, via_other) -> None:
         ids = self._ids(thread, ns)
         if future == 0 or not ids:
-            target = ck.cp_id(self.counter + 1)  # a write that arrives before its checkpoint
+            target = cp_id(self.counter + 1)  # a write that arrives before its checkpoint
         else:
             target = ids[pick % len(ids)]
         writes = [("m", [f"w{self.counter}-{i}"]) for i in range(n)]
         if special:
             writes.append((special, {"special": self.counter}))
-        cfg = ck.config(thread, ns, target)
+        cfg = config(thread, ns, target)
         self._writer(via_other).put_writes(cfg, writes, task, path)
         self.mem.put_writes(cfg, writes, task, path)
 
@@ -154,7 +161,7 @@ class SaverMachine(RuleBasedStateMachine):
         if src == dst or _mem_has_data(self.mem, dst):
             return  # copying into a thread that has data is not modelled
         self._writer(via_other).copy_thread(src, dst)
-        ck.mem_copy_thread(self.mem, src, dst)
+        mem_copy_thread(self.mem, src, dst)
 
     @rule(thread=st.sampled_from(THREADS), strategy=st.sampled_from(["keep_latest", "keep_latest", "delete"]),
           via_other=st.booleans())
@@ -163,7 +170,7 @@ class SaverMachine(RuleBasedStateMachine):
         if strategy == "delete":
             self.mem.delete_thread(thread)
         else:
-            ck.mem_prune_keep_latest(self.mem, thread)
+            mem_prune_keep_latest(self.mem, thread)
 
     @rule(thread=st.sampled_from(THREADS), via_other=st.booleans())
     def compact(self, thread, via_other) -> None:
@@ -172,7 +179,7 @@ class SaverMachine(RuleBasedStateMachine):
     @rule(runs=st.sets(st.sampled_from(RUNS), min_size=1, max_size=2), via_other=st.booleans())
     def delete_for_runs(self, runs, via_other) -> None:
         self._writer(via_other).delete_for_runs(sorted(runs))
-        ck.mem_delete_for_runs(self.mem, set(runs))
+        mem_delete_for_runs(self.mem, set(runs))
 
     @rule(close=st.booleans(), which=st.sampled_from(["saver", "other"]))
     def reopen(self, close, which) -> None:
@@ -184,7 +191,7 @@ class SaverMachine(RuleBasedStateMachine):
     @rule(thread=st.sampled_from(THREADS), junk=st.sampled_from(["half", "nuls", "uncommitted"]))
     def crash_leaves_a_torn_tail(self, thread, junk) -> None:
         """A writer killed mid-append leaves a torn batch; nothing acknowledged changes."""
-        files = ck.ThreadFiles.of(self.path, thread)
+        files = ThreadFiles.of(self.path, thread)
         if not os.path.exists(files.log):
             return
         tails = {
@@ -204,9 +211,9 @@ class SaverMachine(RuleBasedStateMachine):
     def same_answers(self) -> None:
         for thread in THREADS:
             for saver in (self.saver, self.other):
-                got = ck.answers(saver, thread)
-                want = ck.answers(self.mem, thread)
-                d = ck.diff_answers(got, want)
+                got = answers(saver, thread)
+                want = answers(self.mem, thread)
+                d = diff_answers(got, want)
                 assert not d, f"thread {thread}: {d}"
 
 
@@ -222,8 +229,8 @@ TestSaverMachine = SaverMachine.TestCase
 def test_a_late_put_writes_to_a_deleted_thread_is_refused(tmp_path) -> None:
     saver = JsonlSaver(tmp_path / "s")
     v = {"m": saver.get_next_version(None, None)}
-    cfg = saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(1), {"m": [1]}, v), {}, v)
+    cfg = saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
     saver.delete_thread("t")
     with pytest.raises(JsonlCheckpointError):
         saver.put_writes(cfg, [("m", "late")], "late-task")
-    assert not os.path.exists(ck.ThreadFiles.of(tmp_path / "s", "t").log)
+    assert not os.path.exists(ThreadFiles.of(tmp_path / "s", "t").log)

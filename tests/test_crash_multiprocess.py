@@ -11,7 +11,7 @@ record in the raw log) in the thread it was written to; every acknowledged write
 pending exactly once; nothing the reader saw has disappeared; every thread takes a new
 put (cutting any torn tail) and the same holds after a reopen.
 
-The full battery is ``python stress/multiprocess.py --rounds 200``.
+The full battery is ``python -m stress.multiprocess --rounds 200``.
 Environment: ``CRASH_MP_ROUNDS`` (default 4), ``CRASH_SEED``.
 """
 
@@ -21,7 +21,7 @@ import os
 import random
 from pathlib import Path
 
-import crashkit as ck
+from tests.harness.rounds import mp_round
 
 ROUNDS = int(os.environ.get("CRASH_MP_ROUNDS", "4"))
 SEED = int(os.environ.get("CRASH_SEED", "5"))
@@ -33,7 +33,7 @@ def test_concurrent_writers_and_a_reader_killed_at_random(tmp_path: Path) -> Non
     violations: list[str] = []
     total_cps = total_writes = 0
     for r in range(ROUNDS):
-        cps, writes, v = ck.mp_round(store, str(tmp_path / f"round-{r}"), rng, writers=3, max_seconds=1.2)
+        cps, writes, v = mp_round(store, str(tmp_path / f"round-{r}"), rng, writers=3, max_seconds=1.2)
         violations += [f"round {r} (seed {SEED}): {x}" for x in v]
         total_cps += cps
         total_writes += writes

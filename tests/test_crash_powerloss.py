@@ -1,14 +1,15 @@
 """Crash battery 9: simulated power loss.
 
-The shim in ``tests/powerloss.py`` records every file operation the package makes and
-draws crash images — what the disk may hold if the power went right after that
-operation: unsynced sectors kept, lost, zeroed or garbled; directory operations not yet
-fsynced kept or undone. Each image must open (no false corruption report), serve every
-acknowledged checkpoint and write exactly once with its values and nothing partial,
-keep deleted threads deleted, take a further put, verify clean and leave no temp files.
+The shim in ``tests/harness/powerloss_shim.py`` and ``powerloss_fs.py`` records every file
+operation the package makes and draws crash images — what the disk may hold if the power
+went right after that operation: unsynced sectors kept, lost, zeroed or garbled;
+directory operations not yet fsynced kept or undone. Each image must open (no false
+corruption report), serve every acknowledged checkpoint and write exactly once with its
+values and nothing partial, keep deleted threads deleted, take a further put, verify
+clean and leave no temp files.
 
 Below: the shim's own contract, the CI subset of the battery, then regressions the
-battery found. The full battery is ``python stress/powerloss.py --states 5000``.
+battery found. The full battery is ``python -m stress.powerloss --states 5000``.
 Environment: ``CRASH_POWERLOSS_STATES`` (default 600), ``CRASH_SEED`` (default 31).
 """
 
@@ -24,9 +25,14 @@ import pytest
 import langgraph_jsonl_checkpoint.disk.files as files_module
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
-import powerloss as pl
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import Mirror, config, cp_id, make_checkpoint
+from tests.harness.powerloss_fs import CrashImage, FileModel, PowerLossFS
+from tests.harness.powerloss_rounds import run_battery
+from tests.harness.powerloss_shim import watching
+from tests.harness.raw_log import ThreadFiles, read_quarantine, stray_temp_files, write_in_place
+from tests.harness.reference_log import build_reference_log
+from tests.harness.scratch import fast_dir
 
 STATES = int(os.environ.get("CRASH_POWERLOSS_STATES", "600"))
 SEED = int(os.environ.get("CRASH_SEED", "31"))
@@ -36,7 +42,7 @@ SEED = int(os.environ.get("CRASH_SEED", "31"))
 
 
 def test_crash_bytes_never_change_synced_data_and_cover_every_fate() -> None:
-    f = pl.FileModel(1)
+    f = FileModel(1)
     durable = os.urandom(1000)
     f.write(0, durable)
     f.sync()
@@ -67,8 +73,8 @@ def test_directory_operations_are_durable_only_after_a_directory_fsync(tmp_path:
     root = tmp_path / "root"
     (root / "d").mkdir(parents=True)
     (root / "d" / "old").write_bytes(b"old")
-    fs = pl.PowerLossFS(root)
-    with pl.watching(fs):
+    fs = PowerLossFS(root)
+    with watching(fs):
         px = files_module.os  # the proxy, as log.py sees it
         fd = px.open(str(root / "d" / "new"), os.O_WRONLY | os.O_CREAT, 0o600)
         px.write(fd, b"new")
@@ -97,9 +103,9 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
     def kinds() -> set[str]:
         return {k.removeprefix("recovery ") for k in result.states_by_op}
 
-    scratch = ck.fast_dir(tmp_path)
+    scratch = fast_dir(tmp_path)
     try:
-        result = pl.run_battery(STATES, SEED, scratch, steps=30)
+        result = run_battery(STATES, SEED, scratch, steps=30)
         # A crash right after a rare operation (a tail repair's cut: a few among hundreds
         # of operations) is drawn or not depending on the workload's exact bytes (inode
         # numbers, timestamps and the sidecar's size shift the draws): a few more rounds,
@@ -107,7 +113,7 @@ def test_power_loss_at_random_operations_of_real_workloads(tmp_path: Path) -> No
         for extra in range(1, 4):
             if required <= kinds():
                 break
-            result.add(pl.run_battery(STATES // 3, SEED + 1000 * extra, scratch, steps=30))
+            result.add(run_battery(STATES // 3, SEED + 1000 * extra, scratch, steps=30))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert not result.violations, f"{len(result.violations)} violations (seed {SEED}):\n" + "\n".join(
@@ -125,13 +131,13 @@ def test_a_store_whose_creation_was_cut_short_opens(tmp_path: Path, leftover: by
     store = tmp_path / "store"
     store.mkdir(mode=0o700)
     (store / "STORE.json.tmp").write_bytes(leftover)
-    assert JsonlSaver(store, read_only=True).get_tuple(ck.config("t")) is None
+    assert JsonlSaver(store, read_only=True).get_tuple(config("t")) is None
     saver = JsonlSaver(store)
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(1), {"m": [1]}, v), {}, v)
-    assert JsonlSaver(store).get_tuple(ck.config("t")).checkpoint["id"] == ck.cp_id(1)
+    saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
+    assert JsonlSaver(store).get_tuple(config("t")).checkpoint["id"] == cp_id(1)
     assert (store / "STORE.json").exists()
-    assert not ck.stray_temp_files(store), ck.stray_temp_files(store)
+    assert not stray_temp_files(store), stray_temp_files(store)
 
 
 def test_a_foreign_directory_is_still_refused(tmp_path: Path) -> None:
@@ -249,12 +255,12 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     the copy, quarantines the batch and takes the next put."""
     store = tmp_path / "store"
     saver = JsonlSaver(store, snapshot_every=2, snapshot_ratio=0.0)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(4):
-        mirror.put("src", ck.cp_id(i), {"m": [f"item-{j}" * 40 for j in range(i + 1)]})
-    mirror.put("dst", ck.cp_id(10), {"m": ["own"]})
-    want = ck.answers(mirror.memory, "dst")
-    files = ck.ThreadFiles.of(store, "dst")
+        mirror.put("src", cp_id(i), {"m": [f"item-{j}" * 40 for j in range(i + 1)]})
+    mirror.put("dst", cp_id(10), {"m": ["own"]})
+    want = answers(mirror.memory, "dst")
+    files = ThreadFiles.of(store, "dst")
     before = Path(files.log).read_bytes()
     saver.copy_thread("src", "dst")
     saver.close()
@@ -262,16 +268,16 @@ def test_a_power_cut_in_a_copy_batch_opens_writable_and_repairs(tmp_path: Path) 
     assert len(after) - len(before) > 2048
     sector = (len(before) // 512 + 1) * 512  # the first whole sector of the copy batch
     damaged = _zero(after, sector, 512)
-    ck.write_in_place(files.log, damaged)
+    write_in_place(files.log, damaged)
     os.unlink(files.idx)
     reopened = JsonlSaver(store)
-    assert not ck.diff_answers(ck.answers(reopened, "dst"), want)
+    assert not diff_answers(answers(reopened, "dst"), want)
     v = {"m": reopened.get_next_version(None, None)}
     reopened.put(
-        ck.config("dst", "", ck.cp_id(10)), ck.make_checkpoint(ck.cp_id(11), {"m": ["next"]}, v), {}, v
+        config("dst", "", cp_id(10)), make_checkpoint(cp_id(11), {"m": ["next"]}, v), {}, v
     )
-    assert JsonlSaver(store).get_tuple(ck.config("dst")).checkpoint["id"] == ck.cp_id(11)
-    [(note, cut)] = ck.read_quarantine(files.quarantine)
+    assert JsonlSaver(store).get_tuple(config("dst")).checkpoint["id"] == cp_id(11)
+    [(note, cut)] = read_quarantine(files.quarantine)
     assert cut == damaged[len(before) :] and note["offset"] == len(before)
 
 
@@ -280,15 +286,15 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
     cut is durable, the quarantine file's name must be too, or a second power cut (during
     recovery from the first) loses the torn bytes for good."""
     store = tmp_path / "store"
-    reflog = ck.build_reference_log(store, puts=4)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    reflog = build_reference_log(store, puts=4)
+    files = ThreadFiles.of(store, reflog.thread_id)
     torn = framing.frame({"t": "writes", "seq": 10**6, "more": 1})[:-7]
     with open(files.log, "ab") as f:
         f.write(torn)
-    fs = pl.PowerLossFS(store)  # what the store holds now is on disk
+    fs = PowerLossFS(store)  # what the store holds now is on disk
     lost: list[str] = []
 
-    def on_op(f: pl.PowerLossFS, kind: str, rel: str) -> None:
+    def on_op(f: PowerLossFS, kind: str, rel: str) -> None:
         if f.cuts:  # the log's cut is durable from here on
             kept = f.durable_content(os.path.relpath(files.quarantine, store))
             if kept is None or torn not in kept:
@@ -296,8 +302,8 @@ def test_the_quarantine_file_is_durable_before_the_log_is_cut(tmp_path: Path) ->
 
     fs.on_op = on_op
     saver = JsonlSaver(store)
-    with pl.watching(fs):
-        latest = saver.get_tuple(ck.config(reflog.thread_id))
+    with watching(fs):
+        latest = saver.get_tuple(config(reflog.thread_id))
         saver.put_writes(latest.config, [("m", "after the cut")], "task-after")
     assert fs.cuts and fs.cuts[0][1] == torn
     assert not lost, f"the torn bytes could be lost: {lost}"
@@ -311,24 +317,24 @@ def test_a_stale_sidecar_naming_a_reused_inode_is_not_trusted(tmp_path: Path) ->
     new log never had) made a writable open raise CorruptLogError over an intact log."""
     store = tmp_path / "store"
     saver = JsonlSaver(store)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(6):
-        mirror.put("t", ck.cp_id(i), {"m": [i]})
+        mirror.put("t", cp_id(i), {"m": [i]})
     saver.close()
-    files = ck.ThreadFiles.of(store, "t")
+    files = ThreadFiles.of(store, "t")
     stale = Path(files.idx).read_bytes()
     os.unlink(files.log)
     os.unlink(files.idx)
     saver = JsonlSaver(store)
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(100), {"m": ["again"]}, v), {}, v)
+    saver.put(config("t"), make_checkpoint(cp_id(100), {"m": ["again"]}, v), {}, v)
     first, rest = stale.split(b"\n", 1)
     head = framing.parse_line(first)
     assert head["gen"] == 1
     head["ino"] = os.stat(files.log).st_ino  # the reused inode number
     Path(files.idx).write_bytes(framing.frame(head) + rest)
-    got = JsonlSaver(store).get_tuple(ck.config("t"))
-    assert got.checkpoint["id"] == ck.cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
+    got = JsonlSaver(store).get_tuple(config("t"))
+    assert got.checkpoint["id"] == cp_id(100) and got.checkpoint["channel_values"] == {"m": ["again"]}
 
 
 def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
@@ -336,7 +342,7 @@ def _group_of_four(saver: JsonlSaver, cfg: dict, nv: dict) -> list:
         (saver._writes.prepare_put_writes, (cfg, [("m", ["a" * 700])], "task-a")),
         (saver._writes.prepare_put_writes, (cfg, [("m", ["b" * 700]), ("x", 1)], "task-b")),
         (saver._writes.prepare_put_writes, (cfg, [("m", ["c" * 700])], "task-c")),
-        (saver._writes.prepare_put, (cfg, ck.make_checkpoint(ck.cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
+        (saver._writes.prepare_put, (cfg, make_checkpoint(cp_id(2), {"m": [0, 1, "d"]}, nv), {}, nv)),
     ]
 
 
@@ -347,18 +353,18 @@ def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_pat
     plus a prefix of its batches (none of them was acknowledged before the sync)."""
     live = tmp_path / "live"
     saver = JsonlSaver(live)
-    cfg = ck.config("t", "", ck.cp_id(1))
+    cfg = config("t", "", cp_id(1))
     versions = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(0), {"m": [0]}, versions), {}, versions)
+    saver.put(config("t"), make_checkpoint(cp_id(0), {"m": [0]}, versions), {}, versions)
     nv = {"m": saver.get_next_version(versions["m"], None)}
-    saver.put(ck.config("t", "", ck.cp_id(0)), ck.make_checkpoint(ck.cp_id(1), {"m": [0, 1]}, nv), {}, nv)
+    saver.put(config("t", "", cp_id(0)), make_checkpoint(cp_id(1), {"m": [0, 1]}, nv), {}, nv)
     nv2 = {"m": saver.get_next_version(nv["m"], None)}
     saver.close()
     rng = random.Random(7)
-    images: list[pl.CrashImage] = []
-    fs = pl.PowerLossFS(live)  # the files as they are now are durable
+    images: list[CrashImage] = []
+    fs = PowerLossFS(live)  # the files as they are now are durable
     fs.on_op = lambda f, kind, rel: images.extend(f.crash_image(rng) for _ in range(40))
-    with pl.watching(fs):
+    with watching(fs):
         saver = JsonlSaver(live)  # its handles are opened through the shim
         saver.get_tuple(cfg)
         outcomes = saver._run_group("t", _group_of_four(saver, cfg, nv2))
@@ -374,9 +380,9 @@ def test_power_loss_during_a_group_commit_leaves_a_prefix_of_its_batches(tmp_pat
         image.write(str(target))
         s = JsonlSaver(target)
         tasks = {t for t, _, _ in s.get_tuple(cfg).pending_writes}
-        latest = s.get_tuple(ck.config("t")).checkpoint["id"]
+        latest = s.get_tuple(config("t")).checkpoint["id"]
         assert tasks in steps, (image.desc, tasks)
-        assert latest == ck.cp_id(1) or (latest == ck.cp_id(2) and tasks == steps[3]), image.desc
+        assert latest == cp_id(1) or (latest == cp_id(2) and tasks == steps[3]), image.desc
         prefixes_seen.add((len(tasks), latest))
         s.put_writes(cfg, [("m", ["after"])], "after")  # opens writable, repairs the tail
         s.close()

@@ -26,15 +26,15 @@ from langgraph_jsonl_checkpoint import (
 )
 from langgraph_jsonl_checkpoint.disk.framing import frame
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
-
-import crashkit as ck
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles
 
 
 def _put(
-    saver: JsonlSaver, tid: str, cid: str = ck.cp_id(1), value: object = 1, parent: str | None = None
+    saver: JsonlSaver, tid: str, cid: str = cp_id(1), value: object = 1, parent: str | None = None
 ) -> None:
     v = {"m": saver.get_next_version(None, None)}
-    saver.put(ck.config(tid, "", parent), ck.make_checkpoint(cid, {"m": value}, v), {}, v)
+    saver.put(config(tid, "", parent), make_checkpoint(cid, {"m": value}, v), {}, v)
 
 
 HOSTILE_IDS = [
@@ -59,7 +59,7 @@ def test_hostile_thread_ids_stay_inside_and_do_not_collide(tmp_path: Path) -> No
     assert sorted(os.listdir(store)) == ["STORE.json", "threads", "tmp"]
     fresh = JsonlSaver(store)
     for n, tid in enumerate(HOSTILE_IDS):
-        assert fresh.get_tuple(ck.config(tid)).checkpoint["channel_values"]["m"] == n
+        assert fresh.get_tuple(config(tid)).checkpoint["channel_values"]["m"] == n
     assert sorted(fresh.store.thread_ids()) == sorted(HOSTILE_IDS)
     for tid in HOSTILE_IDS[::3]:
         fresh.delete_thread(tid)
@@ -79,7 +79,7 @@ def test_unencodable_thread_id_is_a_clear_error_and_leaves_nothing(tmp_path: Pat
         return
     except Exception as exc:  # noqa: BLE001
         pytest.fail(f"raw {type(exc).__name__}: {exc}; files left: {os.listdir(store / 'threads')}")
-    assert JsonlSaver(store).get_tuple(ck.config(tid)) is not None
+    assert JsonlSaver(store).get_tuple(config(tid)) is not None
 
 
 # -- planted symlinks -------------------------------------------------------------------
@@ -92,7 +92,7 @@ def planted(tmp_path: Path):
     saver = JsonlSaver(store)
     _put(saver, "t", value="original")
     saver.close()
-    files = ck.ThreadFiles.of(store, "t")
+    files = ThreadFiles.of(store, "t")
     outside = tmp_path / "outside"
     outside.mkdir()
     return store, files, outside
@@ -107,11 +107,11 @@ def test_symlinked_log_is_refused_and_not_written_through(planted) -> None:
     before = target.read_bytes()
     saver = JsonlSaver(store)
     with pytest.raises(ForeignFileError, match="symbolic link"):
-        saver.get_tuple(ck.config("t"))
+        saver.get_tuple(config("t"))
     with pytest.raises(JsonlCheckpointError):
-        _put(saver, "t", ck.cp_id(2), "through the link", ck.cp_id(1))
+        _put(saver, "t", cp_id(2), "through the link", cp_id(1))
     with pytest.raises(JsonlCheckpointError):
-        saver.put_writes(ck.config("t", "", ck.cp_id(1)), [("m", "x")], "task")
+        saver.put_writes(config("t", "", cp_id(1)), [("m", "x")], "task")
     with pytest.raises(JsonlCheckpointError):
         list(saver.list(None))
     with pytest.raises(JsonlCheckpointError):
@@ -138,11 +138,11 @@ def test_symlinked_companion_file_is_never_written_through(planted, companion: s
     for op in ("get", "put", "writes", "close"):
         try:
             if op == "get":
-                saver.get_tuple(ck.config("t"))
+                saver.get_tuple(config("t"))
             elif op == "put":
-                _put(saver, "t", ck.cp_id(2), "after the link", ck.cp_id(1))
+                _put(saver, "t", cp_id(2), "after the link", cp_id(1))
             elif op == "writes":
-                saver.put_writes(ck.config("t", "", ck.cp_id(1)), [("m", "x")], "task")
+                saver.put_writes(config("t", "", cp_id(1)), [("m", "x")], "task")
             else:
                 saver.close()
         except JsonlCheckpointError:
@@ -185,17 +185,17 @@ def test_umask_000_still_gives_0600_files_and_0700_directories(tmp_path: Path) -
         saver = JsonlSaver(store, snapshot_every=2)
         parent = None
         for i in range(5):
-            _put(saver, "t", ck.cp_id(i), list(range(i + 1)), parent)
-            parent = ck.cp_id(i)
-        saver.put_writes(ck.config("t", "", parent), [("m", 1)], "task")
-        files = ck.ThreadFiles.of(store, "t")
+            _put(saver, "t", cp_id(i), list(range(i + 1)), parent)
+            parent = cp_id(i)
+        saver.put_writes(config("t", "", parent), [("m", 1)], "task")
+        files = ThreadFiles.of(store, "t")
         with open(files.log, "ab") as f:
             f.write(b"\0" * 10)
-        _put(saver, "t", ck.cp_id(9), [1], parent)  # cuts the tail: quarantine file
+        _put(saver, "t", cp_id(9), [1], parent)  # cuts the tail: quarantine file
         saver.copy_thread("t", "copy")
         saver.prune(["t"])
         saver.delete_thread("copy")
-        _put(saver, "copy", ck.cp_id(10), [2])  # a new run (older ids are refused after a delete)
+        _put(saver, "copy", cp_id(10), [2])  # a new run (older ids are refused after a delete)
         saver.close()
         JsonlSaver(store).close()
     finally:
@@ -215,9 +215,9 @@ def test_umask_000_still_gives_0600_files_and_0700_directories(tmp_path: Path) -
 # -- a refused log stays refused ---------------------------------------------------------
 
 
-def _plant(store: Path, files: ck.ThreadFiles, how: str) -> None:
+def _plant(store: Path, files: ThreadFiles, how: str) -> None:
     if how == "other-thread":
-        other = ck.ThreadFiles.of(store, "other")
+        other = ThreadFiles.of(store, "other")
         shutil.copy(other.log, files.log)
     elif how == "future-format":
         lines = Path(files.log).read_bytes().splitlines(keepends=True)
@@ -236,24 +236,24 @@ def _plant(store: Path, files: ck.ThreadFiles, how: str) -> None:
 def test_a_refused_log_stays_refused_on_the_same_saver(tmp_path: Path, how: str) -> None:
     store = tmp_path / "s"
     setup = JsonlSaver(store)
-    _put(setup, "t", ck.cp_id(1), "mine")
-    _put(setup, "t", ck.cp_id(2), "mine too", ck.cp_id(1))
-    _put(setup, "other", ck.cp_id(1), "someone else's data")
+    _put(setup, "t", cp_id(1), "mine")
+    _put(setup, "t", cp_id(2), "mine too", cp_id(1))
+    _put(setup, "other", cp_id(1), "someone else's data")
     setup.close()
-    files = ck.ThreadFiles.of(store, "t")
+    files = ThreadFiles.of(store, "t")
     os.unlink(files.idx)
     _plant(store, files, how)
     planted_bytes = Path(files.log).read_bytes()
     expected = FormatVersionError if how == "future-format" else ForeignFileError
     saver = JsonlSaver(store)
     with pytest.raises(expected):
-        saver.get_tuple(ck.config("t"))
+        saver.get_tuple(config("t"))
     with pytest.raises(JsonlCheckpointError):
-        saver.get_tuple(ck.config("t"))  # the same saver, again
+        saver.get_tuple(config("t"))  # the same saver, again
     with pytest.raises(JsonlCheckpointError):
-        list(saver.list(ck.config("t")))
+        list(saver.list(config("t")))
     with pytest.raises(JsonlCheckpointError):
-        _put(saver, "t", ck.cp_id(3), "appended", ck.cp_id(2))
+        _put(saver, "t", cp_id(3), "appended", cp_id(2))
     with pytest.raises(JsonlCheckpointError):
-        saver.put_writes(ck.config("t", "", ck.cp_id(2)), [("m", "w")], "task")
+        saver.put_writes(config("t", "", cp_id(2)), [("m", "w")], "task")
     assert Path(files.log).read_bytes() == planted_bytes, "the refused file was written to"

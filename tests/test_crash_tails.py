@@ -18,28 +18,31 @@ import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles, copy_store, read_quarantine, record_spans
+from tests.harness.reference_log import ReferenceLog, build_reference_log
+from tests.harness.truncation import AFTER_CUT_ID
 
 
 @pytest.fixture(scope="module")
-def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ck.ReferenceLog, Path]:
+def ref(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReferenceLog, Path]:
     store = tmp_path_factory.mktemp("ref") / "store"
-    return ck.build_reference_log(store, puts=10), store
+    return build_reference_log(store, puts=10), store
 
 
-def _next_record_lines(ref: ck.ReferenceLog) -> tuple[bytes, bytes]:
+def _next_record_lines(ref: ReferenceLog) -> tuple[bytes, bytes]:
     """Two lines a writer would append next: a checkpoint marked ``more`` and a snapshot."""
-    last_seq = ck.record_spans(ref.data)[-1][2]["seq"]
-    head = framing.frame({"t": "checkpoint", "ns": "", "id": ck.cp_id(500), "parent": None, "cv": {},
+    last_seq = record_spans(ref.data)[-1][2]["seq"]
+    head = framing.frame({"t": "checkpoint", "ns": "", "id": cp_id(500), "parent": None, "cv": {},
                           "md": {"json": {}}, "cp": {"json": {"v": 4}}, "values": {},
                           "seq": last_seq + 1, "more": 1})
-    tail = framing.frame({"t": "snapshot", "ns": "", "cp": ck.cp_id(500), "values": {}, "h": "x",
+    tail = framing.frame({"t": "snapshot", "ns": "", "cp": cp_id(500), "values": {}, "h": "x",
                           "seq": last_seq + 2})
     return head, tail
 
 
-def _tail(kind: str, ref: ck.ReferenceLog) -> bytes:
+def _tail(kind: str, ref: ReferenceLog) -> bytes:
     rng = random.Random(kind)
     head, last = _next_record_lines(ref)
     if kind.startswith("nul-"):
@@ -62,7 +65,7 @@ def _tail(kind: str, ref: ck.ReferenceLog) -> bytes:
         return head + last[:-1]
     if kind == "stale-lines+nuls":
         # blocks reused from an earlier file: old, checksum-valid lines of this very log
-        spans = ck.record_spans(ref.data)
+        spans = record_spans(ref.data)
         (o1, n1, _), (o2, n2, _) = spans[3], spans[4]
         return ref.data[o1 : o1 + n1] + ref.data[o2 : o2 + n2] + b"\0" * 512
     raise AssertionError(kind)
@@ -82,23 +85,23 @@ KINDS = (
 @pytest.mark.parametrize("mode", ["fresh-no-index", "fresh-with-index", "live-saver"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_dirty_tail_is_ignored_then_cut_into_quarantine(
-    ref: tuple[ck.ReferenceLog, Path], tmp_path: Path, kind: str, mode: str
+    ref: tuple[ReferenceLog, Path], tmp_path: Path, kind: str, mode: str
 ) -> None:
     reflog, src = ref
     store = tmp_path / "store"
-    ck.copy_store(src, store, index=mode != "fresh-no-index")
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    copy_store(src, store, index=mode != "fresh-no-index")
+    files = ThreadFiles.of(store, reflog.thread_id)
     want = reflog.acked[-1][1]
     live = JsonlSaver(store) if mode == "live-saver" else None
     if live is not None:
-        assert ck.answers(live, reflog.thread_id) == want
+        assert answers(live, reflog.thread_id) == want
     tail = _tail(kind, reflog)
     with open(files.log, "ab") as f:
         f.write(tail)
     saver = live or JsonlSaver(store)
 
-    got = ck.answers(saver, reflog.thread_id)
-    assert not ck.diff_answers(got, want), ck.diff_answers(got, want)
+    got = answers(saver, reflog.thread_id)
+    assert not diff_answers(got, want), diff_answers(got, want)
     with open(files.log, "rb") as f:
         assert f.read() == reflog.data + tail, "a read changed the log"
 
@@ -106,10 +109,10 @@ def test_dirty_tail_is_ignored_then_cut_into_quarantine(
     versions = dict(latest.checkpoint["channel_versions"])
     values = {**latest.checkpoint["channel_values"], "m": latest.checkpoint["channel_values"]["m"] + ["next"]}
     nv = {"m": saver.get_next_version(versions["m"], None)}
-    saver.put(ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-              ck.make_checkpoint(ck.AFTER_CUT_ID, values, {**versions, **nv}), {}, nv)
+    saver.put(config(reflog.thread_id, "", latest.checkpoint["id"]),
+              make_checkpoint(AFTER_CUT_ID, values, {**versions, **nv}), {}, nv)
 
-    entries = ck.read_quarantine(files.quarantine)
+    entries = read_quarantine(files.quarantine)
     assert [(e[0]["offset"], e[1]) for e in entries] == [(len(reflog.data), tail)]
     with open(files.log, "rb") as f:
         now = f.read()
@@ -117,7 +120,7 @@ def test_dirty_tail_is_ignored_then_cut_into_quarantine(
     scanned = framing.scan(now)
     assert scanned.tail_bytes == 0 and scanned.corrupt_offset is None
 
-    again = ck.answers(JsonlSaver(store), reflog.thread_id)
-    new = again["list"].pop(("", ck.AFTER_CUT_ID))
+    again = answers(JsonlSaver(store), reflog.thread_id)
+    new = again["list"].pop(("", AFTER_CUT_ID))
     assert new.checkpoint["channel_values"] == values
     assert again["list"] == want["list"]

@@ -21,19 +21,28 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import ForeignFileError, JsonlCheckpointError, JsonlSaver
-
-import crashkit as ck
+from tests.harness.checkpoints import config, make_checkpoint
+from tests.harness.raw_log import (
+    ThreadFiles,
+    committed_batches,
+    read_quarantine,
+    record_spans,
+    sidecar_in_use,
+)
+from tests.harness.reference_log import ReferenceLog, build_reference_log
+from tests.harness.scratch import fast_dir
+from tests.harness.truncation import AFTER_CUT_ID, check_cut, run_truncation
 
 
 @pytest.fixture(scope="module")
-def ref(tmp_path_factory: pytest.TempPathFactory) -> ck.ReferenceLog:
-    return ck.build_reference_log(tmp_path_factory.mktemp("ref") / "store")
+def ref(tmp_path_factory: pytest.TempPathFactory) -> ReferenceLog:
+    return build_reference_log(tmp_path_factory.mktemp("ref") / "store")
 
 
-def test_reference_log_has_the_shapes_the_battery_needs(ref: ck.ReferenceLog) -> None:
-    records = ck.record_spans(ref.data)
+def test_reference_log_has_the_shapes_the_battery_needs(ref: ReferenceLog) -> None:
+    records = record_spans(ref.data)
     kinds = [r[2]["t"] for r in records]
-    batches = ck.committed_batches(ref.data)
+    batches = committed_batches(ref.data)
     assert 45 <= len(records) <= 55
     assert kinds.count("snapshot") >= 3
     assert kinds.count("writes") >= 10
@@ -43,31 +52,31 @@ def test_reference_log_has_the_shapes_the_battery_needs(ref: ck.ReferenceLog) ->
     assert [size for size, _ in ref.acked] == [b.end for b in batches[1:]]
 
 
-def test_truncation_at_every_byte(ref: ck.ReferenceLog, tmp_path: Path) -> None:
-    scratch = ck.fast_dir(tmp_path)
+def test_truncation_at_every_byte(ref: ReferenceLog, tmp_path: Path) -> None:
+    scratch = fast_dir(tmp_path)
     try:
         cuts = range(ref.header_end, len(ref.data) + 1)
-        checked, problems = ck.run_truncation(ref, cuts, scratch)
+        checked, problems = run_truncation(ref, cuts, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     assert not problems, f"{len(problems)} problems, first ones:\n" + "\n".join(problems[:10])
     assert checked == len(cuts)
 
 
-def test_cut_at_batch_ends_and_next_to_them_in_process(ref: ck.ReferenceLog, tmp_path: Path) -> None:
+def test_cut_at_batch_ends_and_next_to_them_in_process(ref: ReferenceLog, tmp_path: Path) -> None:
     """The same check in this process (no fork), around every batch end: a fast signal,
     and a readable traceback if the helper itself breaks."""
     store = str(tmp_path / "s")
     JsonlSaver(store)
-    cuts = sorted({c for b in ck.committed_batches(ref.data)[1:] for c in (b.end - 1, b.end, b.end + 1)
+    cuts = sorted({c for b in committed_batches(ref.data)[1:] for c in (b.end - 1, b.end, b.end + 1)
                    if ref.header_end <= c <= len(ref.data)})
-    problems = [p for c in cuts for p in ck.check_cut(store, ref, c)]
+    problems = [p for c in cuts for p in check_cut(store, ref, c)]
     assert not problems, "\n".join(problems[:10])
 
 
 @pytest.mark.parametrize("where", ["empty", "inside"])
 def test_cut_inside_the_header_reads_as_a_new_thread(
-    ref: ck.ReferenceLog, tmp_path: Path, where: str
+    ref: ReferenceLog, tmp_path: Path, where: str
 ) -> None:
     """A log cut inside its header line holds no committed record: it reads as an absent
     thread (read-only too), and the next put sets the bytes aside in the quarantine
@@ -75,7 +84,7 @@ def test_cut_inside_the_header_reads_as_a_new_thread(
     damage makes one.)"""
     store = str(tmp_path / "s")
     JsonlSaver(store)
-    files = ck.ThreadFiles.of(store, ref.thread_id)
+    files = ThreadFiles.of(store, ref.thread_id)
     cuts = [0] if where == "empty" else list(range(1, ref.header_end))
     for cut in cuts:
         for p in (files.log, files.quarantine, files.idx):
@@ -83,56 +92,56 @@ def test_cut_inside_the_header_reads_as_a_new_thread(
                 os.unlink(p)
         with open(files.log, "wb") as f:
             f.write(ref.data[:cut])
-        assert JsonlSaver(store).get_tuple(ck.config(ref.thread_id)) is None, cut
-        assert JsonlSaver(store, read_only=True).get_tuple(ck.config(ref.thread_id)) is None
+        assert JsonlSaver(store).get_tuple(config(ref.thread_id)) is None, cut
+        assert JsonlSaver(store, read_only=True).get_tuple(config(ref.thread_id)) is None
         with open(files.log, "rb") as f:
             assert f.read() == ref.data[:cut]  # reading changes nothing
         saver = JsonlSaver(store)
         v = {"m": saver.get_next_version(None, None)}
-        saver.put(ck.config(ref.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
-        fresh = JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
-        assert fresh.checkpoint["id"] == ck.AFTER_CUT_ID and fresh.checkpoint["channel_values"] == {"m": [1]}
-        assert [raw for _, raw in ck.read_quarantine(files.quarantine)] == [ref.data[:cut]], cut
+        saver.put(config(ref.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+        fresh = JsonlSaver(store).get_tuple(config(ref.thread_id))
+        assert fresh.checkpoint["id"] == AFTER_CUT_ID and fresh.checkpoint["channel_values"] == {"m": [1]}
+        assert [raw for _, raw in read_quarantine(files.quarantine)] == [ref.data[:cut]], cut
 
 
-def test_a_header_cut_below_its_index_fails_loudly(ref: ck.ReferenceLog, tmp_path: Path) -> None:
+def test_a_header_cut_below_its_index_fails_loudly(ref: ReferenceLog, tmp_path: Path) -> None:
     """If the sidecar says records were durable, a log cut inside its header lost data:
     refused (CorruptLogError naming the file and the repair command), not served empty."""
     from langgraph_jsonl_checkpoint import CorruptLogError
 
     store = str(tmp_path / "s")
     JsonlSaver(store)
-    files = ck.ThreadFiles.of(store, ref.thread_id)
+    files = ThreadFiles.of(store, ref.thread_id)
     with open(files.log, "wb") as f:
         f.write(ref.data)
     saver = JsonlSaver(store)
-    assert saver.get_tuple(ck.config(ref.thread_id)) is not None
+    assert saver.get_tuple(config(ref.thread_id)) is not None
     saver.close()  # writes the sidecar
-    assert ck.sidecar_in_use(store, ref.thread_id)
+    assert sidecar_in_use(store, ref.thread_id)
     with open(files.log, "r+b") as f:
         f.truncate(ref.header_end // 2)
     with pytest.raises(CorruptLogError) as info:
-        JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
+        JsonlSaver(store).get_tuple(config(ref.thread_id))
     assert files.log in str(info.value) and "repair" in str(info.value)
 
 
 def test_a_foreign_file_in_place_of_a_log_is_refused_and_left_alone(
-    ref: ck.ReferenceLog, tmp_path: Path
+    ref: ReferenceLog, tmp_path: Path
 ) -> None:
     """Bytes that are not a cut of this thread's header are someone else's file."""
     store = str(tmp_path / "s")
     JsonlSaver(store)
-    files = ck.ThreadFiles.of(store, ref.thread_id)
+    files = ThreadFiles.of(store, ref.thread_id)
     other = ref.data[: ref.header_end - 1].replace(ref.thread_id.encode(), b"someone-else", 1)
     for junk in (b"hello", b'{"t":"header","seq":0,"format":1,"thread":"x"', other[:60], b"\x00" * 10):
         with open(files.log, "wb") as f:
             f.write(junk)
         with pytest.raises(ForeignFileError) as info:
-            JsonlSaver(store).get_tuple(ck.config(ref.thread_id))
+            JsonlSaver(store).get_tuple(config(ref.thread_id))
         assert files.log in str(info.value)
         saver = JsonlSaver(store)
         v = {"m": saver.get_next_version(None, None)}
         with pytest.raises(JsonlCheckpointError):
-            saver.put(ck.config(ref.thread_id), ck.make_checkpoint(ck.AFTER_CUT_ID, {"m": [1]}, v), {}, v)
+            saver.put(config(ref.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
         with open(files.log, "rb") as f:
             assert f.read() == junk

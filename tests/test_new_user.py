@@ -93,8 +93,9 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
     """Compaction stores each delta as it was written when its base is in the new file:
     a fork's delta extends the fork point, and re-deriving it from the channel's newest
     value stored it in full (a compacted log grew by 1-2%)."""
-    import crashkit as ck
-    from graphs import build_agent_graph
+    from tests.harness.answers import answers, diff_answers
+    from tests.harness.flow_graphs import build_agent_graph
+    from tests.harness.raw_log import ThreadFiles
 
     saver = JsonlSaver(tmp_path / "s", snapshot_every=snapshot_every)
     graph = build_agent_graph().compile(checkpointer=saver)
@@ -107,8 +108,8 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
             history = list(graph.get_state_history(cfg))
             old = history[len(history) // 2].config
             graph.invoke({"messages": [HumanMessage(f"fork {turn}", id=f"f{turn}")]}, old, durability="sync")
-    before = ck.answers(saver, "t")
+    before = answers(saver, "t")
     size_before, size_after = saver.compact("t")
     assert size_after <= size_before
-    assert os.path.getsize(ck.ThreadFiles.of(tmp_path / "s", "t").log) == size_after
-    assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), before)
+    assert os.path.getsize(ThreadFiles.of(tmp_path / "s", "t").log) == size_after
+    assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), before)

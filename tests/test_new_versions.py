@@ -21,7 +21,6 @@ import textwrap
 import hypothesis.strategies as st
 import orjson
 import pytest
-from bounded import ReadHung, run_bounded, within
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from langchain_core.messages import AIMessage, HumanMessage
@@ -31,14 +30,16 @@ from langgraph_jsonl_checkpoint import CorruptLogError, JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from langgraph_jsonl_checkpoint.maintenance.verify import verify
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.bounded import ReadHung, run_bounded, within
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles
 
 READ_SECONDS = 20
 
 
 def _log_records(store: str, thread_id: str) -> list[dict]:
-    with open(ck.ThreadFiles.of(store, thread_id).log, "rb") as f:
+    with open(ThreadFiles.of(store, thread_id).log, "rb") as f:
         return [orjson.loads(line) for line in f.read().splitlines()]
 
 
@@ -89,7 +90,7 @@ def test_a_put_repeating_an_unchanged_version_reads_back_in_a_fresh_process(tmp_
 def _put(saver, parent, value, ver, step):
     """A put of checkpoint number ``step`` (the same id in every saver) holding ``m``."""
     values = {} if value is None else {"m": value}
-    cp = ck.make_checkpoint(ck.cp_id(step), values, {"m": ver})
+    cp = make_checkpoint(cp_id(step), values, {"m": ver})
     return saver.put(parent, cp, {}, {"m": ver})
 
 
@@ -97,17 +98,17 @@ def test_repeating_every_version_stores_nothing_twice(tmp_path) -> None:
     """A migration that passes all channel versions at every put: unchanged values are
     not stored again (the log does not grow with the whole state per put)."""
     saver = JsonlSaver(tmp_path / "s")
-    cfg = ck.config("t")
+    cfg = config("t")
     messages = [HumanMessage(content="x" * 2000, id="h0")]
     cfg = _put(saver, cfg, list(messages), "1", 1)
-    size_one = os.path.getsize(ck.ThreadFiles.of(tmp_path / "s", "t").log)
+    size_one = os.path.getsize(ThreadFiles.of(tmp_path / "s", "t").log)
     for step in range(2, 22):
         cfg = _put(saver, cfg, [HumanMessage(content="x" * 2000, id="h0")], "1", step)
-    size = os.path.getsize(ck.ThreadFiles.of(tmp_path / "s", "t").log)
+    size = os.path.getsize(ThreadFiles.of(tmp_path / "s", "t").log)
     assert size - size_one < 20 * 1000, "each repeated put stored the 2 KB value again"
     with within(READ_SECONDS):
         fresh = JsonlSaver(tmp_path / "s")
-        assert fresh.get_tuple(ck.config("t")).checkpoint["channel_values"]["m"] == messages
+        assert fresh.get_tuple(config("t")).checkpoint["channel_values"]["m"] == messages
 
 
 @pytest.mark.parametrize("mode", ["same value", "other value", "other length", "empty"])
@@ -123,15 +124,15 @@ def test_an_old_version_written_again_wins_like_in_memory(tmp_path, mode) -> Non
     }[mode]
     savers = [JsonlSaver(tmp_path / "s", snapshot_every=2), InMemorySaver()]
     for saver in savers:
-        c1 = _put(saver, ck.config("t"), ["a"], "01", 1)
+        c1 = _put(saver, config("t"), ["a"], "01", 1)
         c2 = _put(saver, c1, ["a", "b"], "02", 2)
         c3 = _put(saver, c2, ["a", "b", "c"], "03", 3)  # a delta on "02"
         _put(saver, c3, None if new is None else list(new), "02", 4)  # "02" again
         _put(saver, c3, ["a", "b", "c", "d"], "04", 5)  # a delta on "03"
-    want = ck.answers(savers[1], "t")
+    want = answers(savers[1], "t")
     with within(READ_SECONDS):
-        assert not ck.diff_answers(ck.answers(savers[0], "t"), want)
-        assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), want)
+        assert not diff_answers(answers(savers[0], "t"), want)
+        assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), want)
     for _, entry in _deltas(_log_records(str(tmp_path / "s"), "t")):
         assert entry["base"] != entry["ver"]
 
@@ -143,7 +144,7 @@ def test_an_old_version_written_again_wins_like_in_memory(tmp_path, mode) -> Non
 def test_any_new_versions_reads_like_in_memory(tmp_path, which) -> None:
     savers = [JsonlSaver(tmp_path / "s", snapshot_every=2), InMemorySaver()]
     for saver in savers:
-        cfg = ck.config("t")
+        cfg = config("t")
         versions: dict = {}
         values: dict = {}
         for i in range(1, 9):
@@ -158,11 +159,11 @@ def test_any_new_versions_reads_like_in_memory(tmp_path, which) -> None:
                 new_versions = {**changed, "ghost": f"{i:04}.g"}
             else:
                 new_versions = {**changed, "m": f"{i:04}.other"}
-            cfg = saver.put(cfg, ck.make_checkpoint(ck.cp_id(i), values, versions), {"i": i}, new_versions)
-    want = ck.answers(savers[1], "t")
+            cfg = saver.put(cfg, make_checkpoint(cp_id(i), values, versions), {"i": i}, new_versions)
+    want = answers(savers[1], "t")
     with within(READ_SECONDS):
-        assert not ck.diff_answers(ck.answers(savers[0], "t"), want)
-        assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), want)
+        assert not diff_answers(answers(savers[0], "t"), want)
+        assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), want)
 
 
 def test_a_version_named_in_another_namespace_is_not_read_from_the_first(tmp_path) -> None:
@@ -171,15 +172,15 @@ def test_a_version_named_in_another_namespace_is_not_read_from_the_first(tmp_pat
     an index loaded in bulk from one namespace answered for every namespace)."""
     savers = [JsonlSaver(tmp_path / "s"), InMemorySaver()]
     for saver in savers:
-        saver.put(ck.config("t"), ck.make_checkpoint(ck.cp_id(1), {"m": [1]}, {"m": "1"}), {}, {"m": "1"})
+        saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, {"m": "1"}), {}, {"m": "1"})
         if isinstance(saver, JsonlSaver):
             saver.compact("t")  # reloaded in bulk, as from a sidecar
-        saver.put(ck.config("t", "sub"), ck.make_checkpoint(ck.cp_id(2), {"m": [1]}, {"m": "1"}), {}, {})
-    want = ck.answers(savers[1], "t")
+        saver.put(config("t", "sub"), make_checkpoint(cp_id(2), {"m": [1]}, {"m": "1"}), {}, {})
+    want = answers(savers[1], "t")
     assert want["latest"]["sub"].checkpoint["channel_values"] == {}
     with within(READ_SECONDS):
-        assert not ck.diff_answers(ck.answers(savers[0], "t"), want)
-        assert not ck.diff_answers(ck.answers(JsonlSaver(tmp_path / "s"), "t"), want)
+        assert not diff_answers(answers(savers[0], "t"), want)
+        assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), want)
 
 
 # -- logs this package never writes: no read may loop ---------------------------------
@@ -188,12 +189,12 @@ def test_a_version_named_in_another_namespace_is_not_read_from_the_first(tmp_pat
 def _hand_made_log(store, thread_id: str, values_by_record: list[dict]) -> str:
     """A log (with valid checksums) whose checkpoint records hold the given values."""
     JsonlSaver(store).close()
-    files = ck.ThreadFiles.of(store, thread_id)
+    files = ThreadFiles.of(store, thread_id)
     lines = [framing.frame({"t": "header", "seq": 0, "format": 1, "thread": thread_id, "gen": 1,
                             "created": "2026-01-01T00:00:00+00:00"})]
     parent = None
     for i, values in enumerate(values_by_record, start=1):
-        cid = ck.cp_id(i)
+        cid = cp_id(i)
         cv = {ch: e["ver"] for ch, e in values.items()}
         lines.append(framing.frame({
             "t": "checkpoint", "ns": "", "id": cid, "parent": parent, "cv": cv,
@@ -234,8 +235,8 @@ def test_a_hand_made_delta_cycle_is_reported_not_followed(tmp_path, case) -> Non
     saver = JsonlSaver(store)
     with within(READ_SECONDS):
         with pytest.raises(CorruptLogError) as err:
-            list(saver.list(ck.config("t")))
-        for call in (lambda: saver.get_tuple(ck.config("t")), lambda: saver.compact("t")):
+            list(saver.list(config("t")))
+        for call in (lambda: saver.get_tuple(config("t")), lambda: saver.compact("t")):
             with pytest.raises(CorruptLogError):
                 call()
     message = str(err.value)
@@ -252,7 +253,7 @@ def test_a_hand_made_delta_cycle_is_reported_not_followed(tmp_path, case) -> Non
         result = repair(JsonlSaver(store), "t")
         assert result.archived_to is not None and os.path.exists(result.archived_to)
         fixed = JsonlSaver(store)
-        listed = list(fixed.list(ck.config("t")))
+        listed = list(fixed.list(config("t")))
         assert verify(JsonlSaver(store, read_only=True), ["t"]).ok
     # what could be rebuilt stays; what could not is gone
     readable = {"a delta on a version never stored": 1, "a delta whose base is shorter than it says": 1}
@@ -305,7 +306,7 @@ class NewVersionsMachine(RuleBasedStateMachine):
         if ids and parent_pick > 0:
             parent = ids[-1] if parent_pick < 6 else ids[parent_pick % len(ids)]
         if parent:
-            tup = self.mem.get_tuple(ck.config(thread, ns, parent))
+            tup = self.mem.get_tuple(config(thread, ns, parent))
             versions = dict(tup.checkpoint["channel_versions"])
             values = dict(tup.checkpoint["channel_values"])
         else:
@@ -350,11 +351,11 @@ class NewVersionsMachine(RuleBasedStateMachine):
             new_versions = {k: new_versions[k] for k in keys[: pick % (len(keys) + 1)]}
         elif mode == "superset":
             new_versions = {**new_versions, "ghost": f"{n:06}.g"}
-        cfg = ck.config(thread, ns, parent)
+        cfg = config(thread, ns, parent)
         md = {"step": n}
-        cp = ck.make_checkpoint(ck.cp_id(n), values, versions)
+        cp = make_checkpoint(cp_id(n), values, versions)
         self.saver.put(cfg, cp, md, new_versions)
-        self.mem.put(cfg, ck.make_checkpoint(ck.cp_id(n), values, versions), md, new_versions)
+        self.mem.put(cfg, make_checkpoint(cp_id(n), values, versions), md, new_versions)
 
     @rule(thread=st.sampled_from(THREADS), ns=st.sampled_from(NAMESPACES), pick=st.integers(0, 9),
           task=st.sampled_from(["ta", "tb"]), special=st.booleans())
@@ -362,7 +363,7 @@ class NewVersionsMachine(RuleBasedStateMachine):
         ids = self._ids(thread, ns)
         if not ids:
             return
-        cfg = ck.config(thread, ns, ids[pick % len(ids)])
+        cfg = config(thread, ns, ids[pick % len(ids)])
         writes = [("m", [f"w{self.counter}"])] + ([("__interrupt__", {"i": self.counter})] if special else [])
         self.saver.put_writes(cfg, writes, task, "")
         self.mem.put_writes(cfg, writes, task, "")
@@ -386,13 +387,13 @@ class NewVersionsMachine(RuleBasedStateMachine):
         with within(READ_SECONDS, "reads"):
             fresh = JsonlSaver(self.path, read_only=True)
             for thread in THREADS:
-                want = ck.answers(self.mem, thread)
+                want = answers(self.mem, thread)
                 for name, saver in (("writer", self.saver), ("fresh", fresh)):
-                    d = ck.diff_answers(ck.answers(saver, thread), want)
+                    d = diff_answers(answers(saver, thread), want)
                     assert not d, f"{name} saver, thread {thread}: {d}"
             fresh.close()
         for thread in THREADS:
-            if os.path.exists(ck.ThreadFiles.of(self.path, thread).log):
+            if os.path.exists(ThreadFiles.of(self.path, thread).log):
                 for ch, entry in _deltas(_log_records(self.path, thread)):
                     assert entry["base"] != entry["ver"], f"{thread}/{ch}: a delta on its own version"
 

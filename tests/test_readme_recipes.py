@@ -10,8 +10,7 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-
-from graphs import build_agent_graph
+from tests.harness.flow_graphs import build_agent_graph
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -33,9 +33,27 @@ from langgraph_jsonl_checkpoint import (
     ToolCallRecord,
 )
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
-
-import replaykit as rk
-from replaykit import call
+from tests.harness.replay_crashes import CrashAt, install_crash
+from tests.harness.replay_tools import (
+    IDEMPOTENT_BY_NAME,
+    HookMap,
+    Hooks,
+    Plan,
+    State,
+    ToolBoom,
+    all_of,
+    assert_transcript_complete,
+    await_until,
+    build_graph,
+    call,
+    config,
+    effects,
+    effects_present,
+    make_tools,
+    settled,
+    tool_messages,
+    wait_until,
+)
 
 BATCH = [
     [
@@ -72,8 +90,8 @@ class Env:
 
     def _adapter(self) -> ReplayAdapter:
         if self.backend == "jsonl":
-            return ReplayAdapter(self.saver, idempotent=rk.IDEMPOTENT_BY_NAME)
-        return ReplayAdapter(store=self.store, idempotent=rk.IDEMPOTENT_BY_NAME)
+            return ReplayAdapter(self.saver, idempotent=IDEMPOTENT_BY_NAME)
+        return ReplayAdapter(store=self.store, idempotent=IDEMPOTENT_BY_NAME)
 
     def restart(self) -> None:
         """As after a restart: nothing in memory survives but the durable storage."""
@@ -87,17 +105,17 @@ class Env:
             self.saver.close()
 
     def graph(
-        self, plan: rk.Plan, *, plug: str = "tool_node", hooks: rk.Hooks | None = None, **kwargs: Any
+        self, plan: Plan, *, plug: str = "tool_node", hooks: Hooks | None = None, **kwargs: Any
     ) -> Any:
-        tools = rk.make_tools(self.effects_path, asynchronous=self.mode == "async", hooks=hooks)
-        return rk.build_graph(
+        tools = make_tools(self.effects_path, asynchronous=self.mode == "async", hooks=hooks)
+        return build_graph(
             plug, tools=tools, plan=plan, checkpointer=self.saver, adapter=self.adapter, **kwargs
         )
 
     async def run(self, graph: Any, inp: Any, thread: str = THREAD) -> Any:
         if self.mode == "async":
-            return await graph.ainvoke(inp, rk.config(thread), durability="sync")
-        return graph.invoke(inp, rk.config(thread), durability="sync")
+            return await graph.ainvoke(inp, config(thread), durability="sync")
+        return graph.invoke(inp, config(thread), durability="sync")
 
     async def start(self, graph: Any, user: str = "go", thread: str = THREAD, n: int = 0) -> Any:
         return await self.run(graph, {"messages": [HumanMessage(user, id=f"human-{n}")]}, thread)
@@ -119,13 +137,13 @@ class Env:
         return out
 
     def effects(self) -> dict[str, int]:
-        return dict(rk.effects(self.effects_path))
+        return dict(effects(self.effects_path))
 
-    async def crash_run(self, plan: rk.Plan, *, point: str, call_id: str, settle: tuple[str, ...] = (),
+    async def crash_run(self, plan: Plan, *, point: str, call_id: str, settle: tuple[str, ...] = (),
                         plug: str = "tool_node", **kwargs: Any) -> None:
         """Run ``plan`` from a new user message; "die" at ``point`` of ``call_id``."""
-        ready = rk.settled(self.records, settle)
-        hooks = rk.install_crash(self.adapter, point=point, call_id=call_id, ready=ready, crash=crash)
+        ready = settled(self.records, settle)
+        hooks = install_crash(self.adapter, point=point, call_id=call_id, ready=ready, crash=crash)
         graph = self.graph(plan, plug=plug, hooks=hooks, **kwargs)
         with pytest.raises(SimulatedCrash):
             await self.start(graph)
@@ -150,13 +168,13 @@ def env(backend: str, mode: str, tmp_path: Path):
 
 
 def single_interrupt(graph: Any) -> dict:
-    interrupts = graph.get_state(rk.config(THREAD)).interrupts
+    interrupts = graph.get_state(config(THREAD)).interrupts
     assert len(interrupts) == 1, interrupts
     return interrupts[0].value
 
 
 def only(messages: list, call_id: str) -> ToolMessage:
-    found = rk.tool_messages(messages).get(call_id, [])
+    found = tool_messages(messages).get(call_id, [])
     assert len(found) == 1, f"expected one ToolMessage for {call_id}, got {found}"
     return found[0]
 
@@ -176,7 +194,7 @@ def test_public_api(tmp_path: Path) -> None:
         with pytest.raises(ConfigError):
             ReplayAdapter(saver, store=InMemoryStore())
         adapter = ReplayAdapter(saver, idempotent=["lookup_order"])
-        node = adapter.tool_node(rk.make_tools(tmp_path / "e"), name="my_tools", handle_tool_errors=True)
+        node = adapter.tool_node(make_tools(tmp_path / "e"), name="my_tools", handle_tool_errors=True)
         assert isinstance(node, ToolNode) and node.name == "my_tools"
         assert isinstance(adapter.middleware(), AgentMiddleware)
         assert adapter.tool_calls("nobody") == [] and saver.tool_calls("nobody") == []
@@ -184,8 +202,8 @@ def test_public_api(tmp_path: Path) -> None:
 
 async def test_missing_thread_id_is_a_config_error(tmp_path: Path) -> None:
     adapter = ReplayAdapter(store=InMemoryStore())
-    builder = StateGraph(rk.State)
-    builder.add_node("tools", adapter.tool_node(rk.make_tools(tmp_path / "e")))
+    builder = StateGraph(State)
+    builder.add_node("tools", adapter.tool_node(make_tools(tmp_path / "e")))
     builder.add_edge(START, "tools")
     graph = builder.compile()  # no checkpointer, no thread
     from langchain_core.messages import AIMessage
@@ -193,7 +211,7 @@ async def test_missing_thread_id_is_a_config_error(tmp_path: Path) -> None:
     msg = AIMessage("", tool_calls=[{**call("send_email", "c1", to="x"), "type": "tool_call"}])
     with pytest.raises(ConfigError, match="thread_id"):
         graph.invoke({"messages": [msg]})
-    assert rk.effects(tmp_path / "e") == {}
+    assert effects(tmp_path / "e") == {}
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +221,7 @@ async def test_missing_thread_id_is_a_config_error(tmp_path: Path) -> None:
 async def test_normal_run_journals_each_call(env: Env, plug: str) -> None:
     graph = env.graph(BATCH, plug=plug)
     out = await env.start(graph)
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert out["messages"][-1].content == "done: c1=order 42: shipped | c2=sent to bob | c3=charged 5"
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
 
@@ -261,8 +279,8 @@ async def test_crash_then_resume(env: Env, point: str) -> None:
         ]
         assert value["calls"][0]["started_at"] == recs["c2"].started_at
         out = await env.run(graph, Command(resume={"c2": answer}))
-    assert graph.get_state(rk.config(THREAD)).next == ()
-    rk.assert_transcript_complete(out["messages"])
+    assert graph.get_state(config(THREAD)).next == ()
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
     assert only(out["messages"], "c2").content == content
     assert only(out["messages"], "c1").content == "order 42: shipped"
@@ -290,8 +308,8 @@ async def test_idempotent_started_call_runs_again(env: Env, plug: str, target: s
     assert env.by_id()[target].state == "started"
     graph = env.graph(IDEMPOTENT, plug=plug)
     out = await env.run(graph, None)
-    assert graph.get_state(rk.config(THREAD)).interrupts == ()
-    rk.assert_transcript_complete(out["messages"])
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1, target: 2}
     assert all(r.state == "finished" for r in env.records())
 
@@ -313,7 +331,7 @@ async def test_answers_to_an_uncertain_call(
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
     single_interrupt(graph)
     out = await env.run(graph, Command(resume={"c2": answer}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     msg = only(out["messages"], "c2")
     assert msg.content == content
     assert msg.status == ("error" if answer == "skip" else "success")
@@ -331,7 +349,7 @@ async def test_crash_during_retry_asks_again(env: Env) -> None:
     graph = env.graph(BATCH)
     await env.run(graph, None)
     single_interrupt(graph)
-    hooks = rk.install_crash(env.adapter, point="after_effect", call_id="c2", crash=crash)
+    hooks = install_crash(env.adapter, point="after_effect", call_id="c2", crash=crash)
     with pytest.raises(SimulatedCrash):
         await env.run(env.graph(BATCH, hooks=hooks), Command(resume={"c2": "retry"}))
     env.restart()
@@ -345,7 +363,7 @@ async def test_crash_during_retry_asks_again(env: Env) -> None:
     value = single_interrupt(graph)
     assert [c["id"] for c in value["calls"]] == ["c2"] and value["calls"][0]["started_at"] == rec.started_at
     out = await env.run(graph, Command(resume={"c2": "skip"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
 
 
@@ -375,32 +393,32 @@ async def test_malformed_resume_reraises_with_error(env: Env, case: str) -> None
         assert isinstance(value.get("error"), str) and value["error"]
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
     assert env.by_id()["c2"].state == "started"
-    assert "c2" not in rk.tool_messages(graph.get_state(rk.config(THREAD)).values["messages"])
+    assert "c2" not in tool_messages(graph.get_state(config(THREAD)).values["messages"])
     # a second bad answer: still asking; then a good one goes through, "retry" once
     await env.run(graph, Command(resume={"c2": "later"}))
     assert "error" in single_interrupt(graph)
     out = await env.run(graph, Command(resume={"c2": "retry"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
 
 
-class _BothDie(rk.Hooks):
+class _BothDie(Hooks):
     """c2 and c3 both "die" after their effect, each once both effects happened."""
 
     def __init__(self, env: Env) -> None:
         # c1 (no hook) must have settled too, or the crash can cut it short.
-        self.ready = rk.all_of(
-            rk.effects_present(env.effects_path, ["c2", "c3"]), rk.settled(env.records, ["c1"])
+        self.ready = all_of(
+            effects_present(env.effects_path, ["c2", "c3"]), settled(env.records, ["c1"])
         )
 
     def at(self, point: str, call_id: str) -> None:
         if point == "after_effect" and call_id in ("c2", "c3"):
-            rk.wait_until(self.ready)
+            wait_until(self.ready)
             crash()
 
     async def aat(self, point: str, call_id: str) -> None:
         if point == "after_effect" and call_id in ("c2", "c3"):
-            await rk.await_until(self.ready)
+            await await_until(self.ready)
             crash()
 
 
@@ -423,7 +441,7 @@ async def test_two_uncertain_calls_one_interrupt_per_tool_node(env: Env) -> None
     assert "c3" in value["error"] and sorted(c["id"] for c in value["calls"]) == ["c2", "c3"]
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
     out = await env.run(graph, Command(resume={"c2": "skip", "c3": "retry"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 2}
     assert only(out["messages"], "c2").content == SKIPPED_TEXT
     assert {k: (r.state, r.resolution) for k, r in env.by_id().items()} == {
@@ -437,18 +455,18 @@ async def test_two_uncertain_calls_create_agent_resume_command(env: Env) -> None
     env.restart()
     graph = env.graph(BATCH, plug="agent")
     await env.run(graph, None)
-    interrupts = graph.get_state(rk.config(THREAD)).interrupts
+    interrupts = graph.get_state(config(THREAD)).interrupts
     assert sorted(c["id"] for i in interrupts for c in i.value["calls"]) == ["c2", "c3"]
     assert all(len(i.value["calls"]) == 1 for i in interrupts)
     # answering only c2: c2's task goes through, c3's asks again with an error
     await env.run(graph, ReplayAdapter.resume_command(interrupts, {"c2": "skip"}))
-    interrupts = graph.get_state(rk.config(THREAD)).interrupts
+    interrupts = graph.get_state(config(THREAD)).interrupts
     assert len(interrupts) == 1 and [c["id"] for c in interrupts[0].value["calls"]] == ["c3"]
     assert "c3" in interrupts[0].value["error"]
     out = await env.run(graph, ReplayAdapter.resume_command(interrupts, {"c2": "skip", "c3": "retry"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 2}
-    assert graph.get_state(rk.config(THREAD)).next == ()
+    assert graph.get_state(config(THREAD)).next == ()
 
 
 # --------------------------------------------------------------------------
@@ -470,11 +488,11 @@ async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: 
     # approve interrupts only once its siblings have finished (journaled, or, without
     # the adapter, taken effect), so both graphs see the same history
     ready = (
-        rk.settled(env.records, ["c1", "c2"])
+        settled(env.records, ["c1", "c2"])
         if plug == "tool_node"
-        else rk.effects_present(env.effects_path, ["c1", "c2"])
+        else effects_present(env.effects_path, ["c1", "c2"])
     )
-    waits = rk.CrashAt("before_interrupt", "c3", ready, lambda: None)
+    waits = CrashAt("before_interrupt", "c3", ready, lambda: None)
     graph = env.graph(APPROVAL, plug=plug, hooks=waits)
     await env.start(graph)
     assert single_interrupt(graph) == {"approve": "refund"}
@@ -489,7 +507,7 @@ async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: 
         assert recs["c3"].events == ["requested", "started", "released"]
 
     out = await env.run(graph, Command(resume="yes"))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert only(out["messages"], "c3").content == "refund: yes"
     if plug == "tool_node":
         assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
@@ -510,7 +528,7 @@ FAILING = [[[call("lookup_order", "c1", order_id="42"), call("explode", "c2", re
 
 async def test_failed_call_replays_its_error_and_is_not_called_again(env: Env) -> None:
     graph = env.graph(FAILING)
-    with pytest.raises(rk.ToolBoom, match="boom: disk full"):
+    with pytest.raises(ToolBoom, match="boom: disk full"):
         await env.start(graph)
     recs = env.by_id()
     assert (recs["c2"].state, recs["c2"].effective_state) == ("failed", "failed")
@@ -530,7 +548,7 @@ async def test_failed_call_replays_its_error_and_is_not_called_again(env: Env) -
     # handing recorded errors to the model instead: the run finishes, nothing re-runs
     graph = env.graph(FAILING, handle_tool_errors=(RecordedToolError,))
     out = await env.run(graph, None)
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     msg = only(out["messages"], "c2")
     assert msg.status == "error" and "boom: disk full" in msg.content
     assert only(out["messages"], "c1").content == "order 42: shipped"
@@ -547,7 +565,7 @@ async def test_error_handled_by_tool_node_is_a_finished_result(env: Env) -> None
     assert recs["c2"].state == "finished" and recs["c2"].result.status == "error"
     graph = env.graph(FAILING, handle_tool_errors=True)
     out = await env.run(graph, None)
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert "boom: disk full" in only(out["messages"], "c2").content
     assert env.effects() == {"c1": 1, "c2": 1}
 
@@ -564,7 +582,7 @@ async def test_command_result_is_journaled_and_replayed(env: Env) -> None:
 
     graph = env.graph(COMMANDS)
     out = await env.run(graph, None)
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert out["status"] == "shipped"
     assert only(out["messages"], "c1").content == "status is now shipped"
     assert env.effects() == {"c1": 1, "c2": 1}
@@ -576,7 +594,7 @@ async def test_command_tool_uncertain_then_retry(env: Env) -> None:
     await env.run(graph, None)
     assert [c["id"] for c in single_interrupt(graph)["calls"]] == ["c1"]
     out = await env.run(graph, Command(resume={"c1": "retry"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert out["status"] == "shipped"
     assert env.effects() == {"c1": 1, "c2": 1}
 
@@ -591,7 +609,7 @@ async def test_later_turn_reusing_call_id_gets_its_own_record(env: Env, plug: st
     await env.start(graph)
     assert env.effects() == {"c1": 1}
     # second turn, same call id; it dies after the email went out
-    hooks = rk.install_crash(env.adapter, point="after_effect", call_id="c1", crash=crash)
+    hooks = install_crash(env.adapter, point="after_effect", call_id="c1", crash=crash)
     graph = env.graph(plan, plug=plug, hooks=hooks)
     with pytest.raises(SimulatedCrash):
         await env.start(graph, user="again", n=1)
@@ -606,10 +624,10 @@ async def test_later_turn_reusing_call_id_gets_its_own_record(env: Env, plug: st
     value = single_interrupt(graph)
     assert [c["id"] for c in value["calls"]] == ["c1"]
     out = await env.run(
-        graph, ReplayAdapter.resume_command(graph.get_state(rk.config(THREAD)).interrupts, {"c1": "skip"})
+        graph, ReplayAdapter.resume_command(graph.get_state(config(THREAD)).interrupts, {"c1": "skip"})
     )
-    rk.assert_transcript_complete(out["messages"])
-    assert [m.content for m in rk.tool_messages(out["messages"])["c1"]] == ["sent to bob", SKIPPED_TEXT]
+    assert_transcript_complete(out["messages"])
+    assert [m.content for m in tool_messages(out["messages"])["c1"]] == ["sent to bob", SKIPPED_TEXT]
     assert env.effects() == {"c1": 2}
     assert [(r.state, r.resolution) for r in env.records()] == [("finished", None), ("finished", "skip")]
 
@@ -618,24 +636,24 @@ async def test_later_turn_reusing_call_id_gets_its_own_record(env: Env, plug: st
 # a tool node inside a subgraph
 # --------------------------------------------------------------------------
 async def test_tool_node_in_subgraph(env: Env) -> None:
-    def outer(plan: rk.Plan, hooks: rk.Hooks | None = None) -> Any:
-        inner = rk.build_graph(
+    def outer(plan: Plan, hooks: Hooks | None = None) -> Any:
+        inner = build_graph(
             "tool_node",
-            tools=rk.make_tools(env.effects_path, asynchronous=env.mode == "async", hooks=hooks),
+            tools=make_tools(env.effects_path, asynchronous=env.mode == "async", hooks=hooks),
             plan=plan,
             checkpointer=None,
             adapter=env.adapter,
         )
-        builder = StateGraph(rk.State)
+        builder = StateGraph(State)
         builder.add_node("inner", inner)
         builder.add_edge(START, "inner")
         return builder.compile(checkpointer=env.saver)
 
-    hooks = rk.install_crash(
+    hooks = install_crash(
         env.adapter,
         point="after_effect",
         call_id="c2",
-        ready=rk.settled(env.records, ["c1", "c3"]),
+        ready=settled(env.records, ["c1", "c3"]),
         crash=crash,
     )
     with pytest.raises(SimulatedCrash):
@@ -650,7 +668,7 @@ async def test_tool_node_in_subgraph(env: Env) -> None:
     value = single_interrupt(graph)
     assert [c["id"] for c in value["calls"]] == ["c2"]
     out = await env.run(graph, Command(resume={"c2": "skip"}))
-    rk.assert_transcript_complete(out["messages"])
+    assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
 
 
@@ -660,11 +678,11 @@ async def test_tool_node_in_subgraph(env: Env) -> None:
 async def test_threads_do_not_share_records(env: Env) -> None:
     graph = env.graph(BATCH)
     await env.start(graph, thread="a")
-    hooks = rk.install_crash(
+    hooks = install_crash(
         env.adapter,
         point="after_effect",
         call_id="c2",
-        ready=rk.settled(lambda: env.records("b"), ["c1", "c3"]),
+        ready=settled(lambda: env.records("b"), ["c1", "c3"]),
         crash=crash,
     )
     with pytest.raises(SimulatedCrash):
@@ -680,7 +698,7 @@ async def test_threads_do_not_share_records(env: Env) -> None:
     graph = env.graph(BATCH)
     await env.run(graph, None, thread="a")  # thread a is done: nothing to do
     await env.run(graph, None, thread="b")
-    assert len(graph.get_state(rk.config("b")).interrupts) == 1
+    assert len(graph.get_state(config("b")).interrupts) == 1
     assert env.effects() == {"c1": 2, "c2": 2, "c3": 2}
 
 
@@ -704,15 +722,15 @@ def test_started_is_synced_to_disk_before_the_tool_runs(
             order.append(("record", [e["ev"] for e in events], len(syncs) - before))
 
         adapter.journal.record = record  # type: ignore[method-assign]
-        hooks = rk.HookMap({("before_effect", "c1"): lambda: order.append(("tool body", None))})
-        graph = rk.build_graph(
+        hooks = HookMap({("before_effect", "c1"): lambda: order.append(("tool body", None))})
+        graph = build_graph(
             "tool_node",
-            tools=rk.make_tools(tmp_path / "e", hooks=hooks),
+            tools=make_tools(tmp_path / "e", hooks=hooks),
             plan=[[[call("send_email", "c1", to="bob")]]],
             checkpointer=saver,
             adapter=adapter,
         )
-        graph.invoke({"messages": [HumanMessage("go")]}, rk.config(THREAD))
+        graph.invoke({"messages": [HumanMessage("go")]}, config(THREAD))
     assert [o[:2] for o in order] == [("record", ["requested"]), ("record", ["started"]), ("tool body", None),
                                       ("record", ["finished"])]
     assert all(o[2] >= 1 for o in order if o[0] == "record"), order  # each batch reached the disk

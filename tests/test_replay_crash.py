@@ -4,7 +4,7 @@ and dies at a chosen point of a tool call's lifecycle (SIGKILL from the test, or
 this test process) and the side effects (lines the tools append to a file) are counted
 exactly.
 
-Crash points (see ``replaykit.CRASH_POINTS``), for the side-effecting ``send_email``
+Crash points (see ``replay_crashes.CRASH_POINTS``), for the side-effecting ``send_email``
 call ``c2`` of a parallel batch whose siblings (``c1`` read-only, ``c3`` side-effecting)
 have already finished:
 
@@ -29,9 +29,8 @@ from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import RecordedToolError, ReplayAdapter
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
-
-import replaykit as rk
-from replaykit import call
+from tests.harness.replay_crashes import Crash, graph_for, open_store, resume, run_crash, run_resume, spec
+from tests.harness.replay_tools import assert_transcript_complete, call, config, effects, tool_messages
 
 BATCH = [
     [
@@ -54,8 +53,8 @@ MATRIX = {
 }
 
 
-def crash(s: dict) -> rk.Crash:
-    c = rk.run_crash(s)
+def crash(s: dict) -> Crash:
+    c = run_crash(s)
     assert c.died, f"child did not die at its crash point: exit code {c.exitcode}\n{c.error}"
     return c
 
@@ -82,17 +81,17 @@ def test_crash_at_each_lifecycle_point_then_resume_in_new_process(
 ) -> None:
     before, answer, content, resolution = MATRIX[point]
     how = "kill" if mode == "sync" else "exit"
-    s = rk.spec(tmp_path / "store", plan=BATCH, mode=mode, answers={"c2": answer} if answer else None,
+    s = spec(tmp_path / "store", plan=BATCH, mode=mode, answers={"c2": answer} if answer else None,
                 crash={"call": "c2", "point": point, "how": how, "settle": ["c1", "c3"]})
     crash(s)
     # what the crash left: the siblings finished, c2 as the table says
-    assert rk.effects(s["effects"]) == {
+    assert effects(s["effects"]) == {
         "c1": 1,
         "c3": 1,
         **({"c2": 1} if point in ("after_effect", "before_finished", "after_finished") else {}),
     }
 
-    report = rk.run_resume(s)
+    report = run_resume(s)
     assert report["before"]["c1"] == ["finished", "finished"]
     assert report["before"]["c3"] == ["finished", "finished"]
     assert report["before"]["c2"][1] == before
@@ -144,10 +143,10 @@ def test_idempotent_call_cut_off_by_crash_runs_again_without_asking(
         ]
     ]
     others = [c for c in ("c1", "c2", "c4") if c != target]
-    s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
+    s = spec(tmp_path / "store", plan=plan, mode=mode,
                 crash={"call": target, "point": "after_effect", "how": "kill", "settle": others})
     crash(s)
-    report = rk.resume(s)  # in this (test) process: also a new process for the store
+    report = resume(s)  # in this (test) process: also a new process for the store
     assert report["before"][target] == ["started", "uncertain"]
     assert report["interrupts"] == []
     assert_complete(report)
@@ -158,10 +157,10 @@ def test_idempotent_call_cut_off_by_crash_runs_again_without_asking(
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_wrap_tool_call_plug_crash_then_skip(tmp_path: Path, mode: str) -> None:
     """``ToolNode(tools, wrap_tool_call=adapter.wrap_tool_call, awrap_tool_call=...)``."""
-    s = rk.spec(tmp_path / "store", plan=BATCH, plug="wrap", mode=mode, answers={"c2": "skip"},
+    s = spec(tmp_path / "store", plan=BATCH, plug="wrap", mode=mode, answers={"c2": "skip"},
                 crash={"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1", "c3"]})
     crash(s)
-    report = rk.resume(s)
+    report = resume(s)
     assert [c["id"] for c in report["interrupts"][0]["calls"]] == ["c2"]
     assert_complete(report)
     assert report["effects"] == {"c1": 1, "c2": 1, "c3": 1}
@@ -173,7 +172,7 @@ def test_wrap_tool_call_plug_crash_then_skip(tmp_path: Path, mode: str) -> None:
 def test_create_agent_crash_with_two_uncertain_calls(tmp_path: Path, mode: str) -> None:
     """create_agent runs each call as its own task: one interrupt per uncertain call, all
     answered at once by ``ReplayAdapter.resume_command``."""
-    s = rk.spec(
+    s = spec(
         tmp_path / "store",
         plan=BATCH,
         plug="agent",
@@ -189,8 +188,8 @@ def test_create_agent_crash_with_two_uncertain_calls(tmp_path: Path, mode: str) 
         },
     )
     crash(s)
-    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
-    report = rk.run_resume(s) if mode == "sync" else rk.resume(s)
+    assert effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
+    report = run_resume(s) if mode == "sync" else resume(s)
     assert report["before"] == {
         "c1": ["finished", "finished"],
         "c2": ["started", "uncertain"],
@@ -208,10 +207,10 @@ def test_create_agent_crash_with_two_uncertain_calls(tmp_path: Path, mode: str) 
 
 
 def test_create_agent_crash_after_finished_replays_result(tmp_path: Path) -> None:
-    s = rk.spec(tmp_path / "store", plan=BATCH, plug="agent", mode="sync",
+    s = spec(tmp_path / "store", plan=BATCH, plug="agent", mode="sync",
                 crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1", "c3"]})
     crash(s)
-    report = rk.resume(s)
+    report = resume(s)
     assert report["before"]["c2"] == ["finished", "finished"]
     assert report["interrupts"] == []
     assert_complete(report)
@@ -224,13 +223,13 @@ def test_command_result_replayed_after_crash(tmp_path: Path) -> None:
     then the process died before the node's writes were saved: the recorded Command is
     applied on resume, the tool is not called again."""
     plan = [[[call("set_status", "c1", status="shipped"), call("send_email", "c2", to="bob")]]]
-    s = rk.spec(
+    s = spec(
         tmp_path / "store",
         plan=plan,
         crash={"call": "c1", "point": "after_finished", "how": "kill", "settle": ["c2"]},
     )
     crash(s)
-    report = rk.resume(s)
+    report = resume(s)
     assert report["interrupts"] == []
     assert_complete(report)
     assert report["status"] == "shipped"
@@ -241,15 +240,15 @@ def test_command_result_replayed_after_crash(tmp_path: Path) -> None:
 def test_failed_call_survives_crash_and_is_not_called_again(tmp_path: Path) -> None:
     """``explode`` failed (recorded), then the process died while a sibling finished."""
     plan = [[[call("explode", "c1", reason="disk full"), call("send_email", "c2", to="bob")]]]
-    s = rk.spec(
+    s = spec(
         tmp_path / "store",
         plan=plan,
         crash={"call": "c2", "point": "after_finished", "how": "exit", "settle": ["c1"]},
     )
     crash(s)
-    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+    assert effects(s["effects"]) == {"c1": 1, "c2": 1}
 
-    saver, adapter = rk.open_store(s)
+    saver, adapter = open_store(s)
     with saver:
         rec = {r.key.call_id: r for r in saver.tool_calls("t1")}
         assert rec["c1"].state == "failed" and rec["c1"].error == {
@@ -257,31 +256,31 @@ def test_failed_call_survives_crash_and_is_not_called_again(tmp_path: Path) -> N
             "message": "boom: disk full",
         }
         # default error handling: the recorded error is raised again, the tool not called
-        graph = rk.graph_for(s, saver, adapter)
+        graph = graph_for(s, saver, adapter)
         with pytest.raises(RecordedToolError, match="ToolBoom: boom: disk full"):
-            graph.invoke(None, rk.config("t1"))
-        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+            graph.invoke(None, config("t1"))
+        assert effects(s["effects"]) == {"c1": 1, "c2": 1}
 
     # a graph that hands recorded errors to the model: it finishes, still without calls
-    saver, adapter = rk.open_store(s)
+    saver, adapter = open_store(s)
     with saver:
-        graph = rk.graph_for(s, saver, adapter, handle_tool_errors=(RecordedToolError,))
-        out = graph.invoke(None, rk.config("t1"))
-        rk.assert_transcript_complete(out["messages"])
-        msgs = rk.tool_messages(out["messages"])
+        graph = graph_for(s, saver, adapter, handle_tool_errors=(RecordedToolError,))
+        out = graph.invoke(None, config("t1"))
+        assert_transcript_complete(out["messages"])
+        msgs = tool_messages(out["messages"])
         assert msgs["c1"][0].status == "error" and "boom: disk full" in msgs["c1"][0].content
         assert msgs["c2"][0].content == "sent to bob"
-        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1}
+        assert effects(s["effects"]) == {"c1": 1, "c2": 1}
         assert {r.key.call_id: r.state for r in saver.tool_calls("t1")} == {"c1": "failed", "c2": "finished"}
 
 
 def test_no_adapter_reruns_the_whole_batch_after_a_crash(tmp_path: Path) -> None:
     """Control: the same crash with a plain ToolNode re-runs every call of the batch, so
     the effect counts above do tell the adapter's work apart."""
-    s = rk.spec(tmp_path / "store", plan=BATCH, plug="plain",
+    s = spec(tmp_path / "store", plan=BATCH, plug="plain",
                 crash={"call": "c2", "point": "after_effect", "how": "kill", "effects_of": ["c1", "c3"]})
     crash(s)
-    report = rk.resume(s)
+    report = resume(s)
     assert report["interrupts"] == []
     assert_complete(report)
     assert report["effects"] == {"c1": 2, "c2": 2, "c3": 2}
@@ -302,16 +301,16 @@ def test_uncertain_call_and_tool_interrupt_in_one_batch(tmp_path: Path, mode: st
         ]
     ]
     # dies when approve (c3) is about to start, while send_email (c2) is past its effect
-    s = rk.spec(tmp_path / "store", plan=plan, mode=mode,
+    s = spec(tmp_path / "store", plan=plan, mode=mode,
                 crash={"call": "c3", "point": "before_started", "how": "kill", "settle": ["c1"],
                        "effects_of": ["c2"], "hold": ["c2"]})
     crash(s)
-    saver, adapter = rk.open_store(s)
+    saver, adapter = open_store(s)
     with saver:
         assert {r.key.call_id: r.effective_state for r in saver.tool_calls("t1")} == {
             "c1": "finished", "c2": "uncertain", "c3": "requested"}
-        graph = rk.graph_for(s, saver, adapter)
-        cfg = rk.config("t1")
+        graph = graph_for(s, saver, adapter)
+        cfg = config("t1")
 
         def run(inp):
             if mode == "async":
@@ -334,11 +333,11 @@ def test_uncertain_call_and_tool_interrupt_in_one_batch(tmp_path: Path, mode: st
             if form == "value"
             else Command(resume={second.id: "approved by Ann"})
         )
-        rk.assert_transcript_complete(out["messages"])
-        msgs = rk.tool_messages(out["messages"])
+        assert_transcript_complete(out["messages"])
+        msgs = tool_messages(out["messages"])
         assert msgs["c2"][0].content == SKIPPED_TEXT
         assert msgs["c3"][0].content == "refund: approved by Ann"
-        assert rk.effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
+        assert effects(s["effects"]) == {"c1": 1, "c2": 1, "c3": 1}
 
 
 @pytest.mark.parametrize("form", ["value", "resume_command"])
@@ -348,13 +347,13 @@ def test_crash_during_retry_asks_again(tmp_path: Path, mode: str, form: str) -> 
     That is a new uncertainty: the person must be asked again, not the old "retry"
     reused (that would send the email a third time without asking)."""
     crash_c2 = {"call": "c2", "point": "after_effect", "how": "kill", "settle": ["c1", "c3"]}
-    s = rk.spec(tmp_path / "store", plan=BATCH, mode=mode, crash=crash_c2, answers={"c2": "skip"})
+    s = spec(tmp_path / "store", plan=BATCH, mode=mode, crash=crash_c2, answers={"c2": "skip"})
     crash(s)
     # resume: Command(resume={"c2": "retry"}) or resume_command(interrupts, {"c2": "retry"})
     crash({**s, "resume_with": {"c2": "retry"}, "resume_form": form, "crash": {**crash_c2, "settle": []}})
-    assert rk.effects(s["effects"]) == {"c1": 1, "c2": 2, "c3": 1}
+    assert effects(s["effects"]) == {"c1": 1, "c2": 2, "c3": 1}
 
-    report = rk.run_resume(s)
+    report = run_resume(s)
     assert report["before"]["c2"] == ["started", "uncertain"]
     assert [c["id"] for i in report["interrupts"] for c in i["calls"]] == ["c2"]
     assert_complete(report)

@@ -28,8 +28,8 @@ from langgraph_jsonl_checkpoint import (
     StoreError,
 )
 from langgraph_jsonl_checkpoint.disk.framing import frame
-
-import crashkit as ck
+from tests.harness.answers import answers
+from tests.harness.raw_log import ThreadFiles, sidecar_blocks, sidecar_summaries, write_in_place
 
 CP_IDS = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(100)]
 
@@ -204,10 +204,10 @@ def test_index_faults_are_rebuilt_from_the_log(tmp_path: Path, damage: str) -> N
     elif damage == "garbage":
         idx_file.write_bytes(b"\0" * 100)
     elif damage in ("tampered", "past_eof"):
-        head, summaries = ck.sidecar_summaries(idx_file.read_bytes())
+        head, summaries = sidecar_summaries(idx_file.read_bytes())
         target = 4 if damage == "tampered" else len(summaries) - 1
         summaries[target]["o"] += 3 if damage == "tampered" else 10_000  # mid-record / past EOF
-        idx_file.write_bytes(ck.sidecar_blocks(head, summaries, cuts=(target,)))
+        idx_file.write_bytes(sidecar_blocks(head, summaries, cuts=(target,)))
     else:
         idx_file.write_bytes(stale)
     fresh = JsonlSaver(tmp_path / "s")
@@ -644,8 +644,6 @@ def _race_child(store: str, inside, queue) -> None:
 
 
 def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path) -> None:
-    import crashkit as ck
-
     saver = JsonlSaver(tmp_path / "s", snapshot_every=2, snapshot_ratio=0)
     items: list = []
     parent = None
@@ -661,8 +659,8 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
         saver.put_writes(cfg, [("__error__", f"second error {i}")], f"task-e{i}")  # replaces
     orphan = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": CP_IDS[99]}}
     saver.put_writes(orphan, [("items", ["before its checkpoint"])], "task-orphan")
-    before = ck.answers(saver, "t")
-    files = ck.ThreadFiles.of(tmp_path / "s", "t")
+    before = answers(saver, "t")
+    files = ThreadFiles.of(tmp_path / "s", "t")
     raw_before = Path(files.log).read_bytes()
     assert b'"t":"snapshot"' in raw_before and b"second error 3" in raw_before
 
@@ -674,7 +672,7 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
     assert b'"t":"snapshot"' not in raw_after and b"retried, not stored" not in raw_after
     assert b"first error" not in raw_after
     for reader in (saver, JsonlSaver(tmp_path / "s"), JsonlSaver(tmp_path / "s", read_only=True)):
-        assert ck.answers(reader, "t") == before
+        assert answers(reader, "t") == before
     # the orphan write is still waiting for its checkpoint
     versions = {"items": saver.get_next_version(None, None)}
     saver.put(
@@ -694,7 +692,7 @@ def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from graphs import build_agent_graph
+    from tests.harness.flow_graphs import build_agent_graph
 
     ours = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))
     ref = build_agent_graph().compile(checkpointer=InMemorySaver())
@@ -879,7 +877,7 @@ def test_verify_in_a_live_process_rebuilds_from_the_records_not_from_memory(tmp_
     assert "tail" in rec["values"]["messages"]  # a delta, rebuilt only from records
     rec["values"]["messages"]["tail"]["msgs"][0]["content"] = "m9"  # same length
     lines[last] = frame(rec)
-    ck.write_in_place(str(log_file), b"".join(lines))
+    write_in_place(str(log_file), b"".join(lines))
     findings = verify(saver).findings
     assert any("state hash does not match" in f.problem for f in findings), findings
 

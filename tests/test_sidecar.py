@@ -20,24 +20,34 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing, sidecar
 from langgraph_jsonl_checkpoint.disk.index import ThreadIndex
 from langgraph_jsonl_checkpoint.disk.summary import summarize
-
-import crashkit as ck
+from tests.harness.answers import answers, diff_answers
+from tests.harness.checkpoints import Mirror, config, cp_id, make_checkpoint
+from tests.harness.raw_log import (
+    ThreadFiles,
+    copy_store,
+    record_spans,
+    sidecar_blocks,
+    sidecar_summaries,
+    write_in_place,
+)
+from tests.harness.reference_log import build_reference_log
+from tests.harness.truncation import AFTER_CUT_ID
 
 
 @pytest.fixture(scope="module")
 def ref(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("sidecar")
-    reflog = ck.build_reference_log(base / "ref")
+    reflog = build_reference_log(base / "ref")
     scan_store = base / "scan"
-    ck.copy_store(base / "ref", scan_store, index=False)
-    full_scan = ck.answers(JsonlSaver(scan_store), reflog.thread_id)
+    copy_store(base / "ref", scan_store, index=False)
+    full_scan = answers(JsonlSaver(scan_store), reflog.thread_id)
     return base, reflog, full_scan
 
 
 def _store_with_sidecar(base, name: str) -> str:
     store = str(base / name)
     shutil.rmtree(store, ignore_errors=True)
-    ck.copy_store(base / "ref", store, index=True)
+    copy_store(base / "ref", store, index=True)
     return store
 
 
@@ -62,8 +72,8 @@ def test_blocks_hold_exactly_what_summarize_makes(ref) -> None:
     records on a scan), round-tripped through the file form."""
     _, reflog, _ = ref
     data = reflog.data
-    extra = framing.frame(_tool_record(len(ck.record_spans(data)))) + framing.frame(
-        {"t": "future-kind", "x": 1, "seq": len(ck.record_spans(data)) + 1}
+    extra = framing.frame(_tool_record(len(record_spans(data)))) + framing.frame(
+        {"t": "future-kind", "x": 1, "seq": len(record_spans(data)) + 1}
     )
     recs, offs, lens = _records(data + extra)
     recs, offs, lens = recs[1:], offs[1:], lens[1:]  # the header is never in a sidecar
@@ -145,7 +155,7 @@ def test_the_fast_scan_judges_damage_like_scan(ref) -> None:
 
 def _old_format(store: str, thread_id: str) -> bytes:
     """The sidecar as releases before format 2 wrote it (one summary per line)."""
-    files = ck.ThreadFiles.of(store, thread_id)
+    files = ThreadFiles.of(store, thread_id)
     head = framing.parse_line(Path(files.idx).read_bytes().split(b"\n")[0])
     head.pop("v")
     recs, offs, lens = _records(Path(files.log).read_bytes())
@@ -164,25 +174,25 @@ def _loaded(store: str, thread_id: str) -> tuple[JsonlSaver, bool]:
 def test_an_old_format_sidecar_is_ignored_and_rewritten(ref) -> None:
     base, reflog, full_scan = ref
     store = _store_with_sidecar(base, "old")
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    files = ThreadFiles.of(store, reflog.thread_id)
     old = _old_format(store, reflog.thread_id)
     with open(files.idx, "wb") as f:
         f.write(old)
     saver, from_sidecar = _loaded(store, reflog.thread_id)
     assert not from_sidecar
-    assert not ck.diff_answers(ck.answers(saver, reflog.thread_id), full_scan)
+    assert not diff_answers(answers(saver, reflog.thread_id), full_scan)
     saver.close()  # rewrites the sidecar in the current format
     head = framing.parse_line(Path(files.idx).read_bytes().split(b"\n")[0])
     assert head["v"] == sidecar.SIDECAR_VERSION
     saver, from_sidecar = _loaded(store, reflog.thread_id)
     assert from_sidecar
-    assert not ck.diff_answers(ck.answers(saver, reflog.thread_id), full_scan)
+    assert not diff_answers(answers(saver, reflog.thread_id), full_scan)
 
 
 def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
-    head, sums = ck.sidecar_summaries(idx)
+    head, sums = sidecar_summaries(idx)
     cuts = sorted(rng.sample(range(1, len(sums)), 3))
-    blocks = ck.sidecar_blocks(head, sums, cuts=tuple(cuts))
+    blocks = sidecar_blocks(head, sums, cuts=tuple(cuts))
     lines = blocks.split(b"\n")[:-1]
     k = rng.randrange(1, len(lines))
     if strategy == "bitflip":
@@ -221,7 +231,7 @@ def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
         elif field == "ns":
             cols["ns"][rng.randrange(n)] = rng.choice([None, 3])
         elif field == "id" and cols["id"]:
-            cols["id"][rng.randrange(len(cols["id"]))] = ck.cp_id(999)
+            cols["id"][rng.randrange(len(cols["id"]))] = cp_id(999)
         else:
             cols[field if field in ("s0", "o0") else "s0"] += 1
         lines[k] = framing.frame(cols)[:-1]
@@ -232,7 +242,7 @@ def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
 def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
     base, reflog, full_scan = ref
     store = _store_with_sidecar(base, "damage-" + strategy)
-    files = ck.ThreadFiles.of(store, reflog.thread_id)
+    files = ThreadFiles.of(store, reflog.thread_id)
     good = Path(files.idx).read_bytes()
     rng = random.Random(f"sidecar-{strategy}")
     used = 0
@@ -241,7 +251,7 @@ def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
             f.write(_damaged(strategy, good, rng))
         saver, from_sidecar = _loaded(store, reflog.thread_id)
         used += from_sidecar
-        assert not ck.diff_answers(ck.answers(saver, reflog.thread_id), full_scan), (strategy, trial)
+        assert not diff_answers(answers(saver, reflog.thread_id), full_scan), (strategy, trial)
         if trial % 8 == 0:  # a writer on top of it, then a cold reopen
             latest = full_scan["latest"][""]
             nv = {"m": saver.get_next_version(latest.checkpoint["channel_versions"]["m"], None)}
@@ -250,16 +260,16 @@ def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
                 "m": latest.checkpoint["channel_values"]["m"] + [trial],
             }
             saver.put(
-                ck.config(reflog.thread_id, "", latest.checkpoint["id"]),
-                ck.make_checkpoint(ck.AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}),
+                config(reflog.thread_id, "", latest.checkpoint["id"]),
+                make_checkpoint(AFTER_CUT_ID, values, {**latest.checkpoint["channel_versions"], **nv}),
                 {},
                 nv,
             )
             saver.close()
-            again = ck.answers(JsonlSaver(store), reflog.thread_id)
-            new = again["list"].pop(("", ck.AFTER_CUT_ID))
+            again = answers(JsonlSaver(store), reflog.thread_id)
+            new = again["list"].pop(("", AFTER_CUT_ID))
             assert new.checkpoint["channel_values"] == values and again["list"] == full_scan["list"]
-            ck.write_in_place(files.log, reflog.data)
+            write_in_place(files.log, reflog.data)
     if strategy in ("partial", "stale"):
         assert used, "a valid prefix of blocks was never used"
 
@@ -268,41 +278,41 @@ def test_a_sidecar_written_by_appends_is_used_and_equals_a_rewrite(tmp_path) -> 
     """Blocks appended as the log grows (a writer's path) load like one rewritten whole."""
     store = tmp_path / "s"
     saver = JsonlSaver(store)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(1100):  # past INDEX_REWRITE_RECORDS several times: appended blocks
-        mirror.put("t", ck.cp_id(i), {"m": [i], "k": i % 3})
+        mirror.put("t", cp_id(i), {"m": [i], "k": i % 3})
     saver.close()
-    files = ck.ThreadFiles.of(store, "t")
+    files = ThreadFiles.of(store, "t")
     lines = Path(files.idx).read_bytes().split(b"\n")[:-1]
     assert len(lines) > 3
     fresh, from_sidecar = _loaded(str(store), "t")
     assert from_sidecar
-    want = ck.answers(mirror.memory, "t")
-    assert not ck.diff_answers(ck.answers(fresh, "t"), want)
+    want = answers(mirror.memory, "t")
+    assert not diff_answers(answers(fresh, "t"), want)
     os.unlink(files.idx)
     rebuilt = JsonlSaver(store)
-    assert not ck.diff_answers(ck.answers(rebuilt, "t"), want)
+    assert not diff_answers(answers(rebuilt, "t"), want)
     rebuilt.close()  # rewrites the sidecar whole from the rebuilt (merged) columns
     lines = Path(files.idx).read_bytes().split(b"\n")[:-1]
-    records = len(ck.record_spans(Path(files.log).read_bytes())) - 1
+    records = len(record_spans(Path(files.log).read_bytes())) - 1
     assert records > sidecar.BLOCK_RECORDS // 2
     assert len(lines) == 1 + -(-records // sidecar.BLOCK_RECORDS)
     fresh, from_sidecar = _loaded(str(store), "t")
     assert from_sidecar
-    assert not ck.diff_answers(ck.answers(fresh, "t"), want)
+    assert not diff_answers(answers(fresh, "t"), want)
 
 
 def test_close_rewrites_a_sidecar_of_many_short_blocks_in_long_ones(tmp_path) -> None:
     store = tmp_path / "s"
     saver = JsonlSaver(store)
-    mirror = ck.Mirror(saver)
+    mirror = Mirror(saver)
     for i in range(2600):  # a block appended every 256 records: ten short lines
-        mirror.put("t", ck.cp_id(i), {"m": [i]})
+        mirror.put("t", cp_id(i), {"m": [i]})
     saver.close()
-    files = ck.ThreadFiles.of(store, "t")
-    records = len(ck.record_spans(Path(files.log).read_bytes())) - 1
+    files = ThreadFiles.of(store, "t")
+    records = len(record_spans(Path(files.log).read_bytes())) - 1
     lines = Path(files.idx).read_bytes().split(b"\n")[:-1]
     assert len(lines) == 1 + -(-records // sidecar.BLOCK_RECORDS)
     fresh, from_sidecar = _loaded(str(store), "t")
     assert from_sidecar
-    assert not ck.diff_answers(ck.answers(fresh, "t"), ck.answers(mirror.memory, "t"))
+    assert not diff_answers(answers(fresh, "t"), answers(mirror.memory, "t"))

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-
-import crashkit as ck
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.children import open_store_child, read_text, spawn
 
 PROCESSES = 8
 ROUNDS = int(os.environ.get("STORE_CREATION_ROUNDS", "50"))
@@ -30,20 +30,20 @@ def test_processes_creating_one_store_at_once_all_succeed(tmp_path) -> None:
         start_at = time.time() + 0.25
         errs = [tmp_path / f"err-{r}-{k}.txt" for k in range(PROCESSES)]
         children = [
-            ck.spawn(ck.open_store_child, str(store), f"worker-{k}", start_at, str(errs[k]))
+            spawn(open_store_child, str(store), f"worker-{k}", start_at, str(errs[k]))
             for k in range(PROCESSES)
         ]
         for k, p in enumerate(children):
             p.join(60)
             if p.exitcode != 0:
                 failures.append(
-                    f"round {r}, worker {k}: exit {p.exitcode}: {ck.read_text(str(errs[k]))[-600:]}"
+                    f"round {r}, worker {k}: exit {p.exitcode}: {read_text(str(errs[k]))[-600:]}"
                 )
         if not failures:
             saver = JsonlSaver(store, read_only=True)
             assert sorted(saver.store.thread_ids()) == sorted(f"worker-{k}" for k in range(PROCESSES)), r
             for k in range(PROCESSES):
-                tup = saver.get_tuple(ck.config(f"worker-{k}"))
+                tup = saver.get_tuple(config(f"worker-{k}"))
                 assert tup.checkpoint["channel_values"] == {"m": [f"worker-{k}"]}
             assert [e for e in os.listdir(store) if e.startswith("STORE.json.")] == []
     assert not failures, "\n".join(failures[:5])
@@ -63,7 +63,7 @@ def test_threads_creating_one_store_at_once_all_succeed(tmp_path, existing) -> N
                 barrier.wait()
                 saver = JsonlSaver(store)
                 v = {"m": saver.get_next_version(None, None)}
-                saver.put(ck.config(f"w{k}"), ck.make_checkpoint(ck.cp_id(1), {"m": [k]}, v), {}, v)
+                saver.put(config(f"w{k}"), make_checkpoint(cp_id(1), {"m": [k]}, v), {}, v)
                 saver.close()
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)

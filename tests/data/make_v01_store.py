@@ -124,7 +124,8 @@ def build(store: str) -> None:
         raw = saver.put(raw, _cp(i, values, versions), {"step": i, "run_id": f"run-{i % 2}"}, versions)
         saver.put_writes(raw, [("m", f"write {i}"), ("__interrupt__", {"i": i})], f"task-{i}", f"~{i}")
     saver.put_writes(raw, [("m", "write 5"), ("__error__", {"error": "boom"})], "task-5", "~5")
-    early = {"configurable": {"thread_id": "raw", "checkpoint_ns": "", "checkpoint_id": "1ef00000-0000-6000-8000-000000000099"}}
+    early = {"configurable": {"thread_id": "raw", "checkpoint_ns": "",
+                              "checkpoint_id": "1ef00000-0000-6000-8000-000000000099"}}
     saver.put_writes(early, [("m", "before its checkpoint")], "task-early", "")
     at = "1ef00000-0000-6000-8000-000000000001"
     saver.record_tool_events("tools", [

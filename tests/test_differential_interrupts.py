@@ -1,0 +1,121 @@
+"""Differential tests: ``interrupt()`` and ``Command(resume=...)``, parallel and repeated
+interrupts, nested subgraphs and an interrupt inside one.
+
+Each test runs a graph and a scenario with LangGraph's ``InMemorySaver`` and with the
+saver under test, and compares everything they serve (the driver is
+``tests/harness/differential.py``).
+"""
+
+from __future__ import annotations
+
+from langgraph.types import Command, StateSnapshot
+
+from tests.harness.differential import DURABILITIES, MODES, SQLITE_DIFFERS, differential
+from tests.harness.differential_ops import GetState, History, Invoke, Stream
+from tests.harness.flow_graphs import (
+    build_nested_subgraph_graph,
+    build_parallel_interrupt_graph,
+    build_review_graph,
+)
+
+# ---------------------------------------------------------------------------
+# 2. interrupt() + Command(resume=...)
+# ---------------------------------------------------------------------------
+
+
+def review_scenario(cfg):
+    yield Invoke({"topic": "cats"}, cfg)
+    yield GetState(cfg)
+    yield Invoke(Command(resume="make it longer"), cfg)
+    yield GetState(cfg)
+    yield Invoke(Command(resume="yes"), cfg)
+    yield GetState(cfg)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_interrupt_resume(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_review_graph, review_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability, saver_kwargs={"snapshot_every": 2},
+    )
+    interrupted = out.test_transcript[1][1]
+    assert interrupted.next == ("review",)
+    assert interrupted.tasks[0].interrupts[0].value["question"] == "approve?"
+    assert out.test_dump["t1"]["state"].values["draft"] == "DRAFT V1 ABOUT CATS"
+
+
+def parallel_interrupt_scenario(cfg):
+    yield Invoke({"answers": []}, cfg)
+    state = yield GetState(cfg)
+    answers = {"name?": "Ann", "age?": "42"}
+    resume = {
+        i.id: answers.get(i.value, "red") if isinstance(i.value, str) else "red"
+        for i in state.interrupts
+    }
+    yield Invoke(Command(resume=resume), cfg)
+    state = yield GetState(cfg)
+    yield Invoke(Command(resume={i.id: answers[i.value] for i in state.interrupts}), cfg)
+    yield GetState(cfg)
+    yield History(cfg)
+
+
+@SQLITE_DIFFERS(
+    "SqliteSaver.put_writes uses INSERT OR IGNORE for a batch mixing special and "
+    "regular channels, so the second __resume__ write of a task is dropped; "
+    "InMemorySaver always overwrites special (negative idx) writes"
+)
+@MODES
+def test_parallel_and_repeated_interrupts(jsonl_saver_factory, tmp_path, mode):
+    out = differential(
+        build_parallel_interrupt_graph, parallel_interrupt_scenario,
+        jsonl_saver_factory, tmp_path, mode=mode,
+    )
+    assert out.test_dump["t1"]["state"].values["summary"] == "age=42;color=red;name=Ann"
+
+
+# ---------------------------------------------------------------------------
+# 4. nested subgraphs, get_state(subgraphs=True), subgraph interrupt
+# ---------------------------------------------------------------------------
+
+
+def nested_scenario(cfg):
+    yield Invoke({"trail": ["start"]}, cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield Stream({"trail": ["again"]}, cfg, {"subgraphs": True})
+    yield History(cfg)
+
+
+@MODES
+def test_nested_subgraphs(jsonl_saver_factory, tmp_path, mode):
+    out = differential(
+        build_nested_subgraph_graph, nested_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, saver_kwargs={"snapshot_every": 3},
+    )
+    assert len(out.test_dump["t1"]["namespaces"]) > 1  # subgraph namespaces exist
+
+
+def subgraph_interrupt_scenario(cfg):
+    yield Invoke({"trail": ["start"]}, cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield GetState(cfg)
+    yield Invoke(Command(resume="leafy"), cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_subgraph_interrupt(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        lambda: build_nested_subgraph_graph(with_interrupt=True),
+        subgraph_interrupt_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability, saver_kwargs={"snapshot_every": 2},
+    )
+    paused = out.test_transcript[1][1]
+    assert paused.next == ("mid",)
+    inner = paused.tasks[0].state
+    assert isinstance(inner, StateSnapshot) and inner.next == ("leaf",)
+    assert inner.tasks[0].state.next == ("l_ask",)
+    assert "leaf-answer=leafy" in out.test_dump["t1"]["state"].values["trail"]
