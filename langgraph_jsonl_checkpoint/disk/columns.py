@@ -21,7 +21,7 @@ from typing import Any
 
 from .entries import BlobEntry, CheckpointEntry, RecordRef, WriteEntry, bulk_allocation
 from .sidecar import Block
-from .summary import RecordKind, ValueKind, version_key
+from .summary import CHECKPOINT, DELTA, FULL, SNAPSHOT, TOOL, WRITES, version_key
 
 
 def cat(blocks: list[Block], name: str) -> list[Any]:
@@ -108,7 +108,7 @@ class BulkRecords:
         self.repeats: dict[tuple[str, str, Any], list[int]] = {}
         #: slot -> the entry apply() made for it (filled as lookups ask)
         self.slot_entries: dict[int, BlobEntry] = {}
-        w_sel = list(map(eq, self.kinds, itertools.repeat(RecordKind.WRITES)))
+        w_sel = list(map(eq, self.kinds, itertools.repeat(WRITES)))
         seqs = range(self.first, self.first + len(self.lens))
         self.wseq = array("q", itertools.compress(seqs, w_sel))
         self.wns = list(itertools.compress(self.ns, w_sel))
@@ -117,7 +117,7 @@ class BulkRecords:
         self.wstart = array("q", itertools.accumulate(column("wn"), initial=0))
         self.write_groups: dict[str, dict[str, Any]] | None = None
         # per checkpoint record
-        is_cp = list(map(eq, self.kinds, itertools.repeat(RecordKind.CHECKPOINT)))
+        is_cp = list(map(eq, self.kinds, itertools.repeat(CHECKPOINT)))
         self.cp_seq = array("q", itertools.compress(range(self.first, self.first + len(self.lens)), is_cp))
         self.cp_ns = list(itertools.compress(self.ns, is_cp))
         self.cp_id, self.cp_p, self.cp_md, self.cp_cv = (cat(blocks, k) for k in ("id", "p", "md", "cv"))
@@ -125,7 +125,7 @@ class BulkRecords:
 
     def held_by_checkpoints(self, held: list[int]) -> int:
         """How many of these value slots belong to checkpoint records."""
-        return sum(self.kinds[self.vr[i] - self.first] == RecordKind.CHECKPOINT for i in held)
+        return sum(self.kinds[self.vr[i] - self.first] == CHECKPOINT for i in held)
 
     def ref(self, seq: int) -> RecordRef:
         i = seq - self.first
@@ -167,7 +167,7 @@ class BulkRecords:
         """The slot apply() keeps of a version stored in ``held`` (in log order)."""
         kept = held[0]
         for i in held[1:]:
-            if self.vk[i] != ValueKind.DELTA or self.vk[kept] != ValueKind.FULL:
+            if self.vk[i] != DELTA or self.vk[kept] != FULL:
                 kept = i
         return kept
 
@@ -225,10 +225,10 @@ class BulkRecords:
 
     def tool_refs(self) -> list[tuple[tuple[str, str, str], RecordRef]]:
         """``((ns, checkpoint id, call id), ref)`` of each tool record, in log order."""
-        if RecordKind.TOOL not in self.kinds:
+        if TOOL not in self.kinds:
             return []
         seqs = range(self.first, self.first + len(self.lens))
-        tools = itertools.compress(seqs, map(eq, self.kinds, itertools.repeat(RecordKind.TOOL)))
+        tools = itertools.compress(seqs, map(eq, self.kinds, itertools.repeat(TOOL)))
         return [(tuple(key), self.ref(seq)) for seq, key in zip(tools, self.tool_keys)]  # type: ignore[misc]
 
     def since_last_snapshot(self) -> tuple[int | None, int, int]:
@@ -237,12 +237,12 @@ class BulkRecords:
         since, nbytes = 0, 0
         for i in range(len(self.kinds) - 1, -1, -1):
             kind = self.kinds[i]
-            if kind == RecordKind.SNAPSHOT:
+            if kind == SNAPSHOT:
                 return self.lens[i], since, nbytes
-            if kind == RecordKind.CHECKPOINT:
+            if kind == CHECKPOINT:
                 since += 1
                 nbytes += self.lens[i]
-            elif kind == RecordKind.WRITES:
+            elif kind == WRITES:
                 nbytes += self.lens[i]
         return None, since, nbytes
 
@@ -262,7 +262,7 @@ class BulkRecords:
             if done is not None:
                 below = done
                 break
-            if self.vk[current] != ValueKind.DELTA:
+            if self.vk[current] != DELTA:
                 below = self.slot_entries[current] = BlobEntry(self.ref(self.vr[current]), self.vk[current])
                 break
             chain.append(current)
@@ -270,7 +270,7 @@ class BulkRecords:
         for i in reversed(chain):
             depth = below.depth + 1 if below is not None else 1
             below = self.slot_entries[i] = BlobEntry(
-                self.ref(self.vr[i]), ValueKind.DELTA, self.vb[i], depth, below
+                self.ref(self.vr[i]), DELTA, self.vb[i], depth, below
             )
         assert below is not None
         return below

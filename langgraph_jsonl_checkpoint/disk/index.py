@@ -29,7 +29,7 @@ from typing import Any
 from .columns import BulkRecords
 from .entries import BlobEntry, CheckpointEntry, RecordRef, WriteEntry
 from .sidecar import Block
-from .summary import ValueKind, value_kind, version_key
+from .summary import DELTA, FULL, value_kind, version_key
 
 
 @dataclass
@@ -122,7 +122,7 @@ class ThreadIndex:
         elif t == "snapshot":
             ns = s["ns"]
             for ch, entry in s["values"].items():
-                self._blob_map[(ns, ch, version_key(entry["ver"]))] = BlobEntry(ref, ValueKind.FULL)
+                self._blob_map[(ns, ch, version_key(entry["ver"]))] = BlobEntry(ref, FULL)
             counters.records = counters.bytes = 0
             counters.last_snapshot_bytes = ref.length
         elif t == "tool":
@@ -148,13 +148,13 @@ class ThreadIndex:
                 self.rewritten_versions += 1
                 self._rewritten.add(key)
             kind = value_kind(entry)
-            if kind == ValueKind.DELTA:
-                if existing is not None and existing.kind == ValueKind.FULL:
+            if kind == DELTA:
+                if existing is not None and existing.kind == FULL:
                     continue  # the same value, already held in full (a copy's snapshot)
                 base = entry["base"]
                 prev = self.blob(ns, ch, base)
                 depth = prev.depth + 1 if prev is not None else 1
-                self._blob_map[key] = BlobEntry(ref, ValueKind.DELTA, base, depth, prev)
+                self._blob_map[key] = BlobEntry(ref, DELTA, base, depth, prev)
             else:
                 self._blob_map[key] = BlobEntry(ref, kind)
 

@@ -43,7 +43,7 @@ from typing import Any
 import orjson
 
 from . import framing
-from .summary import KIND_OF_TYPE, RecordKind, ValueKind
+from .summary import CHECKPOINT, DELTA, EMPTY, FULL, KIND_OF_TYPE, SNAPSHOT, TOOL, WRITES, RecordKind
 
 #: Sidecar format version (the header's ``v``). Sidecars without it (one summary per
 #: line, before 0.2) are ignored and rebuilt.
@@ -51,7 +51,6 @@ SIDECAR_VERSION = 2
 #: Records per block when many are written at once (a rewrite after a scan).
 BLOCK_RECORDS = 1024
 
-CHECKPOINT, WRITES, SNAPSHOT, TOOL = RecordKind
 _SCALARS = {str, int, float, bool, type(None)}
 _first, _last = itemgetter(0), itemgetter(-1)
 
@@ -171,11 +170,11 @@ class Block:
         if type(code) is not int:
             return s
         s["t"] = RecordKind(code).name.lower()
-        if code == RecordKind.TOOL:
+        if code == TOOL:
             s["ns"], s["cp"], s["call"] = c["key"][j]
             return s
         s["ns"] = c["ns"][i]
-        if code == RecordKind.WRITES:
+        if code == WRITES:
             if self._wstart is None:
                 self._wstart = list(itertools.accumulate(c["wn"], initial=0))
             a, b = self._wstart[j], self._wstart[j + 1]
@@ -183,7 +182,7 @@ class Block:
                      w=[[i, ch] for i, ch in zip(c["wi"][a:b], c["wc"][a:b])])
             return s
         lo, hi = bisect.bisect_left(c["vr"], seq), bisect.bisect_right(c["vr"], seq)
-        if code == RecordKind.SNAPSHOT:
+        if code == SNAPSHOT:
             s["values"] = {ch: {"ver": ver} for ch, ver in zip(c["vc"][lo:hi], c["vv"][lo:hi])}
         else:
             s.update(
@@ -198,9 +197,9 @@ class Block:
 
 def _value_summary(version: Any, kind: int, base: Any) -> dict[str, Any]:
     """A stored value's summary (as :func:`~.summary.summarize` makes it) from columns."""
-    if kind == ValueKind.EMPTY:
+    if kind == EMPTY:
         return {"ver": version, "empty": 1}
-    if kind == ValueKind.DELTA:
+    if kind == DELTA:
         return {"ver": version, "base": base}
     return {"ver": version}
 
@@ -367,13 +366,13 @@ def columns_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, 
                 vc.append(ch)
                 vv.append(entry["ver"])
                 if "empty" in entry:
-                    vk.append(ValueKind.EMPTY)
+                    vk.append(EMPTY)
                     vb.append(None)
                 elif "base" in entry:
-                    vk.append(ValueKind.DELTA)
+                    vk.append(DELTA)
                     vb.append(entry["base"])
                 else:
-                    vk.append(ValueKind.FULL)
+                    vk.append(FULL)
                     vb.append(None)
         elif kind == "writes":
             t.append(WRITES)
@@ -393,7 +392,7 @@ def columns_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, 
                 vr.append(seq)
                 vc.append(ch)
                 vv.append(entry["ver"])
-                vk.append(ValueKind.FULL)
+                vk.append(FULL)
                 vb.append(None)
         elif kind == "tool":
             t.append(TOOL)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..disk.index import ThreadIndex
-from ..disk.summary import ValueKind, summarize
+from ..disk.summary import EMPTY, summarize
 from ..values.cells import list_items
 
 #: The item count of a stored value that is not a readable list (a typed value).
@@ -55,7 +55,7 @@ def _delta_problems(idx: ThreadIndex, items: dict[tuple[int, str], int], rec: di
         if "base" not in entry:
             continue
         prev = idx.blob(rec["ns"], ch, entry["base"])
-        if prev is None or prev.kind == ValueKind.EMPTY:
+        if prev is None or prev.kind == EMPTY:
             wrong.append(
                 f"channel {ch!r}: a delta (version {entry['ver']!r}) on version "
                 f"{entry['base']!r}, which holds no value before it"

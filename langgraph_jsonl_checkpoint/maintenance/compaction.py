@@ -21,7 +21,7 @@ import orjson
 
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
-from ..disk.summary import ValueKind, version_key
+from ..disk.summary import EMPTY, version_key
 from ..errors import CorruptLogError, DeltaHistoryError
 from ..values.fingerprint import ListFingerprint
 from ..values.reader import ValueReader
@@ -44,7 +44,7 @@ def _delta_ancestors(saver: StoreAccess, idx: ThreadIndex, ns: str, checkpoint_i
     for ch in counters:
         version = entry.versions.get(ch)
         blob = idx.blob(ns, ch, version) if version is not None else None
-        if blob is None or blob.kind == ValueKind.EMPTY:
+        if blob is None or blob.kind == EMPTY:
             need.add(ch)
     out: list[str] = []
     current = entry.parent
@@ -54,7 +54,7 @@ def _delta_ancestors(saver: StoreAccess, idx: ThreadIndex, ns: str, checkpoint_i
         for ch in list(need):
             version = ancestor.versions.get(ch)
             blob = idx.blob(ns, ch, version) if version is not None else None
-            if blob is not None and blob.kind != ValueKind.EMPTY:
+            if blob is not None and blob.kind != EMPTY:
                 need.discard(ch)
         current = ancestor.parent
     return out
@@ -98,7 +98,7 @@ def _rebuilt_records(
                 blob = idx.blob(ns, ch, version)
                 if key in emitted or blob is None:
                     continue
-                if blob.kind == ValueKind.EMPTY:
+                if blob.kind == EMPTY:
                     emitted[key] = (0, 0, 0)
                     values[ch] = {"ver": version, "empty": 1}
                     continue

@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 from ..disk.entries import CheckpointEntry, bulk_allocation
 from ..disk.index import ThreadIndex
 from ..disk.store import Store
-from ..disk.summary import ValueKind
+from ..disk.summary import EMPTY
 from ..disk.view import IndexRebuilt, LogView
 from ..replay.lifecycle import ToolCallKey, ToolCallRecord, fold
 from ..values.cache import ValueCache
@@ -96,7 +96,7 @@ class CheckpointReads:
         with bulk_allocation():
             for channel, version in rec["cv"].items():
                 blob = idx.blob(ns, channel, version)
-                if blob is None or blob.kind == ValueKind.EMPTY:
+                if blob is None or blob.kind == EMPTY:
                     continue
                 values[channel] = reader.value(idx, ns, channel, version)
         checkpoint: dict[str, Any] = reader.decode(rec["cp"])
@@ -238,7 +238,7 @@ class CheckpointReads:
                     if version is None:
                         continue
                     blob = idx.blob(ns, ch, version)
-                    if blob is not None and blob.kind != ValueKind.EMPTY:
+                    if blob is not None and blob.kind != EMPTY:
                         found[ch] = reader.value(idx, ns, ch, version)
                 for task, _, w in reversed(idx.sorted_writes(ns, current)):
                     if w.channel in remaining:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..disk.index import ThreadIndex
-from ..disk.summary import ValueKind
+from ..disk.summary import DELTA, EMPTY
 from ..disk.view import LogView
 from ..errors import CorruptLogError
 from .cache import ValueCache
@@ -62,9 +62,9 @@ class ValueReader:
             if self.kept and self.cache.kept(ns, channel, version) is not None:  # type: ignore[union-attr]
                 continue  # decoded from the kept items, not from records
             blob = idx.blob(ns, channel, version)
-            while blob is not None and blob.kind != ValueKind.EMPTY:
+            while blob is not None and blob.kind != EMPTY:
                 refs.append(blob.ref)
-                if blob.kind != ValueKind.DELTA:
+                if blob.kind != DELTA:
                     break
                 blob = blob.prev  # always an earlier record: the walk ends
         refs.extend(w.ref for _, _, w in idx.sorted_writes(ns, checkpoint_id))
@@ -77,10 +77,10 @@ class ValueReader:
             return self.codec.decode({kept[0]: kept[1]}, fresh=True)
         entry = idx.blob(ns, channel, version)
         chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
-        while entry is not None and entry.kind == ValueKind.DELTA:
+        while entry is not None and entry.kind == DELTA:
             chain.append((entry, self.record(entry.ref)["values"][channel]))
             entry = entry.prev  # the base as it was when this delta was written
-        if entry is None or entry.kind == ValueKind.EMPTY:
+        if entry is None or entry.kind == EMPTY:
             self.log.distrust_sidecar()
             raise self._unrebuildable(channel, version, chain[-1] if chain else None)
         chain.reverse()

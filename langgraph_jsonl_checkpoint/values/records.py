@@ -16,7 +16,7 @@ from typing import Any
 
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
-from ..disk.summary import ValueKind, version_key
+from ..disk.summary import DELTA, EMPTY, version_key
 from ..errors import JsonlCheckpointError
 from .cache import Proof, ValueCache
 from .codec import ValueCodec
@@ -153,12 +153,12 @@ class RecordBuilder:
         for that version is replaced. Never a delta: a record must not depend on the
         very version it replaces."""
         if channel not in values:
-            if stored.kind != ValueKind.EMPTY:
+            if stored.kind != EMPTY:
                 entries[channel] = {"ver": version, "empty": 1}
             return
         value = values[channel]
         proof = ListWitness.of(value) or ListFingerprint.of(value)
-        if stored.kind == ValueKind.EMPTY or not self._same_as_stored(ns, channel, version, value):
+        if stored.kind == EMPTY or not self._same_as_stored(ns, channel, version, value):
             entries[channel] = {"ver": version, "val": self.codec.encode(value, self._what(channel))}
         if proof is not None:
             proofs[channel] = proof
@@ -196,7 +196,7 @@ class RecordBuilder:
 
     def _usable_base(self, ns: str, channel: str, version: Any) -> bool:
         blob = self.idx.blob(ns, channel, version)
-        return blob is not None and blob.kind != ValueKind.EMPTY and blob.depth < self.policy.max_depth
+        return blob is not None and blob.kind != EMPTY and blob.depth < self.policy.max_depth
 
     def _extendable_base(
         self, ns: str, channel: str, parent: str | None
@@ -217,7 +217,7 @@ class RecordBuilder:
         if version is None:
             return None
         blob = self.idx.blob(ns, channel, version)
-        if blob is None or blob.kind == ValueKind.EMPTY:
+        if blob is None or blob.kind == EMPTY:
             return None
         try:
             value = ValueReader(self.log, self.codec).value(self.idx, ns, channel, version)
@@ -241,7 +241,7 @@ class RecordBuilder:
                     full[channel] = (version, values[channel])
                 continue
             blob = self.idx.blob(ns, channel, version)
-            if blob is not None and blob.kind == ValueKind.DELTA:
+            if blob is not None and blob.kind == DELTA:
                 full[channel] = (version, reader.value(self.idx, ns, channel, version))
         if not full:
             return None
