@@ -379,8 +379,8 @@ def environment() -> dict[str, Any]:
     import hashlib
 
     h = hashlib.sha256()
-    for f in sorted((ROOT / "langgraph_jsonl_checkpoint").glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    for f in sorted((ROOT / "langgraph_jsonl_checkpoint").rglob("*.py")):
+        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
     return {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "package_sha256": h.hexdigest()[:16],
