@@ -26,6 +26,7 @@ from .errors import (
     FormatVersionError,
     JsonlCheckpointError,
     StoreError,
+    ThreadBusyError,
     ThreadDeletedError,
 )
 from .replay.adapter import ReplayAdapter
@@ -48,6 +49,7 @@ __all__ = [
     "RecordedToolError",
     "ReplayAdapter",
     "StoreError",
+    "ThreadBusyError",
     "ThreadDeletedError",
     "ToolCallKey",
     "ToolCallRecord",

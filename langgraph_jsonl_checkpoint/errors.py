@@ -13,6 +13,7 @@ catch them all with one ``except``::
     ├── DeltaHistoryError      a deletion would cut the history a DeltaChannel needs
     ├── ThreadDeletedError     a late write for a checkpoint of a deleted thread
     ├── ConcurrentRunError     another run advanced the same thread meanwhile
+    │   └── ThreadBusyError    another run is still working on the thread
     └── DurabilityError        a write could not be made durable; nothing was acknowledged
 
 Messages name the thread, the file and, where it helps, the byte offset, and say what to
@@ -83,3 +84,19 @@ class ThreadDeletedError(JsonlCheckpointError):
 
 class ConcurrentRunError(JsonlCheckpointError):
     """Another run wrote a newer checkpoint to the thread this run is advancing."""
+
+
+class ThreadBusyError(ConcurrentRunError):
+    """Another run is still working on the thread (``concurrent_runs="refuse"``, or
+    ``"wait"`` past ``busy_timeout``); this run was refused before it wrote anything.
+
+    Attributes:
+        thread_id: The thread.
+        holder: What the other run recorded of itself (``pid``, ``host``, ``run``,
+            ``since``), as far as it could be read.
+    """
+
+    def __init__(self, message: str, *, thread_id: str, holder: dict[str, object] | None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.holder = holder or {}

@@ -58,10 +58,10 @@ class SaverMachine(RuleBasedStateMachine):
             prefix="crash-model-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         )
         self.path = os.path.join(self.base, "store")
-        # concurrent_runs="allow": the model compares storage with InMemorySaver, which
+        # concurrent_runs="unchecked": the model compares storage with InMemorySaver, which
         # stores every put as given (refusals are tested in test_saver.py).
-        self.saver = JsonlSaver(self.path, snapshot_every=3, concurrent_runs="allow")
-        self.other = JsonlSaver(self.path, snapshot_every=3, concurrent_runs="allow")
+        self.saver = JsonlSaver(self.path, snapshot_every=3, concurrent_runs="unchecked")
+        self.other = JsonlSaver(self.path, snapshot_every=3, concurrent_runs="unchecked")
         self.mem = InMemorySaver()
         self.counter = 0
 
@@ -186,7 +186,7 @@ class SaverMachine(RuleBasedStateMachine):
         old = getattr(self, which)
         if close:
             old.close()
-        setattr(self, which, JsonlSaver(self.path, snapshot_every=3, concurrent_runs="allow"))
+        setattr(self, which, JsonlSaver(self.path, snapshot_every=3, concurrent_runs="unchecked"))
 
     @rule(thread=st.sampled_from(THREADS), junk=st.sampled_from(["half", "nuls", "uncommitted"]))
     def crash_leaves_a_torn_tail(self, thread, junk) -> None:

@@ -274,7 +274,7 @@ class NewVersionsMachine(RuleBasedStateMachine):
     def start(self) -> None:
         self.base = tempfile.mkdtemp(prefix="new-versions-")
         self.path = os.path.join(self.base, "store")
-        self.saver = JsonlSaver(self.path, snapshot_every=2, snapshot_ratio=0.5, concurrent_runs="allow")
+        self.saver = JsonlSaver(self.path, snapshot_every=2, snapshot_ratio=0.5, concurrent_runs="unchecked")
         self.mem = InMemorySaver()
         self.counter = 0
         self.used: dict[str, list[str]] = {"m": [], "b": [], "c": []}
@@ -373,7 +373,7 @@ class NewVersionsMachine(RuleBasedStateMachine):
     def reopen(self, close) -> None:
         if close:
             self.saver.close()
-        self.saver = JsonlSaver(self.path, snapshot_every=2, snapshot_ratio=0.5, concurrent_runs="allow")
+        self.saver = JsonlSaver(self.path, snapshot_every=2, snapshot_ratio=0.5, concurrent_runs="unchecked")
 
     @rule(thread=st.sampled_from(THREADS))
     def compact(self, thread) -> None:

@@ -473,7 +473,7 @@ def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path:
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
     configs = [{"configurable": {"thread_id": "shared", "run_id": f"run-{i}"}} for i in range(2)]
-    graph, outcomes = _race(JsonlSaver(tmp_path / "s"), configs)
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s", concurrent_runs="allow"), configs)
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
     assert "'shared'" in str(errors[0]) and "meanwhile" in str(errors[0])
@@ -525,7 +525,7 @@ def test_without_run_ids_the_run_that_falls_behind_is_refused_too(tmp_path: Path
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
     cfg = {"configurable": {"thread_id": "shared"}}
-    graph, outcomes = _race(JsonlSaver(tmp_path / "s"), [cfg] * 2)
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s", concurrent_runs="allow"), [cfg] * 2)
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
     assert "another run has written" in str(errors[0]) and "'shared'" in str(errors[0])
@@ -560,7 +560,7 @@ def test_a_run_started_after_another_ran_a_step_continues_from_it(tmp_path: Path
             inside.set()
             release.wait(timeout=30)
 
-    graph = _two_step_graph(JsonlSaver(tmp_path / "s"), on_first=hold_run_a)
+    graph = _two_step_graph(JsonlSaver(tmp_path / "s", concurrent_runs="allow"), on_first=hold_run_a)
     cfg = {"configurable": {"thread_id": "shared"}}
     outcome: list = []
 
@@ -584,9 +584,9 @@ def test_a_run_started_after_another_ran_a_step_continues_from_it(tmp_path: Path
     assert graph.get_state(cfg).values == {"steps": ["first", "second"]}
 
 
-def test_concurrent_runs_allow_keeps_both_branches(tmp_path: Path) -> None:
-    """concurrent_runs='allow' stores every put as given, like LangGraph's own savers."""
-    graph, outcomes = _race(JsonlSaver(tmp_path / "s", concurrent_runs="allow"),
+def test_concurrent_runs_unchecked_keeps_both_branches(tmp_path: Path) -> None:
+    """concurrent_runs='unchecked' stores every put as given, like LangGraph's own savers."""
+    graph, outcomes = _race(JsonlSaver(tmp_path / "s", concurrent_runs="unchecked"),
                             [{"configurable": {"thread_id": "shared"}}] * 2)
     assert all(isinstance(o, dict) for o in outcomes), outcomes
     assert len(list(graph.checkpointer.list({"configurable": {"thread_id": "shared"}}))) == 8
@@ -598,7 +598,7 @@ async def test_async_runs_racing_on_one_thread_one_is_refused(tmp_path: Path) ->
     from langgraph_jsonl_checkpoint import ConcurrentRunError
 
     inside = threading.Barrier(2)
-    graph = _two_step_graph(AsyncJsonlSaver(tmp_path / "s"), inside)
+    graph = _two_step_graph(AsyncJsonlSaver(tmp_path / "s", concurrent_runs="allow"), inside)
     cfg = {"configurable": {"thread_id": "shared"}}
 
     async def run():
@@ -631,7 +631,7 @@ def test_two_processes_racing_on_one_thread_one_is_refused(tmp_path: Path) -> No
 
 
 def _race_child(store: str, inside, queue) -> None:
-    graph = _two_step_graph(JsonlSaver(store), inside)
+    graph = _two_step_graph(JsonlSaver(store, concurrent_runs="allow"), inside)
     try:
         graph.invoke({"steps": []}, {"configurable": {"thread_id": "shared"}}, durability="sync")
         queue.put("ok")

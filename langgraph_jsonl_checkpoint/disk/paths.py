@@ -64,6 +64,16 @@ class LogPaths:
         return self._file(".quarantine")
 
     @property
+    def run(self) -> str:
+        """The live-run lock: held (``flock``) by the run working on the thread."""
+        return self._file(".run")
+
+    @property
+    def waiters(self) -> str:
+        """Runs waiting for the live-run lock hold it shared (``flock``)."""
+        return self._file(".wait")
+
+    @property
     def tombstone(self) -> str:
         """Left by a deletion: the newest checkpoint id the deleted log held."""
         return self._file(".deleted")

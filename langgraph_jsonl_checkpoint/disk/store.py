@@ -35,6 +35,7 @@ from .files import fsync_dir
 from .log import ThreadLog
 from .paths import LogPaths, thread_file_stem
 from .processes import pid_alive
+from .runlock import RunLock
 
 MARKER = "STORE.json"
 #: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
@@ -263,6 +264,10 @@ class Store:
                 # close when the last reference goes.
                 del old
             return log
+
+    def run_lock(self, thread_id: str) -> RunLock:
+        """A new attempt at a thread's live-run lock (see :mod:`.runlock`)."""
+        return RunLock(LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path), thread_id)
 
     def has_thread(self, thread_id: str) -> bool:
         """Whether the store holds a log for this thread (creates nothing)."""

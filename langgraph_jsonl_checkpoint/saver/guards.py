@@ -81,7 +81,7 @@ def refuse_moved_head(log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | N
         expected: What :class:`~.runs.RunTracker` knows of this run: the checkpoint it
             read as the latest or last wrote (or that it found the namespace empty);
             ``None`` when the run is not checked (time travel, no run identity, or
-            ``concurrent_runs="allow"``).
+            ``concurrent_runs="unchecked"``).
 
     Raises:
         ConcurrentRunError: Another run wrote to the thread meanwhile; nothing was written.
@@ -100,5 +100,5 @@ def refuse_moved_head(log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | N
             f"checkpoint {latest} to the same thread meanwhile. Two runs must not advance "
             "one thread at once; nothing was written for this step. Retry once the "
             "other run is done (graph.invoke(None, config) resumes from the latest "
-            "checkpoint), or pass concurrent_runs='allow' to keep both branches."
+            "checkpoint), or open the saver with concurrent_runs='refuse' or 'wait' so runs never overlap."
         )

@@ -53,6 +53,8 @@ from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only
 from ..values.codec import ValueCodec
 from ..values.records import SnapshotPolicy
 from .config import (
+    CONCURRENT_RUNS,
+    DEFAULT_BUSY_TIMEOUT,
     DEFAULT_SNAPSHOT_EVERY,
     DEFAULT_SNAPSHOT_RATIO,
     MEMORY,
@@ -60,6 +62,7 @@ from .config import (
     next_version,
     thread_id_of,
 )
+from .liveness import LiveRuns, calling_loop
 from .reads import CheckpointReads
 from .runs import RunTracker, in_run
 from .worker import Outcome, Worker
@@ -97,13 +100,26 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             The most recently used also keep their newest lists in memory (the objects
             last stored or read, and their stored form; 100,000 items in all, about
             110 MB at most), which makes the next put and read of a conversation cheap.
-        concurrent_runs: ``"refuse"`` (default): a LangGraph run whose thread was
-            advanced by another run meanwhile gets :class:`~.errors.ConcurrentRunError`
-            at its next put instead of silently forking the thread (runs are told apart
-            by LangGraph's per-run ``Runtime`` object, see :mod:`.runs`, or by a
-            ``run_id`` in their metadata; time travel from an addressed checkpoint
-            still forks).
-            ``"allow"``: store every put as given, like LangGraph's own savers.
+        concurrent_runs: What a LangGraph run gets when another run is still working
+            on its thread (a *live* run: it read or wrote the thread and neither ended
+            nor died; one per thread across processes, threads and tasks, see
+            :mod:`.liveness`):
+
+            - ``"refuse"`` (default): :class:`~.errors.ThreadBusyError` before it reads
+              or writes anything (LangGraph server's "reject" multitask strategy);
+            - ``"wait"``: it waits until the live run ends (at most ``busy_timeout``
+              seconds, then ``ThreadBusyError``) and starts from the thread's head
+              (the server's "enqueue");
+            - ``"allow"``: both run; the one whose thread the other advanced underneath
+              it gets :class:`~.errors.ConcurrentRunError` at its next put, with
+              nothing of that step stored (runs told by LangGraph's ``Runtime``, see
+              :mod:`.runs`, or a ``run_id`` in their metadata);
+            - ``"unchecked"``: every put is stored as given, like LangGraph's own
+              savers (for the LangGraph server, which coordinates runs itself).
+
+            In every mode, time travel (a run from an addressed checkpoint) forks on
+            purpose, and a saver driven directly (no LangGraph run) is never refused.
+        busy_timeout: Longest wait of ``concurrent_runs="wait"``, in seconds.
 
     Raises:
         ConfigError: ``path`` is not a directory.
@@ -120,12 +136,18 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         read_only: bool = False,
         max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
         concurrent_runs: str = "refuse",
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     ) -> None:
         super().__init__(serde=serde)
-        if concurrent_runs not in ("refuse", "allow"):
-            raise ConfigError("concurrent_runs must be 'refuse' or 'allow'")
+        if concurrent_runs not in CONCURRENT_RUNS:
+            raise ConfigError(
+                f"concurrent_runs must be one of {', '.join(map(repr, CONCURRENT_RUNS))}, "
+                f"not {concurrent_runs!r}"
+            )
+        if not busy_timeout >= 0:
+            raise ConfigError("busy_timeout must be a number of seconds, 0 or more")
         self.concurrent_runs = concurrent_runs
-        self._runs = RunTracker(enabled=concurrent_runs == "refuse")
+        self._runs = RunTracker(enabled=concurrent_runs != "unchecked")
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         #: A temporary store made for ``":memory:"``, removed by :meth:`close`.
@@ -143,6 +165,11 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
         self._worker = Worker(self._run_group)
+        #: The live-run locks of this saver's runs (shared with with_allowlist's copies).
+        self._live = (
+            LiveRuns(self.store, wait=concurrent_runs == "wait", busy_timeout=busy_timeout)
+            if concurrent_runs in ("refuse", "wait") and not read_only else None
+        )
 
     # -- construction helpers ------------------------------------------------------
 
@@ -169,6 +196,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         """Finish queued async writes, end the writer thread, write fresh sidecar indexes
         and release files and locks (and remove a ``":memory:"`` store). Idempotent."""
         self._worker.close()
+        if self._live is not None:
+            self._live.close()
         self.store.close()
         if self.temporary_path is not None:
             shutil.rmtree(self.temporary_path, ignore_errors=True)
@@ -202,7 +231,7 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     def _writes(self) -> CheckpointWrites:
         return CheckpointWrites(
             self.store, self.codec, self.snapshot_policy, self._runs,
-            refuse_other_runs=self.concurrent_runs == "refuse",
+            refuse_other_runs=self.concurrent_runs != "unchecked",
         )
 
     # -- reads ------------------------------------------------------------------
@@ -217,6 +246,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             The checkpoint tuple with pending writes in ``writes_sort_key`` order, or
             ``None`` if there is no such checkpoint.
         """
+        if self._live is not None:
+            configurable = (config or {}).get("configurable") or {}
+            self._live.enter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
+        return self._read_tuple(config)
+
+    def _read_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = (config or {}).get("configurable") or {}
         # A run continues from what it reads: witness its lists for its next put.
         tup = self._reads.get_tuple(config, witness=in_run(configurable))
@@ -409,8 +444,12 @@ class JsonlSaver(BaseCheckpointSaver[str]):
     # -- async twins ------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs in one of this saver's worker threads)."""
-        return await self._worker.call(lambda: self.get_tuple(config))
+        """Async :meth:`get_tuple` (runs in one of this saver's worker threads; a run
+        waiting for a busy thread waits on the event loop, not in a worker)."""
+        if self._live is not None:
+            configurable = (config or {}).get("configurable") or {}
+            await self._live.aenter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
+        return await self._worker.call(lambda: self._read_tuple(config))
 
     async def alist(
         self,

@@ -55,7 +55,7 @@ class RunTracker:
     """Remember, per run and namespace, the checkpoint the run's next put must follow.
 
     Args:
-        enabled: ``False`` (``concurrent_runs="allow"``): note nothing, check nothing.
+        enabled: ``False`` (``concurrent_runs="unchecked"``): note nothing, check nothing.
         max_runs: Runs remembered at once.
     """
 

@@ -9,8 +9,9 @@ child after a delay unless it ended first.
 The entry points are looked up by name in the child, so they stay at module level:
 ``agent_child`` (run or resume the scripted agent: kill -9 battery), ``mp_writer`` and
 ``mp_reader`` (multi-process battery), ``open_store_child`` (concurrent store creation),
-``fsize_child`` (short writes under ``RLIMIT_FSIZE``) and ``kill_at_op_child`` (SIGKILL
-at the k-th file operation).
+``fsize_child`` (short writes under ``RLIMIT_FSIZE``), ``kill_at_op_child`` (SIGKILL
+at the k-th file operation), ``busy_worker_child`` and ``holding_run_child`` (several
+workers on one thread).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import traceback
 from typing import Any
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.busy import holding_graph, take_turns, turn_agent
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
 from tests.harness.scripted_agent import AckingSaver, agent_input, build_agent, message_summary
@@ -171,6 +173,46 @@ def open_store_child(store: str, thread_id: str, start_at: float, err_path: str)
         v = {"m": saver.get_next_version(None, None)}
         saver.put(config(thread_id), make_checkpoint(cp_id(1), {"m": [thread_id]}, v), {}, v)
         saver.close()
+    except BaseException:
+        _child_fail(err_path)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------
+# several workers on one thread
+# ---------------------------------------------------------------------------
+
+
+def busy_worker_child(
+    store: str, concurrent_runs: str, thread_id: str, worker: int, start_at: float,
+    seconds: float, ack_path: str, result_path: str, err_path: str,
+) -> None:
+    """Worker ``worker``: from ``start_at`` (wall clock), take turns on ``thread_id`` for
+    ``seconds`` (see :func:`~tests.harness.busy.take_turns`); acks go to ``ack_path``,
+    the tally (JSON) to ``result_path``."""
+    import json
+
+    _child_setup(err_path)
+    try:
+        saver = JsonlSaver(store, concurrent_runs=concurrent_runs)
+        graph = turn_agent(saver)
+        ack_fd = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        time.sleep(max(0.0, start_at - time.time()))
+        tally = take_turns(graph, thread_id, worker, seconds, ack_fd)
+        saver.close()
+        with open(result_path, "w") as f:
+            json.dump(tally.as_dict(), f)
+    except BaseException:
+        _child_fail(err_path)
+    os._exit(0)
+
+
+def holding_run_child(store: str, thread_id: str, inside_path: str, err_path: str) -> None:
+    """Start a run on ``thread_id`` that holds it (its node sleeps) until it is killed."""
+    _child_setup(err_path)
+    try:
+        graph = holding_graph(JsonlSaver(store), inside_path, hold_seconds=120)
+        graph.invoke({"visits": []}, {"configurable": {"thread_id": thread_id}}, durability="sync")
     except BaseException:
         _child_fail(err_path)
     os._exit(0)

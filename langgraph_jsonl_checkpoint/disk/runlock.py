@@ -1,0 +1,129 @@
+"""The live-run lock of a thread: held by the one run working on it, released by the
+kernel if that run's process dies.
+
+A run takes an exclusive ``flock`` on ``<stem>.run`` (a file of its own, never renamed
+or removed while in use) through a descriptor it alone holds, and writes who it is into
+the file (pid, host, run, since) for the error another run gets. ``flock`` locks belong
+to open file descriptions: two runs of one process conflict like runs of two processes,
+and a process killed with SIGKILL releases its lock at once. The file's content may be
+stale (a dead holder's); only the lock says whether a run is live.
+
+Runs that wait for the lock (``concurrent_runs="wait"``) say so with a shared ``flock``
+on ``<stem>.wait``; a run that has not waited yet lets them go first (it sees them by
+failing to take that file exclusively, for an instant), so a worker that starts run
+after run on a thread cannot starve the runs queued behind it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from . import files
+from .paths import LogPaths
+
+
+class RunLock:
+    """One run's attempt at a thread's live-run lock (one descriptor for the lock, one
+    for its place among the waiters).
+
+    Args:
+        paths: The thread's files.
+        thread_id: For error messages.
+    """
+
+    def __init__(self, paths: LogPaths, thread_id: str) -> None:
+        self.paths = paths
+        self.thread_id = thread_id
+        self._fd: int | None = None
+        self._waiting_fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._fd is not None
+
+    def try_acquire(self, run: str) -> bool:
+        """Take the lock if no other run holds it (never waits); record who holds it."""
+        if self._fd is not None:
+            return True
+        fd = self._try_flock(self.paths.run, fcntl.LOCK_EX)
+        if fd is None:
+            return False
+        self._fd = fd
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "run": run,
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        try:
+            files.os.ftruncate(fd, 0)
+            files.write_all(fd, orjson.dumps(holder) + b"\n")  # a fresh descriptor: at offset 0
+        except OSError:
+            pass  # only what an error message shows; the lock is what counts
+        return True
+
+    def release(self) -> None:
+        """Let the lock go (the file stays, for the next run); leave the waiters too."""
+        self.stop_waiting()
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            files.os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        finally:
+            files.os.close(fd)  # closing the descriptor releases the flock
+
+    def holder(self) -> dict[str, Any] | None:
+        """Who the holder recorded it is, if it can be read (maybe a dead holder's)."""
+        try:
+            data = files.read_whole(self.paths.run)
+            found = orjson.loads(data) if data.strip() else None
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    # -- the queue of waiting runs ----------------------------------------------------
+
+    def others_waiting(self) -> bool:
+        """Whether other runs are waiting for the lock (never waits itself)."""
+        if self._waiting_fd is not None:
+            return False  # this run is one of them: it competes with the others
+        fd = self._try_flock(self.paths.waiters, fcntl.LOCK_EX)
+        if fd is None:
+            return True
+        files.os.close(fd)
+        return False
+
+    def start_waiting(self) -> bool:
+        """Join the runs waiting for the lock (``False``: not now, try again later)."""
+        if self._waiting_fd is None:
+            self._waiting_fd = self._try_flock(self.paths.waiters, fcntl.LOCK_SH)
+        return self._waiting_fd is not None
+
+    def stop_waiting(self) -> None:
+        """Leave the waiting runs (idempotent)."""
+        fd, self._waiting_fd = self._waiting_fd, None
+        if fd is not None:
+            files.os.close(fd)
+
+    def _try_flock(self, path: str, how: int) -> int | None:
+        """A new descriptor on ``path`` holding ``flock(how)``, or ``None`` if taken."""
+        fd = files.open_refusing_links(path, os.O_RDWR | os.O_CREAT, self.thread_id)
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            files.os.close(fd)
+            return None
+        except BaseException:
+            files.os.close(fd)
+            raise
+        return fd
