@@ -39,10 +39,22 @@ def test_a_store_written_before_reads_the_same(store: Path, sidecars: str, read_
             idx.unlink()
     want = json.loads((DATA / "store-v0.1.answers.json").read_text())
     with JsonlSaver(store, read_only=read_only) as saver:
-        got = v01.answers(saver)
+        got = _known_fields(v01.answers(saver), want)
     for thread in v01.THREADS + ["deleted"]:
         assert got[thread] == want[thread], thread
     assert got == want
+
+
+def _known_fields(got: dict, want: dict) -> dict:
+    """``got`` with the tool-call record fields added since the answers were written
+    left out, once checked to be at their defaults (an old log has nothing for them)."""
+    for thread, answer in want.items():
+        if not isinstance(answer, dict):
+            continue
+        for new, old in zip(got[thread]["tool_calls"], answer["tool_calls"]):
+            for field in set(new) - set(old):
+                assert new.pop(field) is None, (thread, field)
+    return got
 
 
 def test_a_store_written_before_verifies_and_takes_new_writes(store: Path) -> None:

@@ -40,7 +40,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt, interrupt
 
 from ..errors import ConfigError
-from .calls import Batch, CallContext, context_of, slots_held
+from .calls import Batch, CallContext, context_of, messages_of, slots_held, task_position, thread_of
 from .journal import SaverJournal, StoreJournal, ToolEventLog, ToolJournal
 from .lifecycle import (
     ANSWER,
@@ -56,6 +56,7 @@ from .lifecycle import (
     process_stamp,
 )
 from .middleware import replay_middleware
+from .pending import replacing_update, settle
 from .plan import (
     INTERRUPT_TYPE,
     REPLAY_ERROR,
@@ -71,6 +72,7 @@ from .steps import Steps, arun, run
 from .steps import call as step
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
     from langgraph.prebuilt import ToolNode
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.store.base import BaseStore
@@ -148,8 +150,57 @@ class ReplayAdapter:
         )
 
     def middleware(self) -> Any:
-        """An ``AgentMiddleware`` for ``langchain.agents.create_agent(middleware=[...])``."""
+        """An ``AgentMiddleware`` for ``langchain.agents.create_agent(middleware=[...])``:
+        journals tool calls, and answers calls left pending before each model call."""
         return replay_middleware(self)
+
+    def pending_calls_node(self, messages_key: str = "messages") -> Any:
+        """A node that answers tool calls left pending when new input arrived (see
+        :meth:`answer_pending_calls`); put it between ``START`` and the model node.
+
+        Args:
+            messages_key: The state key of the message list (an ``add_messages`` list).
+        """
+        from langchain_core.runnables import RunnableLambda
+
+        def answer(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            return self.answer_pending_calls(state, config, messages_key=messages_key)
+
+        async def aanswer(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            return await self.aanswer_pending_calls(state, config, messages_key=messages_key)
+
+        return RunnableLambda(answer, afunc=aanswer, name="answer_pending_calls")
+
+    def answer_pending_calls(
+        self, state: Any, config: RunnableConfig, *, messages_key: str = "messages"
+    ) -> dict[str, Any]:
+        """Answer every tool call in the history that no ToolMessage answers, from the
+        journal: a finished call with its recorded result, a failed one with its error,
+        an uncertain one as interrupted with its outcome unknown, one that never ran as
+        not run (see :mod:`.pending`); calls not settled are journaled as superseded.
+
+        Returns:
+            A state update that puts each answer right after the AI message that asked
+            for it (the whole list, replaced), or ``{}`` when nothing is pending.
+        """
+        history = run(self._settle(state, config, messages_key), self.journal)
+        return {} if history is None else replacing_update(messages_key, history)
+
+    async def aanswer_pending_calls(
+        self, state: Any, config: RunnableConfig, *, messages_key: str = "messages"
+    ) -> dict[str, Any]:
+        """Async :meth:`answer_pending_calls`."""
+        history = await arun(self._settle(state, config, messages_key), self.journal)
+        return {} if history is None else replacing_update(messages_key, history)
+
+    def _settle(self, state: Any, config: RunnableConfig, messages_key: str) -> Steps[list[Any] | None]:
+        messages = state.get(messages_key, []) if isinstance(state, dict) else messages_of(state)
+        return settle(
+            thread_of(config),
+            list(messages or []),
+            position=task_position(config),
+            encode=self.journal.encode,
+        )
 
     @staticmethod
     def resume_command(interrupts: Iterable[Interrupt], answers: dict[str, Any]) -> Command:
@@ -206,7 +257,7 @@ class ReplayAdapter:
         for call in ctx.batch:
             rec = batch.records.get(ctx.key(call["id"]))
             idem = self._tool_is_idempotent(call.get("name"), tools.get(call.get("name")))
-            if rec is not None and rec.state == STARTED and not idem:
+            if rec is not None and rec.open_state == STARTED and not idem:
                 out.append(
                     {
                         "id": call["id"],

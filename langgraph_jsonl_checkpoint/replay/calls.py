@@ -66,18 +66,34 @@ def messages_of(state: Any) -> list[Any]:
     return list(getattr(state, "messages", []) or [])
 
 
-def context_of(request: ToolCallRequest) -> CallContext:
-    config = request.runtime.config if request.runtime is not None else None
-    conf = (config or {}).get("configurable", {})
-    thread_id = conf.get("thread_id")
+def thread_of(config: Any) -> str:
+    """The thread id of a task's config.
+
+    Raises:
+        ConfigError: The graph runs without a thread id.
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
     if thread_id is None:
         raise ConfigError(
             "ReplayAdapter needs a thread_id: run the graph with a checkpointer and "
             "config={'configurable': {'thread_id': ...}}."
         )
+    return str(thread_id)
+
+
+def task_position(config: Any) -> tuple[str, str]:
+    """``(namespace, checkpoint id)`` of the task a config belongs to: the checkpoint
+    it runs from is its parent graph's."""
+    conf = (config or {}).get("configurable") or {}
     ns = conf.get("checkpoint_ns", "")
     parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
-    checkpoint_id = (conf.get("checkpoint_map") or {}).get(parent_ns) or conf.get("checkpoint_id") or ""
+    return ns, (conf.get("checkpoint_map") or {}).get(parent_ns) or conf.get("checkpoint_id") or ""
+
+
+def context_of(request: ToolCallRequest) -> CallContext:
+    config = request.runtime.config if request.runtime is not None else None
+    thread_id = thread_of(config)
+    ns, checkpoint_id = task_position(config)
     path = ((config or {}).get("metadata") or {}).get("langgraph_path") or ()
     own = request.tool_call
     batch = [own]
@@ -91,7 +107,7 @@ def context_of(request: ToolCallRequest) -> CallContext:
                 if any(c.get("id") == own.get("id") for c in pending):
                     batch = pending
                 break
-    return CallContext(str(thread_id), ns, checkpoint_id, batch)
+    return CallContext(thread_id, ns, checkpoint_id, batch)
 
 
 def slots_held(request: ToolCallRequest) -> int | None:

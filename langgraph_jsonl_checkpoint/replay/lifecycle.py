@@ -3,8 +3,9 @@
 A tool call moves through events, each one a durable record::
 
     requested ──> started ──> finished   (result recorded)
-                     │  └───> failed     (error recorded)
-                     └──────> released   (the tool raised an interrupt(): back to requested)
+        │            │  └───> failed     (error recorded)
+        │            └──────> released   (the tool raised an interrupt(): back to requested)
+        └────────────┴──────> superseded (new input came first: the model was told so)
 
 A call that was ``started`` and has neither ``finished`` nor ``failed`` is *in flight*;
 if the process that started it is gone it is *uncertain*: its effect may or may not
@@ -27,6 +28,9 @@ STARTED = "started"
 FINISHED = "finished"
 FAILED = "failed"
 RELEASED = "released"
+#: New input reached the thread before the call settled; the model was given the
+#: recorded ToolMessage instead (see :mod:`.pending`).
+SUPERSEDED = "superseded"
 #: A started call whose process is gone (derived, never recorded).
 UNCERTAIN = "uncertain"
 #: A question the adapter put to a person, and the answer it got (both recorded under
@@ -36,7 +40,7 @@ ANSWER = "answer"
 #: Pseudo call id under which a tool-node task's questions are journaled, in order.
 ASKS_CALL_ID = "__asks__"
 
-EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED)
+EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED, SUPERSEDED)
 
 _HOST = socket.gethostname()
 
@@ -83,15 +87,19 @@ class ToolCallRecord:
         key: Which call.
         name: Tool name.
         args: Arguments the model gave.
-        state: ``requested``, ``started``, ``finished``, ``failed`` or ``uncertain``.
+        state: ``requested``, ``started``, ``finished``, ``failed`` or ``superseded``
+            (``effective_state`` adds ``uncertain``).
         requested_at: When the tool node first saw the call.
         started_at: When the tool body was last entered (``None`` if never).
         finished_at: When it finished or failed.
-        result: The recorded result (a ``ToolMessage`` or ``Command``) once finished.
+        result: The recorded result (a ``ToolMessage`` or ``Command``) once finished;
+            once superseded, the ToolMessage the model was given instead.
         error: ``{"type": ..., "message": ...}`` once failed.
         process: Host and pid that last started it.
         resolution: How a person resolved an uncertain call (``"skip"``, ``"result"``),
             if that is how it finished.
+        superseded_from: The state a superseded call was in when new input came
+            (``started``: its outcome is unknown; ``requested``: it never ran).
     """
 
     key: ToolCallKey
@@ -105,6 +113,7 @@ class ToolCallRecord:
     error: dict[str, Any] | None = None
     process: dict[str, Any] | None = None
     resolution: str | None = None
+    superseded_from: str | None = None
     events: list[str] = field(default_factory=list)
     #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
     #: about)`` in log order.
@@ -141,6 +150,21 @@ class ToolCallRecord:
         elif ev == RELEASED:
             if self.state == STARTED:
                 self.state = REQUESTED
+        elif ev == SUPERSEDED:
+            if self.state in (FINISHED, FAILED):
+                return  # a settled call keeps its outcome
+            self.superseded_from = self.state
+            self.state = SUPERSEDED
+            self.finished_at = event.get("at")
+            self.result = decode(event["result"]) if "result" in event else None
+
+    @property
+    def open_state(self) -> str:
+        """``state``, with a superseded call seen as it was when new input came (what
+        a re-run of its tool node from the same checkpoint, by time travel, goes by)."""
+        if self.state == SUPERSEDED and self.superseded_from is not None:
+            return self.superseded_from
+        return self.state
 
     @property
     def effective_state(self) -> str:

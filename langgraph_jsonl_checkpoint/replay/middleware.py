@@ -22,9 +22,18 @@ class ToolCallHooks(Protocol):
         """The async form."""
         ...
 
+    def answer_pending_calls(self, state: Any, config: Any) -> dict[str, Any]:
+        """A state update answering tool calls left pending (``{}``: none)."""
+        ...
+
+    async def aanswer_pending_calls(self, state: Any, config: Any) -> dict[str, Any]:
+        """The async form."""
+        ...
+
 
 def replay_middleware(adapter: ToolCallHooks) -> Any:
-    """An ``AgentMiddleware`` whose tool-call hooks are the adapter's.
+    """An ``AgentMiddleware`` whose tool-call hooks are the adapter's, and whose
+    ``before_model`` hook answers tool calls left pending when new input arrived.
 
     Raises:
         ConfigError: ``langchain`` is not installed.
@@ -37,8 +46,17 @@ def replay_middleware(adapter: ToolCallHooks) -> Any:
             "pip install 'langgraph-jsonl-checkpoint[agents]'"
         ) from exc
 
+    from langgraph.config import get_config
+
     class ReplayMiddleware(AgentMiddleware):  # type: ignore[misc]
-        """Journals every tool call of the agent and replays it safely after a crash."""
+        """Journals every tool call of the agent and replays it safely after a crash;
+        answers calls left pending by new input before the model sees the history."""
+
+        def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            return adapter.answer_pending_calls(state, get_config()) or None
+
+        async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            return await adapter.aanswer_pending_calls(state, get_config()) or None
 
         def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             return adapter.wrap_tool_call(request, handler)

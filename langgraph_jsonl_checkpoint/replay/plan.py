@@ -9,6 +9,9 @@ requested, never run   the tool runs
 started, idempotent    the tool runs again
 started, side effects  held: a person answers ``retry``, ``skip`` or a result
 =====================  =====================================================
+
+A call superseded by new input (see :mod:`.pending`) is planned as it was then: its
+tool node runs again only by time travel to the checkpoint it ran from.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ from .lifecycle import FAILED, FINISHED, REQUESTED, ToolCallRecord
 
 #: The ``type`` of the interrupt that asks a person about uncertain calls.
 INTERRUPT_TYPE = "uncertain_tool_calls"
+#: What the model is told of an uncertain call that new input superseded.
+SUPERSEDED_TEXT = (
+    "This tool call was interrupted while it was running, and its outcome is unknown: it "
+    "may or may not have taken effect. It was superseded by new input and was not run again."
+)
+#: What the model is told of a call that never started before new input superseded it.
+NOT_RUN_TEXT = (
+    "This tool call was not run: the run that asked for it stopped before the tool started, "
+    "and it was superseded by new input."
+)
 #: What the model is told of a call a person chose to skip.
 SKIPPED_TEXT = (
     "This tool call was interrupted by a crash while it was running, and its outcome is "
@@ -53,11 +66,12 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
         One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
         ``SKIP``, ``SUPPLY``.
     """
-    if record is None or record.state == REQUESTED:
+    state = record.open_state if record is not None else REQUESTED
+    if state == REQUESTED:
         return RUN
-    if record.state == FINISHED:
+    if state == FINISHED:
         return REPLAY_RESULT
-    if record.state == FAILED:
+    if state == FAILED:
         return REPLAY_ERROR
     # started and never settled
     if idempotent:

@@ -332,6 +332,8 @@ def open_store(s: dict) -> tuple[Any, Any]:
 def graph_for(s: dict, saver: Any, adapter: Any, hooks: Hooks | None = None, **tool_node_kwargs: Any) -> Any:
     """The spec's graph on ``saver``/``adapter``."""
     tools = make_tools(s["effects"], asynchronous=s["mode"] == "async", hooks=hooks)
+    if s.get("answer_pending") and s["plug"] in ("tool_node", "wrap"):
+        tool_node_kwargs["answer_pending"] = True
     return build_graph(s["plug"], tools=tools, plan=s["plan"], checkpointer=saver, adapter=adapter,
                        **tool_node_kwargs)
 
@@ -365,8 +367,12 @@ def _crash_phase(s: dict) -> None:
 def resume(s: dict) -> dict:
     """Resume a crashed thread (new saver and adapter on the store): ``invoke(None)``; if
     that stops on interrupts and ``s["answers"]`` is set, answer them all with
-    ``ReplayAdapter.resume_command``. Returns a JSON-able report."""
+    ``ReplayAdapter.resume_command``. With ``s["new_input"]`` (text), send that as a new
+    human message instead of resuming (after one ``invoke(None)`` if
+    ``s["resume_first"]``: a thread waiting on the interrupt). Returns a JSON-able report,
+    with the last history the model was given (``model_input``)."""
     from langgraph_jsonl_checkpoint import ReplayAdapter
+    from tests.harness.replay_tools import MODEL_INPUTS
 
     saver, adapter = open_store(s)
     try:
@@ -382,29 +388,38 @@ def resume(s: dict) -> dict:
         report["before"] = {
             r.key.call_id: [r.state, r.effective_state] for r in saver.tool_calls(s["thread"])
         }
-        run(None)
+        if s.get("new_input") is None or s.get("resume_first"):
+            run(None)
         snap = graph.get_state(cfg)
         report["interrupts"] = [i.value for i in snap.interrupts]
-        if snap.interrupts and s.get("answers") is not None:
+        if s.get("new_input") is not None:
+            MODEL_INPUTS.clear()
+            run({"messages": [HumanMessage(s["new_input"], id="human-1")]})
+            snap = graph.get_state(cfg)
+        elif snap.interrupts and s.get("answers") is not None:
             run(ReplayAdapter.resume_command(snap.interrupts, s["answers"]))
             snap = graph.get_state(cfg)
         report["next"] = list(snap.next)
         report["pending_interrupts"] = [i.value for i in snap.interrupts]
-        report["messages"] = [
-            {
-                "type": m.type,
-                "content": m.content,
-                "tool_call_id": getattr(m, "tool_call_id", None),
-                "status": getattr(m, "status", None),
-                "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])],
-            }
-            for m in snap.values.get("messages", [])
-        ]
+        report["messages"] = [_summary(m) for m in snap.values.get("messages", [])]
         report["status"] = snap.values.get("status")
+        report["model_input"] = [_summary(m) for m in MODEL_INPUTS[-1]] if MODEL_INPUTS else None
         report["tool_calls"] = {r.key.call_id: {"state": r.state, "effective": r.effective_state,
-                                                "resolution": r.resolution, "events": r.events}
+                                                "resolution": r.resolution, "events": r.events,
+                                                "superseded_from": r.superseded_from}
                                 for r in saver.tool_calls(s["thread"])}
         report["effects"] = dict(effects(s["effects"]))
         return report
     finally:
         saver.close()
+
+
+def _summary(m: Any) -> dict:
+    """A message as JSON-able facts."""
+    return {
+        "type": m.type,
+        "content": m.content,
+        "tool_call_id": getattr(m, "tool_call_id", None),
+        "status": getattr(m, "status", None),
+        "tool_calls": [c["id"] for c in getattr(m, "tool_calls", [])],
+    }

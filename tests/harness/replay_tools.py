@@ -247,8 +247,14 @@ def call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id}
 
 
+#: Every history a model was asked to answer in this process, in order.
+MODEL_INPUTS: list[list[BaseMessage]] = []
+
+
 def next_reply(messages: Sequence[BaseMessage], plan: Plan) -> AIMessage:
-    """The next AI message for a conversation: a pure function of the messages."""
+    """The next AI message for a conversation: a pure function of the messages (each
+    history it gets is kept in ``MODEL_INPUTS``)."""
+    MODEL_INPUTS.append(list(messages))
     humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
     turn = len(humans) - 1
     since = messages[humans[-1] + 1:] if humans else list(messages)
@@ -297,6 +303,7 @@ def build_graph(
     plan: Plan,
     checkpointer: Any,
     adapter: Any = None,
+    answer_pending: bool = False,
     **tool_node_kwargs: Any,
 ) -> Any:
     """A compiled agent loop.
@@ -304,7 +311,9 @@ def build_graph(
     ``plug``: ``"tool_node"`` (``adapter.tool_node(tools)``), ``"wrap"``
     (``ToolNode(tools, wrap_tool_call=..., awrap_tool_call=...)``), ``"agent"``
     (``create_agent(..., middleware=[adapter.middleware()])``), or ``"plain"`` /
-    ``"plain_agent"`` (no adapter, for comparison).
+    ``"plain_agent"`` (no adapter, for comparison). ``answer_pending``: put
+    ``adapter.pending_calls_node()`` between ``START`` and the model node, as the README
+    says (``create_agent``'s middleware does it in its ``before_model`` hook).
     """
     if plug in ("agent", "plain_agent"):
         from langchain.agents import create_agent
@@ -333,7 +342,12 @@ def build_graph(
     builder = StateGraph(State)
     builder.add_node("agent", agent)
     builder.add_node("tools", node)
-    builder.add_edge(START, "agent")
+    if answer_pending:
+        builder.add_node("answer_pending", adapter.pending_calls_node())
+        builder.add_edge(START, "answer_pending")
+        builder.add_edge("answer_pending", "agent")
+    else:
+        builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
     return builder.compile(checkpointer=checkpointer)
