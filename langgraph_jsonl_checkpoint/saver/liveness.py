@@ -41,7 +41,7 @@ from .runs import CONFIG_KEY_RUNTIME
 logger = logging.getLogger(__name__)
 
 #: Seconds between two attempts at a busy thread's lock (growing up to the last).
-_POLL = (0.002, 0.005, 0.01, 0.02, 0.05)
+_POLL = (0.001, 0.002, 0.005, 0.01)
 
 try:  # the loop class LangGraph runs a graph in (stable in langgraph 1.x)
     from langgraph.pregel._loop import PregelLoop as _PregelLoop
