@@ -16,6 +16,7 @@ Public names:
 """
 
 from .errors import (
+    CheckpointNotSavedError,
     ConcurrentRunError,
     ConfigError,
     CorruptLogError,
@@ -32,9 +33,11 @@ from .errors import (
 from .replay.adapter import ReplayAdapter
 from .replay.lifecycle import ToolCallKey, ToolCallRecord
 from .replay.plan import RecordedToolError
-from .saver.jsonl_saver import AsyncJsonlSaver, JsonlSaver
+from .saver.async_saver import AsyncJsonlSaver
+from .saver.jsonl_saver import JsonlSaver
 
 __all__ = [
+    "CheckpointNotSavedError",
     "AsyncJsonlSaver",
     "ConcurrentRunError",
     "ConfigError",

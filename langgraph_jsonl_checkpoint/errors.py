@@ -14,7 +14,9 @@ catch them all with one ``except``::
     ├── ThreadDeletedError     a late write for a checkpoint of a deleted thread
     ├── ConcurrentRunError     another run advanced the same thread meanwhile
     │   └── ThreadBusyError    another run is still working on the thread
-    └── DurabilityError        a write could not be made durable; nothing was acknowledged
+    ├── DurabilityError        a write could not be made durable; nothing was acknowledged
+    └── CheckpointNotSavedError a side-effecting tool was not started: the checkpoint it
+                               runs from was not saved in time
 
 Messages name the thread, the file and, where it helps, the byte offset, and say what to
 do next. They never echo stored payloads.
@@ -100,3 +102,20 @@ class ThreadBusyError(ConcurrentRunError):
         super().__init__(message)
         self.thread_id = thread_id
         self.holder = holder or {}
+
+
+class CheckpointNotSavedError(JsonlCheckpointError):
+    """The checkpoint a side-effecting tool call runs from was not saved within the
+    replay adapter's ``durable_timeout``; the tool was not started.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_id: The checkpoint the tool node runs from.
+        call_id: The tool call that was held back.
+    """
+
+    def __init__(self, message: str, *, thread_id: str, checkpoint_id: str, call_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        self.call_id = call_id

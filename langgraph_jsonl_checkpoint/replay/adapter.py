@@ -35,11 +35,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt, interrupt
 
-from ..errors import ConfigError
+from ..errors import CheckpointNotSavedError, ConfigError
 from .calls import Batch, CallContext, context_of, messages_of, slots_held, task_position, thread_of
 from .journal import SaverJournal, StoreJournal, ToolEventLog, ToolJournal
 from .lifecycle import (
@@ -55,6 +54,7 @@ from .lifecycle import (
     now,
     process_stamp,
 )
+from .lost import closing_event, lost_question, split_lost
 from .middleware import replay_middleware
 from .pending import replacing_update, settle
 from .plan import (
@@ -62,10 +62,10 @@ from .plan import (
     REPLAY_ERROR,
     REPLAY_RESULT,
     RUN,
-    SKIP,
-    SKIPPED_TEXT,
     RecordedToolError,
+    answer_message,
     answer_problems,
+    answered_action,
     plan_call,
 )
 from .steps import Steps, arun, run
@@ -79,6 +79,8 @@ if TYPE_CHECKING:
 
 #: Task executions whose batch state is kept at once (least recently used go first).
 _MAX_LIVE_BATCHES = 256
+#: Longest wait for the checkpoint a side-effecting call runs from, in seconds.
+DEFAULT_DURABLE_TIMEOUT = 60.0
 
 
 class _Effects:
@@ -106,6 +108,18 @@ class _Effects:
     async def aexecute(self, request: Any) -> Any:
         return await self._execute(request)
 
+    def orphans(self, thread_id: str, checkpointer: Any) -> Any:
+        return self.journal.orphans(thread_id, checkpointer)
+
+    async def aorphans(self, thread_id: str, checkpointer: Any) -> Any:
+        return await self.journal.aorphans(thread_id, checkpointer)
+
+    def wait_stored(self, *args: Any) -> bool:
+        return self.journal.wait_stored(*args)
+
+    async def await_stored(self, *args: Any) -> bool:
+        return await self.journal.await_stored(*args)
+
 
 class ReplayAdapter:
     """Journals tool calls and replays them safely after a crash.
@@ -116,6 +130,10 @@ class ReplayAdapter:
         idempotent: Names of tools that may run twice (reads, searches). A tool is also
             idempotent if ``tool.metadata["idempotent"]`` is true. Every other tool is
             treated as side-effecting.
+        durable_timeout: Longest wait, in seconds, for the checkpoint a side-effecting
+            call runs from to be saved before the tool starts (LangGraph saves it in the
+            background under ``durability="async"``); then
+            :class:`~..errors.CheckpointNotSavedError` and the tool is not started.
 
     Raises:
         ConfigError: Neither or both of ``saver`` and ``store`` were given.
@@ -127,6 +145,7 @@ class ReplayAdapter:
         *,
         store: BaseStore | None = None,
         idempotent: Iterable[str] = (),
+        durable_timeout: float = DEFAULT_DURABLE_TIMEOUT,
     ) -> None:
         if (saver is None) == (store is None):
             raise ConfigError(
@@ -134,6 +153,9 @@ class ReplayAdapter:
             )
         self.journal: ToolJournal = SaverJournal(saver) if saver is not None else StoreJournal(store)  # type: ignore[arg-type]
         self.idempotent = frozenset(idempotent)
+        if not durable_timeout > 0:
+            raise ConfigError("durable_timeout must be a number of seconds, more than 0")
+        self.durable_timeout = durable_timeout
         # Per task execution (keyed by its scratchpad, which is neither hashable nor
         # weak-referenceable): a small LRU holding the token, so ids are never confused.
         self._batches: OrderedDict[int, tuple[Any, Batch]] = OrderedDict()
@@ -266,7 +288,9 @@ class ReplayAdapter:
                         "started_at": rec.started_at,
                     }
                 )
-        return out
+            elif call["id"] in batch.linked and (rec is None or rec.state == REQUESTED):
+                out.append(lost_question(call["id"], batch.linked[call["id"]]))
+        return out + [lost_question(qid, lost) for qid, lost in batch.unmatched.items()]
 
     def _requested_events(self, ctx: CallContext, batch: Batch) -> list[dict[str, Any]]:
         return [
@@ -317,7 +341,7 @@ class ReplayAdapter:
             problem = answer_problems(value, [c["id"] for c in question["calls"]])
             if problem is None:
                 about = [[c["id"], c["started_at"]] for c in question["calls"]]
-                yield [self._answer_event(ctx, slot, value, about)]
+                yield [self._answer_event(ctx, slot, value, about), *self._closing(batch, value, about)]
                 for call_id, started_at in about:
                     answers[call_id] = (value[call_id], started_at)
         slot = replay
@@ -341,10 +365,18 @@ class ReplayAdapter:
             problem = answer_problems(value, [c["id"] for c in open_calls])
             if problem is None:
                 about = [[c["id"], c["started_at"]] for c in open_calls]
-                yield [self._answer_event(ctx, slot, value, about)]
+                yield [self._answer_event(ctx, slot, value, about), *self._closing(batch, value, about)]
                 for call_id, started_at in about:
                     answers[call_id] = (value[call_id], started_at)
             slot += 1
+
+    def _closing(self, batch: Batch, answer: Any, about: list[list[Any]]) -> list[dict[str, Any]]:
+        """Events settling the lost calls asked about on their own (journaled with the answer)."""
+        return [
+            closing_event(batch.unmatched[qid], answer[qid], self.journal.encode)
+            for qid, _ in about
+            if qid in batch.unmatched
+        ]
 
     def _answer_event(
         self, ctx: CallContext, slot: int, answer: Any, about: list[list[Any]]
@@ -363,6 +395,14 @@ class ReplayAdapter:
         try:
             keys = [ctx.key(c["id"]) for c in ctx.batch] + [ctx.key(ASKS_CALL_ID)]
             batch.records = yield step("load", ctx.thread_id, keys)
+            if ctx.checkpointer is not None:
+                orphans = yield step("orphans", ctx.thread_id, ctx.checkpointer)
+                harmless, batch.linked, batch.unmatched = split_lost(
+                    orphans, ctx, batch.records, lambda name: self._tool_is_idempotent(name, None)
+                )
+                if harmless:  # running an idempotent tool again is harmless: closed, not asked
+                    closed = [closing_event(o, "retry", self.journal.encode) for o in harmless]
+                    yield step("record", ctx.thread_id, closed)
             yield step("record", ctx.thread_id, self._requested_events(ctx, batch))
             for events in self._deliberate(ctx, batch, request):
                 yield step("record", ctx.thread_id, events)
@@ -397,17 +437,7 @@ class ReplayAdapter:
                 f"tool {call.get('name')!r} (call {call.get('id')}) failed before the run was "
                 f"resumed: {err.get('type', 'Error')}: {err.get('message', '')}"
             ), []
-        if action == SKIP:
-            msg = ToolMessage(SKIPPED_TEXT, tool_call_id=call["id"], name=call.get("name"), status="error")
-            resolution = "skip"
-        else:  # SUPPLY
-            result = answer["result"]
-            msg = result if isinstance(result, ToolMessage) else ToolMessage(
-                result if isinstance(result, (str, list)) else str(result),
-                tool_call_id=call["id"],
-                name=call.get("name"),
-            )
-            resolution = "result"
+        msg, resolution = answer_message(call["id"], call.get("name"), answer)  # SKIP, SUPPLY
         event = self._event(ctx, call["id"], FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]
 
@@ -416,14 +446,24 @@ class ReplayAdapter:
         call_id = request.tool_call["id"]
         record = batch.records.get(ctx.key(call_id))
         answer = batch.answers.get(call_id)
-        action = plan_call(record, idempotent=self.is_idempotent(request), answer=answer)
+        idempotent = self.is_idempotent(request)
+        action = plan_call(record, idempotent=idempotent, answer=answer)
+        lost = batch.linked.get(call_id) if action == RUN else None
+        if lost is not None:  # asked for again after its run was lost: as a person said
+            action = answered_action(answer)
+        # the lost call this one stands for is settled with it, in the same batch
+        closing = [closing_event(lost, answer, self.journal.encode, by=call_id)] if lost is not None else []
         if action != RUN:
             outcome, events = self._settled(ctx, request, action, record, answer)
-            yield step("record", ctx.thread_id, events)
+            if events or closing:
+                yield step("record", ctx.thread_id, events + closing)
             if isinstance(outcome, BaseException):
                 raise outcome
             return outcome
-        yield step("record", ctx.thread_id, [self._event(ctx, call_id, STARTED, proc=process_stamp())])
+        if not idempotent:
+            yield from self._until_saved(ctx, call_id)
+        started = self._event(ctx, call_id, STARTED, proc=process_stamp())
+        yield step("record", ctx.thread_id, [started, *closing])
         try:
             result = yield step("execute", request)
         except GraphBubbleUp:
@@ -436,6 +476,31 @@ class ReplayAdapter:
             "record", ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))]
         )
         return result
+
+    def _until_saved(self, ctx: CallContext, call_id: str) -> Steps[None]:
+        """Hold a side-effecting call until the checkpoint its node runs from is saved.
+
+        LangGraph saves that checkpoint in the background (``durability="async"``)
+        while the node already runs; a crash after the tool's effect, before the save,
+        would resume from the checkpoint before, where this call's journal is not found,
+        and run the tool again. Under ``"exit"`` nothing is saved until the run ends:
+        the call goes ahead, and if the run dies it is asked about as a lost run.
+
+        Raises:
+            CheckpointNotSavedError: Not saved within ``durable_timeout``; not started.
+        """
+        if ctx.checkpointer is None or ctx.durability == "exit" or not ctx.checkpoint_id:
+            return
+        args = (ctx.thread_id, ctx.graph_ns, ctx.checkpoint_id, ctx.checkpointer, self.durable_timeout)
+        if not (yield step("wait_stored", *args)):
+            raise CheckpointNotSavedError(
+                f"thread {ctx.thread_id!r}: the checkpoint {ctx.checkpoint_id} that tool call "
+                f"{call_id} runs from was not saved within {self.durable_timeout:g} s, so the "
+                "side-effecting tool was not started (a crash after its effect would run it "
+                "again). The checkpointer may be slow or failing: check it, then resume the "
+                "run with graph.invoke(None, config); or raise ReplayAdapter(durable_timeout=...).",
+                thread_id=ctx.thread_id, checkpoint_id=ctx.checkpoint_id, call_id=call_id,
+            )
 
     def wrap_tool_call(self, request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
         """``ToolNode`` ``wrap_tool_call`` hook: journal the call, replay it if recorded."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ..errors import ConfigError
-from .lifecycle import ToolCallKey, ToolCallRecord
+from .lifecycle import ToolCallKey, ToolCallRecord, parent_namespace
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -25,15 +25,41 @@ if TYPE_CHECKING:
 
 @dataclass
 class CallContext:
-    """Where one tool-node task's calls are journaled."""
+    """Where one tool-node task's calls are journaled, and what the run around it is.
+
+    Attributes:
+        thread_id: The thread.
+        ns: The task's namespace.
+        checkpoint_id: The checkpoint the task runs from.
+        batch: The tool calls this task handles.
+        calls: Every tool call of the AI message (the batch's siblings, when each call
+            is its own task).
+        checkpointer: The graph's checkpointer (``None``: none).
+        durability: The run's durability mode (``"sync"``, ``"async"``, ``"exit"``).
+    """
 
     thread_id: str
     ns: str
     checkpoint_id: str
-    batch: list[dict[str, Any]]  # the tool calls this task handles
+    batch: list[dict[str, Any]]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    checkpointer: Any = None
+    durability: str = "async"
 
     def key(self, call_id: str) -> ToolCallKey:
         return ToolCallKey(self.ns, self.checkpoint_id, call_id)
+
+    @property
+    def graph_ns(self) -> str:
+        """The namespace of the checkpoint the task runs from."""
+        return parent_namespace(self.ns)
+
+    @property
+    def lists_lost_runs(self) -> bool:
+        """Whether this task asks about lost runs no call of the message matches: the
+        task of the message's first call (so sibling tasks do not ask twice)."""
+        own = {c.get("id") for c in self.batch}
+        return not self.calls or self.calls[0].get("id") in own
 
 
 @dataclass
@@ -50,6 +76,10 @@ class Batch:
     records: dict[ToolCallKey, ToolCallRecord] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
+    #: Calls of lost runs (see :meth:`ToolJournal.orphans`): matched to a call of the
+    #: message by tool and arguments (call id -> record), or not (question id -> record).
+    linked: dict[str, ToolCallRecord] = field(default_factory=dict)
+    unmatched: dict[str, ToolCallRecord] = field(default_factory=dict)
 
     def async_lock(self) -> asyncio.Lock:
         """The batch's asyncio lock (made on first use, inside the running loop)."""
@@ -86,8 +116,7 @@ def task_position(config: Any) -> tuple[str, str]:
     it runs from is its parent graph's."""
     conf = (config or {}).get("configurable") or {}
     ns = conf.get("checkpoint_ns", "")
-    parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
-    return ns, (conf.get("checkpoint_map") or {}).get(parent_ns) or conf.get("checkpoint_id") or ""
+    return ns, (conf.get("checkpoint_map") or {}).get(parent_namespace(ns)) or conf.get("checkpoint_id") or ""
 
 
 def context_of(request: ToolCallRequest) -> CallContext:
@@ -96,18 +125,24 @@ def context_of(request: ToolCallRequest) -> CallContext:
     ns, checkpoint_id = task_position(config)
     path = ((config or {}).get("metadata") or {}).get("langgraph_path") or ()
     own = request.tool_call
-    batch = [own]
-    if not path or path[0] != "__pregel_push":
-        # A ToolNode task runs every pending call of the last AI message.
-        messages = messages_of(request.state)
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        for m in reversed(messages):
-            if isinstance(m, AIMessage):
-                pending = [c for c in m.tool_calls if c.get("id") not in answered]
-                if any(c.get("id") == own.get("id") for c in pending):
-                    batch = pending
-                break
-    return CallContext(thread_id, ns, checkpoint_id, batch)
+    batch, calls = [own], [own]
+    messages = messages_of(request.state)
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    for m in reversed(messages):
+        if isinstance(m, AIMessage) and any(c.get("id") == own.get("id") for c in m.tool_calls):
+            calls = list(m.tool_calls)
+            pending = [c for c in m.tool_calls if c.get("id") not in answered]
+            own_pending = any(c.get("id") == own.get("id") for c in pending)
+            if own_pending and (not path or path[0] != "__pregel_push"):
+                # A ToolNode task runs every pending call of the last AI message.
+                batch = pending
+            break
+    conf = (config or {}).get("configurable") or {}
+    return CallContext(
+        thread_id, ns, checkpoint_id, batch, calls,
+        checkpointer=conf.get("__pregel_checkpointer"),
+        durability=conf.get("__pregel_durability") or "async",
+    )
 
 
 def slots_held(request: ToolCallRequest) -> int | None:

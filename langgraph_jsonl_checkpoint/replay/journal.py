@@ -7,8 +7,14 @@ Two journals with one interface (:class:`ToolJournal`):
 - :class:`StoreJournal` keeps them in any LangGraph ``BaseStore`` (``InMemoryStore``,
   ``PostgresStore``) for graphs whose checkpointer is not a ``JsonlSaver``. Each call is
   one store item holding its event list, under namespace
-  ``("langgraph_jsonl_checkpoint", "tool_calls")``. Its logic is written once as steps
-  (:mod:`.steps`), run on the store's sync or async methods.
+  ``("langgraph_jsonl_checkpoint", "tool_calls")``; a call started and not settled also
+  has an item under ``("langgraph_jsonl_checkpoint", "open_tool_calls")``, so the calls
+  of lost runs are found without reading every call. Its logic is written once as steps
+  (:mod:`.steps`), run on the store's (and the checkpointer's) sync or async methods.
+
+Both answer two questions about checkpoints for the adapter: is the checkpoint a tool
+node runs from durable yet (:meth:`ToolJournal.wait_stored`), and which started calls
+belong to a run whose checkpoint is gone (:meth:`ToolJournal.orphans`).
 
 Values inside events (arguments, results) are cells (see :mod:`~..values.cells`).
 """
@@ -22,13 +28,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from ..values.codec import ValueCodec
-from .lifecycle import ToolCallKey, ToolCallRecord, calls_only, fold
+from .checkpoints import apoll_stored, checkpoint_config, lost_runs, poll_stored
+from .lifecycle import (
+    FAILED,
+    FINISHED,
+    RELEASED,
+    STARTED,
+    SUPERSEDED,
+    ToolCallKey,
+    ToolCallRecord,
+    calls_only,
+    fold,
+)
 from .steps import Steps, arun, call, run
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
 STORE_NAMESPACE = ("langgraph_jsonl_checkpoint", "tool_calls")
+OPEN_NAMESPACE = ("langgraph_jsonl_checkpoint", "open_tool_calls")
+#: Events after which a started call is no longer open.
+SETTLING = frozenset({FINISHED, FAILED, SUPERSEDED, RELEASED})
 _PAGE = 100
 
 
@@ -63,6 +83,27 @@ class ToolJournal(Protocol):
         """Async :meth:`all`."""
         ...
 
+    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        """Calls started and never settled whose checkpoint is not in the thread (in the
+        graph's ``checkpointer``), marked ``lost_run``."""
+        ...
+
+    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        """Async :meth:`orphans`."""
+        ...
+
+    def wait_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        """Wait until ``checkpointer`` holds the checkpoint (``False``: not in time)."""
+        ...
+
+    async def await_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        """Async :meth:`wait_stored`."""
+        ...
+
 
 class ToolEventLog(Protocol):
     """A checkpointer that keeps tool-call events in its threads (``JsonlSaver``)."""
@@ -84,6 +125,22 @@ class ToolEventLog(Protocol):
 
     def tool_calls(self, thread_id: str, keys: Sequence[ToolCallKey] | None = None) -> list[ToolCallRecord]:
         """Every call of a thread."""
+        ...
+
+    def orphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """Started calls whose checkpoint is not in the thread."""
+        ...
+
+    def wait_for_checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
+    ) -> bool:
+        """Wait until the checkpoint is durable in the thread's log."""
+        ...
+
+    async def await_for_checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
+    ) -> bool:
+        """Async :meth:`wait_for_checkpoint`."""
         ...
 
 
@@ -117,6 +174,35 @@ class SaverJournal:
 
     async def aall(self, thread_id: str) -> list[ToolCallRecord]:
         return await asyncio.to_thread(self.all, thread_id)
+
+    def _owns(self, checkpointer: Any) -> bool:
+        """Whether the graph's checkpointer keeps its checkpoints in this saver's logs."""
+        return getattr(checkpointer, "store", None) is getattr(self.saver, "store", self)
+
+    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        if self._owns(checkpointer):
+            return self.saver.orphaned_tool_calls(thread_id)
+        return run(lost_runs(thread_id, self.all(thread_id)), checkpointer)
+
+    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        if self._owns(checkpointer):
+            return await asyncio.to_thread(self.saver.orphaned_tool_calls, thread_id)
+        return await arun(lost_runs(thread_id, await self.aall(thread_id)), checkpointer)
+
+    def wait_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        if self._owns(checkpointer):
+            return self.saver.wait_for_checkpoint(thread_id, checkpoint_ns, checkpoint_id, timeout)
+        return poll_stored(checkpointer, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id), timeout)
+
+    async def await_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        if self._owns(checkpointer):
+            return await self.saver.await_for_checkpoint(thread_id, checkpoint_ns, checkpoint_id, timeout)
+        cfg = checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
+        return await apoll_stored(checkpointer, cfg, timeout)
 
 
 def _store_key(thread_id: str, key: ToolCallKey) -> str:
@@ -157,6 +243,27 @@ class StoreJournal:
     async def aall(self, thread_id: str) -> list[ToolCallRecord]:
         return await arun(self._all(thread_id), self.store)
 
+    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        if checkpointer is None:
+            return []
+        return run(self._orphans(thread_id), _StoreAndSaver(self.store, checkpointer))
+
+    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+        if checkpointer is None:
+            return []
+        return await arun(self._orphans(thread_id), _StoreAndSaver(self.store, checkpointer))
+
+    def wait_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        return poll_stored(checkpointer, checkpoint_config(thread_id, checkpoint_ns, checkpoint_id), timeout)
+
+    async def await_stored(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
+    ) -> bool:
+        cfg = checkpoint_config(thread_id, checkpoint_ns, checkpoint_id)
+        return await apoll_stored(checkpointer, cfg, timeout)
+
     # -- the logic, once (steps on BaseStore.get/put/search) ----------------------------
 
     def _load(self, thread_id: str, keys: Sequence[ToolCallKey]) -> Steps[dict[ToolCallKey, ToolCallRecord]]:
@@ -170,23 +277,39 @@ class StoreJournal:
             skey = _store_key(thread_id, key)
             item = yield call("get", STORE_NAMESPACE, skey)
             yield call("put", STORE_NAMESPACE, skey, _appended(item, thread_id, evs), index=False)
+            kinds = {e["ev"] for e in evs}
+            if STARTED in kinds:  # open until settled (a started call's last word)
+                opened = {"thread_id": thread_id, "key": [key.ns, key.checkpoint_id, key.call_id]}
+                yield call("put", OPEN_NAMESPACE, skey, opened, index=False)
+            elif kinds & SETTLING:
+                yield call("delete", OPEN_NAMESPACE, skey)
+
+    def _orphans(self, thread_id: str) -> Steps[list[ToolCallRecord]]:
+        opened = yield from _search_all(OPEN_NAMESPACE, thread_id)
+        keys = [ToolCallKey(*item.value["key"]) for item in opened]
+        records = yield from self._load(thread_id, keys)
+        return (yield from lost_runs(thread_id, list(records.values())))
 
     def _all(self, thread_id: str) -> Steps[list[ToolCallRecord]]:
-        items: list[Any] = []
-        offset = 0
-        while True:
-            page = yield call(
-                "search", STORE_NAMESPACE, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset
-            )
-            items += page
-            if len(page) < _PAGE:
-                items.sort(key=lambda i: i.created_at)
-                return calls_only(self._fold(items))
-            offset += _PAGE
+        items = yield from _search_all(STORE_NAMESPACE, thread_id)
+        items.sort(key=lambda i: i.created_at)
+        return calls_only(self._fold(items))
 
     def _fold(self, items: list[Any]) -> dict[ToolCallKey, ToolCallRecord]:
         events = [e for item in items if item is not None for e in item.value["events"]]
         return fold(events, self._codec.decode)
+
+
+def _search_all(namespace: tuple[str, ...], thread_id: str) -> Steps[list[Any]]:
+    """Every item of a thread under ``namespace`` (paged search)."""
+    items: list[Any] = []
+    offset = 0
+    while True:
+        page = yield call("search", namespace, filter={"thread_id": thread_id}, limit=_PAGE, offset=offset)
+        items += page
+        if len(page) < _PAGE:
+            return items
+        offset += _PAGE
 
 
 def _appended(item: Any, thread_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -200,3 +323,12 @@ def _by_key(events: list[dict[str, Any]]) -> dict[ToolCallKey, list[dict[str, An
     for e in events:
         out.setdefault(ToolCallKey(e["ns"], e["cp"], e["call"]), []).append(e)
     return out
+
+
+class _StoreAndSaver:
+    """One target for steps that use both a store and a checkpointer."""
+
+    def __init__(self, store: Any, checkpointer: Any) -> None:
+        self.get, self.aget = store.get, store.aget
+        self.search, self.asearch = store.search, store.asearch
+        self.get_tuple, self.aget_tuple = checkpointer.get_tuple, checkpointer.aget_tuple

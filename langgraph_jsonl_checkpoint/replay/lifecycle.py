@@ -45,9 +45,20 @@ EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED, SUPERSEDED)
 _HOST = socket.gethostname()
 
 
+def parent_namespace(ns: str) -> str:
+    """The namespace of the graph a task runs in (where the checkpoint it runs from is):
+    ``"tools:<id>"`` -> ``""``, ``"sub:<id>|tools:<id>"`` -> ``"sub:<id>"``."""
+    return ns.rsplit("|", 1)[0] if "|" in ns else ""
+
+
 def now() -> str:
     """Current UTC time as ISO 8601, as stored in events."""
     return datetime.now(timezone.utc).isoformat()
+
+
+def event_for(key: ToolCallKey, ev: str, **fields: Any) -> dict[str, Any]:
+    """An event about the call ``key`` (to record in a journal), stamped now."""
+    return {"ev": ev, "ns": key.ns, "cp": key.checkpoint_id, "call": key.call_id, "at": now(), **fields}
 
 
 def process_stamp() -> dict[str, Any]:
@@ -100,6 +111,9 @@ class ToolCallRecord:
             if that is how it finished.
         superseded_from: The state a superseded call was in when new input came
             (``started``: its outcome is unknown; ``requested``: it never ran).
+        lost_run: ``True`` for a started call whose checkpoint is not in the thread: its
+            run died and its state was lost (``durability="exit"``, a lost checkpoint);
+            set by the saver or journal that read the record (``None``: not checked).
     """
 
     key: ToolCallKey
@@ -114,6 +128,7 @@ class ToolCallRecord:
     process: dict[str, Any] | None = None
     resolution: str | None = None
     superseded_from: str | None = None
+    lost_run: bool | None = None
     events: list[str] = field(default_factory=list)
     #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
     #: about)`` in log order.

@@ -43,7 +43,7 @@ from .lifecycle import (
     SUPERSEDED,
     ToolCallKey,
     ToolCallRecord,
-    now,
+    event_for,
 )
 from .plan import NOT_RUN_TEXT, SUPERSEDED_TEXT
 from .steps import Steps, call
@@ -191,13 +191,9 @@ def _superseded_events(
         open_keys = [r.key for r in records]
     else:  # the journal never saw the call: record it where it was answered
         key = ToolCallKey(position[0], position[1], d.call["id"])
-        seen = _event(key, REQUESTED, name=d.call.get("name"), args=encode(d.call.get("args")))
-        return [seen, _event(key, SUPERSEDED, result=encode(msg))]
-    return [_event(k, SUPERSEDED, result=encode(msg)) for k in open_keys]
-
-
-def _event(key: ToolCallKey, ev: str, **fields: Any) -> dict[str, Any]:
-    return {"ev": ev, "ns": key.ns, "cp": key.checkpoint_id, "call": key.call_id, "at": now(), **fields}
+        seen = event_for(key, REQUESTED, name=d.call.get("name"), args=encode(d.call.get("args")))
+        return [seen, event_for(key, SUPERSEDED, result=encode(msg))]
+    return [event_for(k, SUPERSEDED, result=encode(msg)) for k in open_keys]
 
 
 def replacing_update(messages_key: str, history: list[Any]) -> dict[str, Any]:

@@ -74,15 +74,31 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
     if state == FAILED:
         return REPLAY_ERROR
     # started and never settled
-    if idempotent:
-        return RUN
+    return RUN if idempotent else answered_action(answer)
+
+
+def answer_message(call_id: str, name: str | None, answer: Any) -> tuple[Any, str]:
+    """The ToolMessage a person's ``"skip"`` or ``{"result": ...}`` gives the model for
+    a call, and the resolution to journal (``"skip"``, ``"result"``)."""
+    from langchain_core.messages import ToolMessage
+
+    if answer == "skip":
+        return ToolMessage(SKIPPED_TEXT, tool_call_id=call_id, name=name, status="error"), "skip"
+    result = answer["result"]
+    if isinstance(result, ToolMessage):
+        return result, "result"
+    content = result if isinstance(result, (str, list)) else str(result)
+    return ToolMessage(content, tool_call_id=call_id, name=name), "result"
+
+
+def answered_action(answer: Any) -> str:
+    """What a person's answer about an uncertain call does: ``RUN``, ``SKIP``, ``SUPPLY``
+    (``HOLD`` while there is none)."""
     if answer is None:
         return HOLD
     if answer == "retry":
         return RUN
-    if answer == "skip":
-        return SKIP
-    return SUPPLY
+    return SKIP if answer == "skip" else SUPPLY
 
 
 def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:

@@ -3,10 +3,11 @@
 This class only maps LangGraph's calls onto what does the work, in the manner of
 LangGraph's Postgres saver (decisions in one place, sync and async only execute):
 
-- reads (``get_tuple``, ``list``, DeltaChannel history, the tool-call journal):
-  :class:`~.reads.CheckpointReads`;
-- writes (``put``, ``put_writes``, tool events), prepared outside the lock and applied
-  under it: :class:`~.writes.CheckpointWrites`, with the refusals of :mod:`.guards`;
+- reads (``get_tuple``, ``list``, DeltaChannel history): :class:`~.reads.CheckpointReads`;
+- writes (``put``, ``put_writes``), prepared outside the lock and applied under it:
+  :class:`~.writes.CheckpointWrites`, with the refusals of :mod:`.guards`;
+- one live run per thread: :mod:`.liveness`;
+- the replay adapter's tool-call journal (a mixin, :class:`~.tool_log.ToolCallMethods`);
 - whole-thread operations (compact, prune, copy, delete_for_runs):
   :mod:`~..maintenance.compaction`.
 
@@ -31,7 +32,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import AsyncIterator, Hashable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any
 
@@ -49,7 +50,6 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
 from ..errors import ConfigError
 from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
-from ..replay.lifecycle import ToolCallKey, ToolCallRecord, calls_only
 from ..values.codec import ValueCodec
 from ..values.records import SnapshotPolicy
 from .config import (
@@ -65,13 +65,14 @@ from .config import (
 from .liveness import LiveRuns, calling_loop
 from .reads import CheckpointReads
 from .runs import RunTracker, in_run
+from .tool_log import ToolCallMethods, ToolLog
 from .worker import Outcome, Worker
 from .writes import CheckpointWrites
 
 _LIST_BATCH = 64
 
 
-class JsonlSaver(BaseCheckpointSaver[str]):
+class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
 
     Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
@@ -165,6 +166,8 @@ class JsonlSaver(BaseCheckpointSaver[str]):
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
         self._worker = Worker(self._run_group)
+        #: The replay adapter's journal in the logs (shared with with_allowlist's copies).
+        self._tool_log = ToolLog(self.store)
         #: The live-run locks of this saver's runs (shared with with_allowlist's copies).
         self._live = (
             LiveRuns(self.store, wait=concurrent_runs == "wait", busy_timeout=busy_timeout)
@@ -323,7 +326,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
                 ``concurrent_runs``); nothing was stored.
         """
         writes = self._writes
-        return writes.run_alone(writes.prepare_put(config, checkpoint, metadata, new_versions))
+        stored = writes.run_alone(writes.prepare_put(config, checkpoint, metadata, new_versions))
+        self._tool_log.landing.landed()
+        return stored
 
     def put_writes(
         self,
@@ -407,35 +412,6 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         if run_ids:
             healing(lambda: delete_runs(self, {str(r) for r in run_ids}))
 
-    # -- tool-call lifecycle (used by ReplayAdapter) ------------------------------
-
-    def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Append tool-call lifecycle events to a thread's log as one durable batch.
-
-        Args:
-            thread_id: The thread.
-            events: Dicts with ``ev``, ``ns``, ``cp``, ``call`` and the event's fields
-                (values already encoded as cells); see :mod:`~..replay.lifecycle`.
-        """
-        self._writes.record_tool_events(str(thread_id), events)
-
-    def tool_calls(
-        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
-    ) -> list[ToolCallRecord]:
-        """The lifecycle of every tool call recorded in a thread (or of ``keys`` only).
-
-        Returns:
-            One :class:`ToolCallRecord` per call, in the order calls were first seen;
-            ``effective_state`` tells ``uncertain`` calls (started by a dead process).
-        """
-        return calls_only(self.tool_call_records(thread_id, keys))
-
-    def tool_call_records(
-        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
-    ) -> dict[ToolCallKey, ToolCallRecord]:
-        """Folded lifecycle records by key, including each task's question journal."""
-        return self._reads.tool_call_records(str(thread_id), keys)
-
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """Next channel version: ``"<counter>.<random hex>"``, string-sortable and unique
         (see :func:`~.config.next_version`)."""
@@ -484,7 +460,9 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         """
         thread_id = thread_id_of(config, "put")
         payload = (self._writes.prepare_put, (config, checkpoint, metadata, new_versions))
-        return await self._worker.submit(thread_id, payload)
+        stored = await self._worker.submit(thread_id, payload)
+        self._tool_log.landing.landed()
+        return stored
 
     async def aput_writes(
         self,
@@ -525,45 +503,3 @@ class JsonlSaver(BaseCheckpointSaver[str]):
         return await asyncio.to_thread(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
-
-    async def arecord_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Async :meth:`record_tool_events`."""
-        await asyncio.to_thread(self.record_tool_events, thread_id, events)
-
-    async def atool_calls(
-        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
-    ) -> list[ToolCallRecord]:
-        """Async :meth:`tool_calls`."""
-        return await asyncio.to_thread(self.tool_calls, thread_id, keys)
-
-    async def atool_call_records(
-        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
-    ) -> dict[ToolCallKey, ToolCallRecord]:
-        """Async :meth:`tool_call_records`."""
-        return await asyncio.to_thread(self.tool_call_records, thread_id, keys)
-
-
-class AsyncJsonlSaver(JsonlSaver):
-    """:class:`JsonlSaver` with an async ``from_conn_string``, for ``AsyncSqliteSaver`` users.
-
-    ``JsonlSaver`` itself already serves ``ainvoke``/``astream``; this class only makes
-    ``async with AsyncJsonlSaver.from_conn_string(path) as saver:`` work unchanged.
-    """
-
-    @classmethod
-    @asynccontextmanager  # type: ignore[override]
-    async def from_conn_string(cls, path: str, **kwargs: Any) -> AsyncIterator[AsyncJsonlSaver]:  # type: ignore[override]
-        """Open a saver on ``path`` for an ``async with`` block.
-
-        Args:
-            path: Store directory (``":memory:"``: a temporary one, removed at the end).
-            **kwargs: Passed to :class:`JsonlSaver`.
-
-        Yields:
-            The saver; it is closed when the block ends.
-        """
-        saver = await asyncio.to_thread(lambda: cls(path, **kwargs))
-        try:
-            yield saver
-        finally:
-            await asyncio.to_thread(saver.close)

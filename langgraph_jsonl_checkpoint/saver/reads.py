@@ -26,7 +26,6 @@ from ..disk.index import ThreadIndex
 from ..disk.store import Store
 from ..disk.summary import EMPTY
 from ..disk.view import IndexRebuilt, LogView
-from ..replay.lifecycle import ToolCallKey, ToolCallRecord, fold
 from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
 from ..values.reader import ValueReader
@@ -254,31 +253,6 @@ class CheckpointReads:
                 item["seed"] = seeds[ch]
             result[ch] = item
         return result
-
-    # -- the tool-call journal -----------------------------------------------------------
-
-    def tool_call_records(
-        self, thread_id: str, keys: Sequence[ToolCallKey] | None
-    ) -> dict[ToolCallKey, ToolCallRecord]:
-        """Folded lifecycle records of a thread's tool calls (of ``keys`` only if given)."""
-        log = self.store.thread_log(thread_id)
-
-        def read() -> dict[ToolCallKey, ToolCallRecord]:
-            with log.mutex:
-                idx = log.refresh()
-                if keys is None:
-                    refs = [r for rs in idx.tool_events.values() for r in rs]
-                else:
-                    refs = [
-                        r
-                        for k in keys
-                        for r in idx.tool_events.get((k.ns, k.checkpoint_id, k.call_id), [])
-                    ]
-                refs.sort(key=lambda r: r.seq)
-                events = [log.read_record(r) for r in refs]
-            return fold(events, self.codec.decode)
-
-        return healing(read)
 
 
 def witness_lists(log: LogView, ns: str, checkpoint: Mapping[str, Any]) -> None:

@@ -183,14 +183,6 @@ class CheckpointWrites:
             cache.prove(ns, channel, new_versions[channel], proof)
         self.store.keep_warm(log)
 
-    def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Append tool-call lifecycle events to a thread's log as one durable batch."""
-        if not events:
-            return
-        log = self.store.thread_log(thread_id)
-        with log.writer():
-            log.append([{"t": "tool", **e} for e in events])
-
     # -- running -------------------------------------------------------------------
 
     def run_alone(self, op: Append) -> Any:

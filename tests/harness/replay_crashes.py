@@ -321,12 +321,37 @@ def _crash_now(how: str) -> None:
 
 
 def open_store(s: dict) -> tuple[Any, Any]:
-    """A new ``JsonlSaver`` on the spec's store and a new ``ReplayAdapter`` on it."""
+    """A new ``JsonlSaver`` on the spec's store and a new ``ReplayAdapter`` on it. With
+    ``s["slow_put"]`` (seconds), saving a checkpoint whose last message asks for tools
+    takes that long (a busy disk)."""
     from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
 
     saver = JsonlSaver(s["store"])
+    if s.get("slow_put"):
+        _slow_down_tool_checkpoints(saver, s["slow_put"])
     adapter = ReplayAdapter(saver, idempotent=IDEMPOTENT_BY_NAME)
     return saver, adapter
+
+
+def _asks_for_tools(checkpoint: dict) -> bool:
+    messages = checkpoint.get("channel_values", {}).get("messages") or []
+    return bool(messages) and bool(getattr(messages[-1], "tool_calls", None))
+
+
+def _slow_down_tool_checkpoints(saver: Any, seconds: float) -> None:
+    put, aput = saver.put, saver.aput
+
+    def slow_put(config: Any, checkpoint: Any, *args: Any) -> Any:
+        if _asks_for_tools(checkpoint):
+            time.sleep(seconds)
+        return put(config, checkpoint, *args)
+
+    async def slow_aput(config: Any, checkpoint: Any, *args: Any) -> Any:
+        if _asks_for_tools(checkpoint):
+            await asyncio.sleep(seconds)
+        return await aput(config, checkpoint, *args)
+
+    saver.put, saver.aput = slow_put, slow_aput
 
 
 def graph_for(s: dict, saver: Any, adapter: Any, hooks: Hooks | None = None, **tool_node_kwargs: Any) -> Any:
@@ -359,9 +384,9 @@ def _crash_phase(s: dict) -> None:
             else:  # Command(resume={interrupt id: {call id: answer}})
                 inp = ReplayAdapter.resume_command(graph.get_state(cfg).interrupts, s["resume_with"])
         if s["mode"] == "async":
-            asyncio.run(graph.ainvoke(inp, cfg, durability="sync"))
+            asyncio.run(graph.ainvoke(inp, cfg, durability=s.get("durability", "sync")))
         else:
-            graph.invoke(inp, cfg, durability="sync")
+            graph.invoke(inp, cfg, durability=s.get("durability", "sync"))
 
 
 def resume(s: dict) -> dict:
@@ -376,13 +401,14 @@ def resume(s: dict) -> dict:
 
     saver, adapter = open_store(s)
     try:
-        graph = graph_for(s, saver, adapter, None)
+        graph = graph_for({**s, "plan": s.get("resume_plan", s["plan"])}, saver, adapter, None)
         cfg = config(s["thread"])
 
         def run(inp: Any) -> Any:
+            durability = s.get("durability", "sync")
             if s["mode"] == "async":
-                return asyncio.run(graph.ainvoke(inp, cfg, durability="sync"))
-            return graph.invoke(inp, cfg, durability="sync")
+                return asyncio.run(graph.ainvoke(inp, cfg, durability=durability))
+            return graph.invoke(inp, cfg, durability=durability)
 
         report: dict[str, Any] = {"pid": os.getpid()}
         report["before"] = {
@@ -396,7 +422,8 @@ def resume(s: dict) -> dict:
             MODEL_INPUTS.clear()
             run({"messages": [HumanMessage(s["new_input"], id="human-1")]})
             snap = graph.get_state(cfg)
-        elif snap.interrupts and s.get("answers") is not None:
+            report["interrupts_after_input"] = [i.value for i in snap.interrupts]
+        if snap.interrupts and s.get("answers") is not None:
             run(ReplayAdapter.resume_command(snap.interrupts, s["answers"]))
             snap = graph.get_state(cfg)
         report["next"] = list(snap.next)
@@ -408,6 +435,9 @@ def resume(s: dict) -> dict:
                                                 "resolution": r.resolution, "events": r.events,
                                                 "superseded_from": r.superseded_from}
                                 for r in saver.tool_calls(s["thread"])}
+        report["records"] = [{"call": r.key.call_id, "checkpoint_id": r.key.checkpoint_id, "state": r.state,
+                              "resolution": r.resolution, "lost_run": r.lost_run, "events": r.events}
+                             for r in saver.tool_calls(s["thread"])]
         report["effects"] = dict(effects(s["effects"]))
         return report
     finally:

@@ -1,0 +1,220 @@
+"""The replay adapter's journal in the threads' own logs: ``JsonlSaver``'s tool-call methods.
+
+Tool-call lifecycle events (:mod:`~..replay.lifecycle`) are ``tool`` records in the
+thread's log, appended as one durable batch per call. What the adapter asks of them:
+
+- the records of some calls, or of all (folded from the events, in log order);
+- the *orphans*: calls ``started`` and never settled whose checkpoint is not in the
+  thread (a run under ``durability="exit"``, or any run whose checkpoint was lost, died
+  in the middle of them). Found from the index: only calls whose checkpoint is missing
+  are read, and calls once seen settled are not read again;
+- waiting until a checkpoint is in the log (:mod:`.landing`).
+
+:class:`ToolCallMethods` is mixed into ``JsonlSaver``: the journal's API on the saver,
+its code here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from ..disk.store import Store
+from ..replay.lifecycle import (
+    ASKS_CALL_ID,
+    STARTED,
+    ToolCallKey,
+    ToolCallRecord,
+    calls_only,
+    fold,
+    parent_namespace,
+)
+from ..values.codec import ValueCodec
+from .config import healing
+from .landing import CheckpointLanding
+
+#: Threads whose settled calls are remembered (least recently used go first).
+_SETTLED_THREADS = 256
+
+
+class ToolLog:
+    """A store's tool-call events: append, fold, find orphans, wait for checkpoints.
+
+    Args:
+        store: The store.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.landing = CheckpointLanding(store)
+        # thread -> (log generation, {key: events seen when it was settled})
+        self._settled: OrderedDict[str, tuple[Any, dict[tuple[str, str, str], int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Append events to the thread's log as one durable batch."""
+        if not events:
+            return
+        log = self.store.thread_log(thread_id)
+        with log.writer():
+            log.append([{"t": "tool", **e} for e in events])
+
+    def records(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None, codec: ValueCodec
+    ) -> dict[ToolCallKey, ToolCallRecord]:
+        """Folded records (of ``keys`` only, if given), in the order calls were first seen."""
+        log = self.store.thread_log(thread_id)
+
+        def read() -> dict[ToolCallKey, ToolCallRecord]:
+            with log.mutex:
+                idx = log.refresh()
+                if keys is None:
+                    refs = [r for rs in idx.tool_events.values() for r in rs]
+                else:
+                    refs = [
+                        r
+                        for k in keys
+                        for r in idx.tool_events.get((k.ns, k.checkpoint_id, k.call_id), [])
+                    ]
+                refs.sort(key=lambda r: r.seq)
+                events = [log.read_record(r) for r in refs]
+            return fold(events, codec.decode)
+
+        return healing(read)
+
+    def orphans(self, thread_id: str, codec: ValueCodec) -> list[ToolCallRecord]:
+        """Calls started and never settled whose checkpoint is not in the thread, each
+        marked ``lost_run``."""
+        log = self.store.thread_log(thread_id)
+
+        def read() -> tuple[Any, dict[tuple[str, str, str], int], dict[ToolCallKey, ToolCallRecord]]:
+            with log.mutex:
+                idx = log.refresh()
+                generation = log.generation_token()
+                settled = self._settled_of(thread_id, generation)
+                candidates: dict[tuple[str, str, str], int] = {}
+                refs = []
+                for key, key_refs in idx.tool_events.items():
+                    ns, cp, call_id = key
+                    if call_id == ASKS_CALL_ID or settled.get(key) == len(key_refs):
+                        continue
+                    if cp in idx.checkpoints.get(parent_namespace(ns), ()):
+                        continue
+                    candidates[key] = len(key_refs)
+                    refs += key_refs
+                refs.sort(key=lambda r: r.seq)
+                events = [log.read_record(r) for r in refs]
+            return generation, candidates, fold(events, codec.decode)
+
+        generation, candidates, records = healing(read)
+        found = []
+        with self._lock:
+            settled = self._settled_of(thread_id, generation)
+            for key, rec in records.items():
+                if rec.state == STARTED:
+                    rec.lost_run = True
+                    found.append(rec)
+                else:  # not read again until it has another event
+                    raw = (key.ns, key.checkpoint_id, key.call_id)
+                    settled[raw] = candidates[raw]
+        return found
+
+    def mark_lost(self, thread_id: str, records: Sequence[ToolCallRecord]) -> None:
+        """Mark each started call whose checkpoint is not in the thread as ``lost_run``."""
+        started = [r for r in records if r.state == STARTED]
+        if not started:
+            return
+        log = self.store.thread_log(thread_id)
+        with log.mutex:
+            idx = log.refresh()
+            for rec in started:
+                ids = idx.checkpoints.get(parent_namespace(rec.key.ns), ())
+                rec.lost_run = rec.key.checkpoint_id not in ids
+
+    def _settled_of(self, thread_id: str, generation: Any) -> dict[tuple[str, str, str], int]:
+        """The settled-call memo of a thread's current log generation (LRU)."""
+        entry = self._settled.get(thread_id)
+        if entry is None or entry[0] != generation:
+            entry = self._settled[thread_id] = (generation, {})
+        self._settled.move_to_end(thread_id)
+        while len(self._settled) > _SETTLED_THREADS:
+            self._settled.popitem(last=False)
+        return entry[1]
+
+
+class ToolCallMethods:
+    """``JsonlSaver``'s tool-call journal methods (used by ``ReplayAdapter``)."""
+
+    _tool_log: ToolLog
+    codec: ValueCodec
+
+    def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Append tool-call lifecycle events to a thread's log as one durable batch.
+
+        Args:
+            thread_id: The thread.
+            events: Dicts with ``ev``, ``ns``, ``cp``, ``call`` and the event's fields
+                (values already encoded as cells); see :mod:`~..replay.lifecycle`.
+        """
+        self._tool_log.record(str(thread_id), events)
+
+    def tool_calls(self, thread_id: str, keys: Sequence[ToolCallKey] | None = None) -> list[ToolCallRecord]:
+        """The lifecycle of every tool call recorded in a thread (or of ``keys`` only).
+
+        Returns:
+            One :class:`ToolCallRecord` per call, in the order calls were first seen;
+            ``effective_state`` tells ``uncertain`` calls (started by a dead process),
+            ``lost_run`` those started in a run whose checkpoint is not in the thread.
+        """
+        records = calls_only(self.tool_call_records(thread_id, keys))
+        self._tool_log.mark_lost(str(thread_id), records)
+        return records
+
+    def tool_call_records(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> dict[ToolCallKey, ToolCallRecord]:
+        """Folded lifecycle records by key, including each task's question journal."""
+        return self._tool_log.records(str(thread_id), keys, self.codec)
+
+    def orphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """Calls started and never settled in a run whose checkpoint is not in the
+        thread (``durability="exit"``, or a checkpoint lost): what the replay adapter
+        asks a person about the next time the thread runs a tool node."""
+        return self._tool_log.orphans(str(thread_id), self.codec)
+
+    def wait_for_checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
+    ) -> bool:
+        """Wait until a checkpoint is durable in the thread's log (``False``: it was
+        not within ``timeout`` seconds)."""
+        return self._tool_log.landing.wait(str(thread_id), checkpoint_ns, checkpoint_id, timeout)
+
+    async def arecord_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Async :meth:`record_tool_events`."""
+        await asyncio.to_thread(self.record_tool_events, thread_id, events)
+
+    async def atool_calls(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> list[ToolCallRecord]:
+        """Async :meth:`tool_calls`."""
+        return await asyncio.to_thread(self.tool_calls, thread_id, keys)
+
+    async def atool_call_records(
+        self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
+    ) -> dict[ToolCallKey, ToolCallRecord]:
+        """Async :meth:`tool_call_records`."""
+        return await asyncio.to_thread(self.tool_call_records, thread_id, keys)
+
+    async def aorphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """Async :meth:`orphaned_tool_calls`."""
+        return await asyncio.to_thread(self.orphaned_tool_calls, thread_id)
+
+    async def await_for_checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
+    ) -> bool:
+        """Async :meth:`wait_for_checkpoint` (waits on the event loop)."""
+        landing = self._tool_log.landing
+        return await landing.await_stored(str(thread_id), checkpoint_ns, checkpoint_id, timeout)

@@ -1,0 +1,201 @@
+"""The replay adapter's promise under every durability mode, with real crashes.
+
+A child process runs the agent on a ``JsonlSaver`` and is killed with SIGKILL right after
+``send_email`` wrote its email; a fresh process resumes the thread.
+
+- ``"async"`` (LangGraph's default): the checkpoint the tool node runs from is saved in
+  the background, here slowed to 1 s (a busy disk). The adapter holds the side-effecting
+  call until that checkpoint is durable, so the resumed run finds the journal and asks
+  about the uncertain call; the email is sent once.
+- ``"exit"``: nothing is saved until the run ends, so the killed run's checkpoint never
+  existed. The next tool node lists the call as from a lost run; the re-planned call is
+  held until a person answers; the email is sent once.
+- ``"sync"``: as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
+from tests.harness.replay_crashes import run_crash, run_resume, spec
+from tests.harness.replay_tools import call, effects
+
+EMAIL = [[[call("send_email", "c2", to="bob")]]]
+#: The email and a read-only lookup in one parallel batch.
+EMAIL_AND_LOOKUP = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob")]]]
+KILL_AFTER_EMAIL = {"call": "c2", "point": "after_effect", "how": "kill"}
+
+
+def tool_message(report: dict, call_id: str) -> dict:
+    found = [m for m in report["messages"] if m["type"] == "tool" and m["tool_call_id"] == call_id]
+    assert len(found) == 1, report["messages"]
+    return found[0]
+
+
+def crash(s: dict) -> None:
+    c = run_crash(s, timeout=60)
+    assert c.died, f"the child did not die at its crash point: {c.exitcode}\n{c.error}"
+    assert effects(s["effects"])["c2"] == 1, "the email was not written before the kill"
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_async_durability_the_email_goes_out_once_and_a_person_is_asked(
+    tmp_path: Path, plug: str, mode: str
+) -> None:
+    s = spec(tmp_path / "store", plan=EMAIL, plug=plug, mode=mode, durability="async", slow_put=1.0,
+             crash=KILL_AFTER_EMAIL, answers={"c2": "skip"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert report["before"]["c2"] == ["started", "uncertain"]
+    asked = [c for i in report["interrupts"] for c in i["calls"]]
+    assert [(c["id"], c["name"], c["args"]) for c in asked] == [("c2", "send_email", {"to": "bob"})]
+    assert "lost_run" not in asked[0]  # its checkpoint was saved: an ordinary uncertain call
+    assert report["effects"] == {"c2": 1}
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    assert report["next"] == [] and report["messages"][-1]["content"].startswith("done")
+
+
+def test_async_durability_idempotent_calls_are_not_held_back(tmp_path: Path) -> None:
+    """The lookup runs at once; only the email waits for the checkpoint. Killed after the
+    email, the lookup (idempotent) may run again; the email does not."""
+    s = spec(tmp_path / "store", plan=EMAIL_AND_LOOKUP, durability="async", slow_put=1.0,
+             crash={**KILL_AFTER_EMAIL, "settle": ["c1"]}, answers={"c2": "skip"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert [c["id"] for i in report["interrupts"] for c in i["calls"]] == ["c2"]
+    assert report["effects"]["c2"] == 1 and report["effects"]["c1"] in (1, 2)
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_exit_durability_the_lost_call_is_asked_about_before_it_runs_again(
+    tmp_path: Path, plug: str, mode: str
+) -> None:
+    s = spec(tmp_path / "store", plan=EMAIL, plug=plug, mode=mode, durability="exit",
+             crash=KILL_AFTER_EMAIL, new_input="go", answers={"c2": "skip"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    # nothing of the killed run was saved; the journal still knows the started call
+    assert report["before"]["c2"] == ["started", "uncertain"]
+    # the user asks again; the re-planned email is held until a person answers
+    asked = [c for i in report["interrupts_after_input"] for c in i["calls"]]
+    assert len(asked) == 1 and asked[0]["lost_run"] is True, asked
+    assert (asked[0]["id"], asked[0]["name"], asked[0]["args"]) == ("c2", "send_email", {"to": "bob"})
+    assert asked[0]["started_at"] and asked[0]["checkpoint_id"]
+    assert report["effects"] == {"c2": 1}  # not re-run without a decision
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    # both records are settled: the lost one by the person's answer
+    states = sorted((r["state"], r["resolution"]) for r in report["records"] if r["call"] == "c2")
+    assert states == [("finished", "skip"), ("finished", "skip")], report["records"]
+
+
+def test_exit_durability_retry_runs_the_email_again_once(tmp_path: Path) -> None:
+    s = spec(tmp_path / "store", plan=EMAIL, durability="exit", crash=KILL_AFTER_EMAIL,
+             new_input="go", answers={"c2": "retry"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert report["effects"] == {"c2": 2}  # the person said it did not go out
+    assert tool_message(report, "c2")["content"] == "sent to bob"
+    lost = [r for r in report["records"] if r["call"] == "c2" and r["events"][-1] == "superseded"]
+    assert len(lost) == 1, report["records"]
+
+
+def test_a_lost_call_no_new_call_matches_is_asked_about_on_its_own(tmp_path: Path) -> None:
+    """After the crash the conversation goes elsewhere: the lost email is still asked
+    about (by the next tool node), and the answer settles it."""
+    s = spec(tmp_path / "store", plan=EMAIL, durability="exit", crash=KILL_AFTER_EMAIL, new_input="go",
+             resume_plan=[[[call("lookup_order", "c9", order_id="7")]]], answers={"c2": "skip"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    asked = [c for i in report["interrupts_after_input"] for c in i["calls"]]
+    assert [(c["id"], c["lost_run"]) for c in asked] == [("c2", True)]
+    assert report["effects"] == {"c2": 1, "c9": 1}
+    assert {r["call"]: (r["state"], r["resolution"]) for r in report["records"]} == {
+        "c2": ("finished", "skip"), "c9": ("finished", None)
+    }
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "agent"])
+def test_sync_durability_is_unchanged(tmp_path: Path, plug: str) -> None:
+    s = spec(tmp_path / "store", plan=EMAIL, plug=plug, durability="sync", slow_put=0.3,
+             crash=KILL_AFTER_EMAIL, answers={"c2": "skip"})
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert [c["id"] for i in report["interrupts"] for c in i["calls"]] == ["c2"]
+    assert report["effects"] == {"c2": 1}
+
+
+# ---------------------------------------------------------------------------
+# in one process: another checkpointer with a store journal; a checkpoint never saved
+# ---------------------------------------------------------------------------
+
+
+class _Died(BaseException):
+    """Stands in for the process dying inside the tool (nothing handles it)."""
+
+
+def test_store_journal_with_another_checkpointer_asks_about_a_lost_run(tmp_path: Path) -> None:
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+    from tests.harness.replay_tools import HookMap, build_graph, config, make_tools
+
+    saver, store = InMemorySaver(), InMemoryStore()
+
+    def graph(hooks=None):
+        adapter = ReplayAdapter(store=store)  # a new adapter, as after a restart
+        tools = make_tools(tmp_path / "effects.log", hooks=hooks)
+        return build_graph("tool_node", tools=tools, plan=EMAIL, checkpointer=saver, adapter=adapter), adapter
+
+    def die() -> None:
+        raise _Died()
+
+    g, _ = graph(HookMap({("after_effect", "c2"): die}))
+    with pytest.raises(_Died):
+        g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    # (an exception, unlike a kill, still saves the state under "exit": lose it here)
+    saver.delete_thread("t")
+    g, adapter = graph()
+    g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    asked = [c for i in g.get_state(config("t")).interrupts for c in i.value["calls"]]
+    assert [(c["id"], c.get("lost_run")) for c in asked] == [("c2", True)]
+    assert effects(tmp_path / "effects.log") == {"c2": 1}
+    out = g.invoke(ReplayAdapter.resume_command(g.get_state(config("t")).interrupts, {"c2": "skip"}),
+                   config("t"), durability="exit")
+    assert out["messages"][-2].content == SKIPPED_TEXT
+    assert effects(tmp_path / "effects.log") == {"c2": 1}
+    assert sorted(r.state for r in adapter.tool_calls("t")) == ["finished", "finished"]
+    # the open-call items are gone once settled: nothing is asked again
+    assert adapter.journal.orphans("t", saver) == []
+
+
+def test_a_checkpoint_never_saved_holds_the_tool_and_says_why(tmp_path: Path) -> None:
+    import time
+
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_jsonl_checkpoint import CheckpointNotSavedError, JsonlSaver, ReplayAdapter
+    from tests.harness.replay_crashes import _slow_down_tool_checkpoints
+    from tests.harness.replay_tools import build_graph, config, make_tools
+
+    saver = JsonlSaver(tmp_path / "store")
+    _slow_down_tool_checkpoints(saver, 3.0)
+    adapter = ReplayAdapter(saver, durable_timeout=0.3)
+    g = build_graph("tool_node", tools=make_tools(tmp_path / "effects.log"), plan=EMAIL,
+                    checkpointer=saver, adapter=adapter, handle_tool_errors=False)
+    started = time.monotonic()
+    with pytest.raises(CheckpointNotSavedError) as caught:
+        g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"))  # durability="async"
+    assert time.monotonic() - started < 3.0 + 2.0
+    err = caught.value
+    assert (err.thread_id, err.call_id) == ("t", "c2") and err.checkpoint_id
+    assert "'t'" in str(err) and "not saved within 0.3 s" in str(err) and "durable_timeout" in str(err)
+    assert effects(tmp_path / "effects.log") == {}  # the email was never started
+    assert [r.state for r in saver.tool_calls("t")] == ["requested"]
+    saver.close()
