@@ -121,7 +121,7 @@ class Normaliser:
                 "metadata": self.metadata(obj.metadata),
                 "parent_config": self(obj.parent_config),
                 "tasks": self(obj.tasks),
-                "interrupts": self(obj.interrupts),
+                "interrupts": self(by_value(obj.interrupts)),
                 # created_at dropped: timestamps differ between runs
             }
         if isinstance(obj, CheckpointTuple):
@@ -164,7 +164,9 @@ class Normaliser:
                 **{f: self(getattr(obj, f)) for f in obj._fields},
             }
         if isinstance(obj, dict):
-            return {self(k): self(v) for k, v in obj.items()}
+            return {
+                self(k): self(by_value(v) if k == "__interrupt__" else v) for k, v in obj.items()
+            }
         if isinstance(obj, list):
             return [self(x) for x in obj]
         if isinstance(obj, tuple):
@@ -180,6 +182,16 @@ class Normaliser:
                 **{k: self(getattr(obj, k, None)) for k in slots},
             }
         return ("<repr>", self.s(repr(obj)))
+
+
+def by_value(interrupts: Any) -> Any:
+    """Parallel tasks' interrupts in a stable order (by value): LangGraph reports them in
+    the order the tasks finished, which it does not fix. Sorted before ids are mapped to
+    tokens, so the tokens do not depend on that order either."""
+    if not isinstance(interrupts, (list, tuple)):
+        return interrupts
+    ordered = sorted(interrupts, key=lambda i: repr(getattr(i, "value", i)))
+    return type(interrupts)(ordered) if isinstance(interrupts, tuple) else ordered
 
 
 def normalise(dump: dict, transcript: list | None = None, **masks: Any) -> dict:
