@@ -25,7 +25,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -382,7 +382,7 @@ def environment() -> dict[str, Any]:
     for f in sorted((ROOT / "langgraph_jsonl_checkpoint").rglob("*.py")):
         h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
     return {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_sha256": h.hexdigest()[:16],
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tests.harness.powerloss_rounds import RoundStats, run_battery
 from tests.harness.scratch import fast_dir
@@ -91,7 +91,7 @@ def main() -> int:
         print(text, flush=True)
         lines.append(text)
 
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     header = [f"# commit {_commit()}",
               (f"# command: python -m stress.powerloss --states {args.states} --seed {seed} "
                f"--steps {args.steps} --rate {args.rate}"),
@@ -114,7 +114,7 @@ def main() -> int:
     out(f"seed: {seed}; elapsed: {elapsed:.0f} s")
     rc = 1 if stats.violations else 0
     if result_path != "-":
-        finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        finished = datetime.now(UTC).isoformat(timespec="seconds")
         os.makedirs(os.path.dirname(result_path), exist_ok=True)
         with open(result_path, "w", encoding="utf-8") as f:
             f.write("\n".join(header + lines + [f"# finished {finished}, rc {rc}, load {_load()}"]) + "\n")

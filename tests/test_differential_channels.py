@@ -118,4 +118,7 @@ def test_in_place_mutation(jsonl_saver_factory, tmp_path, mode, snapshot_every):
     differential(
         build_mutating_graph, mutation_scenario, jsonl_saver_factory, tmp_path,
         mode=mode, saver_kwargs={"snapshot_every": snapshot_every},
+        # the nodes mutate values they already wrote: when LangGraph's background
+        # put_writes encodes them decides what the writes hold (seen on Python 3.13)
+        racy_writes=("log", "meta", "messages"),
     )

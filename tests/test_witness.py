@@ -24,7 +24,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.values.witness import ListWitness
 
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042 - a str mixin Enum on purpose, as users write them
     RED = "red"
 
 

@@ -8,7 +8,7 @@ unsynced rename's data) leaves a header line cut short. Pure: values in, values 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -27,7 +27,7 @@ def new_header(thread_id: str, gen: int) -> dict[str, Any]:
         "format": FORMAT_VERSION,
         "thread": thread_id,
         "gen": gen,
-        "created": datetime.now(timezone.utc).isoformat(),
+        "created": datetime.now(UTC).isoformat(),
     }
 
 

@@ -19,7 +19,7 @@ the tail is always repaired first.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..errors import DurabilityError
 from . import files, framing
@@ -145,7 +145,7 @@ class Recovery:
 
     def quarantine(self, offset: int, torn: bytes) -> None:
         """Append ``torn`` (cut from ``offset`` of the log) to the quarantine file, synced."""
-        stamp = datetime.now(timezone.utc).isoformat()
+        stamp = datetime.now(UTC).isoformat()
         note = framing.frame(
             {"t": "quarantine", "seq": 0, "at": stamp, "offset": offset, "bytes": len(torn)}
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -60,7 +60,7 @@ class RunLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "run": run,
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         try:
             files.os.ftruncate(fd, 0)

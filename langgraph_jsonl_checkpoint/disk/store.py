@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -369,7 +369,7 @@ class Store:
         if not os.path.isdir(folder):
             files.os.makedirs(folder, mode=0o700, exist_ok=True)
             fsync_dir(self.path)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         copy = os.path.join(folder, f"{log.name}.{stamp}.jsonl")
         data = files.read_whole(log.path)
         fd = files.open_file(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..disk.processes import pid_alive
@@ -53,7 +53,7 @@ def parent_namespace(ns: str) -> str:
 
 def now() -> str:
     """Current UTC time as ISO 8601, as stored in events."""
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def event_for(key: ToolCallKey, ev: str, **fields: Any) -> dict[str, Any]:

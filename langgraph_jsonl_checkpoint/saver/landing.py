@@ -88,7 +88,7 @@ class CheckpointLanding:
                     return False
                 try:
                     await asyncio.wait_for(future, min(left, _LOOK_AGAIN))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             finally:
                 with self._cond:

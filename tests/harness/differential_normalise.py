@@ -48,10 +48,17 @@ def _norm_version(v: Any) -> Any:
 class Normaliser:
     """Turns run-specific values into stable, comparable plain data."""
 
-    def __init__(self, *, drop_values: Iterable[str] = (), mask_values: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        drop_values: Iterable[str] = (),
+        mask_values: Iterable[str] = (),
+        mask_writes: Iterable[str] = (),
+    ) -> None:
         self.ids: dict[str, str] = {}
         self.drop_values = set(drop_values)
         self.mask_values = set(mask_values)
+        self.mask_writes = set(mask_writes)
 
     def seed(self, raw: str, label: str) -> None:
         self.ids.setdefault(raw, label)
@@ -131,10 +138,18 @@ class Normaliser:
                 "checkpoint": self.checkpoint(obj.checkpoint),
                 "metadata": self.metadata(obj.metadata),
                 "parent_config": self(obj.parent_config),
-                "pending_writes": self(obj.pending_writes),
+                "pending_writes": [
+                    (self(t), self(c), "<masked>" if c in self.mask_writes else self(v))
+                    for t, c, v in obj.pending_writes
+                ],
             }
         if isinstance(obj, PregelTask):
-            return {"__type__": "PregelTask", **{f: self(getattr(obj, f)) for f in obj._fields}}
+            out = {"__type__": "PregelTask", **{f: self(getattr(obj, f)) for f in obj._fields}}
+            if isinstance(obj.result, dict):  # a task's result is its writes
+                out["result"] = {
+                    self(k): "<masked>" if k in self.mask_writes else self(v) for k, v in obj.result.items()
+                }
+            return out
         if isinstance(obj, Interrupt):
             return {
                 "__type__": "Interrupt",
