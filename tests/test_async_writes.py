@@ -26,7 +26,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 import langgraph_jsonl_checkpoint.disk.files as files_module
 import langgraph_jsonl_checkpoint.disk.log as log_module
 import langgraph_jsonl_checkpoint.saver.worker as worker_module
-from langgraph_jsonl_checkpoint import DurabilityError, JsonlSaver, ThreadDeletedError
+from langgraph_jsonl_checkpoint import (
+    ConfigError,
+    DurabilityError,
+    EncodeError,
+    JsonlSaver,
+    ThreadDeletedError,
+)
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 from tests.harness.answers import answers, diff_answers
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
@@ -138,8 +144,11 @@ async def test_errors_reach_the_caller_and_a_refused_append_fails_alone(tmp_path
         return_exceptions=True,
     )
     assert results[0] is None and results[2] is None
-    assert isinstance(results[1], Exception) and not isinstance(results[1], DurabilityError)
-    assert isinstance(results[3], Exception)
+    # the value the serializer cannot encode: EncodeError naming where it is
+    assert type(results[1]) is EncodeError, results[1]
+    assert "task bad to channel 'ch'" in str(results[1]) and "Nothing was stored" in str(results[1])
+    # a write without a checkpoint id: a config problem, told as such
+    assert type(results[3]) is ConfigError and "checkpoint_id" in str(results[3]), results[3]
     ref.put_writes(cfg, [("ch", 1)], "a")
     ref.put_writes(cfg, good, "b")
     assert saver.get_tuple(cfg) == ref.get_tuple(cfg)

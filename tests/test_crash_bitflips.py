@@ -1,8 +1,9 @@
 """Crash battery 3: single-bit flips in the header, the first record, a middle record and
 the last record of a log.
 
-Whatever a read returns must be data of untouched records: every read either raises a
-``JsonlCheckpointError`` or returns exactly what an ``InMemorySaver`` returned at some
+Whatever a read returns must be data of untouched records: every read either raises
+one of ``DAMAGE_REFUSED`` (each named with why it is right) or returns exactly what an
+``InMemorySaver`` returned at some
 acknowledged state *before* the altered record's batch (or, for a tuple the altered
 record plays no part in, at the end). A flip followed by valid records is mid-log
 damage and must raise ``CorruptLogError`` naming the file and the record's offset; a
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_jsonl_checkpoint import CorruptLogError, JsonlCheckpointError, JsonlSaver
+from langgraph_jsonl_checkpoint import CorruptLogError, ForeignFileError, FormatVersionError, JsonlSaver
 from tests.harness.answers import answers, normalize
 from tests.harness.checkpoints import all_namespaces, config, make_checkpoint
 from tests.harness.raw_log import (
@@ -35,6 +36,14 @@ from tests.harness.raw_log import (
 from tests.harness.reference_log import ReferenceLog, build_reference_log
 from tests.harness.scratch import fast_dir
 from tests.harness.truncation import AFTER_CUT_ID
+
+#: What a read of a damaged log may raise, and why each is right:
+#: CorruptLogError - a record before the end fails its checksum (the damage, named);
+#: ForeignFileError - a flip in the header makes it no longer this package's header
+#: for this thread; FormatVersionError - a flip in the header's format number makes it
+#: a format this version does not know. Anything else (a KeyError, a decode error of a
+#: value, a JsonlCheckpointError of another kind) means the damage got past the checks.
+DAMAGE_REFUSED = (CorruptLogError, ForeignFileError, FormatVersionError)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +75,7 @@ def _allowed_states(reflog: ReferenceLog, batch_start: int) -> list[dict]:
 
 
 def _check_reads(saver: JsonlSaver, reflog: ReferenceLog, allowed: list[dict]) -> list[str]:
-    """Every read raises a JsonlCheckpointError or returns untouched, acknowledged data.
+    """Every read raises one of :data:`DAMAGE_REFUSED` or returns untouched, acknowledged data.
 
     A read that does not need the damaged record may serve the latest data (through the
     sidecar index nothing else is read), so the full state is allowed per tuple too.
@@ -86,14 +95,14 @@ def _check_reads(saver: JsonlSaver, reflog: ReferenceLog, allowed: list[dict]) -
         for key, got in listed.items():
             if not any(got == st["list"].get(key) for st in allowed + [full]):
                 problems.append(f"list() returned {key} with data never acknowledged: {normalize(got)}")
-    except JsonlCheckpointError:
+    except DAMAGE_REFUSED:
         pass
     except Exception as exc:  # noqa: BLE001
         problems.append(f"list() raised {type(exc).__name__}: {exc}")
     for (ns, cid), want_full in full["list"].items():
         try:
             got = saver.get_tuple(config(tid, ns, cid))
-        except JsonlCheckpointError:
+        except DAMAGE_REFUSED:
             continue
         except Exception as exc:  # noqa: BLE001
             problems.append(f"get_tuple({cid}) raised {type(exc).__name__}: {exc}")
@@ -138,8 +147,10 @@ def test_bit_flip_is_never_served(
                 try:
                     JsonlSaver(store).get_tuple(config(reflog.thread_id))
                     problems.append(f"{where}: a damaged header was not refused")
-                except JsonlCheckpointError:
+                except DAMAGE_REFUSED:
                     pass
+                except Exception as exc:  # noqa: BLE001
+                    problems.append(f"{where}: a damaged header raised {type(exc).__name__}: {exc}")
             if which in ("first", "middle") and index == "no-index":
                 try:
                     JsonlSaver(store).get_tuple(config(reflog.thread_id))

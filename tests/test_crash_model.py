@@ -27,7 +27,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver
+from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
 from tests.harness.answers import (
     answers,
     diff_answers,
@@ -36,7 +36,7 @@ from tests.harness.answers import (
     mem_prune_keep_latest,
 )
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
-from tests.harness.raw_log import ThreadFiles
+from tests.harness.raw_log import AFTER_DELETE, ThreadFiles
 
 THREADS = ["t0", "t1", "t2"]
 NAMESPACES = ["", "sub:1"]
@@ -155,6 +155,9 @@ class SaverMachine(RuleBasedStateMachine):
     def delete_thread(self, thread, via_other) -> None:
         self._writer(via_other).delete_thread(thread)
         self.mem.delete_thread(thread)
+        # nothing of the thread stays on disk (a torn tail's quarantine included)
+        left = ThreadFiles.of(self.path, thread).left_on_disk()
+        assert left <= AFTER_DELETE, f"thread {thread}: {sorted(left - AFTER_DELETE)} left after delete"
 
     @rule(src=st.sampled_from(THREADS), dst=st.sampled_from(THREADS), via_other=st.booleans())
     def copy_thread(self, src, dst, via_other) -> None:
@@ -231,6 +234,6 @@ def test_a_late_put_writes_to_a_deleted_thread_is_refused(tmp_path) -> None:
     v = {"m": saver.get_next_version(None, None)}
     cfg = saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
     saver.delete_thread("t")
-    with pytest.raises(JsonlCheckpointError):
+    with pytest.raises(ThreadDeletedError, match="'t'"):
         saver.put_writes(cfg, [("m", "late")], "late-task")
     assert not os.path.exists(ThreadFiles.of(tmp_path / "s", "t").log)

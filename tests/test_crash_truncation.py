@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_jsonl_checkpoint import ForeignFileError, JsonlCheckpointError, JsonlSaver
+from langgraph_jsonl_checkpoint import ForeignFileError, JsonlSaver
 from tests.harness.checkpoints import config, make_checkpoint
 from tests.harness.raw_log import (
     ThreadFiles,
@@ -141,7 +141,7 @@ def test_a_foreign_file_in_place_of_a_log_is_refused_and_left_alone(
         assert files.log in str(info.value)
         saver = JsonlSaver(store)
         v = {"m": saver.get_next_version(None, None)}
-        with pytest.raises(JsonlCheckpointError):
+        with pytest.raises(ForeignFileError):  # the writer refuses it as the reader did
             saver.put(config(ref.thread_id), make_checkpoint(AFTER_CUT_ID, {"m": [1]}, v), {}, v)
         with open(files.log, "rb") as f:
             assert f.read() == junk

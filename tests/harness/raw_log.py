@@ -35,6 +35,19 @@ class ThreadFiles:
         stem = os.path.join(d, thread_file_stem(thread_id))
         return cls(stem + ".jsonl", stem + ".idx", stem + ".lock", stem + ".quarantine", d)
 
+    def left_on_disk(self) -> set[str]:
+        """The suffixes of this thread's files that exist (``.jsonl``, ``.deleted``, ...)."""
+        stem = os.path.basename(self.log)[: -len(".jsonl")]
+        return {
+            name[len(stem):] for name in os.listdir(self.directory)
+            if name.startswith(stem + ".") and name[len(stem) + 1:].isalpha()
+        }
+
+
+#: What a deleted thread may leave on disk: its tombstone (so a late write cannot revive
+#: it) and lock files (removing one another process may hold would let two holders be).
+AFTER_DELETE = frozenset({".deleted", ".lock", ".run", ".wait"})
+
 
 @dataclass
 class Batch:

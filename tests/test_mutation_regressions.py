@@ -1,0 +1,53 @@
+"""Regression tests for mutants that once survived the whole suite (see
+``stress/mutation.py`` and its reports in ``stress/results/``): each test names the
+behaviour the mutant changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import AFTER_DELETE, ThreadFiles
+
+
+def _put(saver, thread: str, i: int) -> dict:
+    v = {"m": saver.get_next_version(None, None)}
+    return saver.put(config(thread), make_checkpoint(cp_id(i), {"m": [f"v{i}"]}, v), {}, v)
+
+
+def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
+    """Mutant: ``delete_thread`` left the ``.quarantine`` file behind, keeping a deleted
+    thread's torn bytes on disk (privacy: delete means every checkpoint and write)."""
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "t", 1)
+    files = ThreadFiles.of(tmp_path / "s", "t")
+    with open(files.log, "ab") as f:
+        f.write(b'{"t":"checkpoint","ns":"","id":"torn, with a secret","pa')
+    _put(saver, "t", 2)  # the next append cuts the torn tail into the quarantine file
+    assert ".quarantine" in files.left_on_disk()
+    saver.delete_thread("t")
+    left = files.left_on_disk()
+    assert left <= AFTER_DELETE and ".quarantine" not in left, left
+    assert not any(b"secret" in p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    saver.close()
+
+
+def test_compact_keeps_a_writes_record_that_is_only_partly_superseded(tmp_path: Path) -> None:
+    """Mutant: ``compact`` dropped a writes record once any of its entries was superseded,
+    losing the regular write that shared the record with a replaced interrupt."""
+    saver, mem = JsonlSaver(tmp_path / "s"), InMemorySaver()
+    for s in (saver, mem):
+        out = _put(s, "t", 1)
+        s.put_writes(out, [("m", "regular"), ("__interrupt__", "first")], "task")
+        s.put_writes(out, [("__interrupt__", "second")], "task")
+    want = mem.get_tuple(config("t")).pending_writes
+    assert saver.get_tuple(config("t")).pending_writes == want
+    saver.compact("t")
+    assert saver.get_tuple(config("t")).pending_writes == want
+    assert sorted(want) == [("task", "__interrupt__", "second"), ("task", "m", "regular")]
+    saver.close()
+    assert JsonlSaver(tmp_path / "s", read_only=True).get_tuple(config("t")).pending_writes == want
