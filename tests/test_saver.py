@@ -20,6 +20,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph_jsonl_checkpoint import (
     AsyncJsonlSaver,
     ConfigError,
+    DurabilityError,
     EncodeError,
     ForeignFileError,
     FormatVersionError,
@@ -320,7 +321,7 @@ def test_missing_thread_id_says_what_to_pass(tmp_path: Path) -> None:
     saver = JsonlSaver(tmp_path / "s")
     with pytest.raises(ConfigError, match="thread_id"):
         saver.get_tuple({"configurable": {}})
-    with pytest.raises(JsonlCheckpointError):
+    with pytest.raises(ConfigError, match="list needs a thread_id"):
         list(saver.list({"configurable": {"checkpoint_ns": ""}}))
 
 
@@ -712,7 +713,7 @@ def test_compact_of_an_absent_thread_or_a_read_only_store(tmp_path: Path) -> Non
     saver = JsonlSaver(tmp_path / "s")
     assert saver.compact("nobody") == (0, 0)
     _put(saver, "t", 0, {"a": 1})
-    with pytest.raises(JsonlCheckpointError):
+    with pytest.raises(DurabilityError, match="opened read-only"):
         JsonlSaver(tmp_path / "s", read_only=True).compact("t")
 
 
