@@ -4,6 +4,7 @@ newer-format thread, a store of a newer format, odd thread ids."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,11 @@ def _store(path: Path, threads: list[str]) -> None:
         for i, tid in enumerate(threads):
             v = {"m": saver.get_next_version(None, None)}
             saver.put(config(tid), make_checkpoint(cp_id(i), {"m": [tid]}, v), {}, v)
+
+
+def _cells(line: str) -> list[str]:
+    """The columns of a row of ``threads`` (columns are two or more spaces apart)."""
+    return re.split(r"\s{2,}", line.strip())
 
 
 def _files(path: Path) -> set[str]:
@@ -63,10 +69,10 @@ def test_a_log_of_a_newer_format_is_reported_and_the_others_served(tmp_path: Pat
     with pytest.raises(FormatVersionError, match="Upgrade"):
         JsonlSaver(tmp_path / "s").get_tuple(config("b"))
     assert main(["threads", str(tmp_path / "s")]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert [line.split("\t")[0] for line in out] == ["a", "b", "c"]
-    assert "damaged" in out[1] and "format version 2" in out[1]
-    assert "1 checkpoints" in out[0] and "1 checkpoints" in out[2]
+    out = [_cells(line) for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [row[0] for row in out] == ["a", "b", "c"]
+    assert out[1][1] == "damaged" and "format version 2" in out[1][-1]
+    assert out[0][1:3] == ["done", "1"] and out[2][1:3] == ["done", "1"]
     assert main(["compact", str(tmp_path / "s")]) == 1
     captured = capsys.readouterr()
     assert "thread 'a'" in captured.out and "thread 'c'" in captured.out
@@ -134,9 +140,9 @@ def test_ids_with_control_characters_stay_on_one_row(tmp_path: Path, capsys) -> 
     ids = ["plain", "two\nlines", "tab\there", " padded "]
     _store(tmp_path / "s", ids)
     assert main(["threads", str(tmp_path / "s")]) == 0
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out.splitlines()[1:]
     assert len(out) == len(ids)
-    shown = {line.split("\t")[0] for line in out}
+    shown = {_cells(line)[0] for line in out}
     assert shown == {"plain", '"two\\nlines"', '"tab\\there"', '" padded "'}
 
 
@@ -146,8 +152,8 @@ def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys
     foreign.write_text("hello\n")
     os.chmod(foreign, 0o600)
     assert main(["threads", str(tmp_path / "s")]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert [line.split("\t")[0] for line in out] == ["a", "b", "zzz-notes.jsonl"]
-    assert "damaged" in out[2]
+    out = [_cells(line) for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [row[0] for row in out] == ["a", "b", "zzz-notes.jsonl"]
+    assert out[2][1] == "damaged" and "not a langgraph-jsonl-checkpoint log" in out[2][-1]
     assert main(["verify", str(tmp_path / "s")]) == 1
     assert "zzz-notes.jsonl" in capsys.readouterr().out

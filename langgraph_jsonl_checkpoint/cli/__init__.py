@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JsonlCheckpointError
-from . import maintenance
+from . import maintenance, threads
 from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError
 
 #: The modules whose commands make up the CLI, in the order ``--help`` lists them.
-COMMAND_MODULES = (maintenance,)
+COMMAND_MODULES = (threads, maintenance)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,8 +1,11 @@
 """What every ``langgraph-jsonl`` command shares: opening a store, naming a thread,
-printing ids, exit codes, the store argument.
+printing ids, tables and JSON, exit codes, the store argument.
 
 The store is the positional ``STORE`` argument, or ``LANGGRAPH_JSONL_STORE`` when it is
-left out. A path that is not a store is an error (a typo must not create one).
+left out. A path that is not a store is an error (a typo must not create one). Every
+command prints for people by default and, with ``--json``, one documented JSON shape
+for scripts (values that are not JSON are shown as :func:`~..inspection.values.jsonable`
+makes them).
 """
 
 from __future__ import annotations
@@ -10,10 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
+
+import orjson
 
 from ..disk.store import MARKER
+from ..inspection.values import jsonable
 from ..saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
@@ -27,6 +35,48 @@ EXIT_STATUS_HELP = (
 
 class UsageError(Exception):
     """A command was given something it cannot work on (exit status 2)."""
+
+
+def add_command(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    examples: Sequence[str],
+    json_shape: str,
+) -> argparse.ArgumentParser:
+    """Add a command with its help: what it does, examples (each a whole command line),
+    its ``--json`` shape and the exit status; tests check every command has them."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    parser = sub.add_parser(
+        name,
+        help=summary,
+        description=f"{description}\n\nExample:\n{lines}",
+        epilog=f"--json: {json_shape}\n\n{EXIT_STATUS_HELP}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts (shape below)")
+    return parser
+
+
+def print_json(data: Any) -> None:
+    """Print one JSON document (``--json``); values that are not JSON are made so."""
+    sys.stdout.write(orjson.dumps(jsonable(data), option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def print_json_line(data: Any) -> None:
+    """Print one JSON value on one line and flush (a stream: ``tail --json``)."""
+    sys.stdout.write(orjson.dumps(jsonable(data)).decode() + "\n")
+    sys.stdout.flush()
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Rows in aligned columns under a header line (the last column is not padded)."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    for row in [list(headers), *rows]:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths)] + [row[-1]]
+        print("  ".join(cells).rstrip())
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,7 @@
-"""``langgraph-jsonl`` commands that look after a store: threads, verify, repair, compact.
+"""``langgraph-jsonl`` commands that look after a store: verify, repair, compact.
 
 Examples::
 
-    langgraph-jsonl threads ./checkpoints
     langgraph-jsonl verify ./checkpoints --thread t-1
     langgraph-jsonl repair ./checkpoints --thread t-1
     langgraph-jsonl compact ./checkpoints --thread t-1 --keep-latest
@@ -11,7 +10,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ..errors import JsonlCheckpointError
@@ -20,39 +18,28 @@ from ..maintenance.verify import verify
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    EXIT_STATUS_HELP,
+    add_command,
     add_store_argument,
     first_line,
     known_thread,
     open_saver,
-    shown,
+    print_json,
 )
-
-
-def _threads(args: argparse.Namespace) -> int:
-    status = EXIT_OK
-    with open_saver(args) as saver:
-        for entry in saver.store.catalog():
-            if entry.thread_id is None:
-                print(f"{shown(os.path.basename(entry.path))}\tdamaged: {first_line(entry.error)}")
-                status = EXIT_PROBLEMS
-                continue
-            try:
-                idx = saver.store.thread_log(entry.thread_id).refresh()
-            except JsonlCheckpointError as exc:
-                print(f"{shown(entry.thread_id)}\tdamaged: {first_line(exc)}")
-                status = EXIT_PROBLEMS
-                continue
-            count = sum(len(ids) for ids in idx.ordered_ids.values())
-            latest = max((ids[-1] for ids in idx.ordered_ids.values() if ids), default="-")
-            print(f"{shown(entry.thread_id)}\t{count} checkpoints\tlatest {latest}")
-    return status
+from .progress import progress
 
 
 def _verify(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         threads = [known_thread(saver, args.thread)] if args.thread else None
-        report = verify(saver, threads)
+        count = 1 if args.thread else len(saver.store.log_names())
+        report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"))
+    if args.json:
+        print_json({
+            "ok": report.ok, "threads": report.threads, "records": report.records,
+            "snapshots_checked": report.snapshots_checked,
+            "findings": [vars(f) for f in report.findings],
+        })
+        return EXIT_OK if report.ok else EXIT_PROBLEMS
     for f in report.findings:
         where = f" at byte {f.offset}" if f.offset is not None else ""
         who = f"thread {f.thread_id!r}" if f.thread_id is not None else "file"
@@ -68,6 +55,9 @@ def _verify(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     with open_saver(args, write=True) as saver:
         result = repair(saver, known_thread(saver, args.thread))
+    if args.json:
+        print_json(vars(result))
+        return EXIT_OK
     name = repr(args.thread)
     if result.archived_to is None:
         print(f"thread {name}: nothing to repair")
@@ -83,7 +73,15 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     status = EXIT_OK
-    total_before = total_after = 0
+    done: list[dict] = []
+    skipped: list[dict] = []
+
+    def skip(thread_id: str | None, path: str, exc: BaseException) -> None:
+        skipped.append({"thread_id": thread_id, "path": path, "problem": first_line(exc)})
+        if not args.json:
+            who = f"thread {thread_id!r}" if thread_id is not None else f"file {path}"
+            print(f"{who}: skipped: {first_line(exc)}", file=sys.stderr)
+
     with open_saver(args, write=True) as saver:
         if args.thread:
             threads = [known_thread(saver, args.thread)]
@@ -91,11 +89,11 @@ def _compact(args: argparse.Namespace) -> int:
             threads = []
             for entry in saver.store.catalog():
                 if entry.thread_id is None:
-                    print(f"file {entry.path}: skipped: {first_line(entry.error)}", file=sys.stderr)
+                    skip(None, entry.path, entry.error or ValueError("unreadable"))
                     status = EXIT_PROBLEMS
                 else:
                     threads.append(entry.thread_id)
-        for tid in threads:
+        for tid in progress(threads, total=len(threads), what="threads"):
             try:
                 if args.keep_latest:
                     before = saver.store.thread_log(tid).refresh().committed_end
@@ -104,43 +102,58 @@ def _compact(args: argparse.Namespace) -> int:
                 else:
                     before, after = saver.compact(tid)
             except JsonlCheckpointError as exc:
-                print(f"thread {tid!r}: skipped: {first_line(exc)}", file=sys.stderr)
+                skip(tid, saver.store.thread_log(tid).path, exc)
                 status = EXIT_PROBLEMS
                 continue
-            total_before += before
-            total_after += after
-            print(f"thread {tid!r}: {before} -> {after} bytes")
-    print(f"compacted: {total_before} -> {total_after} bytes")
+            done.append({"thread_id": tid, "before": before, "after": after})
+            if not args.json:
+                print(f"thread {tid!r}: {before} -> {after} bytes")
+    total_before = sum(d["before"] for d in done)
+    total_after = sum(d["after"] for d in done)
+    if args.json:
+        print_json({"threads": done, "skipped": skipped, "before": total_before, "after": total_after})
+    else:
+        print(f"compacted: {total_before} -> {total_after} bytes")
     return status
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this module's commands to the parser."""
-    p = sub.add_parser("threads", help="list threads with their checkpoint counts",
-                       description="List threads. Example: langgraph-jsonl threads ./checkpoints",
-                       epilog=EXIT_STATUS_HELP)
-    add_store_argument(p)
-    p.set_defaults(run=_threads)
-    p = sub.add_parser("verify",
-                       help="check checksums, sequence numbers, deltas and snapshot hashes (read-only)",
-                       description="Check a store without changing it. Example: "
-                       "langgraph-jsonl verify ./checkpoints --thread t-1", epilog=EXIT_STATUS_HELP)
+    p = add_command(
+        sub, "verify",
+        summary="check checksums, sequence numbers, deltas and snapshot hashes (read-only)",
+        description="Check a store without changing it: every record's checksum and sequence "
+        "number, each header, that every delta can be rebuilt, and each snapshot's state hash.",
+        examples=["langgraph-jsonl verify ./checkpoints",
+                  "langgraph-jsonl verify ./checkpoints --thread t-1"],
+        json_shape="{ok, threads, records, snapshots_checked, "
+        "findings: [{thread_id, path, offset, problem}]}",
+    )
     add_store_argument(p)
     p.add_argument("--thread", help="check only this thread id")
     p.set_defaults(run=_verify)
-    p = sub.add_parser("repair", help="archive a damaged log, then keep every record that can still be read",
-                       description="Repair one thread's log: the original is copied to "
-                       "<store>/archive/ first; damaged lines, an unfinished final batch and "
-                       "checkpoints whose values were in them are dropped, each listed. Example: "
-                       "langgraph-jsonl repair ./checkpoints --thread t-1", epilog=EXIT_STATUS_HELP)
+    p = add_command(
+        sub, "repair",
+        summary="archive a damaged log, then keep every record that can still be read",
+        description="Repair one thread's log: the original is copied to <store>/archive/ "
+        "first; damaged lines, an unfinished final batch and checkpoints whose values were "
+        "in them are dropped, each listed.",
+        examples=["langgraph-jsonl repair ./checkpoints --thread t-1"],
+        json_shape="{thread_id, archived_to, kept_bytes, dropped_bytes, kept_records, dropped: [str]}",
+    )
     add_store_argument(p)
     p.add_argument("--thread", required=True, help="the thread id to repair")
     p.set_defaults(run=_repair)
-    p = sub.add_parser("compact", help="rewrite logs without superseded records (same answers)",
-                       description="Rewrite thread logs atomically without snapshots, retried "
-                       "or replaced writes and duplicates; every checkpoint stays unless "
-                       "--keep-latest. Example: langgraph-jsonl compact ./checkpoints",
-                       epilog=EXIT_STATUS_HELP)
+    p = add_command(
+        sub, "compact",
+        summary="rewrite logs without superseded records (same answers)",
+        description="Rewrite thread logs atomically without snapshots, retried or replaced "
+        "writes and duplicates; every checkpoint stays unless --keep-latest.",
+        examples=["langgraph-jsonl compact ./checkpoints",
+                  "langgraph-jsonl compact ./checkpoints --thread t-1 --keep-latest"],
+        json_shape="{threads: [{thread_id, before, after}], skipped: [{thread_id, path, problem}], "
+        "before, after} (sizes in bytes)",
+    )
     add_store_argument(p)
     p.add_argument("--thread", help="compact only this thread id")
     p.add_argument("--keep-latest", action="store_true",

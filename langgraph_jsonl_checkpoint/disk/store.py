@@ -308,14 +308,17 @@ class Store:
             self._logs.pop(thread_id, None)
             self._cool(thread_id)
 
+    def log_names(self) -> list[str]:
+        """The file names of the store's logs (``<stem>.jsonl``), sorted; one directory
+        listing, no file opened (how many threads a listing will visit)."""
+        if not os.path.isdir(self.threads_path):
+            return []
+        return sorted(e for e in files.os.listdir(self.threads_path) if e.endswith(".jsonl"))
+
     def catalog(self) -> Iterator[ThreadFile]:
         """Every log file of the store, with its thread id or why it cannot be read; one
         bad file does not hide the others (a CLI reports it and goes on)."""
-        if not os.path.isdir(self.threads_path):
-            return
-        for entry in sorted(files.os.listdir(self.threads_path)):
-            if not entry.endswith(".jsonl"):
-                continue
+        for entry in self.log_names():
             path = os.path.join(self.threads_path, entry)
             try:
                 yield ThreadFile(path, self._read_thread_id(path, entry), None)

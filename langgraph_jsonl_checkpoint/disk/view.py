@@ -80,6 +80,11 @@ class LogView:
         self._rfd: int | None = None
         #: Values a layer above rebuilt from this log (see :class:`DerivedCache`).
         self.derived: DerivedCache | None = None
+        #: Read-only views only: the byte offset where indexing found damage (a damaged
+        #: record, or fewer records than the sidecar says were durable), serving the
+        #: records before it; ``None`` while the log reads whole. (A writable view raises
+        #: :class:`~..errors.CorruptLogError` instead.)
+        self.damaged_at: int | None = None
 
     @property
     def path(self) -> str:
@@ -160,7 +165,9 @@ class LogView:
                     self._scan_from(self.index.committed_end, st.st_size)
                 self._size = st.st_size
             durable = self.sidecar.durable_seq
-            if self.index.last_seq < durable and not self.read_only:
+            if self.index.last_seq < durable and self.read_only:
+                self.damaged_at = self.index.committed_end
+            elif self.index.last_seq < durable:
                 raise CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} holds committed records "
                     f"up to sequence {self.index.last_seq}, but its index says records up "
@@ -181,6 +188,7 @@ class LogView:
         self._size = None
         self._header_crc = ""
         self.gen = 0
+        self.damaged_at = None
         self.index = ThreadIndex()
         self._drop_derived()
         self.sidecar.reset()
@@ -265,6 +273,7 @@ class LogView:
         if result.corrupt_offset is None:
             return
         if self.read_only:
+            self.damaged_at = result.corrupt_offset
             if not self.recovery.damage_reported:
                 logger.warning(
                     "thread %r: log %s is damaged at byte offset %d; serving the %d "

@@ -8,6 +8,7 @@ it. Each problem is reported once, with the file and byte offset.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..disk import framing
@@ -54,7 +55,12 @@ class VerifyReport:
         return not self.findings
 
 
-def verify(saver: StoreAccess, thread_ids: list[str] | None = None) -> VerifyReport:
+def verify(
+    saver: StoreAccess,
+    thread_ids: list[str] | None = None,
+    *,
+    track: Callable[[list[str]], Iterable[str]] | None = None,
+) -> VerifyReport:
     """Check threads of a store; never changes anything.
 
     Each problem is reported once: damage in the middle of a log (a record that fails
@@ -66,6 +72,8 @@ def verify(saver: StoreAccess, thread_ids: list[str] | None = None) -> VerifyRep
     Args:
         saver: A ``JsonlSaver`` on the store (``read_only=True`` is enough).
         thread_ids: Threads to check (default: all).
+        track: Given the threads to check, yields them as they are checked (a progress
+            bar wraps them so).
 
     Returns:
         A :class:`VerifyReport`.
@@ -78,7 +86,7 @@ def verify(saver: StoreAccess, thread_ids: list[str] | None = None) -> VerifyRep
                 report.findings.append(Finding(None, entry.path, 0, str(entry.error)))
             else:
                 thread_ids.append(entry.thread_id)
-    for tid in thread_ids:
+    for tid in track(thread_ids) if track is not None else thread_ids:
         report.threads += 1
         log = saver.store.thread_log(tid)
         try:

@@ -1,0 +1,121 @@
+"""``langgraph-jsonl threads``: one row per thread, with its status.
+
+Examples::
+
+    langgraph-jsonl threads ./checkpoints
+    langgraph-jsonl threads ./checkpoints --status waiting --sort updated
+    langgraph-jsonl threads --since 2h --json        # store from $LANGGRAPH_JSONL_STORE
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+
+from ..inspection.status import DAMAGED, INTERRUPTED, STATUSES, WAITING
+from ..inspection.threads import SORT_KEYS, ThreadSummary, select_threads, thread_summaries
+from ..inspection.times import parse_since, shown_time
+from .common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    UsageError,
+    add_command,
+    add_store_argument,
+    open_saver,
+    print_json,
+    print_table,
+    shown,
+)
+from .progress import progress
+
+
+def size_text(n: int) -> str:
+    """Bytes for people: ``812 B``, ``12.3 KiB``, ``4.0 MiB``."""
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"
+
+
+def since_argument(text: str | None) -> datetime | None:
+    """``--since`` read, or a usage error naming what is accepted."""
+    if text is None:
+        return None
+    try:
+        return parse_since(text)
+    except ValueError as exc:
+        raise UsageError(f"--since: {exc}") from None
+
+
+def detail(s: ThreadSummary) -> str:
+    """The last column: what is waiting, what is left to run, or what is wrong."""
+    if s.status == WAITING:
+        return "waiting for: " + ", ".join(s.waiting_for)
+    if s.status == DAMAGED:
+        return s.problem or ""
+    if s.status == INTERRUPTED:
+        text = "next: " + ", ".join(s.next)
+        return text + (f"; failed: {s.problem}" if s.problem else "")
+    return ""
+
+
+def _threads(args: argparse.Namespace) -> int:
+    since = since_argument(args.since)
+    with open_saver(args) as saver:
+        total = len(saver.store.log_names())
+        summaries = list(progress(thread_summaries(saver), total=total, what="threads"))
+    damaged = any(s.status == DAMAGED for s in summaries)
+    try:
+        rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print_json([s.as_json() for s in rows])
+    else:
+        print_table(
+            ["THREAD", "STATUS", "CHECKPOINTS", "CREATED", "UPDATED", "SIZE", "DETAIL"],
+            [
+                [
+                    shown(s.thread_id) if s.thread_id is not None else shown(s.path.rsplit("/", 1)[-1]),
+                    s.status, str(s.checkpoints), shown_time(s.created_at), shown_time(s.updated_at),
+                    size_text(s.size), shown(detail(s).split("\n", 1)[0]) if detail(s) else "",
+                ]
+                for s in rows
+            ],
+        )
+    return EXIT_PROBLEMS if damaged else EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``threads`` to the parser."""
+    p = add_command(
+        sub, "threads",
+        summary="list threads: checkpoints, created, updated, size, status",
+        description=(
+            "List the store's threads, one row each: id, checkpoints (all namespaces), "
+            "when its first and latest checkpoints were made (UTC), bytes on disk, and its "
+            "status: done; interrupted (tasks left to run: a crash, a failed node, a "
+            "breakpoint, or a run still going); waiting (an interrupt() waits for an "
+            "answer, with its type, e.g. uncertain_tool_calls); damaged (the log cannot "
+            "be read whole; see `langgraph-jsonl verify`); empty (no checkpoint). Reads "
+            "each log's index and two records, never the whole conversation."
+        ),
+        examples=[
+            "langgraph-jsonl threads ./checkpoints",
+            "langgraph-jsonl threads ./checkpoints --status waiting --status interrupted",
+            "langgraph-jsonl threads ./checkpoints --since 2h --sort updated --limit 20",
+        ],
+        json_shape=(
+            "a list of {thread_id, status, checkpoints, created_at, updated_at, size, latest, "
+            "next, waiting_for, problem, path}"
+        ),
+    )
+    add_store_argument(p)
+    p.add_argument("--status", action="append", choices=STATUSES,
+                   help="only threads with this status (repeat for several)")
+    p.add_argument("--since", help="only threads updated since then: 30m, 2h, 7d, or a date/time")
+    p.add_argument("--sort", default="id", choices=SORT_KEYS,
+                   help="order: id (default, ascending); updated, created, size, checkpoints: "
+                   "newest/largest first; status: grouped")
+    p.add_argument("--limit", type=int, help="at most this many rows (after sorting)")
+    p.set_defaults(run=_threads)

@@ -1,0 +1,208 @@
+"""One row per thread: its checkpoints, when it began and last changed, its size on disk
+and its status (done, interrupted, waiting, damaged), for a listing of a whole store.
+
+A store may hold tens of thousands of threads, so a summary reads what the sidecar
+index already holds (checkpoint ids, write slots, which values are empty) plus two
+records: the latest checkpoint of the root graph (its time, and what it schedules) and
+the first one (when the thread began); a waiting question's write is read only when
+there is one. No conversation is rebuilt. The trade-off: ``updated`` is the latest
+checkpoint's time, not the file's (a tool event journaled after it does not count),
+which stays true across a ``compact`` that rewrites the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from ..errors import JsonlCheckpointError
+from ..saver.jsonl_saver import JsonlSaver
+from .checkpoints import ThreadFacts, reading
+from .status import DAMAGED, EMPTY, STATUSES, thread_status
+from .times import at_or_after, parse_stored
+
+#: What ``select_threads`` can sort by; all but ``id`` put the largest (newest) first.
+SORT_KEYS = ("id", "updated", "created", "size", "checkpoints", "status")
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """A thread at a glance.
+
+    Attributes:
+        thread_id: The thread id (``None`` when the log's header cannot be read).
+        path: The log file.
+        status: ``done``, ``interrupted`` (tasks left to run: a crash, a failed node, a
+            breakpoint, or a run still going), ``waiting`` (an ``interrupt()`` waits for
+            an answer), ``damaged`` (the log cannot be read whole), or ``empty`` (no
+            checkpoint).
+        checkpoints: Checkpoints in every namespace.
+        created_at: The time of its first checkpoint (ISO 8601).
+        updated_at: The time of its latest checkpoint.
+        size: Bytes on disk: the log, its index and any quarantined bytes.
+        latest: The latest checkpoint id of the root graph.
+        next: What the latest checkpoint schedules.
+        waiting_for: The kind of each question waiting (``uncertain_tool_calls``, ...).
+        problem: Why it is damaged, or the error of a task that failed.
+    """
+
+    thread_id: str | None
+    path: str
+    status: str
+    checkpoints: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+    size: int = 0
+    latest: str | None = None
+    next: tuple[str, ...] = ()
+    waiting_for: tuple[str, ...] = ()
+    problem: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The summary as JSON-ready data (the ``threads --json`` shape)."""
+        return {
+            "thread_id": self.thread_id,
+            "status": self.status,
+            "checkpoints": self.checkpoints,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "size": self.size,
+            "latest": self.latest,
+            "next": list(self.next),
+            "waiting_for": list(self.waiting_for),
+            "problem": self.problem,
+            "path": self.path,
+        }
+
+
+def summarize_thread(saver: JsonlSaver, thread_id: str) -> ThreadSummary:
+    """A thread's summary. A log that cannot be read is a ``damaged`` summary, never
+    an exception.
+
+    Args:
+        saver: A saver on the store (``read_only=True`` is enough: nothing is written).
+        thread_id: The thread (it should exist: see ``saver.store.has_thread``).
+    """
+    log = saver.store.thread_log(thread_id)
+    try:
+        summary = reading(saver, thread_id, lambda facts: _summary(facts))
+    except JsonlCheckpointError as exc:
+        return ThreadSummary(thread_id, log.path, DAMAGED, size=_size(log.paths), problem=_first_line(exc))
+    if log.damaged_at is not None:
+        problem = (
+            f"the log is damaged at byte offset {log.damaged_at}; the records before it "
+            f"are served. {log.repair_hint()}"
+        )
+        summary = replace(summary, status=DAMAGED, problem=problem)
+    return summary
+
+
+def _summary(facts: ThreadFacts) -> ThreadSummary:
+    idx, log = facts.index, facts.log
+    count = sum(len(ids) for ids in idx.ordered_ids.values())
+    root = "" if idx.ordered_ids.get("") else next(iter(idx.namespaces()), None)
+    size = _size(log.paths)
+    if root is None:
+        return ThreadSummary(log.thread_id, log.path, EMPTY, count, size=size)
+    ids = idx.ordered_ids[root]
+    latest = facts.facts(root, ids[-1])
+    first = latest if len(ids) == 1 else facts.facts(root, ids[0])
+    waiting = tuple(q.type for q in latest.waiting)
+    return ThreadSummary(
+        thread_id=log.thread_id,
+        path=log.path,
+        status=thread_status(latest.next, waiting),
+        checkpoints=count,
+        created_at=first.created_at,
+        updated_at=latest.created_at,
+        size=size,
+        latest=latest.checkpoint_id,
+        next=latest.next,
+        waiting_for=waiting,
+        problem=latest.errors[0] if latest.errors else None,
+    )
+
+
+def thread_summaries(saver: JsonlSaver) -> Iterator[ThreadSummary]:
+    """A summary of every thread of the store, in file name order; a file that is not a
+    readable log is a ``damaged`` summary (its ``thread_id`` is ``None`` when its header
+    cannot be read), and the others are still summarised.
+
+    Args:
+        saver: A saver on the store (``read_only=True`` is enough).
+    """
+    for entry in saver.store.catalog():
+        if entry.thread_id is None:
+            problem = _first_line(entry.error) if entry.error else "unreadable"
+            yield ThreadSummary(None, entry.path, DAMAGED, size=_file_size(entry.path), problem=problem)
+        else:
+            yield summarize_thread(saver, entry.thread_id)
+
+
+def select_threads(
+    summaries: Iterable[ThreadSummary],
+    *,
+    status: Sequence[str] | None = None,
+    since: datetime | None = None,
+    sort: str = "id",
+    limit: int | None = None,
+) -> list[ThreadSummary]:
+    """Filter, sort and cut a listing of threads. Pure.
+
+    Args:
+        summaries: The summaries.
+        status: Keep only threads in one of these statuses.
+        since: Keep only threads updated at or after this time.
+        sort: One of :data:`SORT_KEYS`; ``id`` ascending, the others largest or newest
+            first (``status`` groups by status in :data:`~.status.STATUSES` order).
+        limit: At most this many (after sorting).
+
+    Raises:
+        ValueError: An unknown sort key or status.
+    """
+    if sort not in SORT_KEYS:
+        raise ValueError(f"cannot sort threads by {sort!r}; use one of {', '.join(SORT_KEYS)}")
+    for s in status or ():
+        if s not in STATUSES:
+            raise ValueError(f"unknown status {s!r}; use one of {', '.join(STATUSES)}")
+    rows = [
+        s for s in summaries
+        if (not status or s.status in status) and at_or_after(s.updated_at, since)
+    ]
+    label = _sort_key(sort)
+    rows.sort(key=label, reverse=sort not in ("id", "status"))
+    return rows if limit is None else rows[: max(0, limit)]
+
+
+def _sort_key(sort: str) -> Any:
+    if sort == "id":
+        return lambda s: (s.thread_id is None, s.thread_id or "", s.path)
+    if sort == "status":
+        return lambda s: (STATUSES.index(s.status), s.thread_id or "")
+    if sort in ("updated", "created"):
+        attr = f"{sort}_at"
+
+        def when(s: ThreadSummary) -> float:
+            at = parse_stored(getattr(s, attr))
+            return at.timestamp() if at is not None else float("-inf")  # undated last
+
+        return when
+    return lambda s: getattr(s, sort)
+
+
+def _size(paths: Any) -> int:
+    return sum(_file_size(p) for p in (paths.log, paths.index, paths.quarantine))
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().split("\n", 1)[0]
