@@ -5,6 +5,7 @@ catch them all with one ``except``::
 
     JsonlCheckpointError
     ├── ConfigError            bad arguments: missing thread_id, a path that is not a directory
+    ├── NotFoundError          a thread or checkpoint asked for by name is not in the store
     ├── StoreError             the store directory or a file in it cannot be used
     │   ├── ForeignFileError   a file in the store was not written by this package
     │   └── FormatVersionError a log written in a format this version cannot read
@@ -31,6 +32,10 @@ class JsonlCheckpointError(Exception):
 
 class ConfigError(JsonlCheckpointError, ValueError):
     """The caller passed arguments the saver cannot work with."""
+
+
+class NotFoundError(JsonlCheckpointError, LookupError):
+    """A thread or checkpoint asked for by name (to show, export, compare) is not stored."""
 
 
 class StoreError(JsonlCheckpointError):

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JsonlCheckpointError
-from . import maintenance, threads
-from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError
+from . import conversation, maintenance, threads
+from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError, settle_operands
 
 #: The modules whose commands make up the CLI, in the order ``--help`` lists them.
-COMMAND_MODULES = (threads, maintenance)
+COMMAND_MODULES = (threads, conversation, maintenance)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
+        if hasattr(args, "operands"):
+            settle_operands(args)
         return int(args.run(args))
     except (JsonlCheckpointError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)

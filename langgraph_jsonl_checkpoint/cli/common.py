@@ -87,6 +87,46 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optional: int = 0) -> None:
+    """``[STORE] NAME...``: the store (or ``$LANGGRAPH_JSONL_STORE``) then the command's
+    operands, the last ``optional`` of which may be left out. argparse fills optional
+    positionals left to right, so :func:`settle_operands` places them after parsing."""
+    parser.add_argument("store", nargs="?", metavar="STORE",
+                        help=f"the store directory (default: ${STORE_ENV})")
+    for name in names:
+        parser.add_argument(name, nargs="?", metavar=name.upper())
+    parser.set_defaults(operands=(tuple(names), optional))
+
+
+def settle_operands(args: argparse.Namespace) -> None:
+    """Place the operands :func:`add_operands` declared: with one more than the
+    command's operands the first is the store; with as many, the first is the store only
+    if it is a store directory (else ``$LANGGRAPH_JSONL_STORE`` names the store); fewer
+    than the required ones is a usage error.
+
+    Raises:
+        UsageError: Too few or too many operands.
+    """
+    names, optional = args.operands
+    given = [v for v in [args.store, *(getattr(args, n) for n in names)] if v is not None]
+    required = len(names) - optional
+    if len(given) > len(names) or (len(given) == len(names) and len(names) > required):
+        with_store = len(given) == len(names) + 1 or _is_store(given[0]) or not os.environ.get(STORE_ENV)
+    else:
+        with_store = len(given) == len(names) + 1
+    store, rest = (given[0], given[1:]) if with_store else (None, given)
+    if len(rest) < required:
+        missing = " ".join(n.upper() for n in names[len(rest):required])
+        raise UsageError(f"missing {missing} (usage: [STORE] {' '.join(n.upper() for n in names)})")
+    args.store = store
+    for i, name in enumerate(names):
+        setattr(args, name, rest[i] if i < len(rest) else None)
+
+
+def _is_store(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, MARKER))
+
+
 def store_path(args: argparse.Namespace) -> str:
     """The store the command line names, or the environment's."""
     path = args.store or os.environ.get(STORE_ENV)

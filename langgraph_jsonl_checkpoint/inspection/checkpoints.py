@@ -181,12 +181,13 @@ class ThreadFacts:
     Attributes:
         log: The thread's log.
         index: Its index, as of the call's start.
+        reader: Reads the log's records and values for this call.
     """
 
     def __init__(self, log: LogView, index: ThreadIndex, reader: ValueReader) -> None:
         self.log = log
         self.index = index
-        self._reader = reader
+        self.reader = reader
         self._facts: dict[tuple[str, str], CheckpointFacts] = {}
 
     def has(self, ns: str, checkpoint_id: str) -> bool:
@@ -198,7 +199,7 @@ class ThreadFacts:
         key = (ns, checkpoint_id)
         found = self._facts.get(key)
         if found is None:
-            found = self._facts[key] = read_facts(self.log, self.index, self._reader, ns, checkpoint_id)
+            found = self._facts[key] = read_facts(self.log, self.index, self.reader, ns, checkpoint_id)
         return found
 
     def parent(self, facts: CheckpointFacts) -> CheckpointFacts | None:

@@ -1,0 +1,309 @@
+"""``langgraph-jsonl`` commands that read one thread: history, show, diff, tools, tail.
+
+Examples::
+
+    langgraph-jsonl history ./checkpoints t-1 --limit 10
+    langgraph-jsonl show ./checkpoints t-1
+    langgraph-jsonl diff ./checkpoints t-1 1f0a... 1f0b...
+    langgraph-jsonl tools ./checkpoints t-1
+    langgraph-jsonl tail ./checkpoints t-1 -f
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..inspection.conversation import compact_json, utterance_lines
+from ..inspection.diff import ADDED, REMOVED, ChannelDiff
+from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
+from ..inspection.history import checkpoint_history
+from ..inspection.status import WAITING
+from ..inspection.times import shown_time
+from ..inspection.tool_table import tool_table
+from ..inspection.transcript import Transcript, diff_checkpoints, read_transcript
+from .common import (
+    EXIT_OK,
+    add_command,
+    add_operands,
+    known_thread,
+    open_saver,
+    print_json,
+    print_json_line,
+    print_table,
+    shown,
+)
+from .threads import since_argument
+
+# -- history --------------------------------------------------------------------------
+
+
+def _history(args: argparse.Namespace) -> int:
+    since = since_argument(args.since)
+    with open_saver(args) as saver:
+        rows = checkpoint_history(saver, known_thread(saver, args.thread), ns=args.ns,
+                                  limit=args.limit, since=since)
+    if args.json:
+        print_json([r.as_json() for r in rows])
+        return EXIT_OK
+    print_table(
+        ["CHECKPOINT", "STEP", "SOURCE", "WROTE", "TIME", "NEXT"],
+        [
+            [r.checkpoint_id, "-" if r.step is None else str(r.step), r.source or "-",
+             ", ".join(r.writers) or "-", shown_time(r.created_at),
+             (", ".join(r.next) or "-") + (f" (waiting: {', '.join(r.waiting_for)})" if r.waiting_for else "")]
+            for r in rows
+        ],
+    )
+    return EXIT_OK
+
+
+# -- show -----------------------------------------------------------------------------
+
+
+def transcript_json(t: Transcript) -> dict:
+    """The ``show --json`` shape."""
+    f = t.facts
+    return {
+        "thread_id": t.thread_id, "ns": t.ns, "checkpoint_id": t.checkpoint_id, "parent_id": f.parent_id,
+        "created_at": f.created_at, "metadata": f.metadata, "status": t.status, "next": list(f.next),
+        "messages_channel": t.channel,
+        "messages": [{**e.utterance.as_json(), "checkpoint_id": e.checkpoint_id, "at": e.at} for e in t.entries],
+        "values": t.values,
+        "waiting": [{"task_id": q.task_id, "interrupt_id": q.interrupt_id, "type": q.type, "value": q.value}
+                    for q in t.waiting],
+        "errors": list(f.errors),
+    }
+
+
+def _show(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        t = read_transcript(saver, known_thread(saver, args.thread), args.checkpoint, ns=args.ns)
+    if args.json:
+        print_json(transcript_json(t))
+        return EXIT_OK
+    f = t.facts
+    print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}" + (f"  namespace {t.ns}" if t.ns else ""))
+    print(f"step {f.step}, {f.source}, {shown_time(f.created_at)} UTC")
+    status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
+    print(f"status: {status}; next: {', '.join(f.next) or '-'}")
+    for error in f.errors:
+        print(f"failed: {error}")
+    if t.channel:
+        print(f"\n{t.channel} ({len(t.entries)}):")
+        for e in t.entries:
+            print("\n".join("  " + line for line in utterance_lines(e.utterance)))
+    others = t.other_channels(internal=args.internal)
+    if others:
+        print("\nchannels:")
+        for channel, value in others.items():
+            print(f"  {channel}: {compact_json(value)}")
+    if t.waiting:
+        print("\nwaiting for an answer:")
+        for q in t.waiting:
+            print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
+    return EXIT_OK
+
+
+# -- diff -----------------------------------------------------------------------------
+
+
+def diff_lines(d: ChannelDiff) -> list[str]:
+    """One channel's changes for a terminal."""
+    mark = {ADDED: "+", REMOVED: "-"}
+    if d.messages or (not d.changes and d.kind != "changed"):
+        counts = {k: sum(1 for m in d.messages if m.kind == k) for k in (ADDED, REMOVED, "changed")}
+        summary = ", ".join(f"{n} {k if k != 'changed' else 'edited'}" for k, n in counts.items() if n)
+        out = [f"{d.channel}: {summary or d.kind}"]
+        for m in d.messages:
+            shown_as = m.new if m.new is not None else m.old
+            lines = utterance_lines(shown_as) if shown_as is not None else []
+            sign = mark.get(m.kind, "~")
+            out.extend(f"  {sign} {line}" for line in lines)
+        return out
+    out = [f"{d.channel}: {d.kind}"]
+    for c in d.changes:
+        where = c.path or "(value)"
+        if c.kind == ADDED:
+            out.append(f"  + {where}: {compact_json(c.new)}")
+        elif c.kind == REMOVED:
+            out.append(f"  - {where}: {compact_json(c.old)}")
+        else:
+            out.append(f"  ~ {where}: {compact_json(c.old)} -> {compact_json(c.new)}")
+    return out
+
+
+def _diff(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        diffs = diff_checkpoints(saver, known_thread(saver, args.thread), args.a, args.b, ns=args.ns)
+    if args.json:
+        print_json({"thread_id": args.thread, "from": args.a, "to": args.b,
+                    "channels": [d.as_json() for d in diffs]})
+        return EXIT_OK
+    if not diffs:
+        print("no channel changed")
+    for d in diffs:
+        print("\n".join(diff_lines(d)))
+    return EXIT_OK
+
+
+# -- tools ----------------------------------------------------------------------------
+
+
+def _tools(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        rows = tool_table(saver, known_thread(saver, args.thread))
+    if args.json:
+        print_json([r.as_json() for r in rows])
+        return EXIT_OK
+    print_table(
+        ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
+        [
+            [shown(r.call_id), r.name, r.state, shown_time(r.started_at),
+             "-" if r.seconds is None else f"{r.seconds:.3f}", str(r.attempts),
+             f"{r.decision} ({r.decided_by})" if r.decided_by else (r.decision or "-"),
+             shown(_args_and_outcome(r.args, r.outcome))[:100]]
+            for r in rows
+        ],
+    )
+    return EXIT_OK
+
+
+def _args_and_outcome(args: object, outcome: str) -> str:
+    first = outcome.strip().split("\n", 1)[0]
+    return f"{compact_json(args)} -> {first}" if first else compact_json(args)
+
+
+# -- tail -----------------------------------------------------------------------------
+
+
+def event_lines(e: FollowEvent) -> list[str]:
+    """One followed event for a terminal, its time first."""
+    when = shown_time(e.at)[11:] if e.at else "        "
+    if e.kind == MESSAGE and e.utterance is not None:
+        lines = utterance_lines(e.utterance)
+    else:
+        t = e.tool
+        assert t is not None
+        if t.name:
+            lines = [f"{'call':6} {t.name} [{t.call_id}] {t.event}" + (f": {t.detail}" if t.detail else "")]
+        else:
+            lines = [f"{'call':6} {t.detail}"]
+    return [f"{when}  {lines[0]}"] + [f"{'':8}  {line}" for line in lines[1:]]
+
+
+def _emit(events: list[FollowEvent], as_json: bool) -> None:
+    for e in events:
+        if as_json:
+            print_json_line({
+                "kind": e.kind, "seq": e.seq, "checkpoint_id": e.checkpoint_id, "at": e.at,
+                "message": e.utterance.as_json() if e.utterance else None,
+                "tool": vars(e.tool) if e.tool else None,
+            })
+        else:
+            print("\n".join(event_lines(e)), flush=True)
+
+
+def _tail(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        follower = ThreadFollower(saver, known_thread(saver, args.thread), ns=args.ns)
+        backlog = follower.read_new()
+        _emit(backlog[-args.lines:] if args.lines > 0 else [], args.json)
+        if not args.follow:
+            return EXIT_OK
+        try:
+            while True:
+                sys.stdout.flush()
+                time.sleep(args.poll)
+                _emit(follower.read_new(), args.json)
+        except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
+            return EXIT_OK
+
+
+# -- registration ---------------------------------------------------------------------
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add history, show, diff, tools and tail to the parser."""
+    p = add_command(
+        sub, "history",
+        summary="a thread's checkpoints, newest first: step, source, writers, time, next",
+        description="List a thread's checkpoints newest first: id, step, source (input, loop, "
+        "update, fork), the node(s) whose writes made it, its time (UTC) and the tasks it "
+        "schedules next (with the questions waiting there).",
+        examples=["langgraph-jsonl history ./checkpoints t-1 --limit 10",
+                  "langgraph-jsonl history ./checkpoints t-1 --since 1h --json"],
+        json_shape="a list of {checkpoint_id, ns, parent_id, step, source, writers, created_at, next, "
+        "waiting_for}",
+    )
+    add_operands(p, ["thread"])
+    p.add_argument("--limit", type=int, help="at most this many checkpoints")
+    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--since", help="only checkpoints made since then: 30m, 2h, 7d, or a date/time")
+    p.set_defaults(run=_history)
+
+    p = add_command(
+        sub, "show",
+        summary="the state at a checkpoint: the conversation, other channels, waiting questions",
+        description="Show a thread's state at a checkpoint (default: the latest): its messages "
+        "as a conversation (role, text, tool calls with arguments, tool results), the other "
+        "channels as JSON, and the interrupts waiting for an answer. --json gives every "
+        "channel's value.",
+        examples=["langgraph-jsonl show ./checkpoints t-1",
+                  "langgraph-jsonl show ./checkpoints t-1 1f0c3b9e-0f1a-6b4e-8002-5d1f2a3b4c5d --json"],
+        json_shape="{thread_id, ns, checkpoint_id, parent_id, created_at, metadata, status, next, "
+        "messages_channel, messages: [{role, text, id, name, tool_calls, tool_call_id, status, "
+        "checkpoint_id, at}], values: {channel: value}, waiting: [{task_id, interrupt_id, type, "
+        "value}], errors}",
+    )
+    add_operands(p, ["thread", "checkpoint"], optional=1)
+    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--internal", action="store_true",
+                   help="also show LangGraph's bookkeeping channels (branch:to:*, join:*, __*)")
+    p.set_defaults(run=_show)
+
+    p = add_command(
+        sub, "diff",
+        summary="what changed between two checkpoints, per channel",
+        description="Compare two checkpoints of a thread channel by channel: messages added, "
+        "removed or edited (by id), other values as a JSON diff (path: old -> new).",
+        examples=["langgraph-jsonl diff ./checkpoints t-1 1f0c3b9e-...-0001 1f0c3b9e-...-0004"],
+        json_shape="{thread_id, from, to, channels: [{channel, kind, messages: [{kind, id, old, new}], "
+        "changes: [{kind, path, old, new}]}]}",
+    )
+    add_operands(p, ["thread", "a", "b"])
+    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.set_defaults(run=_diff)
+
+    p = add_command(
+        sub, "tools",
+        summary="the tool-call lifecycle table from the replay journal",
+        description="List every tool call the ReplayAdapter journaled in a thread: its state "
+        "(requested, started, finished, failed, uncertain: started by a process that is gone, "
+        "decided: settled by a person), when it started, how long it ran, how many times its "
+        "body ran, and who decided what after a crash (a person: retry, skip, result; the "
+        "policy: re-run of an idempotent call; asked: waiting for an answer).",
+        examples=["langgraph-jsonl tools ./checkpoints support-ticket-1042"],
+        json_shape="a list of {call_id, name, args, state, ns, checkpoint_id, requested_at, started_at, "
+        "finished_at, seconds, attempts, decision, decided_by, outcome}",
+    )
+    add_operands(p, ["thread"])
+    p.set_defaults(run=_tools)
+
+    p = add_command(
+        sub, "tail",
+        summary="the last messages and tool events; -f follows a run in another process",
+        description="Print a thread's last messages and tool-call events in log order; with -f, "
+        "keep printing each new one as another process appends it, until Ctrl-C. Takes no "
+        "lock: the writer is never slowed or blocked.",
+        examples=["langgraph-jsonl tail ./checkpoints t-1", "langgraph-jsonl tail ./checkpoints t-1 -f"],
+        json_shape="one JSON object per line: {kind: message|tool, seq, checkpoint_id, at, "
+        "message: {role, text, ...} | null, tool: {event, call_id, name, detail} | null}",
+    )
+    add_operands(p, ["thread"])
+    p.add_argument("-f", "--follow", action="store_true", help="keep following new records (Ctrl-C ends)")
+    p.add_argument("-n", "--lines", type=int, default=10, help="how many past events to print first (10)")
+    p.add_argument("--poll", type=float, default=0.25, help="seconds between looks at the log (0.25)")
+    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.set_defaults(run=_tail)
