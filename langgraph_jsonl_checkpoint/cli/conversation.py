@@ -52,11 +52,15 @@ def _history(args: argparse.Namespace) -> int:
         [
             [r.checkpoint_id, "-" if r.step is None else str(r.step), r.source or "-",
              ", ".join(r.writers) or "-", shown_time(r.created_at),
-             (", ".join(r.next) or "-") + (f" (waiting: {', '.join(r.waiting_for)})" if r.waiting_for else "")]
+             (", ".join(r.next) or "-") + _waiting(r.waiting_for)]
             for r in rows
         ],
     )
     return EXIT_OK
+
+
+def _waiting(kinds: tuple[str, ...]) -> str:
+    return f" (waiting: {', '.join(kinds)})" if kinds else ""
 
 
 # -- show -----------------------------------------------------------------------------
@@ -69,7 +73,9 @@ def transcript_json(t: Transcript) -> dict:
         "thread_id": t.thread_id, "ns": t.ns, "checkpoint_id": t.checkpoint_id, "parent_id": f.parent_id,
         "created_at": f.created_at, "metadata": f.metadata, "status": t.status, "next": list(f.next),
         "messages_channel": t.channel,
-        "messages": [{**e.utterance.as_json(), "checkpoint_id": e.checkpoint_id, "at": e.at} for e in t.entries],
+        "messages": [
+            {**e.utterance.as_json(), "checkpoint_id": e.checkpoint_id, "at": e.at} for e in t.entries
+        ],
         "values": t.values,
         "waiting": [{"task_id": q.task_id, "interrupt_id": q.interrupt_id, "type": q.type, "value": q.value}
                     for q in t.waiting],
@@ -84,7 +90,8 @@ def _show(args: argparse.Namespace) -> int:
         print_json(transcript_json(t))
         return EXIT_OK
     f = t.facts
-    print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}" + (f"  namespace {t.ns}" if t.ns else ""))
+    where = f"  namespace {t.ns}" if t.ns else ""
+    print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}{where}")
     print(f"step {f.step}, {f.source}, {shown_time(f.created_at)} UTC")
     status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
     print(f"status: {status}; next: {', '.join(f.next) or '-'}")

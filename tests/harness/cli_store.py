@@ -36,7 +36,8 @@ from tests.harness.replay_tools import call
 
 #: The replay agent's plan: one turn, one step of two calls; ``send_email`` is the call
 #: the crash cuts off.
-REPLAY_PLAN = [[[call("lookup_order", "c1", order_id="1042"), call("send_email", "c2", to="ada@example.com")]]]
+REPLAY_PLAN = [[[call("lookup_order", "c1", order_id="1042"),
+                 call("send_email", "c2", to="ada@example.com")]]]
 EXPECTED_STATUS = {
     "agent": "done", "review": "waiting", "fan": "done", "crashed": "interrupted",
     "uncertain": "waiting", "decided": "done", "damaged": "damaged",
