@@ -374,6 +374,14 @@ class LogView:
                 group = [ref]
         return out
 
+    def committed_bytes(self) -> bytes:
+        """The log's committed bytes as of the last :meth:`refresh` (its valid prefix,
+        for a damaged log opened read-only), in one read; ``b""`` if it has none."""
+        with self.mutex:
+            if self._rfd is None:
+                return b""
+            return files.os.pread(self._rfd, self.index.committed_end, 0)
+
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every committed record of the log, header first (reads the whole file)."""
         return (r.record for r in self.scanned_records())

@@ -1,0 +1,85 @@
+"""``langgraph-jsonl search``: find a text in the messages of every thread.
+
+Examples::
+
+    langgraph-jsonl search ./checkpoints "refund"
+    langgraph-jsonl search ./checkpoints "ada@example.com" --role ai --since 7d
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..inspection.search import search_messages
+from ..inspection.times import shown_time
+from .common import (
+    EXIT_OK,
+    UsageError,
+    add_command,
+    add_operands,
+    known_thread,
+    open_saver,
+    print_json,
+    print_table,
+    shown,
+)
+from .progress import on_terminal, progress
+from .threads import since_argument
+
+BOLD, PLAIN = "\033[1m", "\033[0m"
+
+
+def _search(args: argparse.Namespace) -> int:
+    since = since_argument(args.since)
+    with open_saver(args) as saver:
+        threads = [known_thread(saver, t) for t in args.thread] if args.thread else None
+        total = len(threads) if threads is not None else len(saver.store.log_names())
+        try:
+            found = search_messages(
+                saver, args.text, thread_ids=threads, role=args.role, since=since,
+                track=lambda ids: progress(ids, total=total, what="threads"),
+            )
+            hits = []
+            for hit in found:
+                hits.append(hit)
+                if args.limit is not None and len(hits) >= args.limit:
+                    break
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.json:
+        print_json([h.as_json() for h in hits])
+    else:
+        bold = on_terminal()
+        print_table(
+            ["THREAD", "CHECKPOINT", "TIME", "ROLE", "MATCH"],
+            [
+                [shown(h.thread_id), h.checkpoint_id, shown_time(h.at), h.utterance.role,
+                 f"{h.before}{BOLD}{h.match}{PLAIN}{h.after}" if bold else h.snippet]
+                for h in hits
+            ],
+        )
+        print(f"{len(hits)} message(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``search`` to the parser."""
+    p = add_command(
+        sub, "search",
+        summary="find text in the messages of every thread",
+        description="Search message contents (each text, each tool call's name and arguments) "
+        "across all threads, or those given with --thread; case-insensitive. Each message is "
+        "listed once, with its thread, the checkpoint that stored it, its time, its role and "
+        "the words around the match. A thread whose log cannot be read is skipped "
+        "(`langgraph-jsonl threads` reports it).",
+        examples=['langgraph-jsonl search ./checkpoints "refund"',
+                  'langgraph-jsonl search ./checkpoints "ada@example.com" --role ai --since 7d'],
+        json_shape="a list of {thread_id, ns, checkpoint_id, at, role, message_id, snippet, match}",
+    )
+    add_operands(p, ["text"])
+    p.add_argument("--thread", action="append", help="only this thread (repeat for several)")
+    p.add_argument("--role", help="only messages of this role: human (user), ai (assistant), tool, system")
+    p.add_argument("--since", help="only messages of checkpoints since then: 30m, 2h, 7d, or a date/time")
+    p.add_argument("--limit", type=int, help="stop after this many messages")
+    p.set_defaults(run=_search)
