@@ -1,0 +1,87 @@
+"""``langgraph-jsonl export``: a transcript to read or share (Markdown, HTML, JSON Lines).
+
+Examples::
+
+    langgraph-jsonl export ./checkpoints t-1 --format md
+    langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html
+    langgraph-jsonl export ./checkpoints --all ./transcripts --format html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..inspection.export import FORMATS, export_store, export_thread
+from .common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    UsageError,
+    add_command,
+    add_operands,
+    known_thread,
+    open_saver,
+    print_json,
+    shown,
+)
+from .progress import progress
+
+
+def _export(args: argparse.Namespace) -> int:
+    if args.all and args.thread:
+        raise UsageError("give a THREAD or --all DIR, not both")
+    if not args.all and not args.thread:
+        raise UsageError("name the THREAD to export, or --all DIR for every thread")
+    with open_saver(args) as saver:
+        if args.all:
+            total = len(saver.store.log_names())
+            try:
+                files = export_store(saver, args.all, args.format,
+                                     track=lambda s: progress(s, total=total, what="threads"))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            failed = [f for f in files if f.problem]
+            if args.json:
+                print_json({"directory": args.all, "files": [vars(f) for f in files]})
+            else:
+                for f in failed:
+                    who = shown(f.thread_id) if f.thread_id is not None else "(unreadable file)"
+                    print(f"{who}: not exported: {f.problem}", file=sys.stderr)
+                written = [f for f in files if f.path]
+                print(f"wrote {len(written)} file(s) to {args.all} (index: {written[-1].path})")
+            return EXIT_PROBLEMS if failed else EXIT_OK
+        thread = known_thread(saver, args.thread)
+        text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text)
+        if args.json:
+            print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``export`` to the parser."""
+    p = add_command(
+        sub, "export",
+        summary="a transcript to read or share: Markdown, self-contained HTML, JSON Lines",
+        description="Write a thread's conversation at its latest checkpoint (or --checkpoint) "
+        "as Markdown, one self-contained HTML page (no script, nothing fetched; tool calls "
+        "fold open and closed; each checkpoint's id is an anchor, #cp-<id>), or JSON Lines "
+        "(every field). --all DIR writes one file per thread and an index page. Writes "
+        "nothing to the store.",
+        examples=["langgraph-jsonl export ./checkpoints t-1 --format md",
+                  "langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html",
+                  "langgraph-jsonl export ./checkpoints --all ./transcripts --format html"],
+        json_shape="with --all: {directory, files: [{thread_id, path, problem}]}; with -o: "
+        "{thread_id, format, path}; otherwise the transcript itself is the output "
+        "(--format jsonl for JSON Lines)",
+    )
+    add_operands(p, ["thread"], optional=1)
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), html or jsonl")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
+    p.add_argument("--all", metavar="DIR", help="export every thread into DIR, with an index page")
+    p.set_defaults(run=_export)

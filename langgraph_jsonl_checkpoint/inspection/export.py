@@ -1,0 +1,196 @@
+"""Transcripts a person can read or share: Markdown, JSON Lines, or a self-contained
+HTML page (:mod:`.html_page`); one thread, or every thread of a store with an index.
+
+Markdown keeps the message text as it is (models answer in Markdown) and puts tool
+arguments and results in code fences long enough for any backticks inside. JSON Lines
+keeps everything: a ``thread`` line, then one ``message`` line per message (its
+readable fields, where it first appeared, and the whole message), then one
+``question`` line per interrupt waiting for an answer. Files of an export of a whole
+store are named as the store names logs (a slug and a hash of the thread id), so any
+thread id makes a safe file name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import orjson
+
+from ..disk.paths import thread_file_stem
+from ..errors import JsonlCheckpointError
+from ..saver.jsonl_saver import JsonlSaver
+from .conversation import compact_json
+from .html_page import index_html, transcript_html
+from .threads import ThreadSummary, thread_summaries
+from .times import shown_time
+from .transcript import Transcript, read_transcript
+from .values import jsonable
+
+FORMATS = ("md", "html", "jsonl")
+
+
+def _fence(text: str) -> str:
+    run = max((len(r) for r in text.split("\n") for r in _backtick_runs(r)), default=0)
+    ticks = "`" * max(3, run + 1)
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+def _backtick_runs(line: str) -> list[str]:
+    runs, current = [], ""
+    for ch in line:
+        if ch == "`":
+            current += ch
+        elif current:
+            runs.append(current)
+            current = ""
+    return runs + ([current] if current else [])
+
+
+def transcript_markdown(t: Transcript) -> str:
+    """A transcript as Markdown (see the module docstring)."""
+    f = t.facts
+    out = [f"# Thread `{t.thread_id}`", "",
+           f"{t.status} · {len(t.entries)} messages · checkpoint `{t.checkpoint_id}` · step {f.step} · "
+           f"{shown_time(f.created_at)} UTC", ""]
+    current: str | None = None
+    for e in t.entries:
+        if e.checkpoint_id != current and e.checkpoint_id is not None:
+            current = e.checkpoint_id
+            out += [f'<a id="cp-{current}"></a>', f"### {shown_time(e.at)} UTC · checkpoint `{current}`", ""]
+        u = e.utterance
+        if u.role == "tool":
+            error = " (error)" if u.status else ""
+            out += [f"**tool** `{u.name or 'tool'}` `[{u.tool_call_id}]`{error}:", "", _fence(u.text), ""]
+            continue
+        out += [f"**{u.role}**" + (f" ({u.name})" if u.name else "") + ":", ""]
+        if u.text:
+            out += [u.text, ""]
+        for call in u.tool_calls:
+            out += [f"- calls `{call.name}` `[{call.call_id}]`", "", _fence(compact_json(call.args)), ""]
+    for q in t.waiting:
+        out += [f"**waiting for an answer** ({q.type}):", "", _fence(compact_json(q.value)), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def transcript_jsonl(t: Transcript) -> str:
+    """A transcript as JSON Lines: ``thread``, ``message``..., ``question``... lines."""
+    f = t.facts
+    lines = [{
+        "kind": "thread", "thread_id": t.thread_id, "ns": t.ns, "checkpoint_id": t.checkpoint_id,
+        "created_at": f.created_at, "status": t.status, "next": list(f.next), "messages_channel": t.channel,
+        "values": {ch: jsonable(v) for ch, v in t.other_channels(internal=False).items()},
+    }]
+    for e in t.entries:
+        lines.append({"kind": "message", **e.utterance.as_json(), "checkpoint_id": e.checkpoint_id,
+                      "at": e.at, "message": jsonable(e.message)})
+    for q in t.waiting:
+        lines.append({"kind": "question", "type": q.type, "interrupt_id": q.interrupt_id,
+                      "task_id": q.task_id, "value": jsonable(q.value)})
+    return "".join(orjson.dumps(jsonable(line)).decode() + "\n" for line in lines)
+
+
+def render(t: Transcript, fmt: str, *, index_href: str | None = None) -> str:
+    """A transcript in one of :data:`FORMATS`.
+
+    Raises:
+        ValueError: An unknown format.
+    """
+    if fmt == "md":
+        return transcript_markdown(t)
+    if fmt == "jsonl":
+        return transcript_jsonl(t)
+    if fmt == "html":
+        return transcript_html(t, index_href=index_href)
+    raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def export_thread(saver: JsonlSaver, thread_id: str, fmt: str, *, checkpoint_id: str | None = None) -> str:
+    """One thread's transcript (at its latest checkpoint, or ``checkpoint_id``).
+
+    Raises:
+        NotFoundError: The thread has no checkpoint (or not that one).
+        ValueError: An unknown format.
+    """
+    return render(read_transcript(saver, thread_id, checkpoint_id), fmt)
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    """A file an export wrote.
+
+    Attributes:
+        thread_id: Its thread (``None`` for the index page).
+        path: The file.
+        problem: Why the thread was not exported (damaged, no checkpoint), if so.
+    """
+
+    thread_id: str | None
+    path: str | None
+    problem: str | None = None
+
+
+def export_store(
+    saver: JsonlSaver,
+    directory: str,
+    fmt: str,
+    *,
+    track: Callable[[Iterable[ThreadSummary]], Iterable[ThreadSummary]] | None = None,
+) -> list[ExportedFile]:
+    """Every thread's transcript into ``directory`` (created if missing), one file per
+    thread plus ``index.<fmt>`` (an HTML or Markdown page linking them; for ``jsonl``
+    one summary per line). A thread that cannot be exported is listed with its problem.
+
+    Args:
+        saver: A saver on the store (``read_only=True`` is enough).
+        directory: Where to write (never the store itself).
+        fmt: One of :data:`FORMATS`.
+        track: Wraps the threads as they are exported (a progress bar).
+
+    Raises:
+        ValueError: An unknown format, or ``directory`` inside the store.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    target = os.path.abspath(directory)
+    if os.path.commonpath([target, saver.store.path]) == saver.store.path:
+        raise ValueError(f"export into a directory outside the store {saver.store.path}, not {target}")
+    os.makedirs(target, exist_ok=True)
+    summaries = list(thread_summaries(saver))
+    written: list[ExportedFile] = []
+    rows: list[tuple[str, str, dict]] = []
+    index_name = f"index.{fmt}"
+    for s in track(summaries) if track is not None else summaries:
+        if s.thread_id is None:
+            written.append(ExportedFile(None, None, s.problem))
+            continue
+        name = f"{thread_file_stem(s.thread_id)}.{fmt}"
+        try:
+            text = render(read_transcript(saver, s.thread_id), fmt, index_href=index_name)
+        except JsonlCheckpointError as exc:  # a damaged or empty thread must not stop the others
+            written.append(ExportedFile(s.thread_id, None, str(exc).split("\n", 1)[0]))
+            continue
+        path = os.path.join(target, name)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        written.append(ExportedFile(s.thread_id, path))
+        rows.append((s.thread_id, name, s.as_json()))
+    index_path = os.path.join(target, index_name)
+    with open(index_path, "w", encoding="utf-8") as out:
+        out.write(_index(rows, fmt))
+    written.append(ExportedFile(None, index_path))
+    return written
+
+
+def _index(rows: list[tuple[str, str, dict]], fmt: str) -> str:
+    if fmt == "html":
+        return index_html(rows)
+    if fmt == "md":
+        lines = ["# Threads", "", "| thread | status | checkpoints | updated (UTC) |", "|---|---|---:|---|"]
+        for tid, href, s in rows:
+            label = tid.replace("|", "\\|")
+            lines.append(f"| [{label}]({href}) | {s['status']} | {s['checkpoints']} | "
+                         f"{shown_time(s['updated_at'])} |")
+        return "\n".join(lines) + "\n"
+    return "".join(orjson.dumps({**s, "file": href}).decode() + "\n" for _, href, s in rows)
