@@ -153,8 +153,8 @@ def read_facts(
 
 def writers(facts: CheckpointFacts, parent: CheckpointFacts | None) -> tuple[str, ...]:
     """The node(s) whose writes made a checkpoint: the tasks its parent scheduled (a
-    step of the loop), ``input`` for the input checkpoint, and for ``update_state`` the
-    node it acted as (the one whose seen versions changed), else ``update``.
+    step of the loop), ``input`` for the input checkpoint, else its source (``update``:
+    ``update_state``, whose ``as_node`` LangGraph does not store; ``fork``).
 
     Args:
         facts: The checkpoint.
@@ -165,12 +165,6 @@ def writers(facts: CheckpointFacts, parent: CheckpointFacts | None) -> tuple[str
         return ("input",)
     if source == "loop" and parent is not None:
         return parent.next
-    if source == "update" and parent is not None:
-        changed = tuple(
-            sorted(n for n, seen in facts.versions_seen.items()
-                   if not n.startswith("__") and parent.versions_seen.get(n) != seen)
-        )
-        return changed or ("update",)
     return (source,) if source else ()
 
 
