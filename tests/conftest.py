@@ -1,8 +1,10 @@
 """Fixtures shared by several test files."""
 
-# The saver under test of the differential tests (tests/test_differential_*.py).
-import pytest  # noqa: E402
+import pytest
 
+from tests.harness.cli_store import BuiltStore, build_store
+
+# The saver under test of the differential tests (tests/test_differential_*.py).
 from tests.harness.differential import jsonl_saver_factory  # noqa: F401
 
 #: Long batteries: left out of the fast subset (`python -m pytest -m "not slow"`) that
@@ -23,3 +25,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def cli_store(tmp_path_factory: pytest.TempPathFactory) -> BuiltStore:
+    """A store made by real graph runs, in every thread status (``tests/harness/cli_store.py``).
+    Read-only for the tests that share it: copy it before changing anything."""
+    return build_store(tmp_path_factory.mktemp("cli") / "store")

@@ -1,0 +1,303 @@
+"""The reading commands of ``langgraph-jsonl`` through ``main(argv)``, on a store made by
+real graph runs (an agent with tools, an interrupt, Send fan-out, a SIGKILLed replay
+agent, the same resumed and waiting on its uncertain call, the same decided by a
+person, a damaged log): each answer is compared with what LangGraph itself reports
+for the thread (``get_state``, ``get_state_history``) or with the replay journal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.inspection.values import jsonable
+from tests.harness import flow_graphs
+from tests.harness.cli_store import EXPECTED_STATUS, BuiltStore, config
+from tests.harness.replay_crashes import graph_for, open_store, spec
+from tests.harness.replay_tools import call
+
+
+def run_json(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, object]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def state_graph(store: Path, thread_id: str):  # type: ignore[no-untyped-def]
+    """A graph on a read-only saver that can answer for ``thread_id``, as LangGraph sees it."""
+    saver = JsonlSaver(store, read_only=True)
+    if thread_id in ("crashed", "uncertain", "decided"):
+        s = spec(store, plan=[[[call("lookup_order", "c1", order_id="1042"),
+                                call("send_email", "c2", to="ada@example.com")]]], thread=thread_id)
+        _, adapter = open_store(s)
+        return graph_for(s, saver, adapter), saver
+    builders = {"agent": flow_graphs.build_agent_graph, "review": flow_graphs.build_review_graph,
+                "fan": flow_graphs.build_fanout_graph}
+    return builders[thread_id]().compile(checkpointer=saver), saver
+
+
+def tree(path: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under ``path`` with its size, mtime and content hash."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            digest = hashlib.sha256(p.read_bytes()).hexdigest()
+            out[str(p.relative_to(path))] = (st.st_size, st.st_mtime_ns, digest)
+    return out
+
+
+# -- threads ------------------------------------------------------------------------------
+
+
+def test_threads_status_of_every_thread_matches_how_it_was_made(cli_store: BuiltStore, capsys) -> None:
+    code, rows = run_json(capsys, "threads", str(cli_store.path))
+    assert code == 1  # the damaged thread is a problem found; the others are still listed
+    by_id = {r["thread_id"]: r for r in rows}
+    assert {t: r["status"] for t, r in by_id.items()} == EXPECTED_STATUS
+    assert by_id["uncertain"]["waiting_for"] == ["uncertain_tool_calls"]
+    assert by_id["review"]["waiting_for"] == ["interrupt"]
+    assert by_id["crashed"]["next"] == ["tools"] and by_id["crashed"]["waiting_for"] == []
+    assert "langgraph-jsonl repair" in by_id["damaged"]["problem"]
+    for r in rows:
+        assert set(r) == {"thread_id", "status", "checkpoints", "created_at", "updated_at", "size", "latest",
+                          "next", "waiting_for", "problem", "path"}
+        assert r["size"] >= os.path.getsize(r["path"]) > 0
+    for tid in ("agent", "review", "fan", "uncertain", "decided"):
+        graph, saver = state_graph(cli_store.path, tid)
+        with saver:
+            history = list(graph.get_state_history(config(tid)))
+            live = graph.get_state(config(tid))
+        row = by_id[tid]
+        assert row["checkpoints"] == len(history)
+        assert row["latest"] == live.config["configurable"]["checkpoint_id"]
+        assert (row["created_at"], row["updated_at"]) == (history[-1].created_at, history[0].created_at)
+        assert row["status"] == ("waiting" if live.interrupts else "interrupted" if live.next else "done")
+
+
+def test_threads_filters_sorts_and_cuts(cli_store: BuiltStore, capsys) -> None:
+    store = str(cli_store.path)
+    _, rows = run_json(capsys, "threads", store, "--status", "waiting")
+    assert sorted(r["thread_id"] for r in rows) == ["review", "uncertain"]
+    _, rows = run_json(capsys, "threads", store, "--sort", "size")
+    assert [r["size"] for r in rows] == sorted((r["size"] for r in rows), reverse=True)
+    _, rows = run_json(capsys, "threads", store, "--sort", "updated", "--limit", "2")
+    _, everything = run_json(capsys, "threads", store)
+    newest = sorted((r for r in everything if r["updated_at"]), key=lambda r: r["updated_at"], reverse=True)
+    assert [r["thread_id"] for r in rows] == [r["thread_id"] for r in newest[:2]]
+    _, rows = run_json(capsys, "threads", store, "--since", "2999-01-01")
+    assert rows == []
+    assert main(["threads", store, "--since", "yesterday-ish"]) == 2
+    assert "--since: cannot read 'yesterday-ish'" in capsys.readouterr().err
+
+
+# -- history and show -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("thread_id", ["agent", "fan", "uncertain", "decided"])
+def test_history_lists_what_langgraph_lists(cli_store: BuiltStore, capsys, thread_id: str) -> None:
+    code, rows = run_json(capsys, "history", str(cli_store.path), thread_id)
+    assert code == 0
+    graph, saver = state_graph(cli_store.path, thread_id)
+    with saver:
+        history = list(graph.get_state_history(config(thread_id)))
+    assert [r["checkpoint_id"] for r in rows] == [s.config["configurable"]["checkpoint_id"] for s in history]
+    assert [sorted(r["next"]) for r in rows] == [sorted(s.next) for s in history]
+    assert [(r["step"], r["source"], r["created_at"]) for r in rows] == [
+        (s.metadata["step"], s.metadata["source"], s.created_at) for s in history
+    ]
+    code, limited = run_json(capsys, "history", str(cli_store.path), thread_id, "--limit", "2")
+    assert limited == rows[:2]
+
+
+@pytest.mark.parametrize("thread_id", ["agent", "review", "fan", "crashed", "uncertain", "decided"])
+def test_show_gives_the_state_langgraph_gives(cli_store: BuiltStore, capsys, thread_id: str) -> None:
+    code, shown = run_json(capsys, "show", str(cli_store.path), thread_id)
+    assert code == 0
+    graph, saver = state_graph(cli_store.path, thread_id)
+    with saver:
+        live = graph.get_state(config(thread_id))
+        history = list(graph.get_state_history(config(thread_id)))
+    assert shown["checkpoint_id"] == live.config["configurable"]["checkpoint_id"]
+    messages = live.values.get("messages", [])
+    assert [(m["id"], m["role"]) for m in shown["messages"]] == [(m.id, m.type) for m in messages]
+    assert [m["text"] for m in shown["messages"]] == [m.content for m in messages]
+    assert [[c["id"] for c in m["tool_calls"]] for m in shown["messages"]] == [
+        [c["id"] for c in getattr(m, "tool_calls", [])] for m in messages
+    ]
+    stored = {k: v for k, v in shown["values"].items() if not k.startswith(("branch:", "join:", "__"))}
+    assert set(stored) <= set(live.values)
+    for channel, value in live.values.items():  # a channel never written reads as its default
+        assert stored[channel] == jsonable(value) if channel in stored else not value, channel
+    assert sorted(q["interrupt_id"] for q in shown["waiting"]) == sorted(i.id for i in live.interrupts)
+    # each message's checkpoint is the first one (oldest first) whose state holds it
+    oldest_first = list(reversed(history))
+    for m in shown["messages"]:
+        first = next(s for s in oldest_first if any(x.id == m["id"] for x in s.values.get("messages", [])))
+        assert m["checkpoint_id"] == first.config["configurable"]["checkpoint_id"]
+        assert m["at"] == first.created_at
+
+
+def test_show_of_an_older_checkpoint_and_its_text(cli_store: BuiltStore, capsys) -> None:
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        older = list(graph.get_state_history(config("agent")))[3]
+    cid = older.config["configurable"]["checkpoint_id"]
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent", cid)
+    assert shown["checkpoint_id"] == cid
+    assert [m["id"] for m in shown["messages"]] == [m.id for m in older.values["messages"]]
+    assert main(["show", str(cli_store.path), "decided"]) == 0
+    text = capsys.readouterr().out
+    assert "calls send_email({\"to\":\"ada@example.com\"})  [c2]" in text
+    assert "status: done" in text
+    assert "tool   send_email [c2] (error) -> This tool call was interrupted" in text
+    assert main(["show", str(cli_store.path), "uncertain"]) == 0
+    text = capsys.readouterr().out
+    assert "status: waiting (uncertain_tool_calls)" in text and "waiting for an answer:" in text
+    assert main(["show", str(cli_store.path), "agent", "1f000000-0000-6000-8000-000000000000"]) == 2
+    assert "has no checkpoint 1f000000" in capsys.readouterr().err
+
+
+def test_the_store_may_come_from_the_environment(cli_store: BuiltStore, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(cli_store.path))
+    _, rows = run_json(capsys, "history", "agent", "--limit", "4")
+    _, shown = run_json(capsys, "show", "agent", rows[3]["checkpoint_id"])
+    assert shown["checkpoint_id"] == rows[3]["checkpoint_id"]
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent")
+    assert shown["checkpoint_id"] == rows[0]["checkpoint_id"]
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    assert main(["show", "agent"]) == 2
+    assert "LANGGRAPH_JSONL_STORE" in capsys.readouterr().err
+
+
+# -- diff, tools ----------------------------------------------------------------------------
+
+
+def test_diff_names_the_messages_and_values_that_changed(cli_store: BuiltStore, capsys) -> None:
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        history = list(graph.get_state_history(config("agent")))
+    new, old = history[0], history[4]
+    a, b = old.config["configurable"]["checkpoint_id"], new.config["configurable"]["checkpoint_id"]
+    code, diff = run_json(capsys, "diff", str(cli_store.path), "agent", a, b)
+    assert code == 0
+    channels = {c["channel"]: c for c in diff["channels"]}
+    added = {m["id"] for m in channels["messages"]["messages"] if m["kind"] == "added"}
+    assert added == {m.id for m in new.values["messages"]} - {m.id for m in old.values["messages"]}
+    assert all(m["kind"] == "added" for m in channels["messages"]["messages"])
+    _, same = run_json(capsys, "diff", str(cli_store.path), "agent", b, b)
+    assert same["channels"] == []
+    assert main(["diff", str(cli_store.path), "agent", a, b]) == 0
+    out = capsys.readouterr().out
+    assert f"messages: {len(added)} added" in out
+
+
+def test_tools_table_follows_the_journal_and_the_persons_decision(cli_store: BuiltStore, capsys) -> None:
+    rows = {}
+    for tid in ("crashed", "uncertain", "decided"):
+        code, table = run_json(capsys, "tools", str(cli_store.path), tid)
+        assert code == 0
+        rows[tid] = {r["call_id"]: r for r in table}
+        with JsonlSaver(cli_store.path, read_only=True) as saver:
+            journal = {r.key.call_id: r for r in saver.tool_calls(tid)}
+        assert set(rows[tid]) == set(journal) == {"c1", "c2"}
+        assert rows[tid]["c1"]["state"] == "finished" and rows[tid]["c1"]["outcome"] == "order 1042: shipped"
+        assert rows[tid]["c1"]["attempts"] == 1 and rows[tid]["c1"]["seconds"] >= 0
+        assert rows[tid]["c2"]["args"] == {"to": "ada@example.com"}
+    assert rows["crashed"]["c2"]["state"] == "uncertain" and rows["crashed"]["c2"]["decision"] is None
+    assert rows["uncertain"]["c2"]["state"] == "uncertain" and rows["uncertain"]["c2"]["decision"] == "asked"
+    decided = rows["decided"]["c2"]
+    assert (decided["state"], decided["decision"], decided["decided_by"]) == ("decided", "skip", "person")
+    assert decided["outcome"].startswith("This tool call was interrupted by a crash")
+    assert main(["tools", str(cli_store.path), "decided"]) == 0
+    assert "skip (person)" in capsys.readouterr().out
+
+
+# -- search ------------------------------------------------------------------------------
+
+
+def test_search_finds_each_message_with_its_thread_and_checkpoint(cli_store: BuiltStore, capsys) -> None:
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        messages = graph.get_state(config("agent")).values["messages"]
+        history = list(reversed(list(graph.get_state_history(config("agent")))))
+    for m in messages:
+        if not m.content:
+            continue
+        _, hits = run_json(capsys, "search", str(cli_store.path), m.content.upper(), "--thread", "agent")
+        assert m.id in [h["message_id"] for h in hits], m
+        hit = next(h for h in hits if h["message_id"] == m.id)
+        first = next(s for s in history if any(x.id == m.id for x in s.values.get("messages", [])))
+        assert hit["checkpoint_id"] == first.config["configurable"]["checkpoint_id"] and hit["role"] == m.type
+    _, hits = run_json(capsys, "search", str(cli_store.path), "ada@example.com")
+    assert sorted(h["thread_id"] for h in hits) == ["crashed", "decided", "uncertain"]  # the tool call args
+    assert all(h["role"] == "ai" and "ada@example.com" in h["snippet"] for h in hits)
+    _, tool_hits = run_json(capsys, "search", str(cli_store.path), "shipped", "--role", "tool")
+    assert [h["thread_id"] for h in tool_hits] == ["decided"] and tool_hits[0]["role"] == "tool"
+    _, none = run_json(capsys, "search", str(cli_store.path), "shipped", "--role", "human")
+    assert none == []
+    _, late = run_json(capsys, "search", str(cli_store.path), "ada@example.com", "--since", "2999-01-01")
+    assert late == []
+    assert main(["search", str(cli_store.path), ""]) == 2
+
+
+# -- export ------------------------------------------------------------------------------
+
+
+def test_export_markdown_and_jsonl_hold_the_conversation(
+    cli_store: BuiltStore, capsys, tmp_path: Path
+) -> None:
+    graph, saver = state_graph(cli_store.path, "decided")
+    with saver:
+        messages = graph.get_state(config("decided")).values["messages"]
+    assert main(["export", str(cli_store.path), "decided", "--format", "jsonl"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["kind"] == "thread" and lines[0]["status"] == "done"
+    assert [(x["id"], x["text"]) for x in lines[1:]] == [(m.id, m.content) for m in messages]
+    assert all(x["message"]["type"] == x["role"] for x in lines[1:])
+    out = tmp_path / "t.md"
+    assert main(["export", str(cli_store.path), "decided", "--format", "md", "-o", str(out)]) == 0
+    md = out.read_text()
+    positions = [md.index(m.content) for m in messages if m.content]
+    assert positions == sorted(positions)
+    assert all(f"cp-{x['checkpoint_id']}" in md for x in lines[1:])
+    assert main(["export", str(cli_store.path), "--all", str(tmp_path / "all"), "--format", "md"]) == 0
+    written = sorted(p.name for p in (tmp_path / "all").iterdir())
+    assert "index.md" in written and len(written) == len(EXPECTED_STATUS) + 1
+    assert main(["export", str(cli_store.path), "--all", str(cli_store.path / "inside")]) == 2
+    assert not (cli_store.path / "inside").exists()
+
+
+# -- reading never writes ------------------------------------------------------------------
+
+
+def test_reading_commands_change_nothing_in_the_store(cli_store: BuiltStore, capsys, tmp_path: Path) -> None:
+    before = tree(cli_store.path)
+    store = str(cli_store.path)
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        ids = [s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config("agent"))]
+    for argv in (["threads", store], ["history", store, "agent"], ["show", store, "uncertain"],
+                 ["show", store, "damaged"], ["diff", store, "agent", ids[-1], ids[0]],
+                 ["tools", store, "decided"], ["tail", store, "decided", "-n", "50"],
+                 ["search", store, "order"], ["verify", store],
+                 ["export", store, "--all", str(tmp_path / "x"), "--format", "html"]):
+        for as_json in ((), ("--json",)):
+            assert main([*argv, *as_json]) in (0, 1), argv
+            capsys.readouterr()
+    assert tree(cli_store.path) == before
+
+
+def test_errors_are_one_line_on_stderr_with_exit_2(cli_store: BuiltStore) -> None:
+    for argv in (["history", str(cli_store.path), "typo"], ["show", str(cli_store.path), "agent", "nope"],
+                 ["tail", str(cli_store.path), "typo"], ["export", str(cli_store.path)]):
+        run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 2, (argv, run.stderr)
+        assert run.stderr.startswith("error: ") and "Traceback" not in run.stderr, run.stderr
