@@ -1,0 +1,147 @@
+"""``tail -f`` follows a run in another process, and every reading command works while
+another process writes: the writer (``tests/harness/cli_writer.py``) writes one turn at
+a time, each only once the test has seen the previous one through a reader; the
+reader processes never open a thread's lock file, so they cannot take the writer lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.flow_graphs import build_agent_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+TURNS = 4
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+class Lines:
+    """A process's stdout lines, read in a thread; ``next(timeout)`` never hangs."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.pump = threading.Thread(target=self._pump, args=(proc,), daemon=True)
+        self.pump.start()
+
+    def close(self) -> str:
+        """Wait for the process's end; its stderr. Closes its pipes."""
+        self.proc.wait(timeout=30)
+        self.pump.join(timeout=30)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return err
+
+    def _pump(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.queue.put(line)
+        self.queue.put(None)
+
+    def next(self, timeout: float = 30.0) -> str:
+        line = self.queue.get(timeout=timeout)
+        assert line is not None, "the process closed its output"
+        return line
+
+
+def _lock_files_open(pid: int) -> list[str]:
+    """The ``.lock`` files a process has open (from /proc), and any flock it holds."""
+    found = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.endswith(".lock"):
+                found.append(target)
+    except FileNotFoundError:
+        return found
+    with open("/proc/locks") as locks:
+        found += [line for line in locks if line.split()[4:5] == [str(pid)] or f" {pid} " in line]
+    return found
+
+
+def test_tail_follows_a_writer_in_another_process_without_its_lock(tmp_path: Path) -> None:
+    store, gate = tmp_path / "store", tmp_path / "gate"
+    gate.mkdir()
+    JsonlSaver(store).close()  # the store exists; the thread is made by the writer
+    writer = subprocess.Popen([sys.executable, "-m", "tests.harness.cli_writer", str(store), "t", str(TURNS),
+                               str(gate)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env(), cwd=ROOT)
+    written = Lines(writer)
+    (gate / "0").touch()
+    assert written.next() == "turn 0 written\n"
+    tail = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(store), "t",
+                             "-f", "-n", "100", "--poll", "0.05", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    followed = Lines(tail)
+    seen: list[dict] = []
+    history_lengths = []
+    try:
+        for turn in range(TURNS):
+            # everything of this turn reaches the follower: the last answer is "result: add=..."
+            while not any(e["kind"] == "message" and e["message"]["text"] == f"result: add={2 * turn}"
+                          for e in seen):
+                seen.append(json.loads(followed.next()))
+            assert _lock_files_open(tail.pid) == []
+            # the other reading commands, in this process, while the writer is alive
+            assert main(["history", str(store), "t", "--json"]) == 0
+            assert main(["threads", str(store)]) == 0
+            assert main(["search", str(store), f"add {turn} {turn}"]) == 0
+            assert main(["show", str(store), "t"]) == 0
+            history_lengths.append(_history_length(store))
+            if turn + 1 < TURNS:
+                (gate / str(turn + 1)).touch()
+                assert written.next() == f"turn {turn + 1} written\n"
+        assert writer.wait(timeout=60) == 0
+    finally:
+        tail.send_signal(signal.SIGINT)  # how a person ends `tail -f`
+        writer.kill()
+        tail_errors = followed.close()
+        written.close()
+    assert tail.returncode == 0, tail_errors
+    assert "Traceback" not in tail_errors
+    assert history_lengths == sorted(history_lengths) and len(set(history_lengths)) == TURNS
+    # the follower printed each message exactly once, in the thread's order
+    with JsonlSaver(store) as saver:
+        graph = build_agent_graph().compile(checkpointer=saver)
+        final = graph.get_state({"configurable": {"thread_id": "t"}})
+    printed = [e["message"]["id"] for e in seen if e["kind"] == "message"]
+    assert printed == [m.id for m in final.values["messages"]]
+
+
+def _history_length(store: Path) -> int:
+    proc = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "history", str(store), "t",
+                           "--json"], capture_output=True, text=True, timeout=60, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    return len(json.loads(proc.stdout))
+
+
+def test_tail_without_follow_prints_the_last_events_and_stops(cli_store, capsys) -> None:
+    assert main(["tail", str(cli_store.path), "decided", "-n", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len([line for line in lines if not line.startswith(" ")]) == 3
+    assert "done: c1=order 1042: shipped" in lines[-1]
+    started = time.monotonic()
+    assert main(["tail", str(cli_store.path), "decided", "-n", "100", "--json"]) == 0
+    assert time.monotonic() - started < 30
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    kinds = [(e["tool"] or {}).get("event") for e in events if e["kind"] == "tool"]
+    assert kinds.count("ask") == 1 and kinds.count("answer") == 1
+    assert {"requested", "started", "finished"} <= set(kinds)
