@@ -99,7 +99,7 @@ def test_exported_page_renders_every_message_in_order_and_fetches_nothing(
     assert len(times) == len(dom.anchors)
 
 
-def test_export_all_writes_an_index_page_that_links_every_thread(cli_store: BuiltStore, tmp_path: Path) -> None:
+def test_export_all_writes_an_index_linking_every_thread(cli_store: BuiltStore, tmp_path: Path) -> None:
     out = tmp_path / "site"
     assert main(["export", str(cli_store.path), "--all", str(out), "--format", "html"]) == 0
     rendered = render(out / "index.html")
