@@ -1,0 +1,91 @@
+"""Every ``langgraph-jsonl`` command is documented: ``--help`` with an example, its
+``--json`` shape and the exit codes, and a place in the README's CLI section; the
+commands come from the registry of command modules; the progress bar shows only on a
+terminal and the CLI works without ``tqdm``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import COMMAND_MODULES, build_parser, main, progress
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def cli_section() -> str:
+    text = README.read_text()
+    start = text.index("## The `langgraph-jsonl` command")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_the_commands_are_those_the_registered_modules_add() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    assert set(sub.choices) == set(commands())
+    assert {"threads", "history", "show", "diff", "tools", "tail", "search", "export", "verify", "repair",
+            "compact"} <= set(commands())
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_command_has_help_with_an_example_its_json_shape_and_exit_codes(name: str) -> None:
+    text = commands()[name].format_help()
+    examples = re.findall(r"^  (langgraph-jsonl .*)$", text.split("Example:", 1)[-1], re.M)
+    assert "Example:" in text and examples, f"`{name} --help` has no example"
+    assert all(e.startswith(f"langgraph-jsonl {name} ") for e in examples), examples
+    assert "--json: " in text and "--json" in commands()[name].format_usage()
+    assert "exit status: 0 all is well; 1 problems found" in text and "2 bad usage" in text
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_every_command_is_in_the_readme_cli_section(name: str) -> None:
+    assert f"langgraph-jsonl {name}" in cli_section(), f"README's CLI section does not show `{name}`"
+
+
+# -- the progress bar ---------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _many_threads(path: Path, n: int = 30) -> None:
+    with JsonlSaver(path) as saver:
+        for i in range(n):
+            v = {"m": saver.get_next_version(None, None)}
+            saver.put(config(f"t-{i:02d}"), make_checkpoint(cp_id(i), {"m": [i]}, v), {}, v)
+
+
+def test_a_bar_only_on_a_terminal_and_none_without_tqdm(tmp_path: Path, monkeypatch, capsys) -> None:
+    _many_threads(tmp_path / "s")
+    assert main(["threads", str(tmp_path / "s")]) == 0  # captured: not a terminal
+    captured = capsys.readouterr()
+    assert captured.err == "" and len(captured.out.splitlines()) == 31
+    out, err = Terminal(), Terminal()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["threads", str(tmp_path / "s")]) == 0
+    assert re.search(r"\d+/30 \[.* threads/s\]", err.getvalue()), err.getvalue()  # tqdm's bar
+    assert len(out.getvalue().splitlines()) == 31 and "/30" not in out.getvalue()
+    monkeypatch.setattr(progress, "tqdm", None)  # the optional extra is not installed
+    out, err = Terminal(), Terminal()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["threads", str(tmp_path / "s")]) == 0
+    assert err.getvalue() == "" and len(out.getvalue().splitlines()) == 31
