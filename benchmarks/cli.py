@@ -39,12 +39,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import LABELS, Table, open_saver, summary, text, timed, write_results
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.inspection.search import search_messages
 from langgraph_jsonl_checkpoint.inspection.threads import thread_summaries
+
+from _common import LABELS, CheckpointStream, Table, open_saver, summary, text, timed, write_results
 
 NAME = "cli"
 RARE = "zanzibar"
@@ -53,8 +55,6 @@ COMMON = "barometer"
 
 def fill_threads(saver, n_threads: int, checkpoints: int) -> None:  # type: ignore[no-untyped-def]
     """``n_threads`` short threads, with a pending write after each checkpoint."""
-    from _common import CheckpointStream
-
     for i in range(n_threads):
         stream = CheckpointStream(saver, f"thread-{i:05d}", msg_chars=120)
         for _ in range(checkpoints):
@@ -65,8 +65,6 @@ def fill_threads(saver, n_threads: int, checkpoints: int) -> None:  # type: igno
 def fill_conversations(path: Path, n_threads: int, turns: int) -> int:
     """``n_threads`` conversations of ``turns`` turns; returns the messages holding
     :data:`COMMON`. The rare word is in one message of thread 0."""
-    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
-
     common = 0
     rng = random.Random(7)
     with JsonlSaver(path) as saver:
@@ -84,7 +82,8 @@ def fill_conversations(path: Path, n_threads: int, turns: int) -> int:
                 if i == 0 and turn == turns // 2:
                     user += f" {RARE}"
                 answer = text(i * 7_000_001 + turn, 300)
-                messages = messages + [HumanMessage(user, id=f"u-{i}-{turn}"), AIMessage(answer, id=f"a-{i}-{turn}")]
+                messages = messages + [HumanMessage(user, id=f"u-{i}-{turn}"),
+                                       AIMessage(answer, id=f"a-{i}-{turn}")]
                 new = {"messages": saver.get_next_version(versions.get("messages"), None)}
                 versions.update(new)
                 cp = create_checkpoint(checkpoint, None, turn)
