@@ -84,12 +84,21 @@ def test_tail_follows_a_writer_in_another_process_without_its_lock(tmp_path: Pat
                                str(gate)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=_env(), cwd=ROOT)
     written = Lines(writer)
+    # the follower starts first: it waits for the thread, creating nothing meanwhile
+    errors = tmp_path / "tail.err"
+    with open(errors, "w") as err:
+        tail = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(store), "t",
+                                 "-f", "-n", "100", "--poll", "0.05", "--json"],
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env())
+    followed = Lines(tail)
+    deadline = time.monotonic() + 30
+    while "waiting for thread t to appear" not in errors.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # a few polls
+    assert "waiting for thread t to appear" in errors.read_text()
+    assert list((store / "threads").iterdir()) == []
     (gate / "0").touch()
     assert written.next() == "turn 0 written\n"
-    tail = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(store), "t",
-                             "-f", "-n", "100", "--poll", "0.05", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    followed = Lines(tail)
     seen: list[dict] = []
     history_lengths = []
     try:
@@ -112,10 +121,10 @@ def test_tail_follows_a_writer_in_another_process_without_its_lock(tmp_path: Pat
     finally:
         tail.send_signal(signal.SIGINT)  # how a person ends `tail -f`
         writer.kill()
-        tail_errors = followed.close()
+        followed.close()
         written.close()
-    assert tail.returncode == 0, tail_errors
-    assert "Traceback" not in tail_errors
+    assert tail.returncode == 0, errors.read_text()
+    assert "Traceback" not in errors.read_text()
     assert history_lengths == sorted(history_lengths) and len(set(history_lengths)) == TURNS
     # the follower printed each message exactly once, in the thread's order
     with JsonlSaver(store) as saver:

@@ -214,7 +214,13 @@ def _emit(events: list[FollowEvent], as_json: bool) -> None:
 
 def _tail(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
-        follower = ThreadFollower(saver, known_thread(saver, args.thread), ns=args.ns)
+        if args.follow and not saver.store.has_thread(args.thread):
+            # As `tail -F` waits for a file: a run may be about to start this thread.
+            print(f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
+                  "(Ctrl-C ends)", file=sys.stderr, flush=True)
+        else:
+            known_thread(saver, args.thread)
+        follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
         _emit(backlog[-args.lines:] if args.lines > 0 else [], args.json)
         if not args.follow:
@@ -302,8 +308,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         sub, "tail",
         summary="the last messages and tool events; -f follows a run in another process",
         description="Print a thread's last messages and tool-call events in log order; with -f, "
-        "keep printing each new one as another process appends it, until Ctrl-C. Takes no "
-        "lock: the writer is never slowed or blocked.",
+        "keep printing each new one as another process appends it, until Ctrl-C (a thread "
+        "that does not exist yet is waited for). Takes no lock: the writer is never slowed "
+        "or blocked.",
         examples=["langgraph-jsonl tail ./checkpoints t-1", "langgraph-jsonl tail ./checkpoints t-1 -f"],
         json_shape="one JSON object per line: {kind: message|tool, seq, checkpoint_id, at, "
         "message: {role, text, ...} | null, tool: {event, call_id, name, detail} | null}",
