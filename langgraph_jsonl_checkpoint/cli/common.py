@@ -111,7 +111,7 @@ def settle_operands(args: argparse.Namespace) -> None:
     given = [v for v in [args.store, *(getattr(args, n) for n in names)] if v is not None]
     required = len(names) - optional
     if len(given) > len(names) or (len(given) == len(names) and len(names) > required):
-        with_store = len(given) == len(names) + 1 or _is_store(given[0]) or not os.environ.get(STORE_ENV)
+        with_store = len(given) == len(names) + 1 or is_store(given[0]) or not os.environ.get(STORE_ENV)
     else:
         with_store = len(given) == len(names) + 1
     store, rest = (given[0], given[1:]) if with_store else (None, given)
@@ -123,7 +123,8 @@ def settle_operands(args: argparse.Namespace) -> None:
         setattr(args, name, rest[i] if i < len(rest) else None)
 
 
-def _is_store(path: str) -> bool:
+def is_store(path: str) -> bool:
+    """Whether ``path`` is a store directory (it holds the marker)."""
     return os.path.isfile(os.path.join(path, MARKER))
 
 

@@ -27,12 +27,14 @@ from .common import (
     EXIT_OK,
     add_command,
     add_operands,
+    is_store,
     known_thread,
     open_saver,
     print_json,
     print_json_line,
     print_table,
     shown,
+    store_path,
 )
 from .threads import since_argument
 
@@ -213,6 +215,19 @@ def _emit(events: list[FollowEvent], as_json: bool) -> None:
 
 
 def _tail(args: argparse.Namespace) -> int:
+    try:
+        if args.follow and not is_store(store_path(args)):
+            # As `tail -F` waits for a file: a run may be about to create the store.
+            print(f"waiting for the store {store_path(args)} to appear (Ctrl-C ends)",
+                  file=sys.stderr, flush=True)
+            while not is_store(store_path(args)):
+                time.sleep(args.poll)
+        return _follow(args)
+    except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
+        return EXIT_OK
+
+
+def _follow(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         if args.follow and not saver.store.has_thread(args.thread):
             # As `tail -F` waits for a file: a run may be about to start this thread.
@@ -225,13 +240,10 @@ def _tail(args: argparse.Namespace) -> int:
         _emit(backlog[-args.lines:] if args.lines > 0 else [], args.json)
         if not args.follow:
             return EXIT_OK
-        try:
-            while True:
-                sys.stdout.flush()
-                time.sleep(args.poll)
-                _emit(follower.read_new(), args.json)
-        except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
-            return EXIT_OK
+        while True:
+            sys.stdout.flush()
+            time.sleep(args.poll)
+            _emit(follower.read_new(), args.json)
 
 
 # -- registration ---------------------------------------------------------------------
@@ -308,9 +320,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         sub, "tail",
         summary="the last messages and tool events; -f follows a run in another process",
         description="Print a thread's last messages and tool-call events in log order; with -f, "
-        "keep printing each new one as another process appends it, until Ctrl-C (a thread "
-        "that does not exist yet is waited for). Takes no lock: the writer is never slowed "
-        "or blocked.",
+        "keep printing each new one as another process appends it, until Ctrl-C (a store or "
+        "thread that does not exist yet is waited for). Takes no lock: the writer is never "
+        "slowed or blocked.",
         examples=["langgraph-jsonl tail ./checkpoints t-1", "langgraph-jsonl tail ./checkpoints t-1 -f"],
         json_shape="one JSON object per line: {kind: message|tool, seq, checkpoint_id, at, "
         "message: {role, text, ...} | null, tool: {event, call_id, name, detail} | null}",
