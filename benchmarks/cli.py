@@ -157,9 +157,10 @@ def bench_search(tmp: Path, n: int, turns: int, reps: int, table: Table) -> dict
     size = sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
     print(f"[{NAME}] filled {n} x {turns} turns in {fill:.1f} s ({size / 2**20:.0f} MiB)", flush=True)
     case = f"{n:,} threads x {turns} turns ({size / 2**20:.0f} MiB)"
-    results: dict = {"threads": n, "turns": turns, "bytes": size, "fill_seconds": fill}
+    results: dict = {"threads": n, "turns": turns, "bytes": size, "fill_seconds": fill,
+                     "common_matches": common}
     for word, expected, label in ((RARE, 1, "search, a word in 1 thread"),
-                                  (COMMON, common, "search, a word in 1% of messages")):
+                                  (COMMON, common, "search, a word in 1% of messages")):  # of user messages
         times = []
         for _ in range(reps):
             with JsonlSaver(store, read_only=True) as reader:
