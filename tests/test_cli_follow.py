@@ -154,3 +154,30 @@ def test_tail_without_follow_prints_the_last_events_and_stops(cli_store, capsys)
     kinds = [(e["tool"] or {}).get("event") for e in events if e["kind"] == "tool"]
     assert kinds.count("ask") == 1 and kinds.count("answer") == 1
     assert {"requested", "started", "finished"} <= set(kinds)
+
+
+def test_a_thread_with_a_live_run_in_another_process_reads_running(tmp_path: Path, capsys) -> None:
+    store, gate = tmp_path / "store", tmp_path / "gate"
+    gate.mkdir()
+    JsonlSaver(store).close()
+    writer = subprocess.Popen([sys.executable, "-m", "tests.harness.cli_writer", str(store), "t", "hold",
+                               str(gate)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env(), cwd=ROOT)
+    lines = Lines(writer)
+    try:
+        assert lines.next() == "in run\n"
+        assert main(["threads", str(store), "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        assert row["status"] == "running" and row["next"] == ["step"]
+        assert row["run"]["pid"] == writer.pid
+        assert main(["show", str(store), "t", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["status"] == "running"
+        (gate / "release").touch()
+        assert lines.next() == "run ended\n"
+        assert writer.wait(timeout=60) == 0
+    finally:
+        writer.kill()
+        lines.close()
+    assert main(["threads", str(store), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["status"] == "done" and row["run"] is None

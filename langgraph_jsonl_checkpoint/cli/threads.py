@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 
-from ..inspection.status import DAMAGED, INTERRUPTED, STATUSES, WAITING
+from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
 from ..inspection.threads import SORT_KEYS, ThreadSummary, select_threads, thread_summaries
 from ..inspection.times import parse_since, shown_time
 from .common import (
@@ -53,6 +53,9 @@ def detail(s: ThreadSummary) -> str:
         return "waiting for: " + ", ".join(s.waiting_for)
     if s.status == DAMAGED:
         return s.problem or ""
+    if s.status == RUNNING and s.run:
+        who = f"run by pid {s.run.get('pid')} since {s.run.get('since')}"
+        return f"{who}; next: " + (", ".join(s.next) or "-")
     if s.status == INTERRUPTED:
         text = "next: " + ", ".join(s.next)
         return text + (f"; failed: {s.problem}" if s.problem else "")
@@ -94,8 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "List the store's threads, one row each: id, checkpoints (all namespaces), "
             "when its first and latest checkpoints were made (UTC), bytes on disk, and its "
-            "status: done; interrupted (tasks left to run: a crash, a failed node, a "
-            "breakpoint, or a run still going); waiting (an interrupt() waits for an "
+            "status: done; running (a run holds the thread now, in a process alive on this "
+            "host); interrupted (tasks left to run and no run going: a crash, a failed node, "
+            "a breakpoint); waiting (an interrupt() waits for an "
             "answer, with its type, e.g. uncertain_tool_calls); damaged (the log cannot "
             "be read whole; see `langgraph-jsonl verify`); empty (no checkpoint). Reads "
             "each log's index and two records, never the whole conversation."
@@ -107,7 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ],
         json_shape=(
             "a list of {thread_id, status, checkpoints, created_at, updated_at, size, latest, "
-            "next, waiting_for, problem, path}"
+            "next, waiting_for, problem, run: {pid, host, run, since} | null, path}"
         ),
     )
     add_store_argument(p)

@@ -50,11 +50,12 @@ JOIN_PREFIX = "join:"
 
 #: Thread statuses (see :func:`thread_status`).
 DONE = "done"
+RUNNING = "running"
 INTERRUPTED = "interrupted"
 WAITING = "waiting"
 DAMAGED = "damaged"
 EMPTY = "empty"
-STATUSES = (DONE, INTERRUPTED, WAITING, DAMAGED, EMPTY)
+STATUSES = (DONE, RUNNING, INTERRUPTED, WAITING, DAMAGED, EMPTY)
 
 
 @dataclass(frozen=True)
@@ -200,17 +201,21 @@ def task_errors(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
     return [w for w in writes if w.channel == ERROR]
 
 
-def thread_status(next_names: Sequence[str], waiting: Sequence[Any]) -> str:
+def thread_status(next_names: Sequence[str], waiting: Sequence[Any], *, live: bool = False) -> str:
     """A thread's status from its latest checkpoint.
 
     Args:
         next_names: The tasks the latest checkpoint schedules.
         waiting: The interrupts still waiting for an answer.
+        live: Whether a run holds the thread right now (its process is alive).
 
     Returns:
-        ``waiting`` (a question waits for a person), ``interrupted`` (tasks left to run:
-        a crash, a failed node, a breakpoint, or a run still going), else ``done``.
+        ``running`` (a live run works on it), ``waiting`` (a question waits for a
+        person), ``interrupted`` (tasks left to run and no run going: a crash, a failed
+        node, a breakpoint), else ``done``.
     """
+    if live:
+        return RUNNING
     if waiting:
         return WAITING
     if next_names:

@@ -13,11 +13,15 @@ which stays true across a ``compact`` that rewrites the file.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from ..disk.paths import LogPaths
+from ..disk.processes import pid_alive
+from ..disk.runlock import RunLock
 from ..errors import JsonlCheckpointError
 from ..saver.jsonl_saver import JsonlSaver
 from .checkpoints import ThreadFacts, reading
@@ -35,10 +39,11 @@ class ThreadSummary:
     Attributes:
         thread_id: The thread id (``None`` when the log's header cannot be read).
         path: The log file.
-        status: ``done``, ``interrupted`` (tasks left to run: a crash, a failed node, a
-            breakpoint, or a run still going), ``waiting`` (an ``interrupt()`` waits for
-            an answer), ``damaged`` (the log cannot be read whole), or ``empty`` (no
-            checkpoint).
+        status: ``done``, ``running`` (a run holds the thread now: its live-run lock's
+            holder is a process alive on this host), ``interrupted`` (tasks left to run
+            and no run going: a crash, a failed node, a breakpoint), ``waiting`` (an
+            ``interrupt()`` waits for an answer), ``damaged`` (the log cannot be read
+            whole), or ``empty`` (no checkpoint).
         checkpoints: Checkpoints in every namespace.
         created_at: The time of its first checkpoint (ISO 8601).
         updated_at: The time of its latest checkpoint.
@@ -47,6 +52,7 @@ class ThreadSummary:
         next: What the latest checkpoint schedules.
         waiting_for: The kind of each question waiting (``uncertain_tool_calls``, ...).
         problem: Why it is damaged, or the error of a task that failed.
+        run: Who runs it, for a ``running`` thread (``pid``, ``host``, ``since``).
     """
 
     thread_id: str | None
@@ -60,6 +66,7 @@ class ThreadSummary:
     next: tuple[str, ...] = ()
     waiting_for: tuple[str, ...] = ()
     problem: str | None = None
+    run: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The summary as JSON-ready data (the ``threads --json`` shape)."""
@@ -74,6 +81,7 @@ class ThreadSummary:
             "next": list(self.next),
             "waiting_for": list(self.waiting_for),
             "problem": self.problem,
+            "run": self.run,
             "path": self.path,
         }
 
@@ -111,10 +119,12 @@ def _summary(facts: ThreadFacts) -> ThreadSummary:
     latest = facts.facts(root, ids[-1])
     first = latest if len(ids) == 1 else facts.facts(root, ids[0])
     waiting = tuple(q.type for q in latest.waiting)
+    run = live_run(log.paths, log.thread_id)
     return ThreadSummary(
         thread_id=log.thread_id,
         path=log.path,
-        status=thread_status(latest.next, waiting),
+        status=thread_status(latest.next, waiting, live=run is not None),
+        run=run,
         checkpoints=count,
         created_at=first.created_at,
         updated_at=latest.created_at,
@@ -124,6 +134,21 @@ def _summary(facts: ThreadFacts) -> ThreadSummary:
         waiting_for=waiting,
         problem=latest.errors[0] if latest.errors else None,
     )
+
+
+def live_run(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
+    """Who runs a thread now, if anyone: the holder its live-run lock file records, when
+    that process is alive on this host. Read without taking the lock (a reader must
+    never make a run wait); the file is emptied when a run lets the lock go, and a dead
+    holder's record is told by its pid. (A pid reused since by another process would
+    read as live: the listing says so until that process ends.)"""
+    holder = RunLock(paths, thread_id).holder()
+    if not holder or holder.get("host") != socket.gethostname():
+        return None
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or not pid_alive(pid):
+        return None
+    return holder
 
 
 def thread_summaries(saver: JsonlSaver) -> Iterator[ThreadSummary]:

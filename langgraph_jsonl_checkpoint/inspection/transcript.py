@@ -26,6 +26,7 @@ from .checkpoints import CheckpointFacts, Question, ThreadFacts, reading
 from .conversation import Utterance, message_channels, utterance
 from .diff import ChannelDiff, diff_states
 from .status import thread_status
+from .threads import live_run
 
 #: LangGraph's bookkeeping channels, hidden unless asked for.
 INTERNAL_PREFIXES = ("branch:", "join:", "__")
@@ -121,6 +122,8 @@ def read_transcript(
         return here, first_seen(facts, ns, cid, channel) if channel else {}
 
     facts, seen = reading(saver, thread_id, work)
+    log = saver.store.thread_log(thread_id)
+    live = checkpoint_id is None and live_run(log.paths, thread_id) is not None
     entries = []
     for message in values.get(channel, []) if channel else []:
         at = seen.get(getattr(message, "id", None) or "")
@@ -129,7 +132,7 @@ def read_transcript(
     return Transcript(
         thread_id=thread_id, ns=ns, checkpoint_id=cid, facts=facts, channel=channel,
         entries=tuple(entries), values=values,
-        status=thread_status(facts.next, facts.waiting),
+        status=thread_status(facts.next, facts.waiting, live=live),
     )
 
 
