@@ -8,7 +8,8 @@ person settled an uncertain call: ``skip`` or a supplied result). Decisions: a
 person's answer to the adapter's ``uncertain_tool_calls`` question (``retry``,
 ``skip``, ``result``), or the policy's (``re-run``: an idempotent call a crash cut off
 ran again without asking). A call that was asked about and not answered yet shows
-``asked``.
+``asked``. A call that new input overtook before it had a result is ``superseded``
+(decided by the ``new input``: the adapter answered it from the journal).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..replay.lifecycle import ASKS_CALL_ID, RELEASED, STARTED, ToolCallKey, ToolCallRecord
+from ..replay.lifecycle import ASKS_CALL_ID, RELEASED, STARTED, SUPERSEDED, ToolCallKey, ToolCallRecord
 from ..saver.jsonl_saver import JsonlSaver
 from .conversation import content_text
 from .times import duration
 from .values import jsonable
 
 DECIDED = "decided"
-PERSON, POLICY = "person", "policy"
+PERSON, POLICY, INPUT = "person", "policy", "new input"
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class ToolCallRow:
         attempts: How many times its body was entered.
         decision: ``retry``, ``skip``, ``result``, ``re-run`` or ``asked`` (``None``: no
             decision was needed).
-        decided_by: ``person`` or ``policy``.
+        decided_by: ``person``, ``policy`` or ``new input``.
         outcome: The result's text or the error, shortened.
     """
 
@@ -108,6 +109,8 @@ def tool_rows(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRow]:
         by = PERSON if decision else None
         if rec.resolution in ("skip", "result"):
             state, decision, by = DECIDED, rec.resolution, PERSON
+        elif rec.state == SUPERSEDED:
+            decision, by = f"superseded (was {rec.superseded_from})", INPUT
         elif decision is None and where in asked:
             decision = "asked"
         elif decision is None and attempts > 1 and RELEASED not in rec.events:
