@@ -65,9 +65,10 @@ def test_threads_status_of_every_thread_matches_how_it_was_made(cli_store: Built
     assert by_id["review"]["waiting_for"] == ["interrupt"]
     assert by_id["crashed"]["next"] == ["tools"] and by_id["crashed"]["waiting_for"] == []
     assert "langgraph-jsonl repair" in by_id["damaged"]["problem"]
+    assert all(r["run"] is None for r in rows)  # the killed runs' processes are gone
     for r in rows:
         assert set(r) == {"thread_id", "status", "checkpoints", "created_at", "updated_at", "size", "latest",
-                          "next", "waiting_for", "problem", "path"}
+                          "next", "waiting_for", "problem", "run", "path"}
         assert r["size"] >= os.path.getsize(r["path"]) > 0
     for tid in ("agent", "review", "fan", "uncertain", "decided"):
         graph, saver = state_graph(cli_store.path, tid)
