@@ -8,7 +8,7 @@ person typing it means; stored times always carry their zone (LangGraph writes U
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -28,7 +28,7 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     Raises:
         ValueError: ``text`` is neither (the message says what is accepted).
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     match = _RELATIVE.match(text)
     if match:
         return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
@@ -50,7 +50,7 @@ def parse_stored(ts: str | None) -> datetime | None:
         when = datetime.fromisoformat(ts)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def at_or_after(ts: str | None, since: datetime | None) -> bool:
@@ -67,7 +67,7 @@ def shown_time(ts: str | None) -> str:
     when = parse_stored(ts)
     if when is None:
         return "-"
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def duration(start: str | None, end: str | None) -> float | None:
