@@ -199,3 +199,22 @@ def test_a_checkpoint_never_saved_holds_the_tool_and_says_why(tmp_path: Path) ->
     assert effects(tmp_path / "effects.log") == {}  # the email was never started
     assert [r.state for r in saver.tool_calls("t")] == ["requested"]
     saver.close()
+
+
+def test_the_tools_command_shows_a_lost_run(tmp_path: Path) -> None:
+    """`langgraph-jsonl tools` marks a call whose run was lost until a person answers."""
+    import contextlib
+    import io
+    import json
+
+    from langgraph_jsonl_checkpoint.cli import main
+
+    s = spec(tmp_path / "store", plan=EMAIL, durability="exit", crash=KILL_AFTER_EMAIL)
+    crash(s)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["tools", s["store"], "t1", "--json"]) == 0
+    rows = json.loads(out.getvalue())
+    assert [(r["call_id"], r["state"], r["decision"], r["lost_run"]) for r in rows] == [
+        ("c2", "uncertain", "lost run", True)
+    ]

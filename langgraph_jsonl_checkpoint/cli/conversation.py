@@ -308,10 +308,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(requested, started, finished, failed, uncertain: started by a process that is gone, "
         "decided: settled by a person), when it started, how long it ran, how many times its "
         "body ran, and who decided what after a crash (a person: retry, skip, result; the "
-        "policy: re-run of an idempotent call; asked: waiting for an answer).",
+        "policy: re-run of an idempotent call; asked: waiting for an answer; lost run: started in "
+        "a run whose state was lost, asked about at the next tool node).",
         examples=["langgraph-jsonl tools ./checkpoints support-ticket-1042"],
         json_shape="a list of {call_id, name, args, state, ns, checkpoint_id, requested_at, started_at, "
-        "finished_at, seconds, attempts, decision, decided_by, outcome}",
+        "finished_at, seconds, attempts, decision, decided_by, outcome, lost_run}",
     )
     add_operands(p, ["thread"])
     p.set_defaults(run=_tools)

@@ -9,7 +9,9 @@ person's answer to the adapter's ``uncertain_tool_calls`` question (``retry``,
 ``skip``, ``result``), or the policy's (``re-run``: an idempotent call a crash cut off
 ran again without asking). A call that was asked about and not answered yet shows
 ``asked``. A call that new input overtook before it had a result is ``superseded``
-(decided by the ``new input``: the adapter answered it from the journal).
+(decided by the ``new input``: the adapter answered it from the journal). A started
+call whose checkpoint is not in the thread (its run died and its state was lost, as
+under ``durability="exit"``) is marked ``lost run`` until a person answers about it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class ToolCallRow:
             decision was needed).
         decided_by: ``person``, ``policy`` or ``new input``.
         outcome: The result's text or the error, shortened.
+        lost_run: Started in a run whose checkpoint is not in the thread.
     """
 
     call_id: str
@@ -63,6 +66,7 @@ class ToolCallRow:
     decision: str | None
     decided_by: str | None
     outcome: str
+    lost_run: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready data (an item of ``tools --json``)."""
@@ -71,16 +75,19 @@ class ToolCallRow:
             "ns": self.ns, "checkpoint_id": self.checkpoint_id, "requested_at": self.requested_at,
             "started_at": self.started_at, "finished_at": self.finished_at, "seconds": self.seconds,
             "attempts": self.attempts, "decision": self.decision, "decided_by": self.decided_by,
-            "outcome": self.outcome,
+            "outcome": self.outcome, "lost_run": self.lost_run,
         }
 
 
-def tool_rows(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRow]:
+def tool_rows(
+    records: dict[ToolCallKey, ToolCallRecord], lost: frozenset[ToolCallKey] = frozenset()
+) -> list[ToolCallRow]:
     """Rows from folded journal records, in the order calls were first seen. Pure but
     for the liveness check of a started call's process (``effective_state``).
 
     Args:
         records: ``JsonlSaver.tool_call_records(thread_id)``.
+        lost: Keys of started calls whose run was lost (``orphaned_tool_calls``).
     """
     answers: dict[tuple[str, str, str], str] = {}
     asked: set[tuple[str, str, str]] = set()
@@ -113,6 +120,8 @@ def tool_rows(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRow]:
             decision, by = f"superseded (was {rec.superseded_from})", INPUT
         elif decision is None and where in asked:
             decision = "asked"
+        elif decision is None and key in lost:
+            decision = "lost run"
         elif decision is None and attempts > 1 and RELEASED not in rec.events:
             decision, by = "re-run", POLICY
         rows.append(ToolCallRow(
@@ -120,6 +129,7 @@ def tool_rows(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRow]:
             checkpoint_id=key.checkpoint_id, requested_at=rec.requested_at, started_at=rec.started_at,
             finished_at=rec.finished_at, seconds=duration(rec.started_at, rec.finished_at),
             attempts=attempts, decision=decision, decided_by=by, outcome=_outcome(rec),
+            lost_run=key in lost,
         ))
     return rows
 
@@ -131,7 +141,8 @@ def tool_table(saver: JsonlSaver, thread_id: str) -> list[ToolCallRow]:
         saver: A saver on the store (``read_only=True`` is enough).
         thread_id: The thread.
     """
-    return tool_rows(saver.tool_call_records(thread_id))
+    lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
+    return tool_rows(saver.tool_call_records(thread_id), lost)
 
 
 def _outcome(rec: ToolCallRecord) -> str:
