@@ -16,6 +16,7 @@ catch them all with one ``except``::
     ├── ConcurrentRunError     another run advanced the same thread meanwhile
     │   └── ThreadBusyError    another run is still working on the thread
     ├── DurabilityError        a write could not be made durable; nothing was acknowledged
+    ├── RestoreError           an archived thread cannot be brought back now
     └── CheckpointNotSavedError a side-effecting tool was not started: the checkpoint it
                                runs from was not saved in time
 
@@ -83,6 +84,11 @@ class DurabilityError(JsonlCheckpointError, OSError):
 
 class DeltaHistoryError(JsonlCheckpointError):
     """Deleting these checkpoints would leave a DeltaChannel unable to rebuild its value."""
+
+
+class RestoreError(JsonlCheckpointError):
+    """An archived thread cannot be restored: there is no archive of it, the thread has
+    a log again (a run started it anew), or a run is working on it."""
 
 
 class ThreadDeletedError(JsonlCheckpointError):

@@ -9,6 +9,9 @@ Deleting a thread removes its log, sidecar and quarantine file, and leaves a tom
 (``<stem>.deleted``) naming the newest checkpoint id it held: a write LangGraph was still
 sending for one of them (a run saving while the thread was deleted) is refused instead
 of bringing the thread back. The lock file stays: another process may hold it.
+Archiving (:mod:`.archive`) leaves the same tombstone and *moves* the log instead of
+removing it: one rename, so the thread is in ``threads/`` or in ``archive/``, never in
+both and never in neither.
 """
 
 from __future__ import annotations
@@ -105,8 +108,30 @@ class Tombstone:
         """Write the tombstone (if ``newest`` is newer than what it says), then remove
         the log, its sidecar and its quarantine file, durably. Call under the writer
         lock."""
+        self._mark(newest)
+        _unlink_if_there(self.paths.log, self.paths.index, self.paths.quarantine)
+        files.fsync_dir(self.paths.directory)
+
+    def move_log(self, newest: str | None, destination: str) -> None:
+        """Write the tombstone, then move the log to ``destination`` (another folder of
+        the store: the rename is the one step that takes the thread away, so it is
+        whole in exactly one place at every instant) and remove its sidecar and
+        quarantine file, durably. Call under the writer lock.
+
+        Raises:
+            OSError: The log could not be moved (it is still in place, with a tombstone
+                that refuses nothing while the log exists).
+        """
+        self._mark(newest)
+        files.os.rename(self.paths.log, destination)
+        files.fsync_dir(os.path.dirname(destination))  # the new entry first: never in neither
+        _unlink_if_there(self.paths.index, self.paths.quarantine)
+        files.fsync_dir(self.paths.directory)
+
+    def _mark(self, newest: str | None) -> None:
+        """Write the tombstone if ``newest`` is newer than what it says."""
         upto = max(filter(None, (newest, self.deleted_up_to())), default=None)
-        if upto is not None:
+        if upto is not None and upto != self.deleted_up_to():
             tmp = self.paths.temp("deleted")
             fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             try:
@@ -116,10 +141,12 @@ class Tombstone:
             finally:
                 files.os.close(fd)
             files.os.replace(tmp, self.paths.tombstone)
-        for p in (self.paths.log, self.paths.index, self.paths.quarantine):
-            try:
-                files.os.unlink(p)
-            except FileNotFoundError:
-                pass
-        files.fsync_dir(self.paths.directory)
         self._upto, self._read = upto, True
+
+
+def _unlink_if_there(*paths: str) -> None:
+    for p in paths:
+        try:
+            files.os.unlink(p)
+        except FileNotFoundError:
+            pass

@@ -287,6 +287,14 @@ class ThreadLog(LogView):
         self._reset()
         self.tombstone.delete_log(newest)
 
+    def move_out(self, destination: str) -> None:
+        """Move the log to ``destination`` (the store's archive), leaving a tombstone
+        and removing the sidecar and quarantine file (see :mod:`.generations`). Call
+        under :meth:`writer`."""
+        newest = max((ids[-1] for ids in self.index.ordered_ids.values() if ids), default=None)
+        self._reset()
+        self.tombstone.move_log(newest, destination)
+
     def deleted_up_to(self) -> str | None:
         """Newest checkpoint id of an earlier, deleted log of this thread (if any)."""
         return self.tombstone.deleted_up_to()

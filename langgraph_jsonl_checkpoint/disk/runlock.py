@@ -26,6 +26,12 @@ import orjson
 
 from . import files
 from .paths import LogPaths
+from .processes import pid_alive
+
+#: What a sweep or a restore records as its ``run`` while it holds a thread's lock: it
+#: holds it for one file operation or a few, so a run that finds it waits instead of
+#: being refused (see ``saver/liveness.py``).
+MAINTENANCE = "maintenance"
 
 
 class RunLock:
@@ -81,6 +87,18 @@ class RunLock:
             pass
         finally:
             files.os.close(fd)  # closing the descriptor releases the flock
+
+    def seems_held(self) -> bool:
+        """Whether the holder's record names a live process of this host (the lock is
+        never taken, so a look never gets in a run's way; a record can be stale for an
+        instant around a run's start or end: use :meth:`try_acquire` to be sure)."""
+        if self._fd is not None:
+            return True
+        holder = self.holder()
+        if not holder or holder.get("host") != socket.gethostname():
+            return bool(holder)
+        pid = holder.get("pid")
+        return isinstance(pid, int) and pid_alive(pid)
 
     def holder(self) -> dict[str, Any] | None:
         """Who the holder recorded it is, if it can be read (maybe a dead holder's)."""

@@ -338,6 +338,29 @@ class Store:
                 continue
             yield self._read_thread_id(os.path.join(self.threads_path, entry), entry)
 
+    def log_activity(self) -> Iterator[tuple[str, float]]:
+        """Every log file of the store with its modification time (epoch seconds): when
+        it was last appended to or rewritten. One ``stat`` per file, no file opened; a
+        log removed meanwhile is left out."""
+        if not os.path.isdir(self.threads_path):
+            return
+        for entry in sorted(files.os.listdir(self.threads_path)):
+            if entry.endswith(".jsonl"):
+                path = os.path.join(self.threads_path, entry)
+                try:
+                    yield path, files.os.stat(path, follow_symlinks=False).st_mtime
+                except FileNotFoundError:
+                    continue
+
+    def thread_id_at(self, path: str) -> str:
+        """The thread id in the header of the log file at ``path`` (one of
+        :meth:`log_activity`'s).
+
+        Raises:
+            ForeignFileError: The file is not one of this store's logs.
+        """
+        return self._read_thread_id(path, os.path.basename(path))
+
     def _read_thread_id(self, path: str, entry: str) -> str:
         try:
             fd = files.open_file(path, os.O_RDONLY)

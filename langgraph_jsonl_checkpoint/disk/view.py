@@ -126,6 +126,14 @@ class LogView:
         """Whether the log file exists (after :meth:`refresh`)."""
         return self._ino is not None
 
+    def modified_at(self) -> float:
+        """When the log file was last appended to or rewritten (epoch seconds).
+
+        Raises:
+            FileNotFoundError: There is no log.
+        """
+        return files.os.stat(self.path, follow_symlinks=False).st_mtime
+
     def repair_hint(self) -> str:
         """The sentence naming the repair command for this thread."""
         return repair_hint(os.path.dirname(self.paths.directory), self.thread_id)

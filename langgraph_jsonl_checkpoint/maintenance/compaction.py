@@ -225,17 +225,27 @@ def prune_thread(saver: StoreAccess, thread_id: str) -> None:
         return
     log = saver.store.thread_log(thread_id)
     with log.writer() as idx:
-        if not log.exists():
-            return
-        keep: set[tuple[str, str]] = set()
-        for ns in idx.namespaces():
-            latest = idx.latest_id(ns)
-            assert latest is not None
-            keep.add((ns, latest))
-            keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
-        if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
-            return
-        log.rewrite(_rebuilt_records(saver, log, idx, keep))
+        prune_locked(saver, log, idx)
+
+
+def prune_locked(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> bool:
+    """:func:`prune_thread` for a caller holding the log's writer lock (a sweep).
+
+    Returns:
+        Whether the log was rewritten (``False``: nothing to drop, or no log).
+    """
+    if not log.exists():
+        return False
+    keep: set[tuple[str, str]] = set()
+    for ns in idx.namespaces():
+        latest = idx.latest_id(ns)
+        assert latest is not None
+        keep.add((ns, latest))
+        keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
+    if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
+        return False
+    log.rewrite(_rebuilt_records(saver, log, idx, keep))
+    return True
 
 
 def delete_runs(saver: StoreAccess, run_ids: set[str]) -> None:

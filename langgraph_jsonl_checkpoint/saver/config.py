@@ -21,7 +21,9 @@ DEFAULT_SNAPSHOT_EVERY = 64
 #: Default minimum delta bytes between snapshots, relative to the last snapshot's size.
 DEFAULT_SNAPSHOT_RATIO = 2.0
 #: What a run may get when another is working on its thread (see ``JsonlSaver``).
-CONCURRENT_RUNS = ("refuse", "wait", "allow", "unchecked")
+CONCURRENT_RUNS = ("refuse", "wait", "allow", "unchecked", "hold")
+#: The modes that store every put as given (the caller coordinates runs).
+UNCHECKED_PUTS = ("unchecked", "hold")
 #: Longest wait of ``concurrent_runs="wait"`` for a busy thread, in seconds.
 DEFAULT_BUSY_TIMEOUT = 60.0
 #: Digits of the counter in a version made by :func:`next_version`.

@@ -9,7 +9,8 @@ LangGraph's Postgres saver (decisions in one place, sync and async only execute)
 - one live run per thread: :mod:`.liveness`;
 - the replay adapter's tool-call journal (a mixin, :class:`~.tool_log.ToolCallMethods`);
 - whole-thread operations (compact, prune, copy, delete_for_runs):
-  :mod:`~..maintenance.compaction`.
+  :mod:`~..maintenance.compaction`;
+- retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`.
 
 Every ``a*`` method is a thin twin of its sync method: ``aput``, ``aput_writes`` and
 ``aget_tuple`` run in the saver's own few threads (:mod:`.worker`), where the queued
@@ -50,6 +51,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
 from ..errors import ConfigError
 from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
+from ..maintenance.retention import RetentionPolicy
 from ..values.codec import ValueCodec
 from ..values.records import SnapshotPolicy
 from .config import (
@@ -58,12 +60,14 @@ from .config import (
     DEFAULT_SNAPSHOT_EVERY,
     DEFAULT_SNAPSHOT_RATIO,
     MEMORY,
+    UNCHECKED_PUTS,
     healing,
     next_version,
     thread_id_of,
 )
 from .liveness import LiveRuns, calling_loop
 from .reads import CheckpointReads
+from .retention_methods import RetentionMethods
 from .runs import RunTracker, in_run
 from .tool_log import ToolCallMethods, ToolLog
 from .worker import Outcome, Worker
@@ -72,7 +76,7 @@ from .writes import CheckpointWrites
 _LIST_BATCH = 64
 
 
-class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
+class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
 
     Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
@@ -116,11 +120,23 @@ class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
               nothing of that step stored (runs told by LangGraph's ``Runtime``, see
               :mod:`.runs`, or a ``run_id`` in their metadata);
             - ``"unchecked"``: every put is stored as given, like LangGraph's own
-              savers (for the LangGraph server, which coordinates runs itself).
+              savers, and no lock is taken;
+            - ``"hold"``: every put is stored as given and a run is never refused,
+              but it holds the thread's live-run lock while it works, so a sweep
+              leaves its thread alone; a run finding the thread busy waits for it up
+              to ``busy_timeout``, then goes ahead without the lock. For the
+              LangGraph server, which coordinates runs itself
+              (``langgraph_jsonl_checkpoint.server`` opens the saver so).
 
             In every mode, time travel (a run from an addressed checkpoint) forks on
             purpose, and a saver driven directly (no LangGraph run) is never refused.
-        busy_timeout: Longest wait of ``concurrent_runs="wait"``, in seconds.
+        busy_timeout: Longest wait of ``concurrent_runs="wait"`` (or ``"hold"``), in seconds.
+        ttl: Retention, in the LangGraph server's terms: ``{"default_ttl": minutes of
+            inactivity, "strategy": "delete" | "keep_latest" | "archive"}`` (and
+            ``sweep_interval_minutes``, ``sweep_limit``), a number of minutes
+            (``"delete"``), or a :class:`~.maintenance.retention.RetentionPolicy`.
+            Applied by :meth:`sweep` (and by the server factory every
+            ``sweep_interval_minutes``); nothing expires by itself between sweeps.
 
     Raises:
         ConfigError: ``path`` is not a directory.
@@ -138,8 +154,11 @@ class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
         max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
         concurrent_runs: str = "refuse",
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        ttl: RetentionPolicy | Mapping[str, Any] | float | None = None,
     ) -> None:
         super().__init__(serde=serde)
+        #: The retention policy :meth:`sweep` applies (``None``: none configured).
+        self.retention = RetentionPolicy.of(ttl) if ttl is not None else None
         if concurrent_runs not in CONCURRENT_RUNS:
             raise ConfigError(
                 f"concurrent_runs must be one of {', '.join(map(repr, CONCURRENT_RUNS))}, "
@@ -148,7 +167,7 @@ class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
         if not busy_timeout >= 0:
             raise ConfigError("busy_timeout must be a number of seconds, 0 or more")
         self.concurrent_runs = concurrent_runs
-        self._runs = RunTracker(enabled=concurrent_runs != "unchecked")
+        self._runs = RunTracker(enabled=concurrent_runs not in UNCHECKED_PUTS)
         if snapshot_every < 1:
             raise ConfigError("snapshot_every must be at least 1")
         #: A temporary store made for ``":memory:"``, removed by :meth:`close`.
@@ -170,8 +189,11 @@ class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
         self._tool_log = ToolLog(self.store)
         #: The live-run locks of this saver's runs (shared with with_allowlist's copies).
         self._live = (
-            LiveRuns(self.store, wait=concurrent_runs == "wait", busy_timeout=busy_timeout)
-            if concurrent_runs in ("refuse", "wait") and not read_only else None
+            LiveRuns(
+                self.store, wait=concurrent_runs == "wait", busy_timeout=busy_timeout,
+                never_refuse=concurrent_runs == "hold",
+            )
+            if concurrent_runs in ("refuse", "wait", "hold") and not read_only else None
         )
 
     # -- construction helpers ------------------------------------------------------
@@ -234,7 +256,7 @@ class JsonlSaver(ToolCallMethods, BaseCheckpointSaver[str]):
     def _writes(self) -> CheckpointWrites:
         return CheckpointWrites(
             self.store, self.codec, self.snapshot_policy, self._runs,
-            refuse_other_runs=self.concurrent_runs != "unchecked",
+            refuse_other_runs=self.concurrent_runs not in UNCHECKED_PUTS,
         )
 
     # -- reads ------------------------------------------------------------------

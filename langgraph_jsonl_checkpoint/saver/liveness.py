@@ -17,8 +17,13 @@ run is checked as with ``concurrent_runs="allow"``.
 
 With another run live, a new run is refused (``"refuse"``: :class:`ThreadBusyError`
 before it reads or writes anything) or waits until it ends (``"wait"``, bounded by
-``busy_timeout``), then reads the thread's head. The wait is written once, as one
-non-blocking attempt; the sync caller sleeps between attempts, the async one awaits.
+``busy_timeout``), then reads the thread's head. ``"hold"`` (for the LangGraph server,
+which decides itself which runs may overlap) waits like ``"wait"`` but is never
+refused: after ``busy_timeout`` it goes ahead without the lock. A sweep or restore
+holding the lock (:data:`~..disk.runlock.MAINTENANCE`, a few file operations) is waited
+for in every mode, never a reason to refuse. The wait is written once, as one
+non-blocking attempt; the sync caller sleeps between attempts, the async one awaits
+and makes each attempt (file operations) in a worker thread, off the event loop.
 Waiting runs go before runs that have not waited (see :mod:`~..disk.runlock`).
 """
 
@@ -33,7 +38,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import closing
 from typing import Any
 
-from ..disk.runlock import RunLock
+from ..disk.runlock import MAINTENANCE, RunLock
 from ..disk.store import Store
 from ..errors import ThreadBusyError
 from .runs import CONFIG_KEY_RUNTIME
@@ -80,11 +85,14 @@ class LiveRuns:
         store: The store.
         wait: Wait for a live run to end (``True``) or refuse the new run.
         busy_timeout: Longest wait, in seconds.
+        never_refuse: After ``busy_timeout``, go ahead without the lock instead of
+            refusing (``concurrent_runs="hold"``; implies ``wait``).
     """
 
-    def __init__(self, store: Store, *, wait: bool, busy_timeout: float) -> None:
+    def __init__(self, store: Store, *, wait: bool, busy_timeout: float, never_refuse: bool = False) -> None:
         self.store = store
-        self.wait = wait
+        self.wait = wait or never_refuse
+        self.never_refuse = never_refuse
         self.busy_timeout = busy_timeout
         self._held: dict[str, tuple[Any, RunLock]] = {}
         self._lock = threading.Lock()
@@ -148,10 +156,18 @@ class LiveRuns:
                 if not queue_ahead and self._take(thread_id, token, loop, lock):
                     return
                 waited = time.monotonic() - started
-                if not self.wait or waited >= self.busy_timeout:
+                # Refusing modes still wait out a sweep or restore (a few file operations).
+                limit = self.busy_timeout if self.wait else MAINTENANCE_WAIT
+                if waited >= limit or not (self.wait or _maintenance(lock)):
+                    if self.never_refuse:
+                        logger.warning(
+                            "thread %r: still busy after %.1f s (busy_timeout); this run goes "
+                            "ahead without the live-run lock (concurrent_runs='hold')", thread_id, waited,
+                        )
+                        return
                     raise self._refusal(thread_id, waited if self.wait else None)
                 lock.start_waiting()
-                yield min(pause, self.busy_timeout - waited)
+                yield max(0.0, min(pause, limit - waited))
         finally:
             lock.stop_waiting()
 
@@ -166,9 +182,15 @@ class LiveRuns:
                 time.sleep(pause)
 
     async def aenter(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> None:
-        """:meth:`enter` for an async run: waits without blocking the event loop."""
+        """:meth:`enter` for an async run: waits without blocking the event loop, and
+        makes each attempt (file operations) in a worker thread."""
+        if run_token(configurable) is None or loop is None or getattr(loop, "is_nested", True):
+            return  # not a root graph loop's first read: nothing to take (and no thread hop)
         with closing(self._entering(configurable, thread_id, loop)) as attempts:
-            for pause in attempts:
+            while True:
+                pause = await asyncio.to_thread(next, attempts, None)
+                if pause is None:
+                    return
                 await asyncio.sleep(pause)
 
     def close(self) -> None:
@@ -177,6 +199,16 @@ class LiveRuns:
             held, self._held = list(self._held.values()), {}
         for _, lock in held:
             lock.release()
+
+
+#: Longest wait for a sweep or restore holding a thread, in a mode that refuses runs.
+MAINTENANCE_WAIT = 10.0
+
+
+def _maintenance(lock: RunLock) -> bool:
+    """Whether the lock's holder is a sweep or restore (it lets go within moments)."""
+    holder = lock.holder()
+    return bool(holder) and holder.get("run") == MAINTENANCE
 
 
 def _pauses() -> Iterator[float]:

@@ -1,0 +1,296 @@
+"""Thread retention: threads idle longer than a TTL are deleted, pruned to their latest
+checkpoint, or archived; archived threads are restored.
+
+The policy speaks the LangGraph server's terms (its ``ttl`` block in ``langgraph.json``):
+``default_ttl`` in minutes of inactivity, ``strategy`` ``"delete"`` | ``"keep_latest"``,
+plus ``"archive"`` (the log moves into ``archive/``, compressed: :mod:`~..disk.archive`),
+``sweep_interval_minutes`` and ``sweep_limit``.
+
+A thread's last activity is its log file's modification time: every append and rewrite
+sets it, and a sweep of 10,000 threads then costs one ``stat`` per thread (the headers
+of expired threads only are read). The trade-off: a copy of a store that does not keep
+times (``cp`` without ``-p``) makes every thread look fresh, and a thread only read is
+idle. A thread is *pinned*, and never expires, while the metadata of its latest
+checkpoint in the root namespace has ``"pinned": true`` (with the LangGraph server,
+thread metadata is copied into every run's checkpoints; elsewhere, run the graph with
+``config["metadata"]["pinned"] = True`` or ``update_state`` it in).
+
+A sweep acts on a thread only while holding its live-run lock (taken without waiting,
+recorded as :data:`~..disk.runlock.MAINTENANCE`) and its writer lock, and checks the
+thread again under them: a thread with a live run is skipped, a run that starts
+meanwhile waits for the sweep, and several processes sweeping at once each act on a
+thread at most once between them. Every change is a crash-atomic step of the disk
+layer (a new generation, a tombstone and unlink, a rename into the archive).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..disk.archive import ArchivedThread, ThreadArchive, require_zstandard
+from ..disk.index import ThreadIndex
+from ..disk.runlock import MAINTENANCE
+from ..errors import ConfigError, JsonlCheckpointError, RestoreError
+from .access import StoreAccess
+from .compaction import prune_locked
+
+#: What a sweep does with an expired thread.
+STRATEGIES = ("delete", "keep_latest", "archive")
+#: The metadata key that pins a thread.
+PIN_KEY = "pinned"
+#: The LangGraph server's default for ``sweep_limit``.
+DEFAULT_SWEEP_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """When a thread expires and what a sweep does with it.
+
+    Attributes:
+        default_ttl: Minutes of inactivity after which a thread expires.
+        strategy: ``"delete"``, ``"keep_latest"`` or ``"archive"``.
+        sweep_interval_minutes: How often a server sweeps (``None``: only when asked).
+        sweep_limit: At most this many threads changed per sweep.
+    """
+
+    default_ttl: float
+    strategy: str = "delete"
+    sweep_interval_minutes: float | None = None
+    sweep_limit: int = DEFAULT_SWEEP_LIMIT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default_ttl, int | float) or not self.default_ttl >= 0:
+            raise ConfigError(
+                f"ttl: default_ttl must be a number of minutes, 0 or more, not {self.default_ttl!r}"
+            )
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f"ttl: strategy must be one of {', '.join(map(repr, STRATEGIES))}, not {self.strategy!r}"
+            )
+        if self.sweep_interval_minutes is not None and not self.sweep_interval_minutes > 0:
+            raise ConfigError("ttl: sweep_interval_minutes must be a positive number of minutes")
+        if not isinstance(self.sweep_limit, int) or self.sweep_limit < 1:
+            raise ConfigError("ttl: sweep_limit must be a positive whole number")
+        if self.strategy == "archive":
+            require_zstandard()
+
+    @classmethod
+    def of(cls, ttl: RetentionPolicy | Mapping[str, Any] | float | int) -> RetentionPolicy:
+        """A policy from the server's ``ttl`` block (or a number of minutes: ``"delete"``,
+        as the server reads ``LANGGRAPH_THREAD_TTL=60``).
+
+        Raises:
+            ConfigError: A key or value the policy does not know.
+        """
+        if isinstance(ttl, RetentionPolicy):
+            return ttl
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+            return cls(default_ttl=ttl)
+        if not isinstance(ttl, Mapping):
+            raise ConfigError(f"ttl must be a mapping like the server's ttl block or minutes, not {ttl!r}")
+        unknown = set(ttl) - {"default_ttl", "strategy", "sweep_interval_minutes", "sweep_limit"}
+        if unknown:
+            raise ConfigError(f"ttl: unknown keys {sorted(unknown)}")
+        if ttl.get("default_ttl") is None:
+            raise ConfigError("ttl: default_ttl (minutes of inactivity) is required")
+        return cls(
+            default_ttl=ttl["default_ttl"],
+            strategy=ttl.get("strategy") or "delete",
+            sweep_interval_minutes=ttl.get("sweep_interval_minutes"),
+            sweep_limit=ttl.get("sweep_limit") or DEFAULT_SWEEP_LIMIT,
+        )
+
+    def expired(self, last_activity: float, now: float) -> bool:
+        """Whether a thread last active at ``last_activity`` (epoch seconds) is expired."""
+        return now - last_activity >= self.default_ttl * 60
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did (or, dry, would do).
+
+    Attributes:
+        dry_run: Nothing was changed.
+        swept: ``(thread_id, strategy)`` of each expired thread acted on.
+        pinned: Expired threads kept because they are pinned.
+        live: Expired threads skipped because a run is working on them.
+        active: Threads not expired.
+        settled: Archive files a crash had left half moved, finished now.
+        errors: ``(thread or file, message)`` of threads that could not be swept.
+        limited: Expired threads left for the next sweep (``sweep_limit`` reached).
+    """
+
+    dry_run: bool
+    swept: list[tuple[str, str]] = field(default_factory=list)
+    pinned: list[str] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)
+    active: int = 0
+    settled: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    limited: int = 0
+
+
+def is_pinned(access: StoreAccess, idx: ThreadIndex) -> bool:
+    """Whether the latest root checkpoint's metadata pins the thread."""
+    latest = idx.latest_id("")
+    if latest is None:
+        return False
+    metadata = access.codec.peek(idx.checkpoints[""][latest].metadata)
+    return bool(metadata.get(PIN_KEY))
+
+
+def sweep(
+    access: StoreAccess, policy: RetentionPolicy, *, now: float | None = None, dry_run: bool = False
+) -> SweepReport:
+    """Apply ``policy`` to every thread of the store.
+
+    Args:
+        access: The saver (store, codec, snapshot policy).
+        policy: The policy.
+        now: The time to judge by (epoch seconds; default: now).
+        dry_run: Report what would be done and change nothing (no lock is taken: a
+            thread whose run starts meanwhile may be listed as expired).
+
+    Returns:
+        The report. One thread that cannot be swept is reported and the others are.
+    """
+    now = time.time() if now is None else now
+    report = SweepReport(dry_run=dry_run)
+    store = access.store
+    archive = ThreadArchive(store)
+    if not dry_run:
+        _settle_archive(access, archive, report)
+    for path, last_activity in store.log_activity():
+        if not policy.expired(last_activity, now):
+            report.active += 1
+            continue
+        try:
+            thread_id = store.thread_id_at(path)
+        except FileNotFoundError:
+            continue  # swept or deleted by another process meanwhile
+        except (OSError, JsonlCheckpointError) as exc:
+            report.errors.append((path, str(exc)))
+            continue
+        if len(report.swept) >= policy.sweep_limit:
+            report.limited += 1
+            continue
+        try:
+            if dry_run:
+                _look(access, policy, thread_id, report)
+            else:
+                _sweep_one(access, policy, archive, thread_id, now, report)
+        except (OSError, JsonlCheckpointError) as exc:
+            report.errors.append((thread_id, str(exc)))
+    return report
+
+
+def _look(access: StoreAccess, policy: RetentionPolicy, thread_id: str, report: SweepReport) -> None:
+    """A dry run's judgement of one expired thread (nothing taken, nothing written)."""
+    if access.store.run_lock(thread_id).seems_held():
+        report.live.append(thread_id)
+    elif is_pinned(access, access.store.thread_log(thread_id).refresh()):
+        report.pinned.append(thread_id)
+    else:
+        report.swept.append((thread_id, policy.strategy))
+
+
+def _sweep_one(
+    access: StoreAccess, policy: RetentionPolicy, archive: ThreadArchive, thread_id: str,
+    now: float, report: SweepReport,
+) -> None:
+    store = access.store
+    run_lock = store.run_lock(thread_id)
+    if not run_lock.try_acquire(MAINTENANCE):
+        report.live.append(thread_id)
+        return
+    try:
+        log = store.thread_log(thread_id)
+        with log.writer() as idx:
+            if not log.exists():
+                return  # swept by another process meanwhile
+            if not policy.expired(log.modified_at(), now):
+                report.active += 1  # written to since it was listed
+                return
+            if is_pinned(access, idx):
+                report.pinned.append(thread_id)
+                return
+            if policy.strategy == "keep_latest":
+                prune_locked(access, log, idx)
+            elif policy.strategy == "archive":
+                archive.archive(log)
+            else:
+                log.remove()
+        report.swept.append((thread_id, policy.strategy))
+        if policy.strategy != "keep_latest":
+            store.forget(thread_id)
+    finally:
+        run_lock.release()
+
+
+def _settle_archive(access: StoreAccess, archive: ThreadArchive, report: SweepReport) -> None:
+    """Finish archivings (and undo restores) that a crash cut short."""
+    for moved in archive.unsettled():
+        try:
+            log = access.store.thread_log(archive.thread_of(moved))
+            with log.locked():
+                archive.settle(log, moved)
+            report.settled.append(moved)
+        except FileNotFoundError:
+            continue  # settled by another process meanwhile
+        except (OSError, JsonlCheckpointError) as exc:
+            report.errors.append((moved, str(exc)))
+
+
+def archived(access: StoreAccess, thread_id: str | None = None) -> list[ArchivedThread]:
+    """Archived threads (of one thread, if given), oldest first."""
+    return ThreadArchive(access.store).entries(thread_id)
+
+
+def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
+    """Bring a thread's newest archive back into ``threads/``; the thread then reads
+    exactly as it did when it was archived.
+
+    Returns:
+        The archive it came from (the file is gone now).
+
+    Raises:
+        RestoreError: No archive of this thread, the thread has a log again, or a run
+            is working on it.
+        CorruptLogError: The archive is damaged (it is kept).
+    """
+    store = access.store
+    shelf = ThreadArchive(store)
+    run_lock = store.run_lock(thread_id)
+    if not run_lock.try_acquire(MAINTENANCE):
+        raise RestoreError(
+            f"thread {thread_id!r}: a run is working on it; restore it once the run is done."
+        )
+    try:
+        log = store.thread_log(thread_id)
+        with log.locked():
+            for moved in shelf.unsettled():
+                if os.path.basename(moved).startswith(log.name + "."):
+                    shelf.settle(log, moved)
+            entries = shelf.entries(thread_id)
+            if not entries:
+                raise RestoreError(
+                    f"store {store.path} has no archive of thread {thread_id!r}; "
+                    f"`langgraph-jsonl archived {store.path}` lists the archived threads."
+                )
+            log.refresh()
+            if log.exists():
+                raise RestoreError(
+                    f"thread {thread_id!r} has a log again ({log.path}): a run started it "
+                    f"anew after it was archived into {entries[-1].path}. Copy or delete "
+                    "the new thread first, then restore."
+                )
+            shelf.restore(log, entries[-1])
+            log.refresh()
+        return entries[-1]
+    finally:
+        run_lock.release()
+        store.forget(thread_id)
