@@ -22,11 +22,10 @@ import orjson
 
 from ..disk.store import MARKER
 from ..inspection.values import jsonable
+from ..saver.config import STORE_ENV
 from ..saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
-#: The environment variable naming the store when the command line does not.
-STORE_ENV = "LANGGRAPH_JSONL_STORE"
 EXIT_STATUS_HELP = (
     "exit status: 0 all is well; 1 problems found (a damaged thread, verify findings); "
     "2 bad usage or an error"

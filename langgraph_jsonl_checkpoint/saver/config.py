@@ -14,6 +14,9 @@ from langchain_core.runnables import RunnableConfig
 from ..disk.view import IndexRebuilt
 from ..errors import ConfigError
 
+#: The environment variable naming the store, read by ``langgraph-jsonl`` and by the
+#: LangGraph server factory (``langgraph_jsonl_checkpoint.server``).
+STORE_ENV = "LANGGRAPH_JSONL_STORE"
 #: The path that makes a temporary store, as ``SqliteSaver``'s ``":memory:"`` database.
 MEMORY = ":memory:"
 #: Default minimum number of checkpoint records between snapshot records.

@@ -1,0 +1,168 @@
+"""The LangGraph server's checkpointer: one line in ``langgraph.json``.
+
+::
+
+    {
+      "graphs": {"agent": "./agent.py:graph"},
+      "checkpointer": {"path": "langgraph_jsonl_checkpoint.server:checkpointer"}
+    }
+
+The server (``langgraph dev``, or a self-hosted deployment) enters :func:`checkpointer`
+once per OS thread that needs a checkpointer, and calls only the async methods. What
+the saver it gets is set up for:
+
+- The store directory is ``$LANGGRAPH_JSONL_STORE`` (the variable ``langgraph-jsonl``
+  reads), else ``./checkpoints`` in the server's working directory. Several savers on
+  one store in one process see each other's writes at once: each read checks the log
+  file, as a reader in another process would.
+- ``concurrent_runs="hold"``: the server decides which runs may overlap on a thread
+  (its multitask strategies: reject, enqueue, interrupt, rollback), so the saver never
+  refuses one; each run still holds its thread's live-run lock, so a sweep never
+  touches a thread a run is working on.
+- Retention: this package's ``LANGGRAPH_JSONL_TTL`` (JSON like the server's ``ttl``
+  block, or minutes), else the server's ``LANGGRAPH_THREAD_TTL``, else the ``ttl``
+  block of ``langgraph.json``'s ``checkpointer`` (the server passes it as
+  ``LANGGRAPH_CHECKPOINTER``): the server's own precedence, with ours first.
+  The in-memory runtime of ``langgraph dev`` sweeps nothing itself, so the factory
+  sweeps every ``sweep_interval_minutes`` (default 5), one sweeper per process.
+- Nothing blocks the event loop: the saver is opened and closed in a worker thread
+  (``langgraph dev`` raises on blocking calls in the loop).
+
+The trade-off: the sweeper deletes or archives a thread's checkpoints, not the server's
+own record of the thread (its metadata, its runs): an expired thread still appears in
+``/threads/search``, with an empty state, until it is deleted through the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+from .errors import ConfigError
+from .maintenance.retention import RetentionPolicy
+from .saver.config import STORE_ENV
+from .saver.jsonl_saver import JsonlSaver
+
+#: Our own retention variable: JSON like the server's ``ttl`` block, or minutes.
+TTL_ENV = "LANGGRAPH_JSONL_TTL"
+#: The store directory when ``LANGGRAPH_JSONL_STORE`` is not set (relative to the
+#: server's working directory, the project's).
+DEFAULT_STORE = "checkpoints"
+#: Minutes between sweeps when the ``ttl`` block does not say (the server's default).
+DEFAULT_SWEEP_INTERVAL = 5.0
+#: Seconds a run waits for a thread another run still holds before going ahead.
+BUSY_TIMEOUT = 30.0
+
+logger = logging.getLogger(__name__)
+_sweeper_lock = threading.Lock()
+_sweeper_running = False
+
+
+def server_ttl(environ: Mapping[str, str]) -> RetentionPolicy | None:
+    """The retention policy the server's environment configures, if any.
+
+    Args:
+        environ: The environment (``os.environ``).
+
+    Returns:
+        The policy, with ``sweep_interval_minutes`` set; ``None`` when none is configured.
+
+    Raises:
+        ConfigError: A variable holds something that is not a ``ttl`` block.
+    """
+    raw: Any = None
+    source = ""
+    if environ.get(TTL_ENV):
+        raw, source = _parsed(environ[TTL_ENV], TTL_ENV), TTL_ENV
+    elif environ.get("LANGGRAPH_THREAD_TTL"):
+        raw, source = _parsed(environ["LANGGRAPH_THREAD_TTL"], "LANGGRAPH_THREAD_TTL"), "LANGGRAPH_THREAD_TTL"
+    elif environ.get("LANGGRAPH_CHECKPOINTER"):
+        checkpointer = _parsed(environ["LANGGRAPH_CHECKPOINTER"], "LANGGRAPH_CHECKPOINTER")
+        raw = checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
+        source = "langgraph.json checkpointer.ttl"
+    if raw is None:
+        return None
+    if isinstance(raw, int | float):
+        raw = {"default_ttl": raw}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a ttl block like {{\"default_ttl\": 60}}, got {raw!r}")
+    try:
+        policy = RetentionPolicy.of(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    if policy.sweep_interval_minutes is None:
+        policy = RetentionPolicy(
+            default_ttl=policy.default_ttl, strategy=policy.strategy,
+            sweep_interval_minutes=DEFAULT_SWEEP_INTERVAL, sweep_limit=policy.sweep_limit,
+        )
+    return policy
+
+
+def _parsed(text: str, name: str) -> Any:
+    text = text.strip()
+    try:
+        return float(text) if not text.startswith(("{", "[", '"')) else json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={text!r} is neither minutes nor JSON: {exc}") from exc
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[JsonlSaver]:
+    """The LangGraph server's checkpointer (see the module docstring).
+
+    Yields:
+        A :class:`~.saver.jsonl_saver.JsonlSaver` on ``$LANGGRAPH_JSONL_STORE`` (default
+        ``./checkpoints``), ``concurrent_runs="hold"``, with the configured ``ttl``;
+        closed when the server lets it go.
+
+    Raises:
+        ConfigError: A retention variable cannot be read.
+        StoreError: The directory is not a store, or is unsafe.
+    """
+    global _sweeper_running
+    path = os.environ.get(STORE_ENV) or DEFAULT_STORE
+    policy = server_ttl(os.environ)
+    saver = await asyncio.to_thread(
+        JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy
+    )
+    logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
+    sweeper: asyncio.Task[None] | None = None
+    if policy is not None:
+        with _sweeper_lock:
+            if not _sweeper_running:
+                _sweeper_running = True
+                sweeper = asyncio.create_task(_sweep_every(saver, policy))
+    try:
+        yield saver
+    finally:
+        if sweeper is not None:
+            sweeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await sweeper
+            with _sweeper_lock:
+                _sweeper_running = False
+        await asyncio.to_thread(saver.close)
+
+
+async def _sweep_every(saver: JsonlSaver, policy: RetentionPolicy) -> None:
+    """Sweep at once, then every ``sweep_interval_minutes``; a failed sweep is logged
+    and the next one runs on time."""
+    interval = (policy.sweep_interval_minutes or DEFAULT_SWEEP_INTERVAL) * 60
+    while True:
+        try:
+            report = await saver.asweep(policy)
+            if report.swept or report.errors:
+                logger.info(
+                    "langgraph-jsonl-checkpoint sweep: %d %s, %d pinned, %d live, %d errors",
+                    len(report.swept), policy.strategy, len(report.pinned), len(report.live),
+                    len(report.errors),
+                )
+        except Exception:  # noqa: BLE001 - a server must outlive one bad sweep
+            logger.exception("langgraph-jsonl-checkpoint: sweep failed")
+        await asyncio.sleep(interval)
