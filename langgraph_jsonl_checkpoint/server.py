@@ -36,80 +36,25 @@ own record of the thread (its metadata, its runs): an expired thread still appea
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
 
-from .errors import ConfigError
-from .maintenance.retention import RetentionPolicy
+from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_from_environment
 from .saver.config import STORE_ENV
 from .saver.jsonl_saver import JsonlSaver
 
-#: Our own retention variable: JSON like the server's ``ttl`` block, or minutes.
-TTL_ENV = "LANGGRAPH_JSONL_TTL"
 #: The store directory when ``LANGGRAPH_JSONL_STORE`` is not set (relative to the
 #: server's working directory, the project's).
 DEFAULT_STORE = "checkpoints"
-#: Minutes between sweeps when the ``ttl`` block does not say (the server's default).
-DEFAULT_SWEEP_INTERVAL = 5.0
 #: Seconds a run waits for a thread another run still holds before going ahead.
 BUSY_TIMEOUT = 30.0
 
 logger = logging.getLogger(__name__)
 _sweeper_lock = threading.Lock()
 _sweeper_running = False
-
-
-def server_ttl(environ: Mapping[str, str]) -> RetentionPolicy | None:
-    """The retention policy the server's environment configures, if any.
-
-    Args:
-        environ: The environment (``os.environ``).
-
-    Returns:
-        The policy, with ``sweep_interval_minutes`` set; ``None`` when none is configured.
-
-    Raises:
-        ConfigError: A variable holds something that is not a ``ttl`` block.
-    """
-    raw: Any = None
-    source = ""
-    if environ.get(TTL_ENV):
-        raw, source = _parsed(environ[TTL_ENV], TTL_ENV), TTL_ENV
-    elif environ.get("LANGGRAPH_THREAD_TTL"):
-        raw, source = _parsed(environ["LANGGRAPH_THREAD_TTL"], "LANGGRAPH_THREAD_TTL"), "LANGGRAPH_THREAD_TTL"
-    elif environ.get("LANGGRAPH_CHECKPOINTER"):
-        checkpointer = _parsed(environ["LANGGRAPH_CHECKPOINTER"], "LANGGRAPH_CHECKPOINTER")
-        raw = checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
-        source = "langgraph.json checkpointer.ttl"
-    if raw is None:
-        return None
-    if isinstance(raw, int | float):
-        raw = {"default_ttl": raw}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a ttl block like {{\"default_ttl\": 60}}, got {raw!r}")
-    try:
-        policy = RetentionPolicy.of(raw)
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from exc
-    if policy.sweep_interval_minutes is None:
-        policy = RetentionPolicy(
-            default_ttl=policy.default_ttl, strategy=policy.strategy,
-            sweep_interval_minutes=DEFAULT_SWEEP_INTERVAL, sweep_limit=policy.sweep_limit,
-        )
-    return policy
-
-
-def _parsed(text: str, name: str) -> Any:
-    text = text.strip()
-    try:
-        return float(text) if not text.startswith(("{", "[", '"')) else json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{name}={text!r} is neither minutes nor JSON: {exc}") from exc
 
 
 @asynccontextmanager
@@ -127,7 +72,7 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     """
     global _sweeper_running
     path = os.environ.get(STORE_ENV) or DEFAULT_STORE
-    policy = server_ttl(os.environ)
+    policy = ttl_from_environment(os.environ)
     saver = await asyncio.to_thread(
         JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy
     )

@@ -25,6 +25,7 @@ layer (a new generation, a tombstone and unlink, a rename into the archive).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -44,6 +45,11 @@ STRATEGIES = ("delete", "keep_latest", "archive")
 PIN_KEY = "pinned"
 #: The LangGraph server's default for ``sweep_limit``.
 DEFAULT_SWEEP_LIMIT = 10_000
+#: Minutes between sweeps when a server's ``ttl`` block does not say (the server's default).
+DEFAULT_SWEEP_INTERVAL = 5.0
+#: This package's retention variable (JSON like the server's ``ttl`` block, or minutes),
+#: read by the server factory and ``langgraph-jsonl sweep``.
+TTL_ENV = "LANGGRAPH_JSONL_TTL"
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,58 @@ class SweepReport:
     settled: list[str] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     limited: int = 0
+
+
+def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
+    """The retention policy an environment configures, if any: ``LANGGRAPH_JSONL_TTL``,
+    else the server's ``LANGGRAPH_THREAD_TTL``, else the ``ttl`` block of the server's
+    ``LANGGRAPH_CHECKPOINTER`` (``langgraph.json``'s ``checkpointer``): the server's own
+    precedence, with this package's variable first (it alone may say ``"archive"``,
+    which the server's schema refuses).
+
+    Args:
+        environ: The environment (``os.environ``).
+
+    Returns:
+        The policy, with ``sweep_interval_minutes`` set; ``None`` when none is configured.
+
+    Raises:
+        ConfigError: A variable holds something that is not a ``ttl`` block.
+    """
+    raw: Any = None
+    source = ""
+    if environ.get(TTL_ENV):
+        raw, source = _parsed(environ[TTL_ENV], TTL_ENV), TTL_ENV
+    elif environ.get("LANGGRAPH_THREAD_TTL"):
+        raw, source = _parsed(environ["LANGGRAPH_THREAD_TTL"], "LANGGRAPH_THREAD_TTL"), "LANGGRAPH_THREAD_TTL"
+    elif environ.get("LANGGRAPH_CHECKPOINTER"):
+        checkpointer = _parsed(environ["LANGGRAPH_CHECKPOINTER"], "LANGGRAPH_CHECKPOINTER")
+        raw = checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
+        source = "langgraph.json checkpointer.ttl"
+    if raw is None:
+        return None
+    if isinstance(raw, int | float):
+        raw = {"default_ttl": raw}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a ttl block like {{\"default_ttl\": 60}}, got {raw!r}")
+    try:
+        policy = RetentionPolicy.of(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+    if policy.sweep_interval_minutes is None:
+        policy = RetentionPolicy(
+            default_ttl=policy.default_ttl, strategy=policy.strategy,
+            sweep_interval_minutes=DEFAULT_SWEEP_INTERVAL, sweep_limit=policy.sweep_limit,
+        )
+    return policy
+
+
+def _parsed(text: str, name: str) -> Any:
+    text = text.strip()
+    try:
+        return float(text) if not text.startswith(("{", "[", '"')) else json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name}={text!r} is neither minutes nor JSON: {exc}") from exc
 
 
 def is_pinned(access: StoreAccess, idx: ThreadIndex) -> bool:

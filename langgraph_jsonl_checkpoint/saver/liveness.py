@@ -158,7 +158,7 @@ class LiveRuns:
                 waited = time.monotonic() - started
                 # Refusing modes still wait out a sweep or restore (a few file operations).
                 limit = self.busy_timeout if self.wait else MAINTENANCE_WAIT
-                if waited >= limit or not (self.wait or _maintenance(lock)):
+                if waited >= limit or not (self.wait or _maintenance(lock, waited)):
                     if self.never_refuse:
                         logger.warning(
                             "thread %r: still busy after %.1f s (busy_timeout); this run goes "
@@ -205,10 +205,19 @@ class LiveRuns:
 MAINTENANCE_WAIT = 10.0
 
 
-def _maintenance(lock: RunLock) -> bool:
-    """Whether the lock's holder is a sweep or restore (it lets go within moments)."""
+#: A held lock with no record is a holder starting or letting go (the record is written
+#: just after the lock is taken and cleared just before it is let go): look again for
+#: this long before taking it for a run.
+_TRANSITION = 0.05
+
+
+def _maintenance(lock: RunLock, waited: float) -> bool:
+    """Whether the lock's holder is a sweep or restore (it lets go within moments), or
+    may be one (no record yet)."""
     holder = lock.holder()
-    return bool(holder) and holder.get("run") == MAINTENANCE
+    if not holder:
+        return waited < _TRANSITION
+    return holder.get("run") == MAINTENANCE
 
 
 def _pauses() -> Iterator[float]:

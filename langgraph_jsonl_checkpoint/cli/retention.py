@@ -1,0 +1,127 @@
+"""``langgraph-jsonl`` commands for retention: sweep, archived, restore.
+
+Examples::
+
+    langgraph-jsonl sweep ./checkpoints --ttl 10080 --strategy archive --dry-run
+    LANGGRAPH_JSONL_TTL='{"default_ttl": 10080, "strategy": "archive"}' langgraph-jsonl sweep ./checkpoints
+    langgraph-jsonl archived ./checkpoints
+    langgraph-jsonl restore ./checkpoints --thread t-1
+
+The policy comes from ``--ttl`` (minutes) and ``--strategy``, else from
+``LANGGRAPH_JSONL_TTL`` (the variable the server factory reads: a server and a cron job
+sweep alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from ..maintenance.retention import STRATEGIES, TTL_ENV, RetentionPolicy, ttl_from_environment
+from .common import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    EXIT_STATUS_HELP,
+    UsageError,
+    add_store_argument,
+    open_saver,
+    shown,
+)
+
+
+def _policy(args: argparse.Namespace) -> RetentionPolicy:
+    if args.ttl is not None:
+        block: dict[str, Any] = {"default_ttl": args.ttl, "strategy": args.strategy or "delete"}
+        return RetentionPolicy.of(block)
+    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if os.environ.get(TTL_ENV) else None
+    if policy is None:
+        raise UsageError(f"say how long threads may stay idle: --ttl MINUTES, or set {TTL_ENV}")
+    if args.strategy:
+        policy = RetentionPolicy(default_ttl=policy.default_ttl, strategy=args.strategy,
+                                 sweep_limit=policy.sweep_limit)
+    return policy
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    policy = _policy(args)
+    with open_saver(args, write=not args.dry_run) as saver:
+        report = saver.sweep(policy, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({
+            "dry_run": report.dry_run, "strategy": policy.strategy, "default_ttl": policy.default_ttl,
+            "swept": [t for t, _ in report.swept], "pinned": report.pinned, "live": report.live,
+            "active": report.active, "limited": report.limited, "settled": report.settled,
+            "errors": [{"what": w, "error": e} for w, e in report.errors],
+        }, ensure_ascii=False))
+        return EXIT_PROBLEMS if report.errors else EXIT_OK
+    verb = {"delete": "deleted", "keep_latest": "pruned", "archive": "archived"}[policy.strategy]
+    if report.dry_run:
+        verb = f"would be {verb}"
+    for tid, _ in report.swept:
+        print(f"{shown(tid)}\t{verb}")
+    for tid in report.pinned:
+        print(f"{shown(tid)}\tpinned: kept")
+    for tid in report.live:
+        print(f"{shown(tid)}\ta run is working on it: skipped")
+    for what, error in report.errors:
+        print(f"{shown(what)}\tcould not be swept: {error.splitlines()[0]}")
+    print(
+        f"{len(report.swept)} thread(s) {verb}, {len(report.pinned)} pinned, {len(report.live)} live, "
+        f"{report.active} active (idle less than {policy.default_ttl:g} minutes)"
+        + (f", {report.limited} left for the next sweep (sweep_limit)" if report.limited else "")
+        + (f", {len(report.errors)} error(s)" if report.errors else "")
+    )
+    return EXIT_PROBLEMS if report.errors else EXIT_OK
+
+
+def _archived(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        entries = saver.archived(args.thread)
+    for e in entries:
+        print(f"{shown(e.thread_id)}\tarchived {e.archived_at.isoformat(timespec='seconds')}\t"
+              f"{e.size} bytes\t{e.path}")
+    if not entries:
+        print("no archived threads")
+    return EXIT_OK
+
+
+def _restore(args: argparse.Namespace) -> int:
+    with open_saver(args, write=True) as saver:
+        entry = saver.restore(args.thread)
+    print(f"thread {shown(entry.thread_id)}: restored from {entry.path}")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add this module's commands to the parser."""
+    p = sub.add_parser(
+        "sweep", help="delete, prune or archive threads idle longer than a TTL",
+        description="Apply a retention policy: every thread idle (no write) for the TTL is "
+        "deleted, pruned to its latest checkpoints (keep_latest) or archived (compressed into "
+        "<store>/archive/), unless pinned (\"pinned\": true in its latest checkpoint's metadata) "
+        "or a run is working on it. Example: langgraph-jsonl sweep ./checkpoints --ttl 10080 "
+        "--strategy archive --dry-run", epilog=EXIT_STATUS_HELP,
+    )
+    add_store_argument(p)
+    p.add_argument("--ttl", type=float, help=f"minutes of inactivity after which a thread expires "
+                   f"(default: from ${TTL_ENV})")
+    p.add_argument("--strategy", choices=STRATEGIES,
+                   help="what happens to an expired thread (default: delete)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be done; change nothing")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(run=_sweep)
+    p = sub.add_parser("archived", help="list archived threads",
+                       description="List the threads a sweep archived. Example: "
+                       "langgraph-jsonl archived ./checkpoints", epilog=EXIT_STATUS_HELP)
+    add_store_argument(p)
+    p.add_argument("--thread", help="only this thread id's archives")
+    p.set_defaults(run=_archived)
+    p = sub.add_parser("restore", help="bring an archived thread back",
+                       description="Move a thread's newest archive back into the store; the "
+                       "thread then reads as it did when it was archived. Example: "
+                       "langgraph-jsonl restore ./checkpoints --thread t-1", epilog=EXIT_STATUS_HELP)
+    add_store_argument(p)
+    p.add_argument("--thread", required=True, help="the thread id to restore")
+    p.set_defaults(run=_restore)

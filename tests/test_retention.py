@@ -1,0 +1,324 @@
+"""Retention on stores made by real graph runs: sweep (delete, keep_latest, archive),
+pinned and live threads, restore, DeltaChannel threads, the policy and the CLI.
+
+The oracle for what a kept or restored thread serves is the thread itself before the
+sweep (``answers``: every checkpoint of every namespace with its writes) and, for
+``keep_latest``, ``InMemorySaver`` fed the same runs and pruned the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, RestoreError, ThreadBusyError
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk.runlock import MAINTENANCE
+from langgraph_jsonl_checkpoint.maintenance.retention import RetentionPolicy, ttl_from_environment
+from tests.harness.answers import answers, diff_answers, mem_prune_keep_latest
+from tests.harness.bounded import within
+from tests.harness.flow_graphs import build_agent_graph
+from tests.harness.state_graphs import build_delta_graph
+
+HOUR = 3600.0
+
+
+def _cfg(tid: str, **metadata: object) -> dict:
+    return {"configurable": {"thread_id": tid}, "metadata": metadata}
+
+
+def _age(saver: JsonlSaver, tid: str, seconds: float) -> None:
+    """Make a thread look idle for ``seconds`` (its log's modification time)."""
+    path = saver.store.thread_log(tid).path
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def _store_of_agents(path: Path, threads: dict[str, dict]) -> tuple[JsonlSaver, InMemorySaver]:
+    """Threads of two agent turns each (``threads``: id -> run metadata), run on a
+    JsonlSaver and, the same way, on an InMemorySaver."""
+    saver = JsonlSaver(path)
+    mem = InMemorySaver()
+    for checkpointer in (saver, mem):
+        graph = build_agent_graph().compile(checkpointer=checkpointer)
+        for tid, metadata in threads.items():
+            for turn in range(2):
+                msg = HumanMessage(f"what is {turn} + 2?", id=f"{tid}-h{turn}")
+                graph.invoke({"messages": [msg]}, _cfg(tid, **metadata))
+    return saver, mem
+
+
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
+def test_expired_threads_go_pinned_and_active_ones_stay(tmp_path: Path, strategy: str) -> None:
+    threads = {"old": {}, "old-2": {}, "pinned": {"pinned": True}, "new": {}}
+    saver, mem = _store_of_agents(tmp_path / "s", threads)
+    before = {tid: answers(saver, tid) for tid in ("old", "old-2", "pinned", "new")}
+    for tid in ("old", "old-2", "pinned"):
+        _age(saver, tid, 2 * HOUR)
+
+    report = saver.sweep({"default_ttl": 60, "strategy": strategy})
+
+    assert sorted(report.swept) == [("old", strategy), ("old-2", strategy)]
+    assert report.pinned == ["pinned"] and report.active == 1 and not report.errors
+    for tid in ("pinned", "new"):  # untouched: every checkpoint and write as before
+        assert not diff_answers(answers(saver, tid), before[tid]), tid
+    fresh = JsonlSaver(tmp_path / "s")  # and as another process sees it
+    for tid in ("old", "old-2"):
+        if strategy == "keep_latest":
+            mem_prune_keep_latest(mem, tid)  # ids differ between the two runs: compare the rest
+            got, want = answers(fresh, tid)["list"], answers(mem, tid)["list"]
+            assert len(got) == len(want) == 1
+            ((g,), (w,)) = got.values(), want.values()
+            assert g.checkpoint["channel_values"] == w.checkpoint["channel_values"]
+            assert (g.metadata["step"], g.metadata["source"]) == (w.metadata["step"], w.metadata["source"])
+            assert g.pending_writes == w.pending_writes == []
+        else:
+            assert fresh.get_tuple(_cfg(tid)) is None
+            assert not fresh.store.has_thread(tid)
+    archived = sorted(a.thread_id for a in fresh.archived())
+    assert archived == (["old", "old-2"] if strategy == "archive" else [])
+    assert not os.listdir(tmp_path / "s" / "tmp")
+    fresh.close()
+    saver.close()
+
+
+def test_archive_and_restore_round_trip_equal_the_original(tmp_path: Path) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"t-1": {}, "t-2": {}})
+    before = answers(saver, "t-1")
+    log_bytes = Path(saver.store.thread_log("t-1").path).read_bytes()
+    report = saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    assert sorted(t for t, _ in report.swept) == ["t-1", "t-2"]
+    (entry,) = saver.archived("t-1")
+    assert entry.path.endswith(".jsonl.zst") and entry.size < len(log_bytes)
+
+    # A late write for an archived checkpoint is refused like one for a deleted thread.
+    graph = build_agent_graph().compile(checkpointer=saver)
+    assert graph.get_state({"configurable": {"thread_id": "t-1"}}).values == {}
+
+    restored = JsonlSaver(tmp_path / "s").restore("t-1")
+    assert restored.path == entry.path and not os.path.exists(entry.path)
+    fresh = JsonlSaver(tmp_path / "s")
+    assert not diff_answers(answers(fresh, "t-1"), before)
+    assert Path(fresh.store.thread_log("t-1").path).read_bytes() == log_bytes
+    assert saver.get_tuple({"configurable": {"thread_id": "t-1"}}) == fresh.get_tuple(
+        {"configurable": {"thread_id": "t-1"}}
+    )  # the first saver (its log object cached) sees it back at once
+    # ... and the graph continues where it stopped.
+    graph.invoke({"messages": [HumanMessage("what is 5 + 2?", id="h5")]}, _cfg("t-1"))
+    assert len(list(fresh.list({"configurable": {"thread_id": "t-1"}}))) > len(before["list"])
+
+    with pytest.raises(RestoreError, match="has no archive of thread 't-1'"):
+        fresh.restore("t-1")
+    fresh.close()
+    saver.close()
+
+
+def test_restore_refuses_a_thread_started_anew(tmp_path: Path) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    graph = build_agent_graph().compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("what is 9 + 2?", id="n")]}, _cfg("t"))
+    with pytest.raises(RestoreError, match="has a log again"):
+        saver.restore("t")
+    assert len(saver.archived("t")) == 1  # kept
+    saver.close()
+
+
+def test_a_damaged_archive_is_refused_and_kept(tmp_path: Path) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    (entry,) = saver.archived("t")
+    data = bytearray(Path(entry.path).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    Path(entry.path).write_bytes(bytes(data))
+    with pytest.raises(Exception, match="damaged|checksum|corrupt"):
+        saver.restore("t")
+    assert os.path.exists(entry.path) and not saver.store.has_thread("t")
+    saver.close()
+
+
+@pytest.mark.parametrize("strategy", ["keep_latest", "archive"])
+def test_delta_channel_threads_stay_whole(tmp_path: Path, strategy: str) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    mem = InMemorySaver()
+    for cp in (saver, mem):
+        graph = build_delta_graph().compile(checkpointer=cp)
+        graph.invoke({"n": 0, "target": 16}, {"configurable": {"thread_id": "d"}})
+    want = build_delta_graph().compile(checkpointer=mem).get_state(_cfg("d")).values
+    before = answers(saver, "d")
+    saver.sweep({"default_ttl": 0, "strategy": strategy}, now=time.time() + HOUR)
+    if strategy == "archive":
+        saver.restore("d")
+        assert not diff_answers(answers(saver, "d"), before)
+    fresh = JsonlSaver(tmp_path / "s")
+    graph = build_delta_graph().compile(checkpointer=fresh)
+    assert graph.get_state({"configurable": {"thread_id": "d"}}).values == want
+    # The thread runs on as it does on InMemorySaver.
+    for cp in (fresh, mem):
+        build_delta_graph().compile(checkpointer=cp).invoke({"target": 22}, _cfg("d"))
+    want = build_delta_graph().compile(checkpointer=mem).get_state(_cfg("d")).values
+    assert graph.get_state(_cfg("d")).values == want
+    fresh.close()
+    saver.close()
+
+
+def _blocked_run(
+    saver: JsonlSaver, tid: str, inside: threading.Event, release: threading.Event
+) -> threading.Thread:
+    """A real graph run on ``tid`` that waits inside its node until ``release``."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def node(state: MessagesState) -> dict:
+        inside.set()
+        release.wait(30)
+        return {"messages": [("ai", "done")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("n", node)
+    g.add_edge(START, "n")
+    graph = g.compile(checkpointer=saver)
+    t = threading.Thread(target=graph.invoke, args=({"messages": [("user", "go")]}, _cfg(tid)))
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("mode", ["refuse", "hold"])
+def test_a_sweep_never_touches_a_thread_with_a_live_run(tmp_path: Path, mode: str) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"busy": {}, "idle": {}})
+    runner = JsonlSaver(tmp_path / "s", concurrent_runs=mode)
+    inside, release = threading.Event(), threading.Event()
+    run = _blocked_run(runner, "busy", inside, release)
+    try:
+        assert inside.wait(30)
+        sweeper = JsonlSaver(tmp_path / "s")
+        dry = sweeper.sweep({"default_ttl": 0, "strategy": "delete"}, now=time.time() + HOUR, dry_run=True)
+        assert dry.live == ["busy"] and dry.swept == [("idle", "delete")]
+        report = sweeper.sweep({"default_ttl": 0, "strategy": "delete"}, now=time.time() + HOUR)
+        assert report.live == ["busy"] and report.swept == [("idle", "delete")]
+        assert sweeper.store.has_thread("busy")
+    finally:
+        release.set()
+        run.join(30)
+    latest = runner.get_tuple(_cfg("busy")).checkpoint["channel_values"]["messages"]
+    assert latest[-1].content == "done"
+    runner.close()
+    saver.close()
+
+
+def test_a_run_waits_out_a_sweep_instead_of_being_refused(tmp_path: Path) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
+    graph = build_agent_graph().compile(checkpointer=JsonlSaver(tmp_path / "s"))  # "refuse"
+    held = saver.store.run_lock("t")
+    assert held.try_acquire(MAINTENANCE)  # what a sweep holds while it works on a thread
+    threading.Timer(0.5, held.release).start()
+    started = time.monotonic()
+    with within(30):
+        graph.invoke({"messages": [HumanMessage("what is 1 + 1?", id="x")]}, _cfg("t"))
+    assert time.monotonic() - started >= 0.45
+    # Another run holding it is still refused at once.
+    other = saver.store.run_lock("t")
+    assert other.try_acquire("someone else")
+    try:
+        with pytest.raises(ThreadBusyError):
+            graph.invoke({"messages": [HumanMessage("what is 1 + 2?", id="y")]}, _cfg("t"))
+    finally:
+        other.release()
+    saver.close()
+
+
+def test_hold_never_refuses_and_goes_ahead_after_busy_timeout(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s", concurrent_runs="hold", busy_timeout=0.3)
+    inside, release = threading.Event(), threading.Event()
+    run = _blocked_run(saver, "t", inside, release)
+    try:
+        assert inside.wait(30)
+        graph = build_agent_graph().compile(checkpointer=saver)
+        started = time.monotonic()
+        with within(30):
+            graph.invoke({"messages": [HumanMessage("what is 2 + 2?", id="z")]}, _cfg("t"))
+        assert time.monotonic() - started >= 0.25  # it waited, then went ahead
+    finally:
+        release.set()
+        run.join(30)
+    saver.close()
+
+
+def test_policy_in_the_servers_terms() -> None:
+    assert RetentionPolicy.of(30) == RetentionPolicy(default_ttl=30, strategy="delete")
+    p = RetentionPolicy.of({"default_ttl": 5, "strategy": "keep_latest", "sweep_interval_minutes": 2,
+                            "sweep_limit": 7})
+    assert (p.default_ttl, p.strategy, p.sweep_interval_minutes, p.sweep_limit) == (5, "keep_latest", 2, 7)
+    for bad, match in [({"default_ttl": 5, "strategy": "drop"}, "strategy must be one of"),
+                       ({"strategy": "delete"}, "default_ttl"), ({"default_ttl": -1}, "default_ttl"),
+                       ({"default_ttl": 1, "ttl": 2}, "unknown keys")]:
+        with pytest.raises(ConfigError, match=match):
+            RetentionPolicy.of(bad)
+    with pytest.raises(ConfigError, match="sweep needs a retention policy"):
+        JsonlSaver(":memory:").sweep()
+
+
+def test_environment_precedence_as_the_server_reads_it() -> None:
+    server_block = json.dumps({"path": "x", "ttl": {"strategy": "keep_latest", "default_ttl": 60}})
+    assert ttl_from_environment({}) is None
+    assert ttl_from_environment({"LANGGRAPH_CHECKPOINTER": json.dumps({"path": "x"})}) is None
+    got = ttl_from_environment({"LANGGRAPH_CHECKPOINTER": server_block})
+    assert (got.strategy, got.default_ttl, got.sweep_interval_minutes) == ("keep_latest", 60, 5.0)
+    got = ttl_from_environment({"LANGGRAPH_CHECKPOINTER": server_block, "LANGGRAPH_THREAD_TTL": "15"})
+    assert (got.strategy, got.default_ttl) == ("delete", 15)
+    got = ttl_from_environment({"LANGGRAPH_THREAD_TTL": "15",
+                                "LANGGRAPH_JSONL_TTL": '{"default_ttl": 1440, "strategy": "archive"}'})
+    assert (got.strategy, got.default_ttl) == ("archive", 1440)
+    with pytest.raises(ConfigError, match="LANGGRAPH_JSONL_TTL"):
+        ttl_from_environment({"LANGGRAPH_JSONL_TTL": "soon"})
+
+
+def test_sweep_limit_leaves_the_rest_for_the_next_sweep(tmp_path: Path) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {f"t{i}": {} for i in range(5)})
+    policy = {"default_ttl": 0, "strategy": "delete", "sweep_limit": 2}
+    first = saver.sweep(policy, now=time.time() + HOUR)
+    assert len(first.swept) == 2 and first.limited == 3
+    assert len(saver.sweep(policy, now=time.time() + HOUR).swept) == 2
+    assert len(saver.sweep(policy, now=time.time() + HOUR).swept) == 1
+    assert list(saver.store.thread_ids()) == []
+    saver.close()
+
+
+def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saver, _ = _store_of_agents(tmp_path / "s", {"old": {}, "pinned": {"pinned": True}, "new": {}})
+    before = answers(saver, "old")
+    for tid in ("old", "pinned"):
+        _age(saver, tid, 2 * HOUR)
+    saver.close()
+    store = str(tmp_path / "s")
+
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "archive", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "old\twould be archived" in out and "pinned\tpinned: kept" in out
+    assert "1 thread(s) would be archived, 1 pinned, 0 live, 1 active" in out
+    assert JsonlSaver(store).store.has_thread("old")  # a dry run changes nothing
+
+    os.environ["LANGGRAPH_JSONL_TTL"] = '{"default_ttl": 60, "strategy": "archive"}'
+    try:
+        assert main(["sweep", store, "--json"]) == 0
+    finally:
+        del os.environ["LANGGRAPH_JSONL_TTL"]
+    report = json.loads(capsys.readouterr().out)
+    assert report["swept"] == ["old"] and report["pinned"] == ["pinned"] and report["strategy"] == "archive"
+
+    assert main(["archived", store]) == 0
+    assert capsys.readouterr().out.startswith("old\tarchived ")
+    assert main(["restore", store, "--thread", "old"]) == 0
+    assert "thread old: restored from" in capsys.readouterr().out
+    assert not diff_answers(answers(JsonlSaver(store), "old"), before)
+
+    assert main(["sweep", store]) == 2
+    assert "--ttl MINUTES, or set LANGGRAPH_JSONL_TTL" in capsys.readouterr().err
+    assert main(["restore", store, "--thread", "old"]) == 2
+    assert "has no archive of thread 'old'" in capsys.readouterr().err
