@@ -11,7 +11,7 @@ The entry points are looked up by name in the child, so they stay at module leve
 ``mp_reader`` (multi-process battery), ``open_store_child`` (concurrent store creation),
 ``fsize_child`` (short writes under ``RLIMIT_FSIZE``), ``kill_at_op_child`` (SIGKILL
 at the k-th file operation), ``busy_worker_child`` and ``holding_run_child`` (several
-workers on one thread).
+workers on one thread), ``sweep_child`` (several processes sweeping one store).
 """
 
 from __future__ import annotations
@@ -388,7 +388,8 @@ class _KillAtOp:
 
 def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
     """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "compact"; "create": the first
-    put of thread ``new``; "copy": copy_thread t -> copy) and SIGKILL at file op ``k``.
+    put of thread ``new``; "copy": copy_thread t -> copy; "sweep-<strategy>": a sweep that finds
+    every thread expired; "restore": restore t from the archive) and SIGKILL at file op ``k``.
     Exit 0 if the action finished before op ``k``."""
     import langgraph_jsonl_checkpoint.disk.files as files_module
 
@@ -405,8 +406,34 @@ def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
             saver.put(config("new"), make_checkpoint(cp_id(1), {"m": ["new"]}, v), {}, v)
         elif action == "copy":
             saver.copy_thread("t", "copy")
+        elif action.startswith("sweep-"):
+            saver.sweep({"default_ttl": 0, "strategy": action[len("sweep-"):]}, now=time.time() + 3600)
+        elif action == "restore":
+            saver.restore("t")
         saver.close()
     except BaseException:
         traceback.print_exc()
         os._exit(70)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------------------
+# several processes sweeping one store
+# ---------------------------------------------------------------------------
+
+
+def sweep_child(store: str, strategy: str, start_at: float, out_path: str, err_path: str) -> None:
+    """Sweep ``store`` (every thread expired) from ``start_at`` on; write the report as JSON."""
+    import json
+
+    try:
+        saver = JsonlSaver(store)
+        time.sleep(max(0.0, start_at - time.time()))
+        report = saver.sweep({"default_ttl": 0, "strategy": strategy}, now=time.time() + 3600)
+        saver.close()
+        with open(out_path, "w") as f:
+            json.dump({"swept": [t for t, _ in report.swept], "live": report.live,
+                       "errors": report.errors, "settled": report.settled}, f)
+    except BaseException:
+        _child_fail(err_path)
     os._exit(0)
