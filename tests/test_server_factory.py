@@ -1,0 +1,185 @@
+"""The server factory in-process: where it opens the store, what it configures, and
+what the LangGraph server relies on (several saver instances in one process, one per
+OS thread and event loop, seeing each other's writes at once; no blocking call on an
+event loop, checked with ``blockbuster``, which ``langgraph dev`` itself uses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blockbuster import blockbuster_ctx
+from langchain_core.messages import HumanMessage
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.server import checkpointer
+from tests.harness.answers import answers, diff_answers
+from tests.harness.flow_graphs import build_agent_graph
+
+
+def _cfg(tid: str, run_id: str | None = None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"configurable": {"thread_id": tid}}
+    if run_id:
+        cfg["metadata"] = {"run_id": run_id}
+    return cfg
+
+
+async def test_the_factory_opens_the_store_named_by_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
+    async with checkpointer() as saver:
+        assert saver.store.path == str(tmp_path / "store")
+        assert saver.concurrent_runs == "hold" and saver.retention is None
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    monkeypatch.chdir(tmp_path)
+    async with checkpointer() as saver:
+        assert saver.store.path == str(tmp_path / "checkpoints")
+
+
+async def test_the_factory_sweeps_by_the_ttl_block_of_langgraph_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    with JsonlSaver(store) as saver:
+        graph = build_agent_graph().compile(checkpointer=saver)
+        for tid in ("old", "pinned"):
+            meta = {"pinned": True} if tid == "pinned" else {}
+            graph.invoke({"messages": [HumanMessage("what is 1 + 2?")]}, {**_cfg(tid), "metadata": meta})
+            path = saver.store.thread_log(tid).path
+            os.utime(path, (time.time() - 7200, time.time() - 7200))
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(store))
+    # What `langgraph dev` passes for {"checkpointer": {"path": ..., "ttl": {...}}}.
+    block = {"path": "langgraph_jsonl_checkpoint.server.checkpointer",
+             "ttl": {"strategy": "delete", "default_ttl": 60, "sweep_interval_minutes": 1}}
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINTER", json.dumps(block))
+    async with checkpointer() as saver:
+        assert saver.retention is not None and saver.retention.strategy == "delete"
+        deadline = time.monotonic() + 30
+        while saver.store.has_thread("old") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # the sweeper's first sweep runs at once
+        assert not saver.store.has_thread("old")
+        assert saver.store.has_thread("pinned")
+
+
+def _in_own_loop(coro_fn: Any, *args: Any) -> Any:
+    """Run ``coro_fn(*args)`` in a new OS thread with its own event loop (as the server
+    enters the factory once per thread), under blockbuster."""
+    box: dict[str, Any] = {}
+
+    def main() -> None:
+        try:
+            box["value"] = asyncio.run(coro_fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box["error"] = exc
+
+    t = threading.Thread(target=main)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "a server thread hung"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def test_savers_of_several_server_threads_see_each_others_writes_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
+    entered = threading.Barrier(2, timeout=60)
+    steps = [threading.Event() for _ in range(8)]
+    seen: dict[str, Any] = {}
+
+    async def writer() -> None:
+        async with checkpointer() as saver:
+            await asyncio.to_thread(entered.wait)
+            graph = build_agent_graph().compile(checkpointer=saver)
+            await graph.ainvoke({"messages": [HumanMessage("what is 1 + 2?")]}, _cfg("a", "run-1"))
+            seen["a from the writer"] = (await graph.aget_state(_cfg("a"))).values
+            steps[0].set()
+            await asyncio.to_thread(steps[1].wait, 60)  # the reader deleted b
+            seen["b after delete"] = await saver.aget_tuple(_cfg("b"))
+            await saver.acopy_thread("a", "a-copy")
+            await graph.ainvoke({"messages": [HumanMessage("what is 2 + 2?")]}, _cfg("a", "run-2"))
+            steps[2].set()
+            await asyncio.to_thread(steps[3].wait, 60)  # the reader pruned a
+            seen["a after prune"] = [t async for t in saver.alist(_cfg("a"))]
+            await saver.adelete_for_runs(["run-b"])
+            steps[4].set()
+
+    async def reader() -> None:
+        async with checkpointer() as saver:
+            await asyncio.to_thread(entered.wait)
+            graph = build_agent_graph().compile(checkpointer=saver)
+            await graph.ainvoke({"messages": [HumanMessage("what is 5 + 2?")]}, _cfg("b", "run-b"))
+            await asyncio.to_thread(steps[0].wait, 60)
+            seen["a from the reader"] = (await graph.aget_state(_cfg("a"))).values
+            await saver.adelete_thread("b")
+            steps[1].set()
+            await asyncio.to_thread(steps[2].wait, 60)
+            seen["copy from the reader"] = await saver.aget_tuple(_cfg("a-copy"))
+            seen["a before prune"] = len([t async for t in saver.alist(_cfg("a"))])
+            await saver.aprune(["a"], strategy="keep_latest")
+            steps[3].set()
+            await asyncio.to_thread(steps[4].wait, 60)
+            seen["b after delete_for_runs"] = await saver.aget_tuple(_cfg("b"))
+
+    with blockbuster_ctx(), ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(_in_own_loop, fn) for fn in (writer, reader)]:
+            done.result(180)
+    assert set(seen) == {"b after delete", "a from the writer", "a from the reader", "copy from the reader",
+                         "a before prune", "a after prune", "b after delete_for_runs"}, seen
+    assert seen["a from the reader"] == seen["a from the writer"]
+    assert len(seen["a from the reader"]["messages"]) >= 2
+    assert seen["b after delete"] is None
+    assert seen["copy from the reader"] is not None
+    assert seen["a before prune"] > 1 and len(seen["a after prune"]) == 1
+    assert seen["b after delete_for_runs"] is None
+
+
+def test_no_blocking_call_on_the_event_loop(tmp_path: Path) -> None:
+    """Every async path the server uses, and sweep/restore, under blockbuster."""
+    store = tmp_path / "store"
+
+    async def flow() -> dict[str, Any]:
+        # Opening a store is file I/O: off the loop, as the factory does it.
+        opened = await asyncio.to_thread(JsonlSaver, store, concurrent_runs="hold")
+        async with opened as saver:
+            graph = build_agent_graph().compile(checkpointer=saver)
+            await graph.ainvoke({"messages": [HumanMessage("what is 1 + 2?")]}, _cfg("t", "r1"))
+            async for _ in graph.astream({"messages": [HumanMessage("what is 3 + 2?")]}, _cfg("t", "r2")):
+                pass
+            await graph.aupdate_state(_cfg("t"), {"messages": [HumanMessage("noted")]})
+            history = [s async for s in graph.aget_state_history(_cfg("t"))]
+            await saver.acopy_thread("t", "u")
+            await saver.adelete_for_runs(["r2"])
+            await saver.aprune(["u"])
+            await saver.asweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
+            await saver.arestore("t")
+            await saver.adelete_thread("u")
+            return {"history": len(history), "t": await saver.aget_tuple(_cfg("t"))}
+
+    with blockbuster_ctx():
+        got = _in_own_loop(flow)
+    assert got["history"] > 3 and got["t"] is not None
+
+
+def test_restore_brings_back_what_the_other_instance_archived(tmp_path: Path) -> None:
+    a, b = JsonlSaver(tmp_path / "s"), JsonlSaver(tmp_path / "s")
+    graph = build_agent_graph().compile(checkpointer=a)
+    graph.invoke({"messages": [HumanMessage("what is 1 + 2?")]}, _cfg("t"))
+    want = answers(b, "t")
+    a.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
+    assert b.get_tuple(_cfg("t")) is None
+    b.restore("t")
+    assert not diff_answers(answers(a, "t"), want)
+    a.close()
+    b.close()
