@@ -322,3 +322,19 @@ def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "--ttl MINUTES, or set LANGGRAPH_JSONL_TTL" in capsys.readouterr().err
     assert main(["restore", store, "--thread", "old"]) == 2
     assert "has no archive of thread 'old'" in capsys.readouterr().err
+
+
+def test_maintenance_is_not_activity(tmp_path: Path) -> None:
+    """compact and prune keep a log's modification time: a nightly compact must not keep
+    every thread alive; a keep_latest sweep of a pruned thread changes nothing."""
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
+    _age(saver, "t", 2 * HOUR)
+    saver.compact("t")
+    saver.prune(["t"])
+    assert saver.store.thread_log("t").modified_at() < time.time() - HOUR
+    first = saver.sweep({"default_ttl": 60, "strategy": "keep_latest"})
+    assert first.swept == [] and first.unchanged == 1
+    graph = build_agent_graph().compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("what is 4 + 2?", id="later")]}, _cfg("t"))
+    assert saver.sweep({"default_ttl": 60, "strategy": "delete"}).active == 1  # a write is activity
+    saver.close()

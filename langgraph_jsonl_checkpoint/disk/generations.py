@@ -3,7 +3,8 @@
 A rewrite (compact, prune, repair, delete_for_runs) never changes a log in place: the
 new generation is written and fsynced under a temp name in the store's ``tmp/`` folder,
 renamed over the log, and the directory is fsynced. A crash at any point leaves the old
-or the new file, whole, and at most a temp file that the next writer sweeps.
+or the new file, whole, and at most a temp file that the next writer sweeps. The new
+file keeps the old one's modification time: a rewrite is not activity.
 
 Deleting a thread removes its log, sidecar and quarantine file, and leaves a tombstone
 (``<stem>.deleted``) naming the newest checkpoint id it held: a write LangGraph was still
@@ -54,6 +55,7 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
             files.os.fsync(fd)
         finally:
             files.os.close(fd)
+        _keep_times(paths.log, tmp)
     except OSError as exc:
         files.unlink_quietly(tmp)
         raise DurabilityError(
@@ -73,6 +75,16 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
         files.os.unlink(paths.index)  # it indexes the old generation
     except FileNotFoundError:
         pass
+
+
+def _keep_times(log: str, new: str) -> None:
+    """Give a new generation its log's access and modification times: a rewrite is
+    maintenance, not activity (retention judges idleness by the modification time)."""
+    try:
+        st = files.os.stat(log, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # a new log: its own times
+    files.os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 class Tombstone:

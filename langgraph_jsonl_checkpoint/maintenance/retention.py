@@ -125,6 +125,7 @@ class SweepReport:
         pinned: Expired threads kept because they are pinned.
         live: Expired threads skipped because a run is working on them.
         active: Threads not expired.
+        unchanged: Expired threads a ``keep_latest`` sweep found pruned already.
         settled: Archive files a crash had left half moved, finished now.
         errors: ``(thread or file, message)`` of threads that could not be swept.
         limited: Expired threads left for the next sweep (``sweep_limit`` reached).
@@ -135,6 +136,7 @@ class SweepReport:
     pinned: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
     active: int = 0
+    unchanged: int = 0
     settled: list[str] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     limited: int = 0
@@ -277,7 +279,9 @@ def _sweep_one(
                 report.pinned.append(thread_id)
                 return
             if policy.strategy == "keep_latest":
-                prune_locked(access, log, idx)
+                if not prune_locked(access, log, idx):
+                    report.unchanged += 1
+                    return
             elif policy.strategy == "archive":
                 archive.archive(log)
             else:

@@ -1,0 +1,112 @@
+"""Docs that run: every Python and shell block of README.md and docs/*.md.
+
+A Python block runs as a program in a fresh folder (exit 0 within the time limit), or,
+marked ``# fragment: <reason>``, is compiled. A shell block runs with ``bash -e`` in a
+fresh folder holding ``./checkpoints`` (thread ``t-1``, made by a real graph run, idle
+for eight days) and the repository's ``examples/``; the steps that need the network are
+left out by name (``tests/harness/doc_blocks.py``). A block marked
+``# shown, run elsewhere: tests/<file>.py`` must name a test file that runs its program.
+A ``langgraph.json`` block names a checkpointer the server can load (other JSON blocks
+are records of ``docs/format.md``, with elisions).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.doc_blocks import ELSEWHERE, FRAGMENT, ROOT, DocBlock, blocks, runnable_shell
+
+TIMEOUT = 300
+PYTHON_BLOCKS = blocks("python")
+BASH_BLOCKS = blocks("bash")
+JSON_BLOCKS = [b for b in blocks("json") if "checkpointer" in b.text]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("LANGGRAPH_JSONL_STORE", None)
+    env.pop("LANGGRAPH_JSONL_TTL", None)
+    return env
+
+
+def test_the_docs_have_blocks_to_run() -> None:
+    assert len(PYTHON_BLOCKS) >= 5 and len(BASH_BLOCKS) >= 4
+    runnable = [b for b in PYTHON_BLOCKS if not FRAGMENT.match(b.first_line)]
+    assert runnable, "no Python block of the docs runs as a program"
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda b: b.name)
+def test_python_block(block: DocBlock, tmp_path: Path) -> None:
+    fragment = FRAGMENT.match(block.first_line)
+    if fragment:
+        assert len(fragment.group(1)) > 10, f"{block.name}: say why it is a fragment"
+        compile(block.text, block.name, "exec")
+        return
+    program = tmp_path / "block.py"
+    program.write_text(block.text)
+    run = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert run.returncode == 0, f"{block.name} failed:\n{run.stdout}\n{run.stderr}"
+
+
+def _shell_folder(tmp_path: Path) -> Path:
+    """A folder with ./checkpoints (thread t-1, idle for eight days) and examples/."""
+    model = FakeListChatModel(responses=["the answer is 5"])
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    builder.add_edge(START, "agent")
+    with JsonlSaver(tmp_path / "checkpoints") as saver:
+        graph = builder.compile(checkpointer=saver)
+        for text in ("what is 3 + 2?", "thanks"):
+            graph.invoke({"messages": [("user", text)]}, {"configurable": {"thread_id": "t-1"}})
+        log = saver.store.thread_log("t-1").path
+    idle = time.time() - 8 * 24 * 3600
+    os.utime(log, (idle, idle))
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    return tmp_path
+
+
+@pytest.mark.parametrize("block", BASH_BLOCKS, ids=lambda b: b.name)
+def test_shell_block(block: DocBlock, tmp_path: Path) -> None:
+    elsewhere = ELSEWHERE.match(block.first_line)
+    if elsewhere:
+        runner = ROOT / elsewhere.group(1)
+        assert runner.is_file(), f"{block.name}: {elsewhere.group(1)} does not exist"
+        program = next(line for line in block.text.splitlines() if line and not line.startswith("#"))
+        command = next(w for w in program.split() if "=" not in w)  # past VAR=value prefixes
+        source = runner.read_text() + "".join(
+            (ROOT / "tests" / "harness" / f).read_text() for f in os.listdir(ROOT / "tests" / "harness")
+            if f.endswith(".py")
+        )
+        assert f'"{command}"' in source or f"'{command}'" in source, (
+            f"{block.name}: {elsewhere.group(1)} does not run {command}"
+        )
+        return
+    script, skipped = runnable_shell(block.text)
+    if not script.strip():  # every step needs the network or is this suite (named in doc_blocks)
+        assert skipped, block.name
+        return
+    folder = _shell_folder(tmp_path)
+    run = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=folder, env=_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert run.returncode == 0, f"{block.name} failed:\n{script}\n{run.stdout}\n{run.stderr}"
+
+
+@pytest.mark.parametrize("block", JSON_BLOCKS, ids=lambda b: b.name)
+def test_json_block(block: DocBlock) -> None:
+    path = json.loads(block.text)["checkpointer"]["path"]
+    # loaded as langgraph-api loads an installed module's attribute
+    module, _, attr = path.rpartition(".")
+    assert callable(getattr(importlib.import_module(module), attr)), block.name
