@@ -5,7 +5,9 @@ marked ``# fragment: <reason>``, is compiled. A shell block runs with ``bash -e`
 fresh folder holding ``./checkpoints`` (thread ``t-1``, made by a real graph run, idle
 for eight days) and the repository's ``examples/``; the steps that need the network are
 left out by name (``tests/harness/doc_blocks.py``). A block marked
-``# shown, run elsewhere: tests/<file>.py`` must name a test file that runs its program.
+``# shown, run elsewhere: tests/<file>.py`` must name a test file that runs its program;
+one marked ``# synopsis: <reason>`` (usage lines with placeholders) must parse with the
+CLI's parser.
 A ``langgraph.json`` block names a checkpointer the server can load (other JSON blocks
 are records of ``docs/format.md``, with elisions).
 """
@@ -25,7 +27,17 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from tests.harness.doc_blocks import ELSEWHERE, FRAGMENT, ROOT, DocBlock, blocks, runnable_shell
+from langgraph_jsonl_checkpoint.cli import build_parser
+from tests.harness.doc_blocks import (
+    ELSEWHERE,
+    FRAGMENT,
+    ROOT,
+    SYNOPSIS,
+    DocBlock,
+    blocks,
+    runnable_shell,
+    synopsis_argv,
+)
 
 TIMEOUT = 300
 PYTHON_BLOCKS = blocks("python")
@@ -93,6 +105,18 @@ def test_shell_block(block: DocBlock, tmp_path: Path) -> None:
         assert f'"{command}"' in source or f"'{command}'" in source, (
             f"{block.name}: {elsewhere.group(1)} does not run {command}"
         )
+        return
+    if SYNOPSIS.match(block.first_line):
+        lines = [argv for line in block.text.splitlines() if (argv := synopsis_argv(line)) is not None]
+        assert lines, block.name
+        for argv in lines:
+            if argv == ["--version"]:
+                continue
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit as exc:
+                shown = " ".join(argv)
+                raise AssertionError(f"{block.name}: `langgraph-jsonl {shown}` does not parse") from exc
         return
     script, skipped = runnable_shell(block.text)
     if not script.strip():  # every step needs the network or is this suite (named in doc_blocks)

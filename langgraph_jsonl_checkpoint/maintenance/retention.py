@@ -217,10 +217,16 @@ def sweep(
 
     Returns:
         The report. One thread that cannot be swept is reported and the others are.
+
+    Raises:
+        ConfigError: The store was opened read-only and this is not a dry run.
     """
     now = time.time() if now is None else now
     report = SweepReport(dry_run=dry_run)
     store = access.store
+    if store.read_only and not dry_run:
+        raise ConfigError(f"store {store.path} was opened read-only: a sweep that changes threads needs a "
+                          "writable saver (or pass dry_run=True)")
     archive = ThreadArchive(store)
     if not dry_run:
         _settle_archive(access, archive, report)

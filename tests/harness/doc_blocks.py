@@ -7,6 +7,10 @@ say why it is not run as a whole program:
 - ``# shown, run elsewhere: tests/<file>.py ...`` (bash): a command another test runs
   for real (the LangGraph server, which needs a free port and minutes); the test checks
   that file exists and runs that program.
+- ``# synopsis: <reason>`` (bash): ``langgraph-jsonl`` usage lines with placeholders
+  (``THREAD``, ``[--option value]``, ``a|b``); each line is parsed by the CLI's own
+  parser with the placeholders filled in (:func:`synopsis_argv`), so every command and
+  option shown exists.
 
 Shell steps that need the network (creating a venv and ``pip install``) or that would
 run this test suite inside itself are left out of a block by name (:data:`SKIPPED_STEPS`),
@@ -16,6 +20,7 @@ and the rest of the block runs.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 FRAGMENT = re.compile(r"^# fragment: (\S.*)$")
 ELSEWHERE = re.compile(r"^# shown, run elsewhere: (tests/\S+\.py)\b")
+SYNOPSIS = re.compile(r"^# synopsis: (\S.*)$")
 
 #: Steps of a ``&&`` chain that are not run, with why.
 SKIPPED_STEPS = {
@@ -93,3 +99,19 @@ def runnable_shell(text: str) -> tuple[str, list[str]]:
             line = " && ".join(kept)
         lines.append(re.sub(r"\[(--[^\]]*)\]", r"\1", line))
     return "\n".join(lines) + "\n", skipped
+
+
+def synopsis_argv(line: str) -> list[str] | None:
+    """A usage line as the arguments it stands for (``None`` for a comment or blank):
+    the program name and comments dropped, ``[...]`` kept as its content, ``a|b`` as
+    ``a``, capitalised placeholders as a value."""
+    line = line.split("  #", 1)[0].strip()
+    if not line or line.startswith("#"):
+        return None
+    words = shlex.split(re.sub(r"\[([^\]]*)\]", r"\1", line))
+    assert words[0] == "langgraph-jsonl", line
+    out = []
+    for w in words[1:]:
+        w = w.split("|", 1)[0]
+        out.append("placeholder" if re.fullmatch(r"[A-Z][A-Z_]*", w) else w)
+    return out
