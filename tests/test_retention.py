@@ -313,7 +313,11 @@ def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert report["swept"] == ["old"] and report["pinned"] == ["pinned"] and report["strategy"] == "archive"
 
     assert main(["archived", store]) == 0
-    assert capsys.readouterr().out.startswith("old\tarchived ")
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["THREAD", "ARCHIVED", "SIZE", "FILE"] and row.split()[0] == "old"
+    assert main(["archived", store, "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["thread_id"] == "old" and listed["path"].endswith(".jsonl.zst") and listed["size"] > 0
     assert main(["restore", store, "--thread", "old"]) == 0
     assert "thread old: restored from" in capsys.readouterr().out
     assert not diff_answers(answers(JsonlSaver(store), "old"), before)

@@ -15,7 +15,6 @@ sweep alike).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
@@ -23,10 +22,12 @@ from ..maintenance.retention import STRATEGIES, TTL_ENV, RetentionPolicy, ttl_fr
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    EXIT_STATUS_HELP,
     UsageError,
+    add_command,
     add_store_argument,
     open_saver,
+    print_json,
+    print_table,
     shown,
 )
 
@@ -49,12 +50,12 @@ def _sweep(args: argparse.Namespace) -> int:
     with open_saver(args, write=not args.dry_run) as saver:
         report = saver.sweep(policy, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps({
+        print_json({
             "dry_run": report.dry_run, "strategy": policy.strategy, "default_ttl": policy.default_ttl,
             "swept": [t for t, _ in report.swept], "pinned": report.pinned, "live": report.live,
-            "active": report.active, "limited": report.limited, "settled": report.settled,
-            "errors": [{"what": w, "error": e} for w, e in report.errors],
-        }, ensure_ascii=False))
+            "active": report.active, "unchanged": report.unchanged, "limited": report.limited,
+            "settled": report.settled, "errors": [{"what": w, "error": e} for w, e in report.errors],
+        })
         return EXIT_PROBLEMS if report.errors else EXIT_OK
     verb = {"delete": "deleted", "keep_latest": "pruned", "archive": "archived"}[policy.strategy]
     if report.dry_run:
@@ -79,30 +80,44 @@ def _sweep(args: argparse.Namespace) -> int:
 def _archived(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         entries = saver.archived(args.thread)
-    for e in entries:
-        print(f"{shown(e.thread_id)}\tarchived {e.archived_at.isoformat(timespec='seconds')}\t"
-              f"{e.size} bytes\t{e.path}")
+    if args.json:
+        print_json([{"thread_id": e.thread_id, "archived_at": e.archived_at, "size": e.size, "path": e.path}
+                    for e in entries])
+        return EXIT_OK
     if not entries:
         print("no archived threads")
+        return EXIT_OK
+    print_table(
+        ["THREAD", "ARCHIVED", "SIZE", "FILE"],
+        [[shown(e.thread_id), e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path]
+         for e in entries],
+    )
     return EXIT_OK
 
 
 def _restore(args: argparse.Namespace) -> int:
     with open_saver(args, write=True) as saver:
         entry = saver.restore(args.thread)
-    print(f"thread {shown(entry.thread_id)}: restored from {entry.path}")
+    if args.json:
+        print_json({"thread_id": entry.thread_id, "restored_from": entry.path})
+    else:
+        print(f"thread {shown(entry.thread_id)}: restored from {entry.path}")
     return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add this module's commands to the parser."""
-    p = sub.add_parser(
-        "sweep", help="delete, prune or archive threads idle longer than a TTL",
+    p = add_command(
+        sub, "sweep",
+        summary="delete, prune or archive threads idle longer than a TTL",
         description="Apply a retention policy: every thread idle (no write) for the TTL is "
         "deleted, pruned to its latest checkpoints (keep_latest) or archived (compressed into "
         "<store>/archive/), unless pinned (\"pinned\": true in its latest checkpoint's metadata) "
-        "or a run is working on it. Example: langgraph-jsonl sweep ./checkpoints --ttl 10080 "
-        "--strategy archive --dry-run", epilog=EXIT_STATUS_HELP,
+        f"or a run is working on it. The policy: --ttl and --strategy, else ${TTL_ENV}.",
+        examples=["langgraph-jsonl sweep ./checkpoints --ttl 10080 --strategy archive --dry-run",
+                  "langgraph-jsonl sweep ./checkpoints --ttl 1440 --strategy keep_latest"],
+        json_shape="{dry_run, strategy, default_ttl, swept: [thread_id], pinned: [thread_id], "
+        "live: [thread_id], active, unchanged, limited, settled: [path], errors: [{what, error}]}",
     )
     add_store_argument(p)
     p.add_argument("--ttl", type=float, help=f"minutes of inactivity after which a thread expires "
@@ -110,18 +125,26 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--strategy", choices=STRATEGIES,
                    help="what happens to an expired thread (default: delete)")
     p.add_argument("--dry-run", action="store_true", help="list what would be done; change nothing")
-    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(run=_sweep)
-    p = sub.add_parser("archived", help="list archived threads",
-                       description="List the threads a sweep archived. Example: "
-                       "langgraph-jsonl archived ./checkpoints", epilog=EXIT_STATUS_HELP)
+    p = add_command(
+        sub, "archived",
+        summary="list archived threads",
+        description="List the threads a sweep archived, oldest first.",
+        examples=["langgraph-jsonl archived ./checkpoints",
+                  "langgraph-jsonl archived ./checkpoints --thread t-1"],
+        json_shape="[{thread_id, archived_at, size, path}]",
+    )
     add_store_argument(p)
     p.add_argument("--thread", help="only this thread id's archives")
     p.set_defaults(run=_archived)
-    p = sub.add_parser("restore", help="bring an archived thread back",
-                       description="Move a thread's newest archive back into the store; the "
-                       "thread then reads as it did when it was archived. Example: "
-                       "langgraph-jsonl restore ./checkpoints --thread t-1", epilog=EXIT_STATUS_HELP)
+    p = add_command(
+        sub, "restore",
+        summary="bring an archived thread back",
+        description="Move a thread's newest archive back into the store; the thread then "
+        "reads as it did when it was archived.",
+        examples=["langgraph-jsonl restore ./checkpoints --thread t-1"],
+        json_shape="{thread_id, restored_from}",
+    )
     add_store_argument(p)
     p.add_argument("--thread", required=True, help="the thread id to restore")
     p.set_defaults(run=_restore)
