@@ -37,9 +37,12 @@ class Lines:
         self.pump.start()
 
     def close(self) -> str:
-        """Wait for the process's end; its stderr. Closes its pipes."""
-        self.proc.wait(timeout=30)
-        self.pump.join(timeout=30)
+        """Wait for the process's end; its stderr. Closes its pipes. (Generous: on a
+        machine loaded 3x over, a follower took more than 30 s to be scheduled and exit.)"""
+        try:
+            self.proc.wait(timeout=120)
+        finally:
+            self.pump.join(timeout=30)
         err = self.proc.stderr.read() if self.proc.stderr else ""
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
