@@ -37,16 +37,21 @@ class Lines:
         self.pump.start()
 
     def close(self) -> str:
-        """Wait for the process's end; its stderr. Closes its pipes. (Generous: on a
-        machine loaded 3x over, a follower took more than 30 s to be scheduled and exit.)"""
+        """Wait for the process's end; its stderr. Closes its pipes, even when it did
+        not end in time (generous: on a machine loaded 3x over, a follower took more than
+        30 s to be scheduled and exit)."""
         try:
             self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            raise
         finally:
             self.pump.join(timeout=30)
-        err = self.proc.stderr.read() if self.proc.stderr else ""
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
         return err
 
     def _pump(self, proc: subprocess.Popen) -> None:
