@@ -52,3 +52,14 @@ def test_answer_problems_names_the_unanswered_calls() -> None:
     assert "b" in answer_problems({"a": "retry"}, ["a", "b"])
     assert "mapping" in answer_problems("skip", ["a"])
     assert "b" in answer_problems({"a": "skip", "b": {"value": 1}}, ["a", "b"])
+
+
+def test_a_tool_call_without_an_id_is_refused_with_the_thread_and_tool_named() -> None:
+    from langgraph_jsonl_checkpoint.errors import ConfigError
+    from langgraph_jsonl_checkpoint.replay.calls import call_id_of
+
+    assert call_id_of({"id": "call-1", "name": "send_email"}, "t1") == "call-1"
+    for call in ({"name": "send_email"}, {"id": None, "name": "send_email"},
+                 {"id": "", "name": "send_email"}):
+        with pytest.raises(ConfigError, match=r"thread 't1'.*'send_email'.*has no id"):
+            call_id_of(call, "t1")

@@ -48,7 +48,7 @@ def add_command(
     """Add a command with its help: what it does, examples (each a whole command line),
     its ``--json`` shape and the exit status; tests check every command has them."""
     lines = "\n".join(f"  {e}" for e in examples)
-    parser = sub.add_parser(
+    parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=summary,
         description=f"{description}\n\nExample:\n{lines}",

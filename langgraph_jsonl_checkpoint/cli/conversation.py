@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from ..inspection.conversation import compact_json, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
@@ -68,7 +69,7 @@ def _waiting(kinds: tuple[str, ...]) -> str:
 # -- show -----------------------------------------------------------------------------
 
 
-def transcript_json(t: Transcript) -> dict:
+def transcript_json(t: Transcript) -> dict[str, Any]:
     """The ``show --json`` shape."""
     f = t.facts
     return {

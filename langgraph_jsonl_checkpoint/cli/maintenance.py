@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..errors import JsonlCheckpointError
 from ..maintenance.repair import repair
@@ -73,8 +74,8 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     status = EXIT_OK
-    done: list[dict] = []
-    skipped: list[dict] = []
+    done: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
 
     def skip(thread_id: str | None, path: str, exc: BaseException) -> None:
         skipped.append({"thread_id": thread_id, "path": path, "problem": first_line(exc)})

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
+tqdm: Any
 try:
     from tqdm import tqdm
 except ImportError:  # the optional ``cli`` extra is not installed: no bar

@@ -27,7 +27,8 @@ from .summary import CHECKPOINT, DELTA, FULL, SNAPSHOT, TOOL, WRITES, version_ke
 def cat(blocks: list[Block], name: str) -> list[Any]:
     """One column of consecutive blocks."""
     if len(blocks) == 1:
-        return blocks[0].cols[name]
+        column: list[Any] = blocks[0].cols[name]
+        return column
     return list(itertools.chain.from_iterable(b.cols[name] for b in blocks))
 
 
@@ -53,7 +54,7 @@ class LazyEntries(dict):  # type: ignore[type-arg]
         entry = dict.__getitem__(self, key)
         return self._build(key, entry) if type(entry) is int else entry
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         entry = dict.get(self, key, default)
         return self._build(key, entry) if type(entry) is int else entry
 
@@ -76,7 +77,7 @@ class LazyEntries(dict):  # type: ignore[type-arg]
             other._build_all()
         return dict.__eq__(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
 
 class BulkRecords:
@@ -132,7 +133,8 @@ class BulkRecords:
         return RecordRef(self.offs[i], self.lens[i], seq)
 
     def slot_ns(self, slot: int) -> str:
-        return self.ns[self.vr[slot] - self.first]
+        ns: str = self.ns[self.vr[slot] - self.first]
+        return ns
 
     def slot_map(self, ns: str, channel: str) -> dict[Any, int]:
         """Version key -> the value slot that :meth:`~.index.ThreadIndex.apply` would have kept."""
@@ -229,7 +231,7 @@ class BulkRecords:
             return []
         seqs = range(self.first, self.first + len(self.lens))
         tools = itertools.compress(seqs, map(eq, self.kinds, itertools.repeat(TOOL)))
-        return [(tuple(key), self.ref(seq)) for seq, key in zip(tools, self.tool_keys)]  # type: ignore[misc]
+        return [(tuple(key), self.ref(seq)) for seq, key in zip(tools, self.tool_keys)]
 
     def since_last_snapshot(self) -> tuple[int | None, int, int]:
         """``(length of the last snapshot record or None, checkpoint records after it,

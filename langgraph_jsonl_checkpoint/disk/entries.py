@@ -47,7 +47,8 @@ class CheckpointEntry(NamedTuple):
     @property
     def versions(self) -> dict[str, Any]:
         cv = self.cv
-        return _decode(cv, self, "channel versions") if type(cv) is str else cv
+        versions: dict[str, Any] = _decode(cv, self, "channel versions") if type(cv) is str else cv
+        return versions
 
 
 def _decode(text: str, entry: CheckpointEntry, what: str) -> Any:

@@ -11,7 +11,7 @@ arithmetic (``os.path``) and flag constants need no door and use ``os`` directly
 from __future__ import annotations
 
 import errno
-import os
+import os as os  # re-exported: disk/ calls `files.os.*`, the seam fault-injection tests patch
 import threading
 
 from ..errors import ForeignFileError
@@ -81,7 +81,7 @@ def read_whole(path: str) -> bytes:
     fd = open_file(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        chunks = []
+        chunks: list[bytes] = []
         offset = 0
         while True:
             chunk = os.pread(fd, max(size - offset, 65536), offset)

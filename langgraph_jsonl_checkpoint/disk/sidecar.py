@@ -104,7 +104,7 @@ class Block:
 
     @property
     def end(self) -> int:
-        return self.offsets[-1]
+        return int(self.offsets[-1])
 
     def framed(self) -> bytes:
         """File lines for this block: the lines it was read from or built as, again."""
@@ -211,7 +211,7 @@ def merge(blocks: list[Block]) -> Block:
         if name in ("s0", "o0"):
             continue
         if name in _INT_COLUMNS or (name == "t" and all(_types(b.cols["t"]) == {int} for b in blocks)):
-            col = array("q")
+            col: Any = array("q")
             for b in blocks:
                 col.extend(b.cols[name])
         else:
@@ -341,12 +341,26 @@ def columns_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> dict[str, 
     :meth:`Block.summary` is its inverse; tests check that the two agree with
     :func:`~.summary.summarize` field for field.
     """
-    t, nss, lengths = [], [], []
+    t: list[Any] = []
+    nss: list[Any] = []
+    lengths: list[int] = []
     first = None
-    ids, ps, mds, cvs = [], [], [], []
-    vr, vc, vv, vk, vb = [], [], [], [], []
-    cps, tasks, paths, wn, wi, wc = [], [], [], [], [], []
-    keys = []
+    ids: list[Any] = []
+    ps: list[Any] = []
+    mds: list[Any] = []
+    cvs: list[Any] = []
+    vr: list[Any] = []
+    vc: list[Any] = []
+    vv: list[Any] = []
+    vk: list[Any] = []
+    vb: list[Any] = []
+    cps: list[Any] = []
+    tasks: list[Any] = []
+    paths: list[Any] = []
+    wn: list[Any] = []
+    wi: list[Any] = []
+    wc: list[Any] = []
+    keys: list[Any] = []
     dumps = orjson.dumps
     for rec, offset, length in records:
         if first is None:
@@ -415,7 +429,7 @@ def blocks_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> list[Block]
     """The summaries of these (checked, consecutive) log records, given with their
     offsets and lengths (as :func:`~.framing.iter_records` yields them), as one merged
     block (none for no records)."""
-    pieces = []
+    pieces: list[Block] = []
     stream = iter(records)
     while True:
         cols = columns_of(itertools.islice(stream, BLOCK_RECORDS))

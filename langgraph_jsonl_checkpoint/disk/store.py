@@ -36,6 +36,7 @@ from .log import ThreadLog
 from .paths import LogPaths, thread_file_stem
 from .processes import pid_alive
 from .runlock import RunLock
+from .view import LogView
 
 MARKER = "STORE.json"
 #: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
@@ -102,7 +103,7 @@ class Store:
         # Logs whose value caches (list witnesses, the newest lists in stored form) are
         # kept, with the items they hold: a conversation's objects, so their total is
         # bounded and the least recently used logs drop theirs first.
-        self._warm: OrderedDict[str, tuple[ThreadLog, int]] = OrderedDict()
+        self._warm: OrderedDict[str, tuple[LogView, int]] = OrderedDict()
         self._warm_items = 0
         self._lock = threading.Lock()
         self._open_directory()
@@ -279,7 +280,7 @@ class Store:
         stem = os.path.join(self.threads_path, thread_file_stem(thread_id))
         return any(os.path.lexists(stem + ext) for ext in (".jsonl", ".idx", ".quarantine"))
 
-    def keep_warm(self, log: ThreadLog) -> None:
+    def keep_warm(self, log: LogView) -> None:
         """Note that ``log``'s value caches were just used or filled. While the items
         they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used
         log's caches are dropped (they are only caches: its next put takes the slow
@@ -294,7 +295,7 @@ class Store:
                 if cold is not None and cold.derived is not None:
                     cold.derived.clear()
 
-    def _cool(self, thread_id: str) -> ThreadLog | None:
+    def _cool(self, thread_id: str) -> LogView | None:
         """Stop counting a log's caches (under the lock); the log, if it was counted."""
         entry = self._warm.pop(thread_id, None)
         if entry is None:
@@ -386,7 +387,7 @@ class Store:
                 f"{path} holds thread {tid!r} but is named for another thread; files in the "
                 "store must not be renamed by hand. Use copy_thread() instead."
             )
-        return tid
+        return str(tid)
 
     def archive(self, log: ThreadLog) -> str:
         """Copy a thread's log into ``archive/`` (fsynced, with the folder's entry)

@@ -112,7 +112,8 @@ def read_facts(
     cp = reader.decode(rec["cp"])
     cp = cp if isinstance(cp, Mapping) else {}
     metadata = reader.decode(rec["md"])
-    seen = cp.get("versions_seen") if isinstance(cp.get("versions_seen"), Mapping) else {}
+    raw_seen = cp.get("versions_seen")
+    seen: Mapping[str, Mapping[str, Any]] = raw_seen if isinstance(raw_seen, Mapping) else {}
 
     def holds_value(channel: str) -> bool:
         blob = idx.blob(ns, channel, versions[channel])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -159,7 +160,7 @@ def export_store(
     os.makedirs(target, exist_ok=True)
     summaries = list(thread_summaries(saver))
     written: list[ExportedFile] = []
-    rows: list[tuple[str, str, dict]] = []
+    rows: list[tuple[str, str, dict[str, Any]]] = []
     index_name = f"index.{fmt}"
     for s in track(summaries) if track is not None else summaries:
         if s.thread_id is None:
@@ -183,7 +184,7 @@ def export_store(
     return written
 
 
-def _index(rows: list[tuple[str, str, dict]], fmt: str) -> str:
+def _index(rows: list[tuple[str, str, dict[str, Any]]], fmt: str) -> str:
     if fmt == "html":
         return index_html(rows)
     if fmt == "md":

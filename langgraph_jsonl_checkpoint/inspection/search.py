@@ -147,7 +147,8 @@ class ThreadSearch:
         return any(folded.find(n, start, end) >= 0 for n in self._needles)
 
     def _record_hits(
-        self, log: Any, idx: Any, rec: Mapping[str, Any], seen: set, times: dict, out: list[SearchHit]
+        self, log: Any, idx: Any, rec: Mapping[str, Any], seen: set[Any], times: dict[Any, Any],
+        out: list[SearchHit],
     ) -> None:
         kind = rec.get("t")
         if kind == "checkpoint":
@@ -184,6 +185,7 @@ class ThreadSearch:
 
     def _find(self, message: Any, u: Utterance) -> tuple[str, int] | None:
         """The field of a message holding the text, and where (see the module docstring)."""
+        content: Any
         if isinstance(message, BaseMessage):
             content = message.content
         else:
@@ -225,7 +227,7 @@ class ThreadSearch:
                 return [m for m in value if isinstance(m, BaseMessage)]
         return []
 
-    def _time(self, log: Any, idx: Any, ns: str, cid: str, times: dict) -> str | None:
+    def _time(self, log: Any, idx: Any, ns: str, cid: str, times: dict[Any, Any]) -> str | None:
         """A checkpoint's time: from its record, read when a pending write matched first."""
         if (ns, cid) not in times:
             entry = idx.checkpoints.get(ns, {}).get(cid)
@@ -236,7 +238,8 @@ class ThreadSearch:
                 except JsonlCheckpointError:
                     when = None
             times[(ns, cid)] = when
-        return times[(ns, cid)]
+        when_seen: str | None = times[(ns, cid)]
+        return when_seen
 
     def _cp_time(self, cell: Any) -> str | None:
         """The ``ts`` in a checkpoint record's ``cp`` cell."""

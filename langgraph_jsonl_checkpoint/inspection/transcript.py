@@ -127,8 +127,9 @@ def read_transcript(
     entries = []
     for message in values.get(channel, []) if channel else []:
         at = seen.get(getattr(message, "id", None) or "")
-        where, when = at if at else (None, None)
-        entries.append(TranscriptEntry(message, utterance(message), where, when))
+        first_at: str | None = at[0] if at else None
+        when = at[1] if at else None
+        entries.append(TranscriptEntry(message, utterance(message), first_at, when))
     return Transcript(
         thread_id=thread_id, ns=ns, checkpoint_id=cid, facts=facts, channel=channel,
         entries=tuple(entries), values=values,
@@ -182,7 +183,7 @@ def _added_ids(facts: ThreadFacts, ns: str, cid: str, channel: str, version: Any
         cell = stored.get("tail", stored.get("val"))
         items = list_items(cell) if isinstance(cell, Mapping) else None
         if items is not None:
-            return [m.get("id") for m in items[1] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            return [m["id"] for m in items[1] if isinstance(m, dict) and isinstance(m.get("id"), str)]
         decoded = reader.decode(cell)
     else:
         blob = facts.index.blob(ns, channel, version)

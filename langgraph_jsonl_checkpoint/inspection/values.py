@@ -68,9 +68,9 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
         return jsonable(value.value, d)
     if isinstance(value, BaseException):
         return {"type": type(value).__name__, "message": str(value)}
-    fields = _slots_or_dict(value)
-    if fields is not None:
-        return {"type": type(value).__name__, **{k: jsonable(v, d) for k, v in fields.items()}}
+    attrs = _slots_or_dict(value)
+    if attrs is not None:
+        return {"type": type(value).__name__, **{k: jsonable(v, d) for k, v in attrs.items()}}
     return {"type": f"{type(value).__module__}.{type(value).__qualname__}", "repr": repr(value)}
 
 

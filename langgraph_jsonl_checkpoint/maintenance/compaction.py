@@ -112,9 +112,10 @@ def _rebuilt_records(
             out.append({**rec, "values": values})
         elif t == "writes" and (rec["ns"], rec["cp"]) in keep:
             if live_writes_only:
-                rec = _live_writes(idx, rec)
-                if rec is None:
+                live = _live_writes(idx, rec)
+                if live is None:
                     continue
+                rec = live
             out.append(rec)
         elif t == "tool":
             out.append(rec)

@@ -39,7 +39,16 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt, interrupt
 
 from ..errors import CheckpointNotSavedError, ConfigError
-from .calls import Batch, CallContext, context_of, messages_of, slots_held, task_position, thread_of
+from .calls import (
+    Batch,
+    CallContext,
+    call_id_of,
+    context_of,
+    messages_of,
+    slots_held,
+    task_position,
+    thread_of,
+)
 from .journal import SaverJournal, StoreJournal, ToolEventLog, ToolJournal
 from .lifecycle import (
     ANSWER,
@@ -225,7 +234,7 @@ class ReplayAdapter:
         )
 
     @staticmethod
-    def resume_command(interrupts: Iterable[Interrupt], answers: dict[str, Any]) -> Command:
+    def resume_command(interrupts: Iterable[Interrupt], answers: dict[str, Any]) -> Command[Any]:
         """A ``Command`` answering every pending uncertain-tool-call interrupt at once.
 
         Args:
@@ -437,13 +446,14 @@ class ReplayAdapter:
                 f"tool {call.get('name')!r} (call {call.get('id')}) failed before the run was "
                 f"resumed: {err.get('type', 'Error')}: {err.get('message', '')}"
             ), []
-        msg, resolution = answer_message(call["id"], call.get("name"), answer)  # SKIP, SUPPLY
-        event = self._event(ctx, call["id"], FINISHED, result=self.journal.encode(msg), resolution=resolution)
+        call_id = call_id_of(call, ctx.thread_id)
+        msg, resolution = answer_message(call_id, call.get("name"), answer)  # SKIP, SUPPLY
+        event = self._event(ctx, call_id, FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]
 
     def _call(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[Any]:
         """One call of a prepared batch: replayed from its record, or run and journaled."""
-        call_id = request.tool_call["id"]
+        call_id = call_id_of(request.tool_call, ctx.thread_id)
         record = batch.records.get(ctx.key(call_id))
         answer = batch.answers.get(call_id)
         idempotent = self.is_idempotent(request)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +42,8 @@ class CallContext:
     thread_id: str
     ns: str
     checkpoint_id: str
-    batch: list[dict[str, Any]]
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    batch: Sequence[Mapping[str, Any]]
+    calls: Sequence[Mapping[str, Any]] = field(default_factory=list)
     checkpointer: Any = None
     durability: str = "async"
 
@@ -160,3 +161,15 @@ def slots_held(request: ToolCallRequest) -> int | None:
     return len(resume) + (1 if get_null(False) is not None else 0)
 
 
+
+
+def call_id_of(call: Mapping[str, Any], thread_id: str) -> str:
+    """The id of a tool call; the journal is keyed by it, so a call without one is refused."""
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise ConfigError(
+            f"thread {thread_id!r}: tool call {call.get('name')!r} has no id; the replay adapter "
+            "records each call under its id. Give every tool call an id (chat models do; a "
+            "hand-built AIMessage needs tool_calls=[{'id': ..., 'name': ..., 'args': ...}])."
+        )
+    return call_id

@@ -66,7 +66,7 @@ class Dangling:
     """
 
     ai_index: int
-    call: dict[str, Any]
+    call: Mapping[str, Any]
 
 
 def dangling_calls(messages: Sequence[Any]) -> list[Dangling]:
@@ -134,7 +134,8 @@ def answered_history(messages: Sequence[Any], answers: Mapping[str, ToolMessage]
             pending = []
         out.append(m)
         if isinstance(m, AIMessage):
-            pending = [answers[c["id"]] for c in m.tool_calls if c.get("id") in answers]
+            ids = [c["id"] for c in m.tool_calls if c["id"] is not None]
+            pending = [answers[i] for i in ids if i in answers]
     return out + pending
 
 

@@ -18,7 +18,7 @@ class AsyncJsonlSaver(JsonlSaver):
     """
 
     @classmethod
-    @asynccontextmanager  # type: ignore[override]
+    @asynccontextmanager
     async def from_conn_string(cls, path: str, **kwargs: Any) -> AsyncIterator[AsyncJsonlSaver]:  # type: ignore[override]
         """Open a saver on ``path`` for an ``async with`` block.
 

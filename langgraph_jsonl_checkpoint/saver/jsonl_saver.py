@@ -28,6 +28,7 @@ Records a ``put`` writes (one line each, see ``docs/format.md``)::
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import shutil
 import tempfile
@@ -348,7 +349,9 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
                 ``concurrent_runs``); nothing was stored.
         """
         writes = self._writes
-        stored = writes.run_alone(writes.prepare_put(config, checkpoint, metadata, new_versions))
+        stored: RunnableConfig = writes.run_alone(
+            writes.prepare_put(config, checkpoint, metadata, new_versions)
+        )
         self._tool_log.landing.landed()
         return stored
 
@@ -368,7 +371,7 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
         ops = self._writes
         ops.run_alone(ops.prepare_put_writes(config, writes, task_id, task_path))
 
-    def _run_group(self, thread_id: Hashable, payloads: Sequence[Any]) -> list[Outcome]:
+    def _run_group(self, thread_id: Hashable, payloads: Sequence[Any]) -> builtins.list[Outcome]:
         """The worker's group runner (see :meth:`~.writes.CheckpointWrites.run_group`)."""
         return self._writes.run_group(thread_id, payloads)
 
@@ -447,7 +450,8 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
         if self._live is not None:
             configurable = (config or {}).get("configurable") or {}
             await self._live.aenter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
-        return await self._worker.call(lambda: self._read_tuple(config))
+        found: CheckpointTuple | None = await self._worker.call(lambda: self._read_tuple(config))
+        return found
 
     async def alist(
         self,
@@ -482,7 +486,7 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
         """
         thread_id = thread_id_of(config, "put")
         payload = (self._writes.prepare_put, (config, checkpoint, metadata, new_versions))
-        stored = await self._worker.submit(thread_id, payload)
+        stored: RunnableConfig = await self._worker.submit(thread_id, payload)
         self._tool_log.landing.landed()
         return stored
 

@@ -34,8 +34,9 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from contextlib import closing
+from types import FrameType
 from typing import Any
 
 from ..disk.runlock import MAINTENANCE, RunLock
@@ -58,7 +59,7 @@ def calling_loop(depth: int = 4) -> Any:
     """The LangGraph graph loop among the callers of the caller (``None`` if none)."""
     if _PregelLoop is None:
         return None
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
             return None
@@ -138,7 +139,9 @@ class LiveRuns:
 
     # -- the wait, once; a sync and an async driver ------------------------------------
 
-    def _entering(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> Iterator[float]:
+    def _entering(
+        self, configurable: Mapping[str, Any], thread_id: str, loop: Any
+    ) -> Generator[float, None, None]:
         """Attempts at the lock; yields how long to pause before the next one."""
         token = run_token(configurable)
         if token is None or loop is None or getattr(loop, "is_nested", True):

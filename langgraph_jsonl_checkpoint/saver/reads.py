@@ -9,6 +9,7 @@ that finds the sidecar index wrong rebuilds it from the log and runs again
 
 from __future__ import annotations
 
+import builtins
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -189,7 +190,7 @@ class CheckpointReads:
         before_id: str | None,
         filter: dict[str, Any] | None,
         limit: int | None,
-    ) -> list[tuple[str, str]]:
+    ) -> builtins.list[tuple[str, str]]:
         """``(namespace, checkpoint id)`` of the matches, newest first, at most ``limit``."""
         namespaces = [ns_filter] if ns_filter is not None else idx.namespaces()
         streams = [_tagged(idx.iter_ids_desc(ns, before_id), ns) for ns in namespaces]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..disk.archive import ArchivedThread
 from ..errors import ConfigError
+from ..maintenance.access import StoreAccess
 from ..maintenance.retention import RetentionPolicy, SweepReport, archived, restore, sweep
 
 
@@ -53,7 +54,7 @@ class RetentionMethods:
                 "sweep needs a retention policy: open the saver with ttl={'default_ttl': "
                 "minutes, 'strategy': 'delete' | 'keep_latest' | 'archive'} or pass one to sweep()."
             )
-        return sweep(self, policy, now=now, dry_run=dry_run)
+        return sweep(cast(StoreAccess, self), policy, now=now, dry_run=dry_run)
 
     def restore(self, thread_id: str) -> ArchivedThread:
         """Bring an archived thread back (its newest archive): it then reads exactly as
@@ -66,11 +67,11 @@ class RetentionMethods:
             RestoreError: No archive of the thread, it has a log again, or a run is
                 working on it.
         """
-        return restore(self, str(thread_id))
+        return restore(cast(StoreAccess, self), str(thread_id))
 
     def archived(self, thread_id: str | None = None) -> list[ArchivedThread]:
         """Archived threads (all, or one thread's archives), oldest first."""
-        return archived(self, None if thread_id is None else str(thread_id))
+        return archived(cast(StoreAccess, self), None if thread_id is None else str(thread_id))
 
     async def asweep(
         self,

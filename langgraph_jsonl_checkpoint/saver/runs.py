@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 try:  # the key LangGraph stores the run's Runtime under (stable in langgraph 1.x)
-    from langgraph._internal._constants import CONFIG_KEY_RUNTIME
+    from langgraph._internal._constants import CONFIG_KEY_RUNTIME as CONFIG_KEY_RUNTIME
 except ImportError:  # pragma: no cover - older or reorganised langgraph
     CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
@@ -65,7 +65,7 @@ class RunTracker:
         self._max = max_runs
         self._lock = threading.Lock()
 
-    def _tips(self, configurable: Mapping[str, Any], create: bool) -> dict | None:
+    def _tips(self, configurable: Mapping[str, Any], create: bool) -> dict[tuple[str, str], Any] | None:
         runtime = configurable.get(CONFIG_KEY_RUNTIME) if self._enabled else None
         if runtime is None:
             return None

@@ -20,7 +20,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..disk.store import Store
 from ..replay.lifecycle import (
@@ -149,7 +149,11 @@ class ToolCallMethods:
     """``JsonlSaver``'s tool-call journal methods (used by ``ReplayAdapter``)."""
 
     _tool_log: ToolLog
-    codec: ValueCodec
+
+    if TYPE_CHECKING:
+        @property
+        def codec(self) -> ValueCodec:
+            """The saver's value codec."""
 
     def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Append tool-call lifecycle events to a thread's log as one durable batch.

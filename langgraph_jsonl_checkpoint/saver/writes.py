@@ -125,7 +125,7 @@ class CheckpointWrites:
             raise ConfigError(
                 f"thread {thread_id!r}: put_writes needs the checkpoint_id the task ran from."
             )
-        encoded = [
+        encoded: list[list[Any]] = [
             [
                 WRITES_IDX_MAP.get(channel, i),
                 channel,

@@ -34,7 +34,7 @@ def is_plain_json(value: Any) -> bool:
     if t is str or t is bool or value is None:
         return True
     if t is int:
-        return _INT_MIN <= value <= _INT_MAX
+        return bool(_INT_MIN <= value <= _INT_MAX)
     if t is float:
         return math.isfinite(value)
     if t is list:

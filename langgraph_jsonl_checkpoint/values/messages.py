@@ -174,5 +174,5 @@ _new = object.__new__
 _set_attr = object.__setattr__
 # pydantic's own slots on BaseModel instances, set as model_construct sets them
 _set_fields_set = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
-_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
-_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
+_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[union-attr]
+_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[union-attr]

@@ -128,13 +128,14 @@ class ValueReader:
         start = list_items(base)
         if start is None:
             return None
-        kind: str | None = start[0]
+        kind: str = start[0]
         items = list(start[1])  # a copy: the record's own list stays as is
         for at, stored in chain:
             self._expect_base(channel, stored, items, at)
-            kind = extend_items(kind, items, stored["tail"])  # type: ignore[arg-type]
-            if kind is None:
+            extended = extend_items(kind, items, stored["tail"])
+            if extended is None:
                 return None
+            kind = extended
         return kind, items
 
     def _expect_base(self, channel: str, stored: Mapping[str, Any], value: Any, at: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
@@ -185,9 +185,11 @@ class RecordBuilder:
         """A delta on the cached version, if ``value`` starts with its very objects,
         unchanged (see :mod:`.witness`); ``(None, None)`` if that cannot be shown."""
         cached = self.cache.proof(ns, channel)
-        if cached is None or type(cached[1]) is not ListWitness:
+        if cached is None:
             return None, None
         base_version, witness = cached
+        if not isinstance(witness, ListWitness):
+            return None, None
         keep = witness.prefix_of(value)
         if keep is None or not self._usable_base(ns, channel, base_version):
             return None, None
@@ -206,7 +208,7 @@ class RecordBuilder:
             cached = self._parent_fingerprint(ns, channel, parent)
         if cached is None or not self._usable_base(ns, channel, cached[0]):
             return None
-        return cached
+        return cached[0], cast(ListFingerprint, cached[1])
 
     def _parent_fingerprint(
         self, ns: str, channel: str, parent: str | None
