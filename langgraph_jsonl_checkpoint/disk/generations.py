@@ -118,17 +118,18 @@ class Tombstone:
 
     def delete_log(self, newest: str | None) -> None:
         """Write the tombstone (if ``newest`` is newer than what it says), then remove
-        the log, its sidecar and its quarantine file, durably. Call under the writer
+        the log and what goes with it (sidecar, quarantine file, session memory, debug
+        traces), durably. Call under the writer
         lock."""
         self._mark(newest)
-        _unlink_if_there(self.paths.log, self.paths.index, self.paths.quarantine)
+        _unlink_if_there(self.paths.log, *self.paths.derived_files())
         files.fsync_dir(self.paths.directory)
 
     def move_log(self, newest: str | None, destination: str) -> None:
         """Write the tombstone, then move the log to ``destination`` (another folder of
         the store: the rename is the one step that takes the thread away, so it is
-        whole in exactly one place at every instant) and remove its sidecar and
-        quarantine file, durably. Call under the writer lock.
+        whole in exactly one place at every instant) and remove what goes with it
+        (sidecar, quarantine file, session memory, debug traces), durably. Call under the writer lock.
 
         Raises:
             OSError: The log could not be moved (it is still in place, with a tombstone
@@ -137,7 +138,7 @@ class Tombstone:
         self._mark(newest)
         files.os.rename(self.paths.log, destination)
         files.fsync_dir(os.path.dirname(destination))  # the new entry first: never in neither
-        _unlink_if_there(self.paths.index, self.paths.quarantine)
+        _unlink_if_there(*self.paths.derived_files())
         files.fsync_dir(self.paths.directory)
 
     def _mark(self, newest: str | None) -> None:

@@ -7,6 +7,7 @@ Files of a thread (see :class:`~.paths.LogPaths`)::
     <stem>.lock         writer lock, flock()ed; never renamed, so its inode is stable
     <stem>.quarantine   bytes cut from a torn tail (:mod:`.recovery`)
     <stem>.deleted      tombstone of deleted generations (:mod:`.generations`)
+    <stem>.mem          session memory (derived data, kept by a layer above)
 
 Appends: under an in-process lock *and* ``flock`` on the lock file, the writer brings its
 index up to date with the file (another process may have appended), cuts a torn tail
@@ -23,7 +24,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import DurabilityError
 from . import files, framing
@@ -37,6 +38,18 @@ from .view import LogView
 
 #: Update the sidecar index once this many records are past what it covers.
 INDEX_REWRITE_RECORDS = 256
+
+
+class AppendObserver(Protocol):
+    """Derived data a layer above keeps up to date with a log (the session memory)."""
+
+    def appended(self, log: ThreadLog) -> None:
+        """Records were just made durable (called under the writer lock; must not raise)."""
+        ...
+
+    def closing(self, log: ThreadLog) -> None:
+        """The store is closing: write down what is kept in memory (must not raise)."""
+        ...
 
 
 class ThreadLog(LogView):
@@ -54,6 +67,8 @@ class ThreadLog(LogView):
         self._lock_fd: int | None = None
         self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
         self._verified_for_writing = False  # checksums of the whole log checked
+        #: Told after every durable append (see :class:`AppendObserver`).
+        self.observers: list[AppendObserver] = []
 
     def close(self) -> None:
         """Close file handles, the lock's too (the in-memory index stays)."""
@@ -197,6 +212,8 @@ class ThreadLog(LogView):
         return placed
 
     def _after_durable_append(self) -> None:
+        for observer in self.observers:
+            observer.appended(self)
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             try:
                 self.write_sidecar()

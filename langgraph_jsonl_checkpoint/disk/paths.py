@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from . import files
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+#: The store's folder of debug traces (``langgraph_jsonl_checkpoint.tracing``).
+TRACES_DIR = "traces"
+#: Rotated trace files kept per thread (``<stem>.1.jsonl`` is the newest of them).
+TRACE_ROTATIONS = 2
 
 
 def thread_file_stem(thread_id: str) -> str:
@@ -72,6 +76,26 @@ class LogPaths:
     def waiters(self) -> str:
         """Runs waiting for the live-run lock hold it shared (``flock``)."""
         return self._file(".wait")
+
+    @property
+    def memory(self) -> str:
+        """The session memory kept up to date with the log (derived data)."""
+        return self._file(".mem")
+
+    @property
+    def trace_dir(self) -> str:
+        """The store's ``traces/`` folder (debug traces, never read by recovery)."""
+        return os.path.join(os.path.dirname(self.directory), TRACES_DIR)
+
+    def trace_files(self) -> list[str]:
+        """The thread's trace file and its rotated predecessors, newest first."""
+        base = os.path.join(self.trace_dir, self.name)
+        return [base + ".jsonl"] + [f"{base}.{n}.jsonl" for n in range(1, TRACE_ROTATIONS + 1)]
+
+    def derived_files(self) -> list[str]:
+        """Files derived from the log or kept beside it that go with it: the sidecar,
+        the quarantine file, the session memory and the debug traces."""
+        return [self.index, self.quarantine, self.memory, *self.trace_files()]
 
     @property
     def tombstone(self) -> str:

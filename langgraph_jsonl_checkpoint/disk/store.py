@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -106,6 +106,9 @@ class Store:
         self._warm: OrderedDict[str, tuple[LogView, int]] = OrderedDict()
         self._warm_items = 0
         self._lock = threading.Lock()
+        #: Called with each thread log as it is opened (a layer above attaches the
+        #: observers it keeps derived data with, see ``ThreadLog.observers``).
+        self.on_open: list[Callable[[ThreadLog], None]] = []
         self._open_directory()
 
     def _open_directory(self) -> None:
@@ -258,6 +261,8 @@ class Store:
                 read_only=self.read_only,
             )
             self._logs[thread_id] = log
+            for attach in self.on_open:
+                attach(log)
             while len(self._logs) > self._max_open:
                 old_id, old = self._logs.popitem(last=False)
                 self._cool(old_id)
@@ -275,10 +280,10 @@ class Store:
         return os.path.lexists(os.path.join(self.threads_path, thread_file_stem(thread_id) + ".jsonl"))
 
     def has_files(self, thread_id: str) -> bool:
-        """Whether anything of this thread's data is on disk: its log, its index, or
-        bytes set aside from a torn write (creates nothing)."""
-        stem = os.path.join(self.threads_path, thread_file_stem(thread_id))
-        return any(os.path.lexists(stem + ext) for ext in (".jsonl", ".idx", ".quarantine"))
+        """Whether anything of this thread's data is on disk: its log, its index, bytes
+        set aside from a torn write, its session memory or debug traces (creates nothing)."""
+        paths = LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path)
+        return any(os.path.lexists(p) for p in (paths.log, *paths.derived_files()))
 
     def keep_warm(self, log: LogView) -> None:
         """Note that ``log``'s value caches were just used or filled. While the items
@@ -417,6 +422,8 @@ class Store:
             self._warm_items = 0
         for log in logs:
             with log.mutex:
+                for observer in log.observers:
+                    observer.closing(log)
                 if log.exists() and not self.read_only and log.sidecar_lag() > 0:
                     try:
                         with log.writer():

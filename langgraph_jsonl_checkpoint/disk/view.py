@@ -141,6 +141,11 @@ class LogView:
     def _identity(self) -> LogIdentity:
         return LogIdentity(self.gen, self._ino, self._header_crc)
 
+    def identity(self) -> LogIdentity:
+        """What names this generation of this log file (as of the last refresh): data
+        derived from another generation must not be used for this one."""
+        return self._identity()
+
     def _drop_derived(self) -> None:
         if self.derived is not None:
             self.derived.clear()
@@ -389,6 +394,17 @@ class LogView:
             if self._rfd is None:
                 return b""
             return files.os.pread(self._rfd, self.index.committed_end, 0)
+
+    def records_from(self, offset: int) -> framing.ScanResult:
+        """The committed records from byte ``offset`` (a record's start) to the end the
+        last refresh saw, in one read; what a reader that stopped at ``offset`` missed.
+        An ``offset`` that is not a record's start shows as damage in the result."""
+        with self.mutex:
+            end = self.index.committed_end
+            if self._rfd is None or offset >= end:
+                return framing.scan(b"", offset)
+            data = files.os.pread(self._rfd, end - offset, offset)
+        return framing.scan(data, offset)
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every committed record of the log, header first (reads the whole file)."""

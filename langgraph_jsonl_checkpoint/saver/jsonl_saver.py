@@ -10,7 +10,9 @@ LangGraph's Postgres saver (decisions in one place, sync and async only execute)
 - the replay adapter's tool-call journal (a mixin, :class:`~.tool_log.ToolCallMethods`);
 - whole-thread operations (compact, prune, copy, delete_for_runs):
   :mod:`~..maintenance.compaction`;
-- retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`.
+- retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`;
+- the session memory kept as records are appended: a mixin,
+  :class:`~.memory_methods.SessionMemoryMethods`.
 
 Every ``a*`` method is a thin twin of its sync method: ``aput``, ``aput_writes`` and
 ``aget_tuple`` run in the saver's own few threads (:mod:`.worker`), where the queued
@@ -67,6 +69,7 @@ from .config import (
     thread_id_of,
 )
 from .liveness import LiveRuns, calling_loop
+from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
 from .runs import RunTracker, in_run
@@ -77,7 +80,7 @@ from .writes import CheckpointWrites
 _LIST_BATCH = 64
 
 
-class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
+class JsonlSaver(ToolCallMethods, RetentionMethods, SessionMemoryMethods, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
 
     Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
@@ -138,6 +141,9 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
             (``"delete"``), or a :class:`~.maintenance.retention.RetentionPolicy`.
             Applied by :meth:`sweep` (and by the server factory every
             ``sweep_interval_minutes``); nothing expires by itself between sweeps.
+        session_memory: Keep each thread's session memory up to date as records are
+            appended (:meth:`session_memory`; a ``<stem>.mem`` file beside the log).
+            Off, the memory is built from the log when asked for.
 
     Raises:
         ConfigError: ``path`` is not a directory.
@@ -156,6 +162,7 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
         concurrent_runs: str = "refuse",
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         ttl: RetentionPolicy | Mapping[str, Any] | float | None = None,
+        session_memory: bool = True,
     ) -> None:
         super().__init__(serde=serde)
         #: The retention policy :meth:`sweep` applies (``None``: none configured).
@@ -185,6 +192,8 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, BaseCheckpointSaver[str]):
         if snapshot_ratio < 0:
             raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
+        if session_memory:
+            keep_session_memory(self.store, self.codec)
         self._worker = Worker(self._run_group)
         #: The replay adapter's journal in the logs (shared with with_allowlist's copies).
         self._tool_log = ToolLog(self.store)

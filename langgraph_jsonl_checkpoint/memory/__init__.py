@@ -1,0 +1,23 @@
+"""Session memory: what a model is told about a thread after a resume.
+
+- :mod:`.model`: :class:`SessionMemory`, the budget, the rule-based text (pure);
+- :mod:`.builder`: the memory folded from log records one at a time (pure);
+- :mod:`.keeper`: the memory kept beside a log, caught up after each append, on disk;
+- :mod:`.inject`: the memory placed after the system prompt, for custom graphs and as
+  ``create_agent`` middleware.
+"""
+
+from .builder import MemoryBuilder
+from .keeper import MemoryKeeper
+from .model import DEFAULT_BUDGET, MemoryItem, SessionMemory, Summariser, fit_budget, render
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "MemoryBuilder",
+    "MemoryItem",
+    "MemoryKeeper",
+    "SessionMemory",
+    "Summariser",
+    "fit_budget",
+    "render",
+]

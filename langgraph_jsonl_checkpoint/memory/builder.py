@@ -1,0 +1,396 @@
+"""The session memory kept up to date one log record at a time (pure: records in, memory out).
+
+:class:`MemoryBuilder` reads the records of a thread's log in order — checkpoint
+records (the root graph's new messages and which steps are scheduled), writes records
+(interrupts, resumes, errors, finished steps) and the replay adapter's tool records
+(calls started, failed, decided by a person) — and keeps only what the memory needs:
+a few counters, the last items of each section, and the calls and interrupts still
+open. Each record costs work proportional to its own size, never a walk of the thread,
+and the state is plain JSON (:meth:`MemoryBuilder.state`) so it can be kept beside the
+log (:mod:`.keeper`). Rebuilding from the log is feeding every record to a fresh
+builder: the same records give the same memory.
+
+Only the root graph (namespace ``""``) is read for messages; subgraphs count as
+checkpoints. A messages value stored in full (a non-append edit, a long delta chain
+cut) is read from after the last message already seen, or, if that one is gone, from
+the position the previous value ended at. Values the codec cannot read are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .model import GOAL_CHARS, ITEM_CHARS, MemoryItem, SessionMemory, clip
+
+#: Items kept per section in the builder's state (the budget trims the text further).
+KEEP_ITEMS = 64
+#: Open calls and interrupts remembered at most (the oldest are forgotten first).
+KEEP_OPEN = 256
+#: The messages channel read for the goal and tool results.
+MESSAGES = "messages"
+
+_SPECIAL = ("__interrupt__", "__resume__", "__error__", "__scheduled__")
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (content blocks joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            b if isinstance(b, str) else str(b.get("text", ""))
+            for b in content
+            if isinstance(b, (str, dict))
+        ]
+        return " ".join(p for p in parts if p)
+    return str(content)
+
+
+def _args_text(args: Any) -> str:
+    """Key arguments, short: ``to=bob@example.com, subject=Hi``."""
+    if isinstance(args, dict):
+        return ", ".join(f"{k}={v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)}"
+                         for k, v in args.items())
+    return "" if args is None else str(args)
+
+
+def _call_text(name: str, args: Any) -> str:
+    return clip(f"{name or '?'}({_args_text(args)})", ITEM_CHARS // 2)
+
+
+def _as_dict(message: Any) -> dict[str, Any] | None:
+    """A stored message dump, or a LangChain message object, as a dict."""
+    if isinstance(message, dict):
+        return message
+    if hasattr(message, "type") and hasattr(message, "content"):
+        return {
+            "type": message.type,
+            "content": message.content,
+            "id": getattr(message, "id", None),
+            "tool_calls": getattr(message, "tool_calls", None) or [],
+            "name": getattr(message, "name", None),
+            "tool_call_id": getattr(message, "tool_call_id", None),
+            "status": getattr(message, "status", "success"),
+        }
+    return None
+
+
+def _newer(version: Any, seen: Any) -> bool:
+    if seen is None:
+        return True
+    if isinstance(version, int) and isinstance(seen, int):
+        return version > seen
+    return str(version) > str(seen)
+
+
+class MemoryBuilder:
+    """Folds a thread's log records, in order, into its session memory.
+
+    Args:
+        thread_id: The thread.
+        decode: Turns a value cell of the log into a value (the saver's codec);
+            cells it cannot decode are skipped.
+        state: A state from :meth:`state` to continue from (a fresh builder otherwise).
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        decode: Callable[[dict[str, Any]], Any],
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self.decode = decode
+        s = state or {}
+        self.seq: int = s.get("seq", 0)
+        self.goal: str = s.get("goal", "")
+        self.counts: dict[str, int] = dict(s.get("counts", {"turns": 0, "tool_calls": 0, "checkpoints": 0}))
+        self.sections: dict[str, list[list[Any]]] = {
+            k: [list(i) for i in s.get("sections", {}).get(k, [])]
+            for k in ("completed", "failed", "decisions")
+        }
+        self.dropped: dict[str, int] = dict(s.get("dropped", {}))
+        #: tool call id -> [name, args, seq]: asked for by the model, no ToolMessage yet
+        self.requested: dict[str, list[Any]] = dict(s.get("requested", {}))
+        #: tool call id -> [name, args, state, at, seq]: journaled, not settled
+        self.journal: dict[str, list[Any]] = dict(s.get("journal", {}))
+        #: tool call ids whose ToolMessage is already told for (decided, or failed in the journal)
+        self.told: list[str] = list(s.get("told", []))
+        #: "<checkpoint>|<task>" -> [node, text, seq]
+        self.interrupts: dict[str, list[Any]] = dict(s.get("interrupts", {}))
+        self.head: str | None = s.get("head")
+        #: nodes scheduled at the head checkpoint and not finished: node -> seq
+        self.pending: dict[str, int] = dict(s.get("pending", {}))
+        #: "<channel>@<version>" -> holds a value (root graph's triggers at the head)
+        self.triggers: dict[str, bool] = dict(s.get("triggers", {}))
+        self.last_message: str | None = s.get("last_message")
+        self.message_count: int = s.get("message_count", 0)
+
+    # -- state -----------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """The builder's state as plain JSON (to continue from later)."""
+        return {
+            "seq": self.seq, "goal": self.goal, "counts": self.counts, "sections": self.sections,
+            "dropped": self.dropped, "requested": self.requested, "journal": self.journal,
+            "told": self.told, "interrupts": self.interrupts, "head": self.head,
+            "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
+            "message_count": self.message_count,
+        }
+
+    def memory(self) -> SessionMemory:
+        """The memory as of the last record fed (not trimmed to a budget: see
+        :func:`~.model.fit_budget`)."""
+
+        def items(name: str) -> tuple[MemoryItem, ...]:
+            return tuple(MemoryItem(text, seq, call, at) for text, seq, call, at in self.sections[name])
+
+        return SessionMemory(
+            thread_id=self.thread_id,
+            goal=self.goal,
+            completed=items("completed"),
+            failed=items("failed"),
+            decisions=items("decisions"),
+            open_items=tuple(sorted(self._open_items(), key=lambda i: (i.seq, i.text))),
+            turns=self.counts["turns"],
+            tool_calls=self.counts["tool_calls"],
+            checkpoints=self.counts["checkpoints"],
+            folded={k: v for k, v in sorted(self.dropped.items()) if v},
+            covers=self.seq,
+        )
+
+    def _open_items(self) -> Iterable[MemoryItem]:
+        for call, (name, args, state, at, seq) in self.journal.items():
+            if state == "started":
+                yield MemoryItem(
+                    f"uncertain: {_call_text(name, args)} started{f' at {at}' if at else ''} and has no "
+                    "recorded result; it may or may not have taken effect",
+                    seq, call, at,
+                )
+        for node, text, seq in self.interrupts.values():
+            yield MemoryItem(clip(f"waiting for an answer (node {node}): {text}", ITEM_CHARS), seq)
+        for call, (name, args, seq) in self.requested.items():
+            if call not in self.journal or self.journal[call][2] != "started":
+                yield MemoryItem(f"no result yet: {_call_text(name, args)}", seq, call, None)
+        waiting = {node for node, _, _ in self.interrupts.values()}
+        for node, seq in self.pending.items():
+            if node not in waiting:
+                yield MemoryItem(
+                    f"step not finished: {node} (scheduled at the latest checkpoint; the run stopped "
+                    "or is still going)", seq, None, None,
+                )
+
+    # -- feeding ----------------------------------------------------------------
+
+    def feed(self, record: dict[str, Any]) -> None:
+        """Fold one log record (in log order) into the memory."""
+        kind = record.get("t")
+        if kind == "checkpoint":
+            self._checkpoint(record)
+        elif kind == "writes":
+            self._writes(record)
+        elif kind == "tool":
+            self._tool(record)
+        self.seq = record.get("seq", self.seq)
+
+    def _add(self, section: str, text: str, seq: int, call: str | None = None, at: str | None = None) -> None:
+        items = self.sections[section]
+        items.append([clip(text, ITEM_CHARS), seq, call, at])
+        if len(items) > KEEP_ITEMS:
+            del items[0]
+            self.dropped[section] = self.dropped.get(section, 0) + 1
+
+    def _tell(self, call: str) -> None:
+        self.told.append(call)
+        if len(self.told) > KEEP_OPEN:
+            del self.told[0]
+
+    @staticmethod
+    def _bound(mapping: dict[str, Any]) -> None:
+        while len(mapping) > KEEP_OPEN:
+            del mapping[next(iter(mapping))]
+
+    def _decoded(self, cell: Any) -> Any:
+        if not isinstance(cell, dict):
+            return None
+        if "json" in cell:
+            return cell["json"]
+        try:
+            return self.decode(cell)
+        except Exception:  # noqa: BLE001 - an unreadable value is left out of the memory
+            return None
+
+    # -- checkpoint records -----------------------------------------------------------
+
+    def _checkpoint(self, rec: dict[str, Any]) -> None:
+        self.counts["checkpoints"] += 1
+        if rec.get("ns", "") != "":
+            return
+        seq = rec.get("seq", self.seq)
+        parent = rec.get("parent")
+        for key in [k for k in self.interrupts if k.split("|", 1)[0] == parent]:
+            del self.interrupts[key]  # the graph moved on from the interrupted checkpoint
+        values = rec.get("values") or {}
+        for channel, entry in values.items():
+            if channel.startswith("branch:to:"):
+                self.triggers[f"{channel}@{entry.get('ver')}"] = "empty" not in entry
+        cv = rec.get("cv") or {}
+        self.triggers = {
+            k: v for k, v in self.triggers.items() if k.split("@", 1)[1] == str(cv.get(k.split("@", 1)[0]))
+        }
+        cp = self._decoded(rec.get("cp")) or {}
+        seen = cp.get("versions_seen", {}) if isinstance(cp, dict) else {}
+        self.head = rec.get("id")
+        self.pending = {}
+        for channel, version in cv.items():
+            if not channel.startswith("branch:to:"):
+                continue
+            node = channel[len("branch:to:"):]
+            seen_version = (seen.get(node) or {}).get(channel)
+            if self.triggers.get(f"{channel}@{version}") and _newer(version, seen_version):
+                self.pending[node] = seq
+        entry = values.get(MESSAGES)
+        if isinstance(entry, dict):
+            self._messages(entry, seq)
+
+    def _messages(self, entry: dict[str, Any], seq: int) -> None:
+        if "tail" in entry:
+            new = self._message_list(entry["tail"])
+            self.message_count = int(entry.get("keep", self.message_count)) + len(new)
+        elif "val" in entry:
+            whole = self._message_list(entry["val"])
+            ids = [m.get("id") for m in whole]
+            if self.last_message is not None and self.last_message in ids:
+                new = whole[ids.index(self.last_message) + 1:]
+            else:
+                new = whole[self.message_count:]
+            self.message_count = len(whole)
+        else:
+            return
+        for m in new:
+            self._message(m, seq)
+        if new:
+            self.last_message = new[-1].get("id")
+
+    def _message_list(self, cell: Any) -> list[dict[str, Any]]:
+        if isinstance(cell, dict) and "msgs" in cell:
+            raw = cell["msgs"]
+        else:
+            raw = self._decoded(cell)
+        if not isinstance(raw, list):
+            return []
+        return [d for d in (_as_dict(m) for m in raw) if d is not None]
+
+    def _message(self, m: dict[str, Any], seq: int) -> None:
+        kind = m.get("type")
+        if kind == "human":
+            self.counts["turns"] += 1
+            self.goal = clip(_text(m.get("content", "")), GOAL_CHARS)
+        elif kind == "ai":
+            for call in m.get("tool_calls") or []:
+                self.counts["tool_calls"] += 1
+                if call.get("id"):
+                    self.requested[call["id"]] = [call.get("name", ""), call.get("args"), seq]
+            self._bound(self.requested)
+        elif kind == "tool":
+            call_id = m.get("tool_call_id")
+            name, args, _ = self.requested.pop(call_id, None) or [m.get("name", ""), None, seq]
+            if call_id in self.told:
+                return
+            outcome = clip(_text(m.get("content", "")), ITEM_CHARS)
+            if m.get("status") == "error":
+                self._add("failed", f"{_call_text(name, args)} failed: {outcome}", seq, call_id)
+            else:
+                self._add("completed", f"{_call_text(name, args)} -> {outcome}", seq, call_id)
+
+    # -- writes records ----------------------------------------------------------------
+
+    def _writes(self, rec: dict[str, Any]) -> None:
+        if rec.get("ns", "") != "":
+            return
+        seq = rec.get("seq", self.seq)
+        path = str(rec.get("path", ""))
+        node = path.split(", ", 1)[1] if path.startswith("~__pregel_pull, ") else path
+        key = f"{rec.get('cp')}|{rec.get('task')}"
+        finished = False
+        for _idx, channel, cell in rec.get("w", []):
+            if channel == "__interrupt__":
+                value = self._decoded(cell)
+                texts = [self._interrupt_text(i) for i in (value if isinstance(value, list) else [value])]
+                self.interrupts[key] = [node, "; ".join(texts), seq]
+                self._bound(self.interrupts)
+            elif channel == "__resume__":
+                self.interrupts.pop(key, None)
+            elif channel == "__error__":
+                error = self._decoded(cell)
+                text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+                self._add("failed", f"step {node} stopped the run with an error: {text}", seq)
+            elif channel not in _SPECIAL:
+                finished = True
+        if finished and rec.get("cp") == self.head:
+            self.pending.pop(node, None)
+
+    @staticmethod
+    def _interrupt_text(interrupt: Any) -> str:
+        value = getattr(interrupt, "value", interrupt)
+        if isinstance(value, dict) and value.get("type") == "uncertain_tool_calls":
+            calls = ", ".join(_call_text(c.get("name", ""), c.get("args")) for c in value.get("calls", []))
+            return f"decide retry / skip / result for uncertain calls {calls}"
+        return json.dumps(value, default=str, sort_keys=True)
+
+    # -- tool records ------------------------------------------------------------------
+
+    def _tool(self, rec: dict[str, Any]) -> None:
+        ev = rec.get("ev")
+        call = rec.get("call", "")
+        seq = rec.get("seq", self.seq)
+        at = rec.get("at")
+        if ev == "answer":
+            self._answer(rec, seq)
+            return
+        if call == "__asks__":
+            return
+        entry = self.journal.get(call)
+        if ev == "requested":
+            args = self._decoded(rec.get("args"))
+            if entry is None:
+                self.journal[call] = [rec.get("name", ""), args, "requested", at, seq]
+                self._bound(self.journal)
+        elif entry is None:
+            return
+        elif ev == "started":
+            entry[2], entry[3], entry[4] = "started", at, seq
+        elif ev == "released":
+            entry[2] = "requested"
+        elif ev == "finished":
+            del self.journal[call]
+            if rec.get("resolution"):
+                self._tell(call)  # its ToolMessage says what the decision already told
+        elif ev == "failed":
+            del self.journal[call]
+            error = rec.get("error") or {}
+            self._add("failed", f"{_call_text(entry[0], entry[1])} failed: {error.get('type', 'error')}: "
+                                f"{error.get('message', '')}", seq, call, at)
+            self._tell(call)
+        elif ev == "superseded":
+            del self.journal[call]
+
+    def _answer(self, rec: dict[str, Any], seq: int) -> None:
+        answer = self._decoded(rec.get("answer"))
+        if not isinstance(answer, dict):
+            return
+        at = rec.get("at")
+        for call, choice in answer.items():
+            name, args = (self.journal.get(call) or [call, None])[:2]
+            if choice == "skip":
+                what = "skip: not run again, outcome unknown"
+            elif choice == "retry":
+                what = "retry: run again"
+            elif isinstance(choice, dict) and "result" in choice:
+                what = f"result supplied by a person: {clip(str(choice['result']), 80)}"
+            else:
+                what = clip(str(choice), 80)
+            self._add("decisions", f"{_call_text(name, args)}: {what}{f' (answered {at})' if at else ''}",
+                      seq, call, at)

@@ -1,0 +1,188 @@
+"""The session memory kept beside a thread's log: caught up after each append, on disk
+as derived data (``<stem>.mem``).
+
+A :class:`MemoryKeeper` hangs on a :class:`~..disk.log.ThreadLog` as an append observer.
+After every durable append it reads the records it has not seen (the bytes just written,
+from the page cache) and feeds them to its :class:`~.builder.MemoryBuilder`: work in
+proportion to what was appended. Every :data:`SAVE_EVERY` records, and when the store
+closes, it writes its state to ``<stem>.mem`` (temp file and rename, no fsync: like the
+sidecar index it is derived data, safe to delete). The file names the log generation it
+was built from (generation, inode, header checksum, as the sidecar does) and the byte
+offset and ``seq`` it covers; a fresh process trusts it only if all of them still match
+the log (the record at that offset must carry the next ``seq``) and reads the log from
+there. A missing, damaged or stale file (a rewrite: compaction, prune, repair; a thread
+deleted and created again) is rebuilt from the whole log, never an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..disk import files, framing
+from ..disk.log import ThreadLog
+from ..disk.view import LogView
+from .builder import MemoryBuilder
+from .model import SessionMemory
+
+logger = logging.getLogger(__name__)
+
+#: Write the memory file after this many records past what it covers.
+SAVE_EVERY = 64
+#: Version of the ``.mem`` file's content (another version is rebuilt, never an error).
+FILE_VERSION = 1
+
+
+class MemoryKeeper:
+    """One thread's session memory, kept up to date with its log.
+
+    Args:
+        log: The thread's log.
+        decode: Turns a value cell into a value (the saver's codec).
+        persist: Write the ``.mem`` file (off for read-only stores).
+    """
+
+    def __init__(
+        self, log: LogView, decode: Callable[[dict[str, Any]], Any], *, persist: bool = True
+    ) -> None:
+        self.log = log
+        self.decode = decode
+        self.persist = persist
+        self.lock = threading.RLock()
+        self.builder: MemoryBuilder | None = None
+        self.identity: tuple[Any, ...] | None = None
+        self.end = 0  # byte offset just past the last record fed
+        self.saved_seq = -1  # the seq the file on disk covers
+        self.loaded = False  # the file was tried
+
+    @staticmethod
+    def attach(log: ThreadLog, decode: Callable[[dict[str, Any]], Any]) -> MemoryKeeper:
+        """The keeper observing ``log`` (made and attached on first use)."""
+        for observer in log.observers:
+            if isinstance(observer, MemoryKeeper):
+                return observer
+        keeper = MemoryKeeper(log, decode, persist=not log.read_only)
+        log.observers.append(keeper)
+        return keeper
+
+    # -- observer --------------------------------------------------------------------
+
+    def appended(self, log: ThreadLog) -> None:
+        """Catch up with the records just appended (never raises: the append is
+        acknowledged whatever happens here; the next read rebuilds)."""
+        try:
+            self.catch_up()
+        except Exception:  # noqa: BLE001 - derived data: dropped, rebuilt on next read
+            logger.debug("session memory of %r dropped", log.thread_id, exc_info=True)
+            self.builder = None
+
+    def closing(self, log: ThreadLog) -> None:
+        """Write the memory file if it lags (never raises)."""
+        try:
+            with self.lock:
+                if self.builder is not None and self.builder.seq != self.saved_seq:
+                    self._save()
+        except OSError:
+            pass
+
+    # -- reading ---------------------------------------------------------------------
+
+    def memory(self) -> SessionMemory:
+        """The memory as of the log's last committed record (refreshes the log)."""
+        with self.log.mutex:
+            self.log.refresh()
+            return self.catch_up().memory()
+
+    def catch_up(self) -> MemoryBuilder:
+        """Feed the records past what the builder covers (rebuild when it cannot
+        continue: another generation, a log cut back, a file that does not match)."""
+        with self.lock, self.log.mutex:
+            identity = dataclasses.astuple(self.log.identity())
+            end = self.log.index.committed_end if self.log.exists() else 0
+            if not self.loaded:
+                self.loaded = True
+                self._load(identity, end)
+            if self.builder is None or identity != self.identity or self.end > end:
+                self._reset(identity)
+            if self.end < end:
+                self._feed_from(self.end)
+            builder = self.builder
+            assert builder is not None
+            if self.persist and builder.seq - max(self.saved_seq, 0) >= SAVE_EVERY:
+                try:
+                    self._save()
+                except OSError:
+                    pass  # only derived data
+            return builder
+
+    def _reset(self, identity: tuple[Any, ...]) -> None:
+        self.builder = MemoryBuilder(self.log.thread_id, self.decode)
+        self.identity = identity
+        self.end = 0
+        self.saved_seq = -1
+
+    def _feed_from(self, offset: int) -> None:
+        builder = self.builder
+        assert builder is not None
+        scan = self.log.records_from(offset)
+        first = scan.records[0].record.get("seq") if scan.records else None
+        if offset and (scan.corrupt_offset is not None or first != builder.seq + 1):
+            # Not where the builder stopped: start again from the whole log.
+            self._reset(self.identity or ())
+            self._feed_from(0)
+            return
+        for found in scan.records:
+            builder.feed(found.record)
+            self.end = found.offset + found.length
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _load(self, identity: tuple[Any, ...], end: int) -> None:
+        path = self.log.paths.memory
+        try:
+            line = files.read_whole(path).rstrip(b"\n")
+        except OSError:
+            return
+        rec = framing.parse_line(line)
+        if (
+            not rec
+            or rec.get("t") != "memory"
+            or rec.get("v") != FILE_VERSION
+            or tuple(rec.get("log", ())) != identity
+            or not isinstance(rec.get("end"), int)
+            or rec["end"] > end
+        ):
+            return  # stale or damaged: rebuilt from the log
+        try:
+            builder = MemoryBuilder(self.log.thread_id, self.decode, rec["state"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return
+        self.builder, self.identity, self.end = builder, identity, rec["end"]
+        self.saved_seq = builder.seq
+
+    def _save(self) -> None:
+        builder = self.builder
+        if builder is None or not self.persist or self.identity is None or not self.log.exists():
+            return
+        record = {"t": "memory", "seq": 0, "v": FILE_VERSION, "log": list(self.identity), "end": self.end,
+                  "state": builder.state()}
+        data = framing.frame(orjson.loads(orjson.dumps(record, default=str)))
+        paths = self.log.paths
+        temp = paths.temp("mem")
+        try:
+            fd = files.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                files.write_all(fd, data)
+            finally:
+                files.os.close(fd)
+            files.os.replace(temp, paths.memory)
+        except OSError:
+            files.unlink_quietly(temp)
+            raise
+        self.saved_seq = builder.seq

@@ -1,0 +1,182 @@
+"""What a session memory holds, how it is bounded, and how a model is told it (pure).
+
+A :class:`SessionMemory` is the short account of a thread a model needs after a resume:
+the current goal, work completed, failed attempts, decisions a person took, open items
+and counts. It is derived from the thread's log by rules (:mod:`.builder`), never by a
+model call, so the same log always gives the same memory. It is bounded by a character
+budget: :func:`fit_budget` keeps the newest items of each section and folds the older
+ones into counts, so a 1,000-turn thread costs the model no more than a 10-turn one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+#: Default character budget of the text a model is given.
+DEFAULT_BUDGET = 4000
+#: Longest goal text kept (characters); longer requests are cut with an ellipsis.
+GOAL_CHARS = 500
+#: Longest text of one item (characters).
+ITEM_CHARS = 240
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One line of a section: what happened, and where it is in the log.
+
+    Attributes:
+        text: The line (tool, key arguments, outcome), at most :data:`ITEM_CHARS`.
+        seq: The log record it comes from (its ``seq``): items of a section are in log order.
+        call_id: The tool call it is about, if any.
+        at: When it happened (ISO 8601), when the log says.
+    """
+
+    text: str
+    seq: int
+    call_id: str | None = None
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionMemory:
+    """A thread's bounded session memory.
+
+    Attributes:
+        thread_id: The thread.
+        goal: The latest human request ("" before the first one).
+        completed: Finished tool calls, oldest first (tool, key arguments, outcome).
+        failed: Failed tool calls and runs stopped by an error, with the error.
+        decisions: Answers a person gave to uncertain tool calls (what, when).
+        open_items: What is still waiting: uncertain calls, interrupts waiting for an
+            answer, tool calls without a result, steps scheduled but not finished.
+        turns: Human messages seen.
+        tool_calls: Tool calls the model asked for.
+        checkpoints: Checkpoints in the log.
+        folded: Per section, how many older items the budget left out.
+        covers: The log ``seq`` this memory was built up to.
+    """
+
+    thread_id: str
+    goal: str = ""
+    completed: tuple[MemoryItem, ...] = ()
+    failed: tuple[MemoryItem, ...] = ()
+    decisions: tuple[MemoryItem, ...] = ()
+    open_items: tuple[MemoryItem, ...] = ()
+    turns: int = 0
+    tool_calls: int = 0
+    checkpoints: int = 0
+    folded: dict[str, int] = field(default_factory=dict)
+    covers: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether there is nothing to tell (no goal, no item)."""
+        return not (self.goal or self.completed or self.failed or self.decisions or self.open_items)
+
+    def to_json(self) -> dict[str, Any]:
+        """The memory as JSON-able data (what ``langgraph-jsonl memory --json`` prints)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionMemory:
+        """The memory from :meth:`to_json`'s output."""
+        sections = {
+            name: tuple(MemoryItem(**item) for item in data.get(name, ()))
+            for name in ("completed", "failed", "decisions", "open_items")
+        }
+        plain = {k: v for k, v in data.items() if k not in sections}
+        return cls(**plain, **sections)
+
+    def to_text(self) -> str:
+        """The memory as the text a model is given (see :func:`render`)."""
+        return render(self)
+
+    def to_system_message(self, summariser: Summariser | None = None) -> Any:
+        """A LangChain ``SystemMessage`` holding the memory, to place after the system
+        prompt and before the history (see :mod:`.inject`).
+
+        Args:
+            summariser: Makes the text from the memory instead of :func:`render` (an
+                LLM call, say); the default is rule-based and deterministic.
+        """
+        from langchain_core.messages import SystemMessage
+
+        text = (summariser or render)(self)
+        return SystemMessage(content=text, id=f"session-memory-{self.covers}", name="session_memory")
+
+
+#: Makes the text of a memory (the default is :func:`render`).
+Summariser = Callable[[SessionMemory], str]
+
+_SECTIONS = (
+    ("open_items", "Open items (resolve these first)"),
+    ("failed", "Failed attempts (do not repeat blindly)"),
+    ("decisions", "Decisions taken"),
+    ("completed", "Work completed (do not redo)"),
+)
+
+
+def render(memory: SessionMemory) -> str:
+    """The rule-based text of a memory: a heading, the goal, each non-empty section
+    (open items first), and the counts."""
+    lines = ["Session memory (derived from this thread's log; the history follows)."]
+    if memory.goal:
+        lines.append(f"Current goal: {memory.goal}")
+    for name, title in _SECTIONS:
+        items: tuple[MemoryItem, ...] = getattr(memory, name)
+        more = memory.folded.get(name, 0)
+        if not items and not more:
+            continue
+        lines.append(f"{title}:")
+        if more:
+            lines.append(f"- ({more} earlier not shown)")
+        lines += [f"- {item.text}" for item in items]
+    lines.append(
+        f"Counts: {memory.turns} turns, {memory.tool_calls} tool calls, {memory.checkpoints} checkpoints."
+    )
+    return "\n".join(lines)
+
+
+def fit_budget(memory: SessionMemory, budget: int = DEFAULT_BUDGET) -> SessionMemory:
+    """The memory with its rendered text within ``budget`` characters.
+
+    Older items go first, section by section in this order: work completed, decisions,
+    failed attempts, open items (what is still waiting is the last thing dropped); each
+    item dropped is counted in ``folded``. If the goal alone is over budget it is cut.
+    Deterministic: the same memory and budget give the same result.
+    """
+    if len(render(memory)) <= budget:
+        return memory
+    sections = {name: list(getattr(memory, name)) for name, _ in _SECTIONS}
+    folded = dict(memory.folded)
+    for name in ("completed", "decisions", "failed", "open_items"):
+        items = sections[name]
+        while items:
+            # Cheap upper bound first: drop as many as the excess surely needs.
+            trial = replace(memory, folded=folded, **{k: tuple(v) for k, v in sections.items()})
+            excess = len(render(trial)) - budget
+            if excess <= 0:
+                return trial
+            drop = 1
+            width = 0
+            for item in items:
+                width += len(item.text) + 3
+                if width >= excess:
+                    break
+                drop += 1
+            drop = min(drop, len(items))
+            del items[:drop]
+            folded[name] = folded.get(name, 0) + drop
+    trial = replace(memory, folded=folded, **{k: tuple(v) for k, v in sections.items()})
+    excess = len(render(trial)) - budget
+    if excess > 0 and trial.goal:
+        trial = replace(trial, goal=clip(trial.goal, max(1, len(trial.goal) - excess)))
+    return trial
