@@ -123,6 +123,9 @@ _SECTIONS = (
     ("completed", "Work completed (do not redo)"),
 )
 
+_SHORT = {"open_items": "open items", "failed": "failed attempts", "decisions": "decisions",
+          "completed": "completed calls"}
+
 
 def render(memory: SessionMemory) -> str:
     """The rule-based text of a memory: a heading, the goal, each non-empty section
@@ -130,15 +133,20 @@ def render(memory: SessionMemory) -> str:
     lines = ["Session memory (derived from this thread's log; the history follows)."]
     if memory.goal:
         lines.append(f"Current goal: {memory.goal}")
+    left_out = []
     for name, title in _SECTIONS:
         items: tuple[MemoryItem, ...] = getattr(memory, name)
         more = memory.folded.get(name, 0)
-        if not items and not more:
+        if not items:
+            if more:
+                left_out.append(f"{more} {_SHORT[name]}")
             continue
         lines.append(f"{title}:")
         if more:
             lines.append(f"- ({more} earlier not shown)")
         lines += [f"- {item.text}" for item in items]
+    if left_out:
+        lines.append(f"Not shown for space: {', '.join(left_out)}.")
     lines.append(
         f"Counts: {memory.turns} turns, {memory.tool_calls} tool calls, {memory.checkpoints} checkpoints."
     )
@@ -150,7 +158,8 @@ def fit_budget(memory: SessionMemory, budget: int = DEFAULT_BUDGET) -> SessionMe
 
     Older items go first, section by section in this order: work completed, decisions,
     failed attempts, open items (what is still waiting is the last thing dropped); each
-    item dropped is counted in ``folded``. If the goal alone is over budget it is cut.
+    item dropped is counted in ``folded``. If the goal is still over budget it is cut
+    (to 40 characters at the least: a budget below about 200 characters cannot hold).
     Deterministic: the same memory and budget give the same result.
     """
     if len(render(memory)) <= budget:
@@ -178,5 +187,5 @@ def fit_budget(memory: SessionMemory, budget: int = DEFAULT_BUDGET) -> SessionMe
     trial = replace(memory, folded=folded, **{k: tuple(v) for k, v in sections.items()})
     excess = len(render(trial)) - budget
     if excess > 0 and trial.goal:
-        trial = replace(trial, goal=clip(trial.goal, max(1, len(trial.goal) - excess)))
+        trial = replace(trial, goal=clip(trial.goal, max(40, len(trial.goal) - excess)))
     return trial
