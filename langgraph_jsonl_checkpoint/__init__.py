@@ -12,6 +12,9 @@ Public names:
 - :class:`ReplayAdapter` — journals tool calls so a resumed run does not redo finished
   ones and holds uncertain side-effecting ones behind an ``interrupt()``.
 - :class:`ToolCallRecord` / :class:`ToolCallKey` — a tool call's lifecycle.
+- :class:`SessionMemory` — a thread's bounded session memory (``saver.session_memory``);
+  :func:`session_memory_middleware` / :func:`with_session_memory` give it to a model.
+- :class:`JsonlTracer` — an opt-in callback handler writing a debug trace per thread.
 - :class:`JsonlCheckpointError` and its subclasses — every error raised on purpose.
 """
 
@@ -31,6 +34,7 @@ from .errors import (
     ThreadBusyError,
     ThreadDeletedError,
 )
+from .memory import SessionMemory, session_memory_middleware, with_session_memory
 from .replay.adapter import ReplayAdapter
 from .replay.lifecycle import ToolCallKey, ToolCallRecord
 from .replay.plan import RecordedToolError
@@ -53,11 +57,14 @@ __all__ = [
     "RecordedToolError",
     "ReplayAdapter",
     "RestoreError",
+    "SessionMemory",
     "StoreError",
     "ThreadBusyError",
     "ThreadDeletedError",
     "ToolCallKey",
     "ToolCallRecord",
+    "session_memory_middleware",
+    "with_session_memory",
 ]
 
 __version__ = "0.1.0"

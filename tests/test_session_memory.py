@@ -203,7 +203,8 @@ def _chatty_graph(checkpointer: Any) -> Any:
 
     def tools(state: MessagesState) -> dict[str, Any]:
         c = state["messages"][-1].tool_calls[0]
-        return {"messages": [ToolMessage(f"result for {c['args']['q']}", tool_call_id=c["id"], name="lookup")]}
+        result = ToolMessage(f"result for {c['args']['q']}", tool_call_id=c["id"], name="lookup")
+        return {"messages": [result]}
 
     def route(state: MessagesState) -> str:
         return "tools" if getattr(state["messages"][-1], "tool_calls", None) else "__end__"

@@ -8,12 +8,17 @@
 """
 
 from .builder import MemoryBuilder
+from .inject import awith_session_memory, insert_memory, session_memory_middleware, with_session_memory
 from .keeper import MemoryKeeper
 from .model import DEFAULT_BUDGET, MemoryItem, SessionMemory, Summariser, fit_budget, render
 
 __all__ = [
     "DEFAULT_BUDGET",
     "MemoryBuilder",
+    "awith_session_memory",
+    "insert_memory",
+    "session_memory_middleware",
+    "with_session_memory",
     "MemoryItem",
     "MemoryKeeper",
     "SessionMemory",

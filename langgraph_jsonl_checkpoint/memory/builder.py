@@ -127,6 +127,11 @@ class MemoryBuilder:
         self.triggers: dict[str, bool] = dict(s.get("triggers", {}))
         self.last_message: str | None = s.get("last_message")
         self.message_count: int = s.get("message_count", 0)
+        #: seq of the latest human message, and of the latest sign that its turn was
+        #: disturbed (a question about uncertain calls, an answer, a call started again,
+        #: an error that stopped the run)
+        self.turn_seq: int = s.get("turn_seq", 0)
+        self.disturbed_seq: int = s.get("disturbed_seq", -1)
 
     # -- state -----------------------------------------------------------------
 
@@ -137,7 +142,8 @@ class MemoryBuilder:
             "dropped": self.dropped, "requested": self.requested, "journal": self.journal,
             "told": self.told, "interrupts": self.interrupts, "head": self.head,
             "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
-            "message_count": self.message_count,
+            "message_count": self.message_count, "turn_seq": self.turn_seq,
+            "disturbed_seq": self.disturbed_seq,
         }
 
     def memory(self) -> SessionMemory:
@@ -159,6 +165,7 @@ class MemoryBuilder:
             checkpoints=self.counts["checkpoints"],
             folded={k: v for k, v in sorted(self.dropped.items()) if v},
             covers=self.seq,
+            resumed=self.disturbed_seq > self.turn_seq,
         )
 
     def _open_items(self) -> Iterable[MemoryItem]:
@@ -286,6 +293,7 @@ class MemoryBuilder:
     def _message(self, m: dict[str, Any], seq: int) -> None:
         kind = m.get("type")
         if kind == "human":
+            self.turn_seq = seq
             self.counts["turns"] += 1
             self.goal = clip(_text(m.get("content", "")), GOAL_CHARS)
         elif kind == "ai":
@@ -327,6 +335,7 @@ class MemoryBuilder:
                 error = self._decoded(cell)
                 text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
                 self._add("failed", f"step {node} stopped the run with an error: {text}", seq)
+                self.disturbed_seq = seq
             elif channel not in _SPECIAL:
                 finished = True
         if finished and rec.get("cp") == self.head:
@@ -349,8 +358,11 @@ class MemoryBuilder:
         at = rec.get("at")
         if ev == "answer":
             self._answer(rec, seq)
+            self.disturbed_seq = seq
             return
         if call == "__asks__":
+            if ev == "ask":
+                self.disturbed_seq = seq
             return
         entry = self.journal.get(call)
         if ev == "requested":
@@ -361,6 +373,8 @@ class MemoryBuilder:
         elif entry is None:
             return
         elif ev == "started":
+            if entry[2] == "started":
+                self.disturbed_seq = seq  # started again: the run before it died
             entry[2], entry[3], entry[4] = "started", at, seq
         elif ev == "released":
             entry[2] = "requested"

@@ -62,6 +62,10 @@ class SessionMemory:
         checkpoints: Checkpoints in the log.
         folded: Per section, how many older items the budget left out.
         covers: The log ``seq`` this memory was built up to.
+        resumed: The current turn (since the latest human message) was disturbed and
+            resumed: a person was asked about uncertain tool calls or answered, a tool
+            call started again after its run died, or an error stopped the run. What
+            :mod:`.inject` injects the memory on by default.
     """
 
     thread_id: str
@@ -75,6 +79,7 @@ class SessionMemory:
     checkpoints: int = 0
     folded: dict[str, int] = field(default_factory=dict)
     covers: int = 0
+    resumed: bool = False
 
     @property
     def is_empty(self) -> bool:
