@@ -40,6 +40,7 @@ from .replay.lifecycle import ToolCallKey, ToolCallRecord
 from .replay.plan import RecordedToolError
 from .saver.async_saver import AsyncJsonlSaver
 from .saver.jsonl_saver import JsonlSaver
+from .tracing import JsonlTracer
 
 __all__ = [
     "CheckpointNotSavedError",
@@ -54,6 +55,7 @@ __all__ = [
     "FormatVersionError",
     "JsonlCheckpointError",
     "JsonlSaver",
+    "JsonlTracer",
     "RecordedToolError",
     "ReplayAdapter",
     "RestoreError",

@@ -4,18 +4,31 @@ Examples::
 
     langgraph-jsonl memory ./checkpoints t-1
     langgraph-jsonl memory ./checkpoints t-1 --json --budget 2000
+    langgraph-jsonl trace ./checkpoints t-1
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ..inspection.times import shown_time
 from ..memory.model import DEFAULT_BUDGET
-from .common import EXIT_OK, UsageError, add_command, add_operands, known_thread, open_saver, print_json
+from ..tracing.timeline import read_events, timeline
+from .common import (
+    EXIT_OK,
+    UsageError,
+    add_command,
+    add_operands,
+    known_thread,
+    open_saver,
+    print_json,
+    print_table,
+    shown,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``memory`` (and ``trace``)."""
+    """Add ``memory`` and ``trace``."""
     p = add_command(
         sub, "memory",
         summary="the thread's session memory: goal, work done, failures, decisions, open items",
@@ -33,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help=f"most characters of the text; older items are folded into counts ({DEFAULT_BUDGET})")
     p.set_defaults(run=_memory)
+    register_trace(sub)
 
 
 def _memory(args: argparse.Namespace) -> int:
@@ -45,3 +59,56 @@ def _memory(args: argparse.Namespace) -> int:
     else:
         print(memory.to_text())
     return EXIT_OK
+
+
+def register_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``trace``."""
+    p = add_command(
+        sub, "trace",
+        summary="the debug trace's timeline: graph runs, nodes, model and tool calls, durations, tokens",
+        description="Print the timeline a JsonlTracer wrote for a thread (the store's traces/ folder, "
+        "kept apart from the log and never read by recovery): each graph run, node, model call and "
+        "tool call indented under what ran it, when it started, how long it took, the tokens a "
+        "model reported, and errors. A row without a duration never ended: its process died, or "
+        "it is still running. Rotated files are read oldest first.",
+        examples=["langgraph-jsonl trace ./checkpoints support-ticket-1042",
+                  "langgraph-jsonl trace ./checkpoints t-1 --json"],
+        json_shape="a list of {kind: graph|node|model|tool, name, depth, started_at, seconds, "
+        "status: ok|error|unfinished, tokens: {input_tokens, output_tokens, total_tokens} | null, "
+        "error, step}",
+    )
+    add_operands(p, ["thread"])
+    p.set_defaults(run=_trace)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    with open_saver(args) as saver:
+        rows = timeline(read_events(saver.store.path, args.thread))
+        if not rows:
+            if not saver.store.has_thread(args.thread):
+                known_thread(saver, args.thread)  # says so, and how to list threads
+            raise UsageError(
+                f"thread {shown(args.thread)} has no trace in {saver.store.path}/traces: pass "
+                "JsonlTracer(store) in the run's callbacks to record one."
+            )
+    if args.json:
+        print_json([r.as_json() for r in rows])
+        return EXIT_OK
+    print_table(
+        ["STARTED", "STEP", "WHAT", "SECONDS", "TOKENS", "STATUS"],
+        [
+            [shown_time(r.started_at), "-" if r.step is None else str(r.step),
+             "  " * r.depth + f"{r.kind} {r.name}",
+             "-" if r.seconds is None else f"{r.seconds:.3f}",
+             _tokens(r.tokens),
+             r.status if r.error is None else f"error: {shown(r.error)[:80]}"]
+            for r in rows
+        ],
+    )
+    return EXIT_OK
+
+
+def _tokens(tokens: dict[str, int] | None) -> str:
+    if not tokens:
+        return "-"
+    return f"{tokens.get('input_tokens', 0)}+{tokens.get('output_tokens', 0)}"

@@ -1,0 +1,86 @@
+"""A thread's debug trace read back as a timeline (what ``langgraph-jsonl trace`` prints).
+
+Reads the rotated files oldest first and skips lines that are not whole JSON (a power
+loss may cut the last one). Each start is paired with its end or error by run id; a
+start without either (the process died, or the run is still going) is a row with no
+duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from ..disk import files
+from .tracer import trace_paths
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One graph run, node, model call or tool call.
+
+    Attributes:
+        kind: ``graph``, ``node``, ``model`` or ``tool``.
+        name: Node, model or tool name.
+        depth: Nesting (0 for a graph run).
+        started_at: When it started (ISO 8601).
+        seconds: How long it ran (``None``: no end recorded).
+        status: ``ok``, ``error`` or ``unfinished``.
+        tokens: Token usage a model reported (``input_tokens``, ``output_tokens``, ``total_tokens``).
+        error: The error, when it failed.
+        step: The graph step (``langgraph_step``), if any.
+    """
+
+    kind: str
+    name: str
+    depth: int
+    started_at: str
+    seconds: float | None
+    status: str
+    tokens: dict[str, int] | None = None
+    error: str | None = None
+    step: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as JSON-able data."""
+        return asdict(self)
+
+
+def read_events(store_path: str, thread_id: str) -> list[dict[str, Any]]:
+    """Every readable event of a thread's trace, oldest first ([] if it has none)."""
+    events: list[dict[str, Any]] = []
+    for path in reversed(trace_paths(store_path, thread_id).trace_files()):
+        try:
+            data = files.read_whole(path)
+        except OSError:
+            continue
+        for line in data.split(b"\n"):
+            try:
+                event = orjson.loads(line) if line else None
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and event.get("ev") in ("start", "end", "error") and "run" in event:
+                events.append(event)
+    return events
+
+
+def timeline(events: list[dict[str, Any]]) -> list[TimelineRow]:
+    """Starts paired with their ends, in the order they started."""
+    ends = {e["run"]: e for e in events if e["ev"] != "start"}
+    rows = []
+    for e in events:
+        if e["ev"] != "start":
+            continue
+        end = ends.get(e["run"])
+        rows.append(TimelineRow(
+            kind=str(e.get("kind", "")), name=str(e.get("name", "")), depth=int(e.get("depth") or 0),
+            started_at=str(e.get("at", "")),
+            seconds=end.get("seconds") if end else None,
+            status="unfinished" if end is None else ("error" if end["ev"] == "error" else "ok"),
+            tokens=end.get("tokens") if end else None,
+            error=end.get("error") if end else None,
+            step=e.get("step"),
+        ))
+    return rows

@@ -1,0 +1,258 @@
+"""``JsonlTracer``: an opt-in LangChain callback handler writing a debug trace per thread.
+
+The trace is kept apart from the transcript: one JSON line per event in
+``<store>/traces/<stem>.jsonl`` (the thread's file stem, as its log), never read by the
+saver, recovery or replay, safe to delete at any time. Events: a graph run, each node,
+each model call and each tool call starting, ending (with its duration in seconds and,
+for a model, the token usage it reports) or failing (with the error). Each line is
+written with one ``write`` to a file opened ``O_APPEND``, without ``fsync`` (debugging
+data: a process killed mid-run leaves every line it wrote; a power loss may cut the
+last one, which readers skip). Bounded: when a file would pass ``max_bytes`` it is
+rotated (``.jsonl`` -> ``.1.jsonl`` -> ``.2.jsonl``, the oldest dropped).
+
+Use::
+
+    tracer = JsonlTracer("./checkpoints")
+    graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}, "callbacks": [tracer]})
+
+A run without a ``thread_id`` is not traced.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import orjson
+from langchain_core.callbacks import BaseCallbackHandler
+
+from ..disk import files
+from ..disk.paths import TRACES_DIR, LogPaths, thread_file_stem
+from ..disk.store import TEMP_DIR, THREADS_DIR
+
+#: Default size at which a thread's trace file is rotated.
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+#: Longest error text kept in an event.
+ERROR_CHARS = 500
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _error_text(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def _tokens(response: Any) -> dict[str, int] | None:
+    """Token usage a model reported: its message's ``usage_metadata``, or the
+    provider's ``llm_output["token_usage"]``."""
+    try:
+        usage = response.generations[0][0].message.usage_metadata
+    except (AttributeError, IndexError, TypeError):
+        usage = None
+    if usage:
+        return {k: int(usage[k]) for k in ("input_tokens", "output_tokens", "total_tokens") if k in usage}
+    raw = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
+    if isinstance(raw, dict) and raw:
+        names = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens",
+                 "total_tokens": "total_tokens"}
+        return {names[k]: int(v) for k, v in raw.items() if k in names and isinstance(v, int)}
+    return None
+
+
+def trace_paths(store_path: str, thread_id: str) -> LogPaths:
+    """The files of a thread in a store, for finding its trace files."""
+    store_path = os.path.abspath(store_path)
+    return LogPaths(os.path.join(store_path, THREADS_DIR), thread_file_stem(thread_id),
+                    os.path.join(store_path, TEMP_DIR))
+
+
+class TraceFile:
+    """One thread's trace file: append a line, rotate by size.
+
+    Args:
+        paths: The thread's files (``trace_files()``: current first, then rotated).
+        max_bytes: Size past which the file is rotated before the next line.
+    """
+
+    def __init__(self, paths: LogPaths, max_bytes: int) -> None:
+        self.names = paths.trace_files()
+        self.max_bytes = max_bytes
+        self.lock = threading.Lock()
+        self._fd: int | None = None
+        self._size = 0
+
+    def append(self, line: bytes) -> None:
+        """Write one line (rotating first if it would pass ``max_bytes``)."""
+        with self.lock:
+            if self._fd is None:
+                self._open()
+            if self._size and self._size + len(line) > self.max_bytes:
+                self._rotate()
+            assert self._fd is not None
+            files.write_all(self._fd, line)
+            self._size += len(line)
+
+    def _open(self) -> None:
+        os.makedirs(os.path.dirname(self.names[0]), mode=0o700, exist_ok=True)
+        self._fd = files.os.open(self.names[0], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._size = files.os.fstat(self._fd).st_size
+
+    def _rotate(self) -> None:
+        self.close()
+        try:
+            # Another process may have rotated already: then this file is new and small.
+            if files.os.stat(self.names[0]).st_size + 1 > self.max_bytes:
+                for older, newer in zip(self.names[:0:-1], self.names[-2::-1], strict=True):
+                    if os.path.exists(newer):
+                        files.os.replace(newer, older)
+        except FileNotFoundError:
+            pass
+        self._open()
+
+    def close(self) -> None:
+        """Close the file (the next append opens it again)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            files.os.close(fd)
+
+
+class JsonlTracer(BaseCallbackHandler):
+    """Writes graph, node, model and tool events of every traced run to a per-thread
+    trace file in the store's ``traces/`` folder.
+
+    Args:
+        store: The store directory (or a ``JsonlSaver``, whose store is used).
+        max_bytes: Size at which a thread's trace file is rotated (two rotated files
+            are kept, so a thread's trace takes at most about three times this).
+    """
+
+    #: Called in the run's own thread or event loop: a line is one small write.
+    run_inline = True
+
+    def __init__(self, store: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        inner = getattr(store, "store", None)
+        self.store_path = os.path.abspath(inner.path if inner is not None else os.fspath(store))
+        self.max_bytes = max(1024, int(max_bytes))
+        self._files: dict[str, TraceFile] = {}
+        self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
+        self._lock = threading.Lock()
+
+    @property
+    def directory(self) -> str:
+        """The store's trace folder."""
+        return os.path.join(self.store_path, TRACES_DIR)
+
+    def close(self) -> None:
+        """Close every open trace file."""
+        with self._lock:
+            for f in self._files.values():
+                f.close()
+            self._files.clear()
+
+    # -- events ------------------------------------------------------------------
+
+    def _start(self, kind: str, name: str, run_id: UUID, parent_run_id: UUID | None,
+               metadata: dict[str, Any] | None, **extra: Any) -> None:
+        thread = (metadata or {}).get("thread_id")
+        if thread is None:
+            return
+        thread = str(thread)
+        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        depth = parent[4] + 1 if parent else 0
+        self._runs[run_id] = (thread, kind, name, time.monotonic(), depth)
+        md = metadata or {}
+        event = {"ev": "start", "kind": kind, "name": name, "run": str(run_id),
+                 "parent": str(parent_run_id) if parent_run_id else None, "depth": depth,
+                 "step": md.get("langgraph_step"), "ns": md.get("langgraph_checkpoint_ns"), **extra}
+        self._write(thread, event)
+
+    def _end(self, run_id: UUID, error: BaseException | None = None, **extra: Any) -> None:
+        run = self._runs.pop(run_id, None)
+        if run is None:
+            return
+        thread, kind, name, t0, depth = run
+        event: dict[str, Any] = {"ev": "error" if error is not None else "end", "kind": kind, "name": name,
+                                 "run": str(run_id), "depth": depth,
+                                 "seconds": round(time.monotonic() - t0, 6), **extra}
+        if error is not None:
+            event["error"] = _error_text(error)
+        self._write(thread, event)
+
+    def _write(self, thread: str, event: dict[str, Any]) -> None:
+        event["at"] = _now()
+        line = orjson.dumps(event, default=str) + b"\n"
+        with self._lock:
+            f = self._files.get(thread)
+            if f is None:
+                f = self._files[thread] = TraceFile(trace_paths(self.store_path, thread), self.max_bytes)
+        try:
+            f.append(line)
+        except OSError:
+            pass  # a trace never fails a run
+
+    # -- LangChain callbacks ---------------------------------------------------------------
+
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
+                       **kwargs: Any) -> None:
+        """A graph run (no parent) or one of its nodes starts (other chains are skipped)."""
+        name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
+        md = metadata or {}
+        if parent_run_id is None:
+            self._start("graph", name, run_id, None, md)
+        elif md.get("langgraph_node") == name and parent_run_id in self._runs:
+            self._start("node", name, run_id, parent_run_id, md)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A graph run or node ends."""
+        self._end(run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A graph run or node fails (an interrupt shows as ``GraphInterrupt``)."""
+        self._end(run_id, error)
+
+    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: Any, *, run_id: UUID,
+                            parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
+                            **kwargs: Any) -> None:
+        """A chat model call starts."""
+        name = kwargs.get("name") or (serialized or {}).get("name") or "model"
+        count = len(messages[0]) if messages else 0
+        self._start("model", name, run_id, parent_run_id, metadata, messages=count)
+
+    def on_llm_start(self, serialized: dict[str, Any] | None, prompts: Any, *, run_id: UUID,
+                     parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
+                     **kwargs: Any) -> None:
+        """A (non-chat) LLM call starts."""
+        name = kwargs.get("name") or (serialized or {}).get("name") or "llm"
+        self._start("model", name, run_id, parent_run_id, metadata)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A model call ends (with the token usage it reported, if any)."""
+        tokens = _tokens(response)
+        self._end(run_id, **({"tokens": tokens} if tokens else {}))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A model call fails."""
+        self._end(run_id, error)
+
+    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *, run_id: UUID,
+                      parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
+                      **kwargs: Any) -> None:
+        """A tool call starts."""
+        name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
+        self._start("tool", name, run_id, parent_run_id, metadata)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """A tool call ends."""
+        self._end(run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A tool call fails."""
+        self._end(run_id, error)

@@ -1,0 +1,225 @@
+"""The debug trace: events in order with durations, token usage and errors; rotation by
+size; a process killed mid-run leaves a readable trace; recovery with the trace folder
+deleted or damaged behaves exactly as a run that never had a tracer; delete_thread
+removes it; the CLI prints the timeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer
+from langgraph_jsonl_checkpoint.cli import main as cli_main
+from langgraph_jsonl_checkpoint.tracing import read_events, timeline
+from tests.harness.bounded import within
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class CountingModel(BaseChatModel):
+    """Asks for ``lookup`` once per human message, then answers; reports token usage."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> CountingModel:
+        return self
+
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        n = len(messages)
+        usage = {"input_tokens": 10 * n, "output_tokens": 3, "total_tokens": 10 * n + 3}
+        if isinstance(messages[-1], HumanMessage):
+            args = {"q": str(messages[-1].content)}
+            call = {"name": "lookup", "args": args, "id": f"c-{n}", "type": "tool_call"}
+            msg = AIMessage("", id=f"ai-{n}", usage_metadata=usage, tool_calls=[call])
+        else:
+            msg = AIMessage(f"done after {n}", id=f"ai-{n}", usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up (fails for "boom")."""
+    if q == "boom":
+        raise ValueError("lookup exploded")
+    return f"found {q}"
+
+
+def _graph(checkpointer: Any) -> Any:
+    model = CountingModel()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("agent", agent)
+    b.add_node("tools", ToolNode([lookup], handle_tool_errors=False))
+    b.add_edge(START, "agent")
+    b.add_conditional_edges("agent", tools_condition)
+    b.add_edge("tools", "agent")
+    return b.compile(checkpointer=checkpointer)
+
+
+def _cfg(thread: str, tracer: JsonlTracer | None = None) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    if tracer is not None:
+        cfg["callbacks"] = [tracer]
+    return cfg
+
+
+def test_events_in_order_with_durations_tokens_and_errors(tmp_path: Path) -> None:
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        tracer = JsonlTracer(saver)
+        graph = _graph(saver)
+        graph.invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t", tracer))
+        with pytest.raises(ValueError, match="lookup exploded"):
+            graph.invoke({"messages": [HumanMessage("boom", id="h1")]}, _cfg("t", tracer))
+        tracer.close()
+        rows = timeline(read_events(saver.store.path, "t"))
+    what = [(r.kind, r.name, r.status) for r in rows]
+    assert what == [
+        ("graph", "LangGraph", "ok"),
+        ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+        ("node", "tools", "ok"), ("tool", "lookup", "ok"),
+        ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+        ("graph", "LangGraph", "error"),
+        ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+        ("node", "tools", "error"), ("tool", "lookup", "error"),
+    ]
+    assert [r.depth for r in rows[:5]] == [0, 1, 2, 1, 2]
+    assert all(r.seconds is not None and r.seconds >= 0 for r in rows)
+    assert rows[0].seconds >= sum(r.seconds for r in rows[1:7] if r.depth == 1)  # type: ignore[operator]
+    assert rows[2].tokens == {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}
+    assert rows[6].tokens == {"input_tokens": 30, "output_tokens": 3, "total_tokens": 33}
+    assert "ValueError: lookup exploded" in (rows[-1].error or "")
+    starts = [e["at"] for e in read_events(str(tmp_path / "s"), "t") if e["ev"] == "start"]
+    assert starts == sorted(starts)
+    # the log never holds a trace event
+    log = (tmp_path / "s" / "threads").glob("*.jsonl")
+    assert not any(b'"ev":"start"' in p.read_bytes() and b'"kind":"node"' in p.read_bytes() for p in log)
+
+
+def test_rotation_bounds_the_files(tmp_path: Path) -> None:
+    with JsonlSaver(tmp_path / "s") as saver, within(120):
+        tracer = JsonlTracer(saver, max_bytes=2048)
+        graph = _graph(saver)
+        for i in range(30):
+            graph.invoke({"messages": [HumanMessage(f"q{i}", id=f"h{i}")]}, _cfg("t", tracer))
+        tracer.close()
+        files = sorted(os.listdir(tmp_path / "s" / "traces"))
+        assert len(files) == 3 and [f.split(".", 1)[1] for f in files] == ["1.jsonl", "2.jsonl", "jsonl"]
+        longest_line = 600
+        assert all(os.path.getsize(tmp_path / "s" / "traces" / f) <= 2048 + longest_line for f in files)
+        rows = timeline(read_events(saver.store.path, "t"))
+        # the newest run is whole; older ones were rotated away
+        assert rows[-1].kind == "model" and rows[-1].status == "ok"
+        assert len(rows) < 30 * 7
+
+
+_CRASHING_RUN = """
+import os, sys
+sys.path.insert(0, {root!r})
+from langchain_core.messages import HumanMessage
+from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer
+import tests.test_tracer as t
+
+crash = sys.argv[2] == "crash"
+@t.tool
+def lookup(q: str) -> str:
+    '''Look something up.'''
+    if crash:
+        os._exit(3)
+    return "found " + q
+t.lookup = lookup
+saver = JsonlSaver(sys.argv[1])
+cfg = {{"configurable": {{"thread_id": "t"}}}}
+if sys.argv[3] == "trace":
+    cfg["callbacks"] = [JsonlTracer(saver)]
+graph = t._graph(saver)
+out = graph.invoke({{"messages": [HumanMessage("cats", id="h0")]}} if crash else None, cfg)
+# a ToolMessage's id is random: left out
+print(json.dumps([[m.type, None if m.type == "tool" else m.id, m.content] for m in out["messages"]]))
+"""
+
+
+def _run(store: Path, phase: str, trace: str) -> subprocess.CompletedProcess[str]:
+    code = "import json\n" + _CRASHING_RUN.format(root=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code, str(store), phase, trace], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize("damage", ["delete", "garble"])
+def test_crash_leaves_a_readable_trace_and_recovery_ignores_it(tmp_path: Path, damage: str) -> None:
+    traced, plain = tmp_path / "traced", tmp_path / "plain"
+    assert _run(traced, "crash", "trace").returncode == 3
+    assert _run(plain, "crash", "none").returncode == 3
+    rows = timeline(read_events(str(traced), "t"))
+    assert [(r.kind, r.name, r.status) for r in rows] == [
+        ("graph", "LangGraph", "unfinished"), ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+        ("node", "tools", "unfinished"), ("tool", "lookup", "unfinished")]
+    folder = traced / "traces"
+    if damage == "delete":
+        for f in folder.iterdir():
+            f.unlink()
+        folder.rmdir()
+    else:
+        for f in folder.iterdir():
+            f.write_bytes(b"\x00garbage{" + f.read_bytes()[7:] + b"\xff\n")
+    resumed_traced = _run(traced, "resume", "trace")
+    resumed_plain = _run(plain, "resume", "none")
+    assert resumed_traced.returncode == 0, resumed_traced.stderr
+    assert resumed_plain.returncode == 0, resumed_plain.stderr
+    messages = json.loads(resumed_traced.stdout)
+    assert messages == json.loads(resumed_plain.stdout)
+    assert [m[0] for m in messages] == ["human", "ai", "tool", "ai"]
+    # the resumed run's events are there, after whatever was left
+    assert timeline(read_events(str(traced), "t"))[-1].kind == "model"
+
+
+def test_delete_thread_removes_the_trace_and_the_cli_prints_it(tmp_path: Path, capsys: Any) -> None:
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        tracer = JsonlTracer(saver)
+        _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t", tracer))
+        tracer.close()
+    assert cli_main(["trace", str(tmp_path / "s"), "t"]) == 0
+    out = capsys.readouterr().out
+    assert "graph LangGraph" in out and "    model CountingModel" in out and "10+3" in out
+    assert cli_main(["trace", str(tmp_path / "s"), "t", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["kind"] == "graph" and rows[2]["tokens"]["total_tokens"] == 13
+    assert cli_main(["trace", str(tmp_path / "s"), "nobody"]) == 2
+    with JsonlSaver(tmp_path / "s") as saver:
+        saver.delete_thread("t")
+    assert os.listdir(tmp_path / "s" / "traces") == []
+
+
+def test_untraced_thread_gets_a_clear_message(tmp_path: Path, capsys: Any) -> None:
+    with JsonlSaver(tmp_path / "s") as saver:
+        _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t"))
+    assert cli_main(["trace", str(tmp_path / "s"), "t"]) == 2
+    assert "JsonlTracer" in capsys.readouterr().err
+
+
+def test_tool_message_shape_unchanged_by_the_tracer(tmp_path: Path) -> None:
+    """The same run with and without the tracer stores the same messages."""
+    outs = []
+    for thread, tracer in (("a", None), ("b", JsonlTracer(tmp_path / "s"))):
+        with JsonlSaver(tmp_path / "s") as saver:
+            out = _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg(thread, tracer))
+            outs.append([(type(m), m.id if not isinstance(m, ToolMessage) else None, m.content)
+                         for m in out["messages"]])
+    assert outs[0] == outs[1]
