@@ -28,6 +28,7 @@ Everything here is pure: bytes in, records out. The file I/O lives in ``log.py``
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -186,6 +187,41 @@ def scan(data: bytes, base_offset: int = 0, *, expect_seq: int | None = None) ->
             pending = []
             result.committed_end = base_offset + pos
     result.tail_bytes = base_offset + size - result.committed_end
+    return result
+
+
+def scan_committed(data: bytes, base_offset: int, skip: tuple[str, ...]) -> ScanResult:
+    """The records of ``data``: whole, committed lines (up to a committed end read
+    before), each checked; lines of the kinds in ``skip`` are not parsed but stand as
+    ``{"t": kind, "seq": n}`` (a snapshot of a long conversation is megabytes of values
+    a reader of new records may not need). A damaged line ends the result with
+    ``corrupt_offset`` set.
+    """
+    result = ScanResult(committed_end=base_offset)
+    prefixes = tuple((b'{"t":"%s",' % kind.encode(), kind) for kind in skip)
+    pos = 0
+    size = len(data)
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            result.corrupt_offset = base_offset + pos
+            break
+        line = data[pos:nl]
+        rec: dict[str, Any] | None = None
+        for prefix, kind in prefixes:
+            if line.startswith(prefix) and check_line(line):
+                at = line.rfind(b'"seq":')
+                digits = re.match(rb"\d+", line[at + 6 :]) if at >= 0 else None
+                rec = {"t": kind, "seq": int(digits.group())} if digits else None
+                break
+        else:
+            rec = parse_line(line)
+        if rec is None or not isinstance(rec.get("seq"), int):
+            result.corrupt_offset = base_offset + pos
+            break
+        result.records.append(ScannedRecord(base_offset + pos, nl + 1 - pos, rec))
+        pos = nl + 1
+        result.committed_end = base_offset + pos
     return result
 
 

@@ -395,16 +395,17 @@ class LogView:
                 return b""
             return files.os.pread(self._rfd, self.index.committed_end, 0)
 
-    def records_from(self, offset: int) -> framing.ScanResult:
+    def records_from(self, offset: int, *, skip: tuple[str, ...] = ()) -> framing.ScanResult:
         """The committed records from byte ``offset`` (a record's start) to the end the
         last refresh saw, in one read; what a reader that stopped at ``offset`` missed.
-        An ``offset`` that is not a record's start shows as damage in the result."""
+        Records of the kinds in ``skip`` are checked but not parsed (``{"t", "seq"}``
+        only). An ``offset`` that is not a record's start shows as damage in the result."""
         with self.mutex:
             end = self.index.committed_end
             if self._rfd is None or offset >= end:
-                return framing.scan(b"", offset)
+                return framing.ScanResult(committed_end=offset)
             data = files.os.pread(self._rfd, end - offset, offset)
-        return framing.scan(data, offset)
+        return framing.scan_committed(data, offset, skip)
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
         """Every committed record of the log, header first (reads the whole file)."""

@@ -4,7 +4,8 @@ as derived data (``<stem>.mem``).
 A :class:`MemoryKeeper` hangs on a :class:`~..disk.log.ThreadLog` as an append observer.
 After every durable append it reads the records it has not seen (the bytes just written,
 from the page cache) and feeds them to its :class:`~.builder.MemoryBuilder`: work in
-proportion to what was appended. Every :data:`SAVE_EVERY` records, and when the store
+proportion to what was appended (snapshot records, which it does not need, are
+checked but not parsed). Every :data:`SAVE_EVERY` records, and when the store
 closes, it writes its state to ``<stem>.mem`` (temp file and rename, no fsync: like the
 sidecar index it is derived data, safe to delete). The file names the log generation it
 was built from (generation, inode, header checksum, as the sidecar does) and the byte
@@ -33,8 +34,9 @@ from .model import SessionMemory
 
 logger = logging.getLogger(__name__)
 
-#: Write the memory file after this many records past what it covers.
-SAVE_EVERY = 64
+#: Write the memory file after this many records past what it covers (a fresh process
+#: reads at most this many records more than the file holds, besides those of its close).
+SAVE_EVERY = 256
 #: Version of the ``.mem`` file's content (another version is rebuilt, never an error).
 FILE_VERSION = 1
 
@@ -130,7 +132,7 @@ class MemoryKeeper:
     def _feed_from(self, offset: int) -> None:
         builder = self.builder
         assert builder is not None
-        scan = self.log.records_from(offset)
+        scan = self.log.records_from(offset, skip=("snapshot",))  # the builder reads none
         first = scan.records[0].record.get("seq") if scan.records else None
         if offset and (scan.corrupt_offset is not None or first != builder.seq + 1):
             # Not where the builder stopped: start again from the whole log.

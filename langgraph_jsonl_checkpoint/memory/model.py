@@ -153,7 +153,7 @@ def render(memory: SessionMemory) -> str:
     if left_out:
         lines.append(f"Not shown for space: {', '.join(left_out)}.")
     lines.append(
-        f"Counts: {memory.turns} turns, {memory.tool_calls} tool calls, {memory.checkpoints} checkpoints."
+        f"Counts: turns {memory.turns}, tool calls {memory.tool_calls}, checkpoints {memory.checkpoints}."
     )
     return "\n".join(lines)
 
