@@ -258,3 +258,23 @@ async def test_async_twin(real_run: Any) -> None:
     s, _ = real_run
     with JsonlSaver(s["store"]) as saver:
         assert await saver.asession_memory("t1") == saver.session_memory("t1")
+
+
+def test_verify_reports_a_memory_file_that_disagrees_with_its_log(real_run: Any, capsys: Any) -> None:
+    from langgraph_jsonl_checkpoint.cli import main as cli_main
+    from langgraph_jsonl_checkpoint.disk import framing
+
+    s, _ = real_run
+    with JsonlSaver(s["store"]) as saver:
+        saver.session_memory("t1")
+        path = saver.store.thread_log("t1").paths.memory
+    assert cli_main(["verify", s["store"]]) == 0
+    capsys.readouterr()
+    rec = json.loads(Path(path).read_bytes())
+    rec.pop("c")
+    rec["state"]["goal"] = "a goal the log never had"
+    Path(path).write_bytes(framing.frame(rec))
+    assert cli_main(["verify", s["store"]]) == 1
+    assert "session memory file disagrees with the log" in capsys.readouterr().out
+    os.unlink(path)  # derived data: deleting it is the fix
+    assert cli_main(["verify", s["store"]]) == 0

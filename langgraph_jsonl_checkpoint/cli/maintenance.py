@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from ..errors import JsonlCheckpointError
 from ..maintenance.repair import repair
 from ..maintenance.verify import verify
+from ..memory.keeper import memory_file_problems
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -33,7 +35,9 @@ def _verify(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         threads = [known_thread(saver, args.thread)] if args.thread else None
         count = 1 if args.thread else len(saver.store.log_names())
-        report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"))
+        memory_check = partial(memory_file_problems, decode=saver.codec.decode)
+        report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"),
+                        derived=[memory_check])
     if args.json:
         print_json({
             "ok": report.ok, "threads": report.threads, "records": report.records,

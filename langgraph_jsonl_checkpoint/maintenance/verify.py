@@ -3,19 +3,20 @@
 Thread by thread: it scans every committed record, checks checksums and sequence
 numbers, the header, that every delta can be rebuilt from its base (:mod:`.checks`),
 and compares each snapshot's state hash with the state rebuilt from the records before
-it. Each problem is reported once, with the file and byte offset.
+it; checks a layer above passes look at files derived from the log (the session
+memory). Each problem is reported once, with the file and byte offset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..disk import framing
 from ..disk.header import FORMAT_VERSION
 from ..disk.index import ThreadIndex
 from ..disk.summary import summarize
-from ..disk.view import IndexRebuilt
+from ..disk.view import IndexRebuilt, LogView
 from ..errors import JsonlCheckpointError
 from ..values.fingerprint import state_hash
 from ..values.reader import ValueReader
@@ -55,11 +56,17 @@ class VerifyReport:
         return not self.findings
 
 
+#: A check of data derived from a log and kept beside it (the session memory file):
+#: given the thread's log, ``(path, problem)`` pairs.
+DerivedCheck = Callable[[LogView], list[tuple[str, str]]]
+
+
 def verify(
     saver: StoreAccess,
     thread_ids: list[str] | None = None,
     *,
     track: Callable[[list[str]], Iterable[str]] | None = None,
+    derived: Sequence[DerivedCheck] = (),
 ) -> VerifyReport:
     """Check threads of a store; never changes anything.
 
@@ -74,6 +81,8 @@ def verify(
         thread_ids: Threads to check (default: all).
         track: Given the threads to check, yields them as they are checked (a progress
             bar wraps them so).
+        derived: Checks of files derived from a log (run on logs found whole), from a
+            layer above (the CLI passes the session memory's).
 
     Returns:
         A :class:`VerifyReport`.
@@ -119,6 +128,9 @@ def verify(
         report.findings.extend(Finding(tid, log.path, offset, problem) for offset, problem in unreadable)
         if not unreadable:
             report.snapshots_checked += _check_snapshots(saver, tid, result, report)
+        if not unreadable and not result.tail_bytes:
+            for check in derived:
+                report.findings.extend(Finding(tid, path, None, problem) for path, problem in check(log))
     return report
 
 

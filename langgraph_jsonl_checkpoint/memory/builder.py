@@ -123,8 +123,8 @@ class MemoryBuilder:
         self.head: str | None = s.get("head")
         #: nodes scheduled at the head checkpoint and not finished: node -> seq
         self.pending: dict[str, int] = dict(s.get("pending", {}))
-        #: "<channel>@<version>" -> holds a value (root graph's triggers at the head)
-        self.triggers: dict[str, bool] = dict(s.get("triggers", {}))
+        #: trigger channel -> [newest stored version, holds a value] (root graph)
+        self.triggers: dict[str, list[Any]] = dict(s.get("triggers", {}))
         self.last_message: str | None = s.get("last_message")
         self.message_count: int = s.get("message_count", 0)
         #: seq of the latest human message, and of the latest sign that its turn was
@@ -240,23 +240,24 @@ class MemoryBuilder:
         for key in [k for k in self.interrupts if k.split("|", 1)[0] == parent]:
             del self.interrupts[key]  # the graph moved on from the interrupted checkpoint
         values = rec.get("values") or {}
+        triggers = self.triggers
         for channel, entry in values.items():
             if channel.startswith("branch:to:"):
-                self.triggers[f"{channel}@{entry.get('ver')}"] = "empty" not in entry
+                # The newest stored version of each trigger, and whether it holds a value
+                # (a consumed trigger is stored empty). A fork back to an older version
+                # finds no entry: its steps are not reported as pending.
+                triggers[channel] = [str(entry.get("ver")), "empty" not in entry]
         cv = rec.get("cv") or {}
-        self.triggers = {
-            k: v for k, v in self.triggers.items() if k.split("@", 1)[1] == str(cv.get(k.split("@", 1)[0]))
-        }
         cp = self._decoded(rec.get("cp")) or {}
         seen = cp.get("versions_seen", {}) if isinstance(cp, dict) else {}
         self.head = rec.get("id")
         self.pending = {}
         for channel, version in cv.items():
-            if not channel.startswith("branch:to:"):
+            held = triggers.get(channel)
+            if held is None or not held[1] or held[0] != str(version):
                 continue
             node = channel[len("branch:to:"):]
-            seen_version = (seen.get(node) or {}).get(channel)
-            if self.triggers.get(f"{channel}@{version}") and _newer(version, seen_version):
+            if _newer(version, (seen.get(node) or {}).get(channel)):
                 self.pending[node] = seq
         entry = values.get(MESSAGES)
         if isinstance(entry, dict):

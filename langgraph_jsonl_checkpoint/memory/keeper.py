@@ -17,7 +17,6 @@ deleted and created again) is rebuilt from the whole log, never an error.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -105,7 +104,8 @@ class MemoryKeeper:
         """Feed the records past what the builder covers (rebuild when it cannot
         continue: another generation, a log cut back, a file that does not match)."""
         with self.lock, self.log.mutex:
-            identity = dataclasses.astuple(self.log.identity())
+            ident = self.log.identity()
+            identity = (ident.gen, ident.ino, ident.header_crc)
             end = self.log.index.committed_end if self.log.exists() else 0
             if not self.loaded:
                 self.loaded = True
@@ -188,3 +188,35 @@ class MemoryKeeper:
             files.unlink_quietly(temp)
             raise
         self.saved_seq = builder.seq
+
+
+def memory_file_problems(log: LogView, decode: Callable[[dict[str, Any]], Any]) -> list[tuple[str, str]]:
+    """``(path, problem)`` if the thread's ``.mem`` file would be trusted (it names this
+    log generation and a record boundary) yet disagrees with the memory rebuilt from the
+    log up to the offset it covers; a missing, damaged or stale file is no problem (it
+    is rebuilt). For ``verify``.
+    """
+    with log.mutex:
+        log.refresh()
+        if not log.exists():
+            return []
+        keeper = MemoryKeeper(log, decode, persist=False)
+        ident = log.identity()
+        identity = (ident.gen, ident.ino, ident.header_crc)
+        keeper._load(identity, log.index.committed_end)
+        if keeper.builder is None:
+            return []
+        scan = log.records_from(0, skip=("snapshot",))
+        ends = {r.offset + r.length: r.record.get("seq") for r in scan.records}
+        if ends.get(keeper.end) != keeper.builder.seq:
+            return []  # not at a record boundary with that seq: a reader rebuilds it
+        fresh = MemoryBuilder(log.thread_id, decode)
+        for found in scan.records:
+            if found.offset >= keeper.end:
+                break
+            fresh.feed(found.record)
+    if fresh.memory() != keeper.builder.memory():
+        return [(log.paths.memory, "the session memory file disagrees with the log it names; delete it "
+                                   "(derived data: it is rebuilt from the log)")]
+    return []
+
