@@ -304,7 +304,7 @@ class MemoryBuilder:
                     self.requested[call["id"]] = [call.get("name", ""), call.get("args"), seq]
             self._bound(self.requested)
         elif kind == "tool":
-            call_id = m.get("tool_call_id")
+            call_id = str(m.get("tool_call_id"))
             name, args, _ = self.requested.pop(call_id, None) or [m.get("name", ""), None, seq]
             if call_id in self.told:
                 return

@@ -138,7 +138,7 @@ def session_memory_middleware(
 
     from langgraph.config import get_config
 
-    class SessionMemoryMiddleware(AgentMiddleware):  # type: ignore[misc]
+    class SessionMemoryMiddleware(AgentMiddleware):
         """Gives the model the thread's session memory before the history."""
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:

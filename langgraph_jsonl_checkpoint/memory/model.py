@@ -93,12 +93,16 @@ class SessionMemory:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionMemory:
         """The memory from :meth:`to_json`'s output."""
-        sections = {
-            name: tuple(MemoryItem(**item) for item in data.get(name, ()))
-            for name in ("completed", "failed", "decisions", "open_items")
-        }
-        plain = {k: v for k, v in data.items() if k not in sections}
-        return cls(**plain, **sections)
+        def items(name: str) -> tuple[MemoryItem, ...]:
+            return tuple(MemoryItem(**item) for item in data.get(name, ()))
+
+        return cls(
+            thread_id=data["thread_id"], goal=data.get("goal", ""), completed=items("completed"),
+            failed=items("failed"), decisions=items("decisions"), open_items=items("open_items"),
+            turns=data.get("turns", 0), tool_calls=data.get("tool_calls", 0),
+            checkpoints=data.get("checkpoints", 0), folded=dict(data.get("folded", {})),
+            covers=data.get("covers", 0), resumed=data.get("resumed", False),
+        )
 
     def to_text(self) -> str:
         """The memory as the text a model is given (see :func:`render`)."""
@@ -175,7 +179,7 @@ def fit_budget(memory: SessionMemory, budget: int = DEFAULT_BUDGET) -> SessionMe
         items = sections[name]
         while items:
             # Cheap upper bound first: drop as many as the excess surely needs.
-            trial = replace(memory, folded=folded, **{k: tuple(v) for k, v in sections.items()})
+            trial = _with_sections(memory, sections, folded)
             excess = len(render(trial)) - budget
             if excess <= 0:
                 return trial
@@ -189,8 +193,17 @@ def fit_budget(memory: SessionMemory, budget: int = DEFAULT_BUDGET) -> SessionMe
             drop = min(drop, len(items))
             del items[:drop]
             folded[name] = folded.get(name, 0) + drop
-    trial = replace(memory, folded=folded, **{k: tuple(v) for k, v in sections.items()})
+    trial = _with_sections(memory, sections, folded)
     excess = len(render(trial)) - budget
     if excess > 0 and trial.goal:
         trial = replace(trial, goal=clip(trial.goal, max(40, len(trial.goal) - excess)))
     return trial
+
+
+def _with_sections(
+    memory: SessionMemory, sections: dict[str, list[MemoryItem]], folded: dict[str, int]
+) -> SessionMemory:
+    return replace(
+        memory, folded=dict(folded), completed=tuple(sections["completed"]), failed=tuple(sections["failed"]),
+        decisions=tuple(sections["decisions"]), open_items=tuple(sections["open_items"]),
+    )

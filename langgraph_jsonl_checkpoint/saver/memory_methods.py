@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ..disk.log import ThreadLog
 from ..disk.store import Store
 from ..memory.keeper import MemoryKeeper
 from ..memory.model import DEFAULT_BUDGET, SessionMemory, fit_budget
@@ -20,14 +21,22 @@ from .config import healing
 
 def keep_session_memory(store: Store, codec: ValueCodec) -> None:
     """Attach a memory keeper to every log ``store`` opens from now on."""
-    store.on_open.append(lambda log: MemoryKeeper.attach(log, codec.decode) and None)
+
+    def attach(log: ThreadLog) -> None:
+        MemoryKeeper.attach(log, codec.decode)
+
+    store.on_open.append(attach)
 
 
 class SessionMemoryMethods:
     """``session_memory`` and its async twin (mixed into ``JsonlSaver``)."""
 
     store: Store
-    codec: ValueCodec
+
+    @property
+    def codec(self) -> ValueCodec:
+        """The saver's value codec (``JsonlSaver`` has it)."""
+        raise NotImplementedError
 
     def session_memory(self, thread_id: str, *, budget: int | None = DEFAULT_BUDGET) -> SessionMemory:
         """The thread's session memory: its current goal, work completed, failed

@@ -236,7 +236,10 @@ class JsonlTracer(BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call ends (with the token usage it reported, if any)."""
         tokens = _tokens(response)
-        self._end(run_id, **({"tokens": tokens} if tokens else {}))
+        if tokens:
+            self._end(run_id, tokens=tokens)
+        else:
+            self._end(run_id)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call fails."""
