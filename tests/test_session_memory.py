@@ -278,3 +278,30 @@ def test_verify_reports_a_memory_file_that_disagrees_with_its_log(real_run: Any,
     assert "session memory file disagrees with the log" in capsys.readouterr().out
     os.unlink(path)  # derived data: deleting it is the fix
     assert cli_main(["verify", s["store"]]) == 0
+
+
+async def test_async_group_commits_keep_the_memory_equal_to_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ainvoke`` under durability "async": appends land through the worker's group
+    commits; the memory after each is the memory of the log up to it."""
+    seen: list[SessionMemory] = []
+    original = MemoryKeeper.appended
+
+    def spy(self: MemoryKeeper, log: Any) -> None:
+        original(self, log)
+        assert self.builder is not None
+        seen.append(self.builder.memory())
+
+    monkeypatch.setattr(MemoryKeeper, "appended", spy)
+    with JsonlSaver(tmp_path / "store") as saver:
+        graph = _chatty_graph(saver)
+        for i in range(15):
+            await graph.ainvoke({"messages": [HumanMessage(f"q{i}", id=f"h-{i}")]},
+                                {"configurable": {"thread_id": "a"}}, durability="async")
+        monkeypatch.setattr(MemoryKeeper, "appended", original)
+        assert len(seen) > 15
+        for kept in seen:
+            assert kept == _rebuild(saver, "a", kept.covers)
+        memory = await saver.asession_memory("a")
+        assert (memory.goal, memory.turns, len(memory.completed)) == ("q14", 15, 15)
