@@ -305,3 +305,28 @@ async def test_async_group_commits_keep_the_memory_equal_to_a_rebuild(
             assert kept == _rebuild(saver, "a", kept.covers)
         memory = await saver.asession_memory("a")
         assert (memory.goal, memory.turns, len(memory.completed)) == ("q14", 15, 15)
+
+
+def test_a_long_log_without_memory_file_is_rebuilt_by_a_read_not_by_a_put(
+    real_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_jsonl_checkpoint.memory import keeper as keeper_module
+
+    s, _ = real_run
+    with JsonlSaver(s["store"]) as saver:
+        os.unlink(saver.store.thread_log("t1").paths.memory)
+    monkeypatch.setattr(keeper_module, "REBUILD_ON_APPEND", 1000)  # bytes: the log is longer
+    saver, adapter = open_store(s)
+    with saver, within(60):
+        graph = graph_for(s, saver, adapter, handle_tool_errors=True)
+        log = saver.store.thread_log("t1")
+        before = log.refresh().last_seq
+        graph.invoke({"messages": [HumanMessage("and one more", id="human-3")]}, config("t1"))
+        assert log.index.last_seq > before + 3
+        [keeper] = [o for o in log.observers if isinstance(o, MemoryKeeper)]
+        assert keeper.builder is None  # the puts left the rebuild to the next read
+        memory = saver.session_memory("t1", budget=None)
+        assert memory == _rebuild(saver, "t1")
+        assert keeper.builder is not None
+        saver.put_writes(saver.get_tuple(config("t1")).config, [("custom", 1)], "task-x")
+        assert keeper.builder is not None and keeper.builder.seq == log.index.last_seq

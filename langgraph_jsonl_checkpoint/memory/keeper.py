@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 #: Write the memory file after this many records past what it covers (a fresh process
 #: reads at most this many records more than the file holds, besides those of its close).
 SAVE_EVERY = 256
+#: Longest log rebuilt from its start right after an append (under the writer lock);
+#: a longer one is rebuilt by the next read instead.
+REBUILD_ON_APPEND = 1024 * 1024
 #: Version of the ``.mem`` file's content (another version is rebuilt, never an error).
 FILE_VERSION = 1
 
@@ -76,9 +79,12 @@ class MemoryKeeper:
 
     def appended(self, log: ThreadLog) -> None:
         """Catch up with the records just appended (never raises: the append is
-        acknowledged whatever happens here; the next read rebuilds)."""
+        acknowledged whatever happens here; the next read rebuilds). A rebuild of a log
+        past :data:`REBUILD_ON_APPEND` bytes (no usable ``.mem``: a log written before
+        this release, or just compacted) is left to the next read, outside the writer
+        lock."""
         try:
-            self.catch_up()
+            self.catch_up(rebuild_limit=REBUILD_ON_APPEND)
         except Exception:  # noqa: BLE001 - derived data: dropped, rebuilt on next read
             logger.debug("session memory of %r dropped", log.thread_id, exc_info=True)
             self.builder = None
@@ -98,11 +104,18 @@ class MemoryKeeper:
         """The memory as of the log's last committed record (refreshes the log)."""
         with self.log.mutex:
             self.log.refresh()
-            return self.catch_up().memory()
+            builder = self.catch_up()
+            assert builder is not None
+            return builder.memory()
 
-    def catch_up(self) -> MemoryBuilder:
+    def catch_up(self, *, rebuild_limit: int | None = None) -> MemoryBuilder | None:
         """Feed the records past what the builder covers (rebuild when it cannot
-        continue: another generation, a log cut back, a file that does not match)."""
+        continue: another generation, a log cut back, a file that does not match).
+
+        Args:
+            rebuild_limit: Do not rebuild a log longer than this many bytes (return
+                ``None`` and leave it to a later call without a limit).
+        """
         with self.lock, self.log.mutex:
             ident = self.log.identity()
             identity = (ident.gen, ident.ino, ident.header_crc)
@@ -110,10 +123,15 @@ class MemoryKeeper:
             if not self.loaded:
                 self.loaded = True
                 self._load(identity, end)
-            if self.builder is None or identity != self.identity or self.end > end:
+            continues = self.builder is not None and identity == self.identity and self.end <= end
+            if continues and self.end < end:
+                continues = self._feed_from(self.end)
+            if not continues:
+                if rebuild_limit is not None and end > rebuild_limit:
+                    self.builder = None
+                    return None
                 self._reset(identity)
-            if self.end < end:
-                self._feed_from(self.end)
+                self._feed_from(0)
             builder = self.builder
             assert builder is not None
             if self.persist and builder.seq - max(self.saved_seq, 0) >= SAVE_EVERY:
@@ -129,19 +147,19 @@ class MemoryKeeper:
         self.end = 0
         self.saved_seq = -1
 
-    def _feed_from(self, offset: int) -> None:
+    def _feed_from(self, offset: int) -> bool:
+        """Feed the records from ``offset``; ``False`` (nothing fed) if the log there
+        is not where the builder stopped."""
         builder = self.builder
         assert builder is not None
         scan = self.log.records_from(offset, skip=("snapshot",))  # the builder reads none
         first = scan.records[0].record.get("seq") if scan.records else None
         if offset and (scan.corrupt_offset is not None or first != builder.seq + 1):
-            # Not where the builder stopped: start again from the whole log.
-            self._reset(self.identity or ())
-            self._feed_from(0)
-            return
+            return False
         for found in scan.records:
             builder.feed(found.record)
             self.end = found.offset + found.length
+        return True
 
     # -- the file ------------------------------------------------------------------------
 
