@@ -150,7 +150,8 @@ cfg = {{"configurable": {{"thread_id": "t"}}}}
 if sys.argv[3] == "trace":
     cfg["callbacks"] = [JsonlTracer(saver)]
 graph = t._graph(saver)
-out = graph.invoke({{"messages": [HumanMessage("cats", id="h0")]}} if crash else None, cfg)
+# sync: the checkpoint before the tool is durable when the tool kills the process
+out = graph.invoke({{"messages": [HumanMessage("cats", id="h0")]}} if crash else None, cfg, durability="sync")
 # a ToolMessage's id is random: left out
 print(json.dumps([[m.type, None if m.type == "tool" else m.id, m.content] for m in out["messages"]]))
 """
