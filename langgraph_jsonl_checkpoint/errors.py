@@ -17,8 +17,10 @@ catch them all with one ``except``::
     │   └── ThreadBusyError    another run is still working on the thread
     ├── DurabilityError        a write could not be made durable; nothing was acknowledged
     ├── RestoreError           an archived thread cannot be brought back now
-    └── CheckpointNotSavedError a side-effecting tool was not started: the checkpoint it
-                               runs from was not saved in time
+    ├── CheckpointNotSavedError a side-effecting tool was not started: the checkpoint it
+    │                          runs from was not saved in time
+    └── MigrationError         a copy between checkpointers cannot start: an unknown URL,
+                               an unreachable database, missing tables
 
 Messages name the thread, the file and, where it helps, the byte offset, and say what to
 do next. They never echo stored payloads.
@@ -130,3 +132,9 @@ class CheckpointNotSavedError(JsonlCheckpointError):
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
         self.call_id = call_id
+
+
+class MigrationError(JsonlCheckpointError):
+    """A copy of threads between checkpointers cannot start or go on: an endpoint URL of
+    an unknown kind, a database that cannot be reached, a database without LangGraph's
+    tables (``--setup`` creates them), a source that is not what its URL says."""

@@ -205,7 +205,8 @@ class SaverJournal:
         return await apoll_stored(checkpointer, cfg, timeout)
 
 
-def _store_key(thread_id: str, key: ToolCallKey) -> str:
+def store_key(thread_id: str, key: ToolCallKey) -> str:
+    """The store key of a call's item (thread, namespace, checkpoint, call id)."""
     # \x1f (unit separator) cannot appear in ids LangGraph generates.
     return "\x1f".join((thread_id, key.ns, key.checkpoint_id, key.call_id))
 
@@ -269,12 +270,12 @@ class StoreJournal:
     def _load(self, thread_id: str, keys: Sequence[ToolCallKey]) -> Steps[dict[ToolCallKey, ToolCallRecord]]:
         items = []
         for k in keys:
-            items.append((yield call("get", STORE_NAMESPACE, _store_key(thread_id, k))))
+            items.append((yield call("get", STORE_NAMESPACE, store_key(thread_id, k))))
         return self._fold(items)
 
     def _record(self, thread_id: str, events: list[dict[str, Any]]) -> Steps[None]:
         for key, evs in _by_key(events).items():
-            skey = _store_key(thread_id, key)
+            skey = store_key(thread_id, key)
             item = yield call("get", STORE_NAMESPACE, skey)
             yield call("put", STORE_NAMESPACE, skey, _appended(item, thread_id, evs), index=False)
             kinds = {e["ev"] for e in evs}

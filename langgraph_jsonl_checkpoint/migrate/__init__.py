@@ -1,0 +1,28 @@
+"""Moving threads between checkpointers: SQLite in, PostgreSQL out, and back.
+
+:func:`copy_threads` copies threads between any two LangGraph checkpointers (endpoints
+by URL: a store directory, ``sqlite:///path.db``, ``postgresql://...``; or objects),
+with the replay adapter's journal, idempotently, and verifies the copy. The CLI's
+``import``, ``copy`` and ``export postgresql://...`` are thin layers over it.
+
+Modules: :mod:`.endpoints` (URLs to savers, what their storage tells beyond the API),
+:mod:`.databases` (SQLite and PostgreSQL), :mod:`.journal` (the journal carried over),
+:mod:`.copy` (the engine), :mod:`.verify` (decoded comparison), :mod:`.report`.
+"""
+
+from .copy import copy_thread, copy_threads
+from .endpoints import Endpoint
+from .report import CopyReport, ThreadCopy
+from .urls import is_database_url, open_endpoint
+from .verify import compare_threads
+
+__all__ = [
+    "CopyReport",
+    "Endpoint",
+    "ThreadCopy",
+    "compare_threads",
+    "copy_thread",
+    "copy_threads",
+    "is_database_url",
+    "open_endpoint",
+]

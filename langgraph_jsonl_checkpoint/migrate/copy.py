@@ -1,0 +1,215 @@
+"""Copy threads between any two LangGraph checkpointers, completely and idempotently.
+
+A thread is copied as LangGraph itself would have written it: every checkpoint of
+every namespace (subgraphs too), oldest first, through the target's ``put`` with the
+same id, parent link, metadata and channel versions; ``new_versions`` are the channels
+whose version differs from the parent's (what the graph passed when it ran), so a
+target that stores changes only (ours, ``PostgresSaver``'s blobs) stores what it
+would have. Then each checkpoint's pending writes through ``put_writes``, one call per
+task with its ``task_path``, regular writes in their order (so they get their
+``idx``) and each special write (error, interrupt, resume...) on its own (its slot is
+fixed). A ``DeltaChannel``'s snapshots and the writes between them go along, so the
+target rebuilds the same values.
+
+Idempotent and resumable: a checkpoint the target already has is not put again, and
+its writes are put again only if the target holds fewer of them (``put_writes`` never
+duplicates a slot); so a copy killed half-way and run again ends with the same target
+as one run through. A thread that cannot be read is reported and the others copied.
+
+Verification (:mod:`.verify`) re-reads each copied thread from the target and compares
+every checkpoint, decoded, with the source's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
+
+from ..errors import MigrationError
+from .endpoints import Endpoint, Track, WriteSlot, matching, thread_tuples
+from .journal import carry
+from .report import CopyReport, ThreadCopy
+from .urls import open_endpoint
+from .verify import compare_threads
+
+Spec = str | BaseCheckpointSaver[Any] | Endpoint
+
+
+def copy_threads(
+    source: Spec,
+    target: Spec,
+    *,
+    threads: Sequence[str] | None = None,
+    dry_run: bool = False,
+    verify: bool = True,
+    journal: bool = True,
+    setup: bool = False,
+    track: Track | None = None,
+) -> CopyReport:
+    """Copy threads from ``source`` to ``target``.
+
+    Args:
+        source: Where from: a store directory, ``sqlite:///path.db``,
+            ``postgresql://...``, a checkpointer or an :class:`Endpoint`.
+        target: Where to (the same kinds; a new directory becomes a store).
+        threads: Thread ids or shell globs (``"user-*"``) to copy; all when ``None``.
+        dry_run: Read everything, write nothing; the report says what would be copied.
+        verify: After copying a thread, compare its whole history on both ends.
+        journal: Carry the replay adapter's journal too.
+        setup: Create the target's tables first (``setup()`` of its saver and store).
+        track: Wraps the iteration over thread ids (a progress bar).
+
+    Returns:
+        What was done; ``report.ok`` is false when a thread could not be read or copied
+        or differs after the copy.
+
+    Raises:
+        MigrationError: An endpoint cannot be opened, or the target lacks its tables
+            and ``setup`` was not asked for.
+    """
+    started = time.perf_counter()
+    src = open_endpoint(source, role="source")
+    try:
+        dst = open_endpoint(target, role="target")
+    except BaseException:
+        if src is not source:
+            src.close()
+        raise
+    try:
+        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started)
+    finally:
+        for end, spec in ((dst, target), (src, source)):
+            if end is not spec:
+                end.close()
+
+
+def _copy(
+    src: Endpoint, dst: Endpoint, threads: Sequence[str] | None, dry_run: bool, verify: bool,
+    journal: bool, setup: bool, track: Track | None, started: float,
+) -> CopyReport:
+    missing = dst.missing_tables()
+    if missing and setup and not dry_run:
+        dst.setup()
+    elif missing and not dry_run:
+        raise MigrationError(
+            f"{dst.name}: the target has no {', '.join(missing)} table(s) yet. Run again with "
+            "--setup (copy_threads(..., setup=True)) to create them with the saver's and the "
+            "store's own setup()."
+        )
+    report = CopyReport(src.name, dst.name, dry_run=dry_run, verified=verify and not dry_run)
+    ids = matching(src.thread_ids(), threads)
+    report.unreadable = list(getattr(src, "unreadable", []))
+    size_before = None if dry_run else dst.size()
+    ordered: Iterator[str] = iter(ids)
+    for thread_id in (track(ordered) if track else ordered):
+        done = copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal)
+        report.threads.append(done)
+    if size_before is not None:
+        size_after = dst.size()
+        report.bytes = None if size_after is None else size_after - size_before
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def copy_thread(
+    src: Endpoint, dst: Endpoint, thread_id: str, *, dry_run: bool = False, verify: bool = True,
+    journal: bool = True,
+) -> ThreadCopy:
+    """Copy one thread (see the module docstring); problems go into the result."""
+    done = ThreadCopy(thread_id)
+    try:
+        tuples = thread_tuples(src, thread_id)
+    except Exception as exc:  # a damaged thread: reported, the others still copied
+        done.problem = f"cannot read the thread from {src.name}: {_reason(exc)}"
+        return done
+    try:
+        have = {_where(t): len(t.pending_writes or []) for t in thread_tuples(dst, thread_id)}
+        by_id = {_where(t): t for t in tuples}
+        for tup in tuples:
+            where = _where(tup)
+            wanted = len(tup.pending_writes or [])
+            if where in have:
+                done.present += 1
+            else:
+                done.checkpoints += 1
+                if not dry_run:
+                    _put(dst.saver, tup, by_id)
+            if have.get(where, 0) < wanted:
+                done.writes += wanted - have.get(where, 0)
+                if not dry_run:
+                    _put_writes(src, dst.saver, thread_id, tup)
+        if journal and src.journal is not None and dst.journal is not None:
+            added, conflicts = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
+            done.journal_records = added
+            done.mismatches += conflicts
+    except Exception as exc:
+        done.problem = f"copy to {dst.name} stopped: {_reason(exc)}"
+        return done
+    if verify and not dry_run:
+        try:
+            done.mismatches += compare_threads(src, dst, thread_id, tuples)
+        except Exception as exc:
+            done.problem = f"cannot verify the copy on {dst.name}: {_reason(exc)}"
+    return done
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().split("\n", 1)[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _where(tup: CheckpointTuple) -> tuple[str, str]:
+    c = tup.config["configurable"]
+    return c.get("checkpoint_ns", ""), c["checkpoint_id"]
+
+
+def _put(
+    saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, by_id: dict[tuple[str, str], CheckpointTuple]
+) -> None:
+    ns, checkpoint_id = _where(tup)
+    thread_id = tup.config["configurable"]["thread_id"]
+    config: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
+    parent_id = tup.parent_config["configurable"].get("checkpoint_id") if tup.parent_config else None
+    versions = dict(tup.checkpoint["channel_versions"])
+    parent = by_id.get((ns, parent_id)) if parent_id else None
+    if parent_id:
+        config["checkpoint_id"] = parent_id
+    if parent is not None:
+        before = parent.checkpoint["channel_versions"]
+        new_versions = {ch: v for ch, v in versions.items() if before.get(ch) != v}
+    else:  # the first, or its parent is not in the source (pruned): everything is new
+        new_versions = versions
+    saver.put({"configurable": config}, tup.checkpoint, tup.metadata, new_versions)
+
+
+def _put_writes(src: Endpoint, saver: BaseCheckpointSaver[Any], thread_id: str, tup: CheckpointTuple) -> None:
+    ns, checkpoint_id = _where(tup)
+    writes = tup.pending_writes or []
+    slots = src.write_slots(thread_id, ns, checkpoint_id)
+    if slots is None or not _fits(slots, writes):
+        # Unknown storage: positions in the task for idx, no task_path.
+        slots = [WriteSlot(task, "", i, channel) for i, (task, channel, _) in enumerate(writes)]
+    tasks: dict[str, list[tuple[WriteSlot, Any]]] = {}
+    for slot, (_, _channel, value) in zip(slots, writes):
+        tasks.setdefault(slot.task_id, []).append((slot, value))
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+    for task_id, items in tasks.items():
+        path = items[0][0].task_path
+        regular = [(s.channel, v) for s, v in items if s.channel not in WRITES_IDX_MAP]
+        special = [(s.channel, v) for s, v in items if s.channel in WRITES_IDX_MAP]
+        if regular:
+            saver.put_writes(config, regular, task_id, path)  # type: ignore[arg-type]
+        for write in special:  # each special channel has its own fixed slot
+            saver.put_writes(config, [write], task_id, path)  # type: ignore[arg-type]
+
+
+def _fits(slots: list[WriteSlot], writes: list[Any]) -> bool:
+    return len(slots) == len(writes) and all(
+        s.task_id == w[0] and s.channel == w[1] for s, w in zip(slots, writes)
+    )
+
+
+__all__ = ["copy_thread", "copy_threads"]

@@ -1,0 +1,214 @@
+"""Database endpoints: ``SqliteSaver`` files and ``PostgresSaver`` databases.
+
+Each opens LangGraph's own saver on the database, and answers what its API cannot
+from the tables directly (threads: ``SELECT DISTINCT thread_id``; a checkpoint's write
+slots with their ``task_path`` and ``idx``). The journal is a LangGraph store in the
+same database (``PostgresStore``; ``SqliteStore`` in the same file), the place a
+``ReplayAdapter(store=...)`` on that saver keeps it.
+
+The drivers are optional: ``pip install 'langgraph-jsonl-checkpoint[postgres]'`` for
+``psycopg`` and ``langgraph-checkpoint-postgres``, ``[sqlite]`` for
+``langgraph-checkpoint-sqlite``; a URL needing one that is missing is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langgraph.checkpoint.base import writes_sort_key
+
+from ..errors import MigrationError
+from .endpoints import Endpoint, WriteSlot
+from .journal import StoreJournalEnd
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def sqlite_path(url: str) -> str:
+    """The file of a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL (the
+    SQLAlchemy convention: the path is what follows the third slash)."""
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/") or len(rest) < 2:
+        raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db")
+    return rest[1:]
+
+
+def is_sqlite_file(path: str) -> bool:
+    """Whether ``path`` starts as an SQLite database does."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _missing_extra(extra: str, exc: ImportError) -> MigrationError:
+    return MigrationError(
+        f"this needs the optional '{extra}' extra ({exc.name} is not installed): "
+        f"pip install 'langgraph-jsonl-checkpoint[{extra}]'"
+    )
+
+
+class SqliteEndpoint(Endpoint):
+    """A ``SqliteSaver`` file."""
+
+    def __init__(self, path: str, name: str, *, role: str) -> None:
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError as exc:
+            raise _missing_extra("sqlite", exc) from None
+        if role == "source" and not os.path.isfile(path):
+            raise MigrationError(f"{name}: no such SQLite file ({os.path.abspath(path)})")
+        if role == "source" and not is_sqlite_file(path):
+            raise MigrationError(f"{name}: {path} is not an SQLite database")
+        self.path = path
+        self.conn = sqlite3.connect(path, check_same_thread=False)
+        tables = self._tables()
+        if role == "source" and "checkpoints" not in tables:
+            self.conn.close()
+            raise MigrationError(
+                f"{name}: {path} has no 'checkpoints' table: it is not a file SqliteSaver wrote"
+            )
+        super().__init__(SqliteSaver(self.conn), name, "sqlite", self._journal(tables, role))
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _journal(self, tables: set[str], role: str) -> StoreJournalEnd | None:
+        try:
+            from langgraph.store.sqlite import SqliteStore
+        except ImportError:
+            return None
+        if role == "source" and "store" not in tables:
+            return None
+        store = SqliteStore(self.conn)
+        return StoreJournalEnd(store, setup=store.setup, ready=role == "source")
+
+    def thread_ids(self) -> list[str]:
+        rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
+        path = "task_path" if "task_path" in columns else "''"
+        rows = self.conn.execute(
+            f"SELECT task_id, {path}, idx, channel FROM writes "
+            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (thread_id, ns, checkpoint_id),
+        ).fetchall()
+        return _sorted_slots(rows)
+
+    def size(self) -> int | None:
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _sorted_slots(rows: list[Any]) -> list[WriteSlot]:
+    slots = [WriteSlot(str(r[0]), str(r[1] or ""), int(r[2]), str(r[3])) for r in rows]
+    slots.sort(key=lambda s: writes_sort_key(s.task_path, s.task_id, s.idx))
+    return slots
+
+
+def open_sqlite(path: str, name: str, *, role: str) -> Endpoint:
+    """A ``SqliteSaver`` endpoint on the file ``path`` (a target file is created)."""
+    return SqliteEndpoint(path, name, role=role)
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its password (for messages and reports)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+#: The tables ``PostgresSaver.setup()`` and ``PostgresStore.setup()`` create.
+POSTGRES_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "store")
+
+
+class PostgresEndpoint(Endpoint):
+    """A ``PostgresSaver`` database, with ``PostgresStore`` for the journal."""
+
+    def __init__(self, url: str, *, role: str) -> None:
+        try:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from langgraph.store.postgres import PostgresStore
+            from psycopg.rows import dict_row
+        except ImportError as exc:
+            raise _missing_extra("postgres", exc) from None
+        name = _redacted(url)
+        self.conns: list[Any] = []
+        try:
+            for _ in range(2):  # the saver's and the store's, as each locks its own
+                self.conns.append(psycopg.connect(
+                    url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10,
+                ))
+        except psycopg.OperationalError as exc:
+            self.close()
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise MigrationError(
+                f"cannot connect to PostgreSQL at {name}: {reason}. Is the server running and "
+                "the URL right (postgresql://user@host:port/database)?"
+            ) from None
+        saver = PostgresSaver(self.conns[0])
+        store = PostgresStore(self.conns[1])
+        tables = self._tables()
+        if role == "source" and "checkpoints" not in tables:
+            self.close()
+            raise MigrationError(
+                f"{name}: the database has no 'checkpoints' table: PostgresSaver never wrote to it"
+            )
+        ready = "store" in tables
+        journal = StoreJournalEnd(store, setup=store.setup, ready=ready)
+        if role == "source" and not ready:
+            journal = None
+        super().__init__(saver, name, "postgres", journal)
+
+    def _tables(self) -> set[str]:
+        with self.conns[0].cursor() as cur:
+            cur.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+            return {r["table_name"] for r in cur.fetchall()}
+
+    def missing_tables(self) -> list[str]:
+        have = self._tables()
+        return [t for t in POSTGRES_TABLES if t not in have]
+
+    def thread_ids(self) -> list[str]:
+        with self.conns[0].cursor() as cur:
+            cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
+            return sorted(str(r["thread_id"]) for r in cur.fetchall())
+
+    def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        with self.conns[0].cursor() as cur:
+            cur.execute(
+                "SELECT task_id, task_path, idx, channel FROM checkpoint_writes "
+                "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
+                (thread_id, ns, checkpoint_id),
+            )
+            rows = cur.fetchall()
+        return _sorted_slots([(r["task_id"], r["task_path"], r["idx"], r["channel"]) for r in rows])
+
+    def size(self) -> int | None:
+        with self.conns[0].cursor() as cur:
+            cur.execute("SELECT pg_database_size(current_database()) AS n")
+            row = cur.fetchone()
+        return int(row["n"]) if row else None
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+        self.conns = []
+
+
+def open_postgres(url: str, *, role: str) -> Endpoint:
+    """A ``PostgresSaver`` endpoint on the database ``url`` names."""
+    return PostgresEndpoint(url, role=role)

@@ -1,0 +1,151 @@
+"""The two ends of a copy: a checkpointer, what it can tell beyond LangGraph's API, its journal.
+
+LangGraph's ``BaseCheckpointSaver`` API says almost everything a copy needs, but not
+all: ``list()`` hands out pending writes as ``(task_id, channel, value)``, without the
+``task_path`` and ``idx`` they were stored with, and there is no call that lists a
+store's threads without decoding every checkpoint. An :class:`Endpoint` wraps a saver
+with those answers where its storage can give them (the store's index, a SQL query),
+and falls back to what the API allows for any other saver (``task_path`` then is
+``""``, which only changes the order of parallel tasks' writes on the target).
+
+It also carries the replay adapter's journal of that end (:class:`JournalEnd`): the
+thread logs of a ``JsonlSaver``, or a LangGraph ``BaseStore`` (``PostgresStore`` in the
+same database, ``SqliteStore`` in the same file).
+
+:func:`~.urls.open_endpoint` turns a URL into one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from ..saver.jsonl_saver import JsonlSaver
+from .journal import JournalEnd, LogJournal
+
+
+class WriteSlot(NamedTuple):
+    """Where a pending write was stored: its task, the task's path, its index, channel."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+
+
+@dataclass
+class Endpoint:
+    """A checkpointer to copy from or to.
+
+    Attributes:
+        saver: The checkpointer.
+        name: What messages and reports call it (a URL without its password).
+        kind: ``"jsonl"``, ``"sqlite"``, ``"postgres"`` or ``"saver"`` (any other object).
+        journal: Its replay journal, if it has one.
+    """
+
+    saver: BaseCheckpointSaver[Any]
+    name: str
+    kind: str = "saver"
+    journal: JournalEnd | None = None
+
+    def thread_ids(self) -> list[str]:
+        """Every thread id, sorted (here: found through ``list(None)``, which decodes
+        every checkpoint; the endpoints of known storage ask it directly)."""
+        return sorted({str(t.config["configurable"]["thread_id"]) for t in self.saver.list(None)})
+
+    def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        """The slots of a checkpoint's pending writes in ``writes_sort_key`` order, as
+        ``list()`` returns the writes; ``None`` when the storage cannot say."""
+        return None
+
+    def size(self) -> int | None:
+        """Bytes the storage takes now (``None``: unknown)."""
+        return None
+
+    def missing_tables(self) -> list[str]:
+        """Tables the saver (and its journal store) need that are not there yet."""
+        return []
+
+    def setup(self) -> None:
+        """Create what the saver and its journal need (``setup()``)."""
+        setup = getattr(self.saver, "setup", None)
+        if callable(setup):
+            setup()
+        if self.journal is not None:
+            self.journal.setup()
+
+    def close(self) -> None:
+        """Release what :func:`open_endpoint` opened (nothing for an object given)."""
+
+
+class JsonlEndpoint(Endpoint):
+    """A ``JsonlSaver`` store: threads from its catalog, write slots from its index."""
+
+    saver: JsonlSaver
+
+    def __init__(self, saver: JsonlSaver, name: str, *, owned: bool) -> None:
+        super().__init__(saver, name, "jsonl", LogJournal(saver))
+        self._owned = owned
+        #: Log files whose thread could not be read (``path: why``), after :meth:`thread_ids`.
+        self.unreadable: list[str] = []
+
+    def thread_ids(self) -> list[str]:
+        ids = []
+        self.unreadable = []
+        for entry in self.saver.store.catalog():
+            if entry.thread_id is None:
+                self.unreadable.append(f"{entry.path}: {str(entry.error).splitlines()[0]}")
+            else:
+                ids.append(entry.thread_id)
+        return sorted(ids)
+
+    def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        log = self.saver.store.thread_log(thread_id)
+        with log.mutex:
+            idx = log.refresh()
+            writes = idx.sorted_writes(ns, checkpoint_id)
+        return [WriteSlot(task, w.task_path, i, w.channel) for task, i, w in writes]
+
+    def size(self) -> int | None:
+        return _tree_size(str(self.saver.store.path))
+
+    def close(self) -> None:
+        if self._owned:
+            self.saver.close()
+
+
+def _tree_size(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:  # removed meanwhile
+                pass
+    return total
+
+
+def thread_tuples(endpoint: Endpoint, thread_id: str) -> list[CheckpointTuple]:
+    """Every checkpoint of a thread, all namespaces, oldest first (parents before
+    children: checkpoint ids are time-ordered)."""
+    tuples = list(endpoint.saver.list({"configurable": {"thread_id": thread_id}}))
+    tuples.sort(key=lambda t: t.config["configurable"]["checkpoint_id"])
+    return tuples
+
+
+def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> list[str]:
+    """The ids that equal, or match as a shell glob, one of ``patterns`` (all: ``None``)."""
+    if not patterns:
+        return list(thread_ids)
+    from fnmatch import fnmatchcase
+
+    return [t for t in thread_ids if any(t == p or fnmatchcase(t, p) for p in patterns)]
+
+
+#: A function that wraps the threads a copy works through (a progress bar).
+Track = Callable[[Iterator[str]], Iterator[str]]

@@ -1,0 +1,125 @@
+"""What a copy did: per thread and in total (the CLI prints it, or its JSON)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ThreadCopy:
+    """One thread's copy.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoints: Checkpoints put on the target (with ``dry_run``: that would be).
+        present: Checkpoints the target already had (left as they were).
+        writes: Pending writes put.
+        journal_records: Tool-call journal events added.
+        problem: Why the thread was not copied (whole or in part), if it was not.
+        mismatches: Where the target's history differs from the source's after the copy.
+    """
+
+    thread_id: str
+    checkpoints: int = 0
+    present: int = 0
+    writes: int = 0
+    journal_records: int = 0
+    problem: str | None = None
+    mismatches: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CopyReport:
+    """A whole copy.
+
+    Attributes:
+        source: What was copied from (a URL without password, a class name).
+        target: What was copied to.
+        threads: Each thread's copy, in the order done.
+        seconds: Wall time.
+        bytes: How much the target's storage grew (``None``: not measurable).
+        dry_run: Nothing was written.
+        verified: Histories were compared after the copy.
+        unreadable: Source files that could not even be named a thread (``path: why``).
+    """
+
+    source: str
+    target: str
+    threads: list[ThreadCopy] = field(default_factory=list)
+    seconds: float = 0.0
+    bytes: int | None = None
+    dry_run: bool = False
+    verified: bool = False
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def checkpoints(self) -> int:
+        """Checkpoints put, over all threads."""
+        return sum(t.checkpoints for t in self.threads)
+
+    @property
+    def writes(self) -> int:
+        """Pending writes put, over all threads."""
+        return sum(t.writes for t in self.threads)
+
+    @property
+    def journal_records(self) -> int:
+        """Journal events added, over all threads."""
+        return sum(t.journal_records for t in self.threads)
+
+    @property
+    def problems(self) -> list[ThreadCopy]:
+        """Threads not copied in full."""
+        return [t for t in self.threads if t.problem]
+
+    @property
+    def mismatched(self) -> list[ThreadCopy]:
+        """Threads whose copy differs from the source."""
+        return [t for t in self.threads if t.mismatches]
+
+    @property
+    def ok(self) -> bool:
+        """Every thread copied and (if verified) equal on both ends."""
+        return not self.problems and not self.mismatched and not self.unreadable
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain data (``--json``)."""
+        return {
+            "source": self.source,
+            "target": self.target,
+            "dry_run": self.dry_run,
+            "verified": self.verified,
+            "ok": self.ok,
+            "threads": len(self.threads),
+            "checkpoints": self.checkpoints,
+            "present": sum(t.present for t in self.threads),
+            "writes": self.writes,
+            "journal_records": self.journal_records,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "problems": [{"thread_id": t.thread_id, "problem": t.problem} for t in self.problems]
+            + [{"thread_id": None, "problem": u} for u in self.unreadable],
+            "mismatches": [{"thread_id": t.thread_id, "mismatches": t.mismatches} for t in self.mismatched],
+            "per_thread": [vars(t) for t in self.threads],
+        }
+
+    def summary(self) -> str:
+        """One paragraph for people."""
+        verb = "would copy" if self.dry_run else "copied"
+        present = sum(t.present for t in self.threads)
+        size = f", {self.bytes:,} bytes" if self.bytes is not None and not self.dry_run else ""
+        rate = f" ({self.checkpoints / self.seconds:,.0f} checkpoints/s)" if self.seconds > 0 else ""
+        lines = [
+            f"{verb} {len(self.threads)} thread(s) from {self.source} to {self.target}: "
+            f"{self.checkpoints} checkpoint(s), {self.writes} write(s), "
+            f"{self.journal_records} journal record(s){size} in {self.seconds:.1f} s{rate}",
+        ]
+        if present:
+            lines.append(f"{present} checkpoint(s) were already on the target and left as they were")
+        if self.verified:
+            lines.append(
+                "verified: every copied thread's history equals the source's"
+                if not self.mismatched else f"verify: {len(self.mismatched)} thread(s) differ"
+            )
+        return "\n".join(lines)

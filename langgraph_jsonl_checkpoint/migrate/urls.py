@@ -1,0 +1,75 @@
+"""Endpoints by URL: a store directory, ``sqlite:///path.db``, ``postgresql://...``.
+
+Also any ``BaseCheckpointSaver`` object (a ``JsonlSaver`` is recognised as a store).
+A URL of another kind, or a source that is not there, is a :class:`~..errors.MigrationError`
+that says what is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from ..disk.store import MARKER
+from ..errors import MigrationError
+from ..saver.jsonl_saver import JsonlSaver
+from . import databases
+from .endpoints import Endpoint, JsonlEndpoint
+
+#: URL schemes of database endpoints (what ``export`` takes as a database target).
+DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
+
+
+def is_database_url(text: str) -> bool:
+    """Whether ``text`` is a URL of a database endpoint (``postgresql://``, ``sqlite://``)."""
+    return "://" in text and text.split("://", 1)[0].lower() in DATABASE_SCHEMES
+
+
+def open_endpoint(spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str) -> Endpoint:
+    """An endpoint for a URL or an object.
+
+    Args:
+        spec: A store directory (a target directory that does not exist is created),
+            ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` or a path to an
+            SQLite file, ``postgresql://user@host:port/db``, or a checkpointer object.
+        role: ``"source"`` or ``"target"`` (a source must exist).
+
+    Raises:
+        MigrationError: A URL of an unknown kind, a source that is not there, a
+            database that cannot be reached.
+    """
+    if isinstance(spec, Endpoint):
+        return spec
+    if isinstance(spec, JsonlSaver):
+        return JsonlEndpoint(spec, str(spec.store.path), owned=False)
+    if isinstance(spec, BaseCheckpointSaver):
+        return Endpoint(spec, type(spec).__name__)
+    text = os.fspath(spec)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("postgresql", "postgres"):
+        return databases.open_postgres(text, role=role)
+    if scheme == "sqlite":
+        return databases.open_sqlite(databases.sqlite_path(text), text, role=role)
+    if scheme:
+        raise MigrationError(
+            f"{text}: unknown kind of {role} URL ({scheme}://). Give a store directory, "
+            "sqlite:///path.db or postgresql://user@host:port/database."
+        )
+    if os.path.isfile(text) and databases.is_sqlite_file(text):
+        return databases.open_sqlite(text, text, role=role)
+    if os.path.isdir(text) and os.path.isfile(os.path.join(text, MARKER)):
+        return JsonlEndpoint(JsonlSaver(text), text, owned=True)
+    if role == "source":
+        what = "a file that is not an SQLite database" if os.path.exists(text) else "nothing there"
+        raise MigrationError(
+            f"{text}: not a source to copy from ({what}). Give a langgraph-jsonl store "
+            "directory, sqlite:///path.db or postgresql://user@host:port/database."
+        )
+    if os.path.exists(text) and not (os.path.isdir(text) and not os.listdir(text)):
+        raise MigrationError(
+            f"{text}: exists and is not a langgraph-jsonl store; give a new or empty "
+            "directory, sqlite:///path.db or postgresql://... as the target."
+        )
+    return JsonlEndpoint(JsonlSaver(text), text, owned=True)
