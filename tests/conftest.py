@@ -7,6 +7,9 @@ from tests.harness.cli_store import BuiltStore, build_store
 # The saver under test of the differential tests (tests/test_differential_*.py).
 from tests.harness.differential import jsonl_saver_factory  # noqa: F401
 
+# A fresh database on the real PostgreSQL server per test (tests/harness/postgres.py).
+from tests.harness.postgres import pg_url  # noqa: F401
+
 #: Long batteries: left out of the fast subset (`python -m pytest -m "not slow"`) that
 #: `.ci/run` runs on the other supported Python versions; the full suite runs them.
 SLOW_MODULES = frozenset({

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import JsonlCheckpointError
-from . import conversation, export, maintenance, memory, retention, search, threads
+from . import conversation, export, maintenance, memory, migrate, retention, search, threads
 from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError, settle_operands
 
 #: The modules whose commands make up the CLI, in the order ``--help`` lists them.
-COMMAND_MODULES = (threads, conversation, memory, search, export, maintenance, retention)
+COMMAND_MODULES = (threads, conversation, memory, search, export, maintenance, retention, migrate)
 
 
 def build_parser() -> argparse.ArgumentParser:

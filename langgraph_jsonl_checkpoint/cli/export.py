@@ -1,10 +1,13 @@
-"""``langgraph-jsonl export``: a transcript to read or share (Markdown, HTML, JSON Lines).
+"""``langgraph-jsonl export``: a transcript to read or share (Markdown, HTML, JSON Lines),
+or, given a database URL instead of a thread, the store's threads copied into that
+database (``PostgresSaver``; see :mod:`.migrate`).
 
 Examples::
 
     langgraph-jsonl export ./checkpoints t-1 --format md
     langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html
     langgraph-jsonl export ./checkpoints --all ./transcripts --format html
+    langgraph-jsonl export ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import sys
 
 from ..inspection.export import FORMATS, export_store, export_thread
+from ..migrate.urls import is_database_url
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -23,11 +27,23 @@ from .common import (
     open_saver,
     print_json,
     shown,
+    store_path,
 )
+from .migrate import COPY_JSON, ENDPOINTS_HELP, add_copy_options, run_copy
 from .progress import progress
+
+_COPY_FLAGS = ("threads", "dry_run", "setup", "no_verify", "no_journal")
 
 
 def _export(args: argparse.Namespace) -> int:
+    database = _database_target(args)
+    if database is not None:
+        if args.all or args.output or args.checkpoint:
+            raise UsageError("--all, -o and --checkpoint are for transcripts, not a database export")
+        return run_copy(args, store_path(args), database)
+    if any(getattr(args, f) for f in _COPY_FLAGS):
+        raise UsageError("--threads, --dry-run, --setup, --no-verify and --no-journal are for an "
+                         "export to a database (postgresql://...), not for transcripts")
     if args.all and args.thread:
         raise UsageError("give a THREAD or --all DIR, not both")
     if not args.all and not args.thread:
@@ -62,6 +78,18 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _database_target(args: argparse.Namespace) -> str | None:
+    """The database URL the command line gives instead of a thread (the store, if
+    named, stays the source); ``None`` for a transcript export."""
+    if args.thread is not None and is_database_url(args.thread):
+        return str(args.thread)
+    if args.thread is None and args.store is not None and is_database_url(args.store):
+        target = str(args.store)
+        args.store = None  # the store is $LANGGRAPH_JSONL_STORE
+        return target
+    return None
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``export`` to the parser."""
     p = add_command(
@@ -71,17 +99,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "as Markdown, one self-contained HTML page (no script, nothing fetched; tool calls "
         "fold open and closed; each checkpoint's id is an anchor, #cp-<id>), or JSON Lines "
         "(every field). --all DIR writes one file per thread and an index page. Writes "
-        "nothing to the store.",
+        "nothing to the store.\n\nGiven a database URL instead of a THREAD, copies the store's "
+        "threads (all, or --threads) into that database with the replay journal, as `copy` "
+        "does, and verifies them: the way to PostgresSaver when one machine is not enough. "
+        + ENDPOINTS_HELP,
         examples=["langgraph-jsonl export ./checkpoints t-1 --format md",
                   "langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html",
-                  "langgraph-jsonl export ./checkpoints --all ./transcripts --format html"],
+                  "langgraph-jsonl export ./checkpoints --all ./transcripts --format html",
+                  "langgraph-jsonl export ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup"],
         json_shape="with --all: {directory, files: [{thread_id, path, problem}]}; with -o: "
-        "{thread_id, format, path}; otherwise the transcript itself is the output "
-        "(--format jsonl for JSON Lines)",
+        "{thread_id, format, path}; to a database: " + COPY_JSON + "; otherwise the transcript "
+        "itself is the output (--format jsonl for JSON Lines)",
     )
     add_operands(p, ["thread"], optional=1)
     p.add_argument("--format", choices=FORMATS, default="md", help="md (default), html or jsonl")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
     p.add_argument("--all", metavar="DIR", help="export every thread into DIR, with an index page")
+    add_copy_options(p)
     p.set_defaults(run=_export)

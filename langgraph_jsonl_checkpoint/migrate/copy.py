@@ -23,7 +23,7 @@ every checkpoint, decoded, with the source's.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
@@ -103,8 +103,7 @@ def _copy(
     ids = matching(src.thread_ids(), threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
-    ordered: Iterator[str] = iter(ids)
-    for thread_id in (track(ordered) if track else ordered):
+    for thread_id in (track(ids) if track else ids):
         done = copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal)
         report.threads.append(done)
     if size_before is not None:

@@ -18,7 +18,7 @@ same database, ``SqliteStore`` in the same file).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -147,5 +147,5 @@ def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> list[
     return [t for t in thread_ids if any(t == p or fnmatchcase(t, p) for p in patterns)]
 
 
-#: A function that wraps the threads a copy works through (a progress bar).
-Track = Callable[[Iterator[str]], Iterator[str]]
+#: A function that wraps the thread ids a copy works through (a progress bar).
+Track = Callable[[list[str]], Iterable[str]]

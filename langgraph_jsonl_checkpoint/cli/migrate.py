@@ -1,0 +1,115 @@
+"""``langgraph-jsonl import`` and ``copy``: threads between checkpointers (and the
+database side of ``export``).
+
+Examples::
+
+    langgraph-jsonl import sqlite:///app.db ./checkpoints
+    langgraph-jsonl copy ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup
+    langgraph-jsonl copy postgresql://postgres@127.0.0.1:5432/app ./laptop-copy --threads 'user-*'
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..migrate.copy import copy_threads
+from ..saver.config import STORE_ENV
+from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, add_command, print_json, shown
+from .progress import progress
+
+ENDPOINTS_HELP = (
+    "Endpoints: a store directory (a new one is created as a target), sqlite:///relative.db "
+    "or sqlite:////absolute.db (a SqliteSaver file, its SqliteStore journal if any), "
+    "postgresql://user@host:port/database (PostgresSaver, with the replay journal in "
+    "PostgresStore in the same database)."
+)
+COPY_JSON = (
+    "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
+    "journal_records, bytes, seconds, problems: [{thread_id, problem}], mismatches: "
+    "[{thread_id, mismatches}], per_thread: [{thread_id, checkpoints, present, writes, "
+    "journal_records, problem, mismatches}]}"
+)
+
+
+def add_copy_options(parser: argparse.ArgumentParser) -> None:
+    """The options every copy takes (``import``, ``copy``, ``export DATABASE``)."""
+    parser.add_argument("--threads", nargs="+", metavar="ID", action="extend",
+                        help="copy only these thread ids or shell globs ('user-*')")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="read everything, write nothing: report what would be copied")
+    parser.add_argument("--setup", action="store_true",
+                        help="create the target's tables first (the saver's and store's setup())")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="do not re-read and compare each thread after copying it")
+    parser.add_argument("--no-journal", action="store_true",
+                        help="leave the replay adapter's tool-call journal behind")
+
+
+def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
+    """Copy, print the report (or its JSON); exit 1 when a thread failed or differs."""
+    report = copy_threads(
+        source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
+        journal=not args.no_journal, setup=args.setup,
+        track=lambda ids: progress(ids, total=len(ids), what="threads"),
+    )
+    if args.json:
+        print_json(report.to_json())
+        return EXIT_OK if report.ok else EXIT_PROBLEMS
+    for line in report.unreadable:
+        print(f"PROBLEM {line}", file=sys.stderr)
+    for t in report.problems:
+        print(f"PROBLEM thread {shown(t.thread_id)}: {t.problem}", file=sys.stderr)
+    for t in report.mismatched:
+        for m in t.mismatches:
+            print(f"DIFFERS thread {shown(t.thread_id)}: {m}", file=sys.stderr)
+    print(report.summary())
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _import(args: argparse.Namespace) -> int:
+    store = args.store or os.environ.get(STORE_ENV)
+    if not store:
+        raise UsageError(f"name the store directory to import into, or set {STORE_ENV}")
+    return run_copy(args, args.source, store)
+
+
+def _copy(args: argparse.Namespace) -> int:
+    return run_copy(args, args.source, args.target)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``import`` and ``copy`` to the parser."""
+    p = add_command(
+        sub, "import",
+        summary="bring threads into a store from SqliteSaver or PostgresSaver",
+        description="Copy every thread (or --threads) of a LangGraph checkpointer into a store: "
+        "all namespaces, checkpoint ids, parents, metadata, versions, pending writes with their "
+        "task paths, and the replay adapter's journal; then compare each thread on both sides. "
+        "Running it again copies only what is missing (after a kill, too). " + ENDPOINTS_HELP,
+        examples=["langgraph-jsonl import sqlite:///app.db ./checkpoints",
+                  "langgraph-jsonl import postgresql://postgres@127.0.0.1:5432/app ./checkpoints --json"],
+        json_shape=COPY_JSON,
+    )
+    p.add_argument("source", metavar="SOURCE", help="sqlite:///app.db, postgresql://... or another store")
+    p.add_argument("store", nargs="?", metavar="STORE",
+                   help=f"the store to import into (default: ${STORE_ENV})")
+    add_copy_options(p)
+    p.set_defaults(run=_import)
+
+    p = add_command(
+        sub, "copy",
+        summary="copy threads between any two checkpointers (stores, SQLite, PostgreSQL)",
+        description="Copy threads from SOURCE to TARGET with everything LangGraph stores and the "
+        "replay journal, idempotently (what the target has is left alone), then verify them. "
+        + ENDPOINTS_HELP,
+        examples=["langgraph-jsonl copy ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup",
+                  "langgraph-jsonl copy postgresql://postgres@127.0.0.1:5432/app ./laptop --threads 'user-*'",
+                  "langgraph-jsonl copy sqlite:///app.db ./checkpoints --dry-run"],
+        json_shape=COPY_JSON,
+    )
+    p.add_argument("source", metavar="SOURCE", help="where from")
+    p.add_argument("target", metavar="TARGET", help="where to")
+    add_copy_options(p)
+    p.set_defaults(run=_copy)
