@@ -196,13 +196,36 @@ def _put_writes(src: Endpoint, saver: BaseCheckpointSaver[Any], thread_id: str, 
         tasks.setdefault(slot.task_id, []).append((slot, value))
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
     for task_id, items in tasks.items():
-        path = items[0][0].task_path
-        regular = [(s.channel, v) for s, v in items if s.channel not in WRITES_IDX_MAP]
-        special = [(s.channel, v) for s, v in items if s.channel in WRITES_IDX_MAP]
-        if regular:
-            saver.put_writes(config, regular, task_id, path)  # type: ignore[arg-type]
-        for write in special:  # each special channel has its own fixed slot
-            saver.put_writes(config, [write], task_id, path)  # type: ignore[arg-type]
+        for call in _calls(items):
+            saver.put_writes(config, call, task_id, items[0][0].task_path)  # type: ignore[arg-type]
+
+
+def _calls(items: list[tuple[WriteSlot, Any]]) -> list[list[tuple[str, Any]]]:
+    """A task's writes as ``put_writes`` calls that give each its stored ``idx``.
+
+    ``put_writes`` numbers a regular write by its position in the call and gives a
+    special channel (error, interrupt, resume...) its fixed slot. Regular writes stored
+    at 0..k-1 are one call; gaps (a resume run's call: the ``__resume__`` write at
+    position 0, then the node's writes at 1, 2...) are filled with the task's special
+    writes, as the original call had them. Each special write left is a call of its own.
+    """
+    regular = sorted((s.idx, s.channel, v) for s, v in items if s.channel not in WRITES_IDX_MAP)
+    special = [(s.channel, v) for s, v in items if s.channel in WRITES_IDX_MAP]
+    calls: list[list[tuple[str, Any]]] = []
+    if regular:
+        top = max(i for i, _, _ in regular)
+        gaps = sorted(set(range(top + 1)) - {i for i, _, _ in regular})
+        if len(gaps) + len(regular) == top + 1 and len(gaps) <= len(special):
+            call: list[tuple[str, Any] | None] = [None] * (top + 1)
+            for i, ch, v in regular:
+                call[i] = (ch, v)
+            for gap in gaps:
+                call[gap] = special.pop(0)
+            calls.append([w for w in call if w is not None])
+        else:  # stored otherwise (or unknown): the order is kept, the numbers may not be
+            calls.append([(ch, v) for _, ch, v in regular])
+    calls += [[w] for w in special]
+    return calls
 
 
 def _fits(slots: list[WriteSlot], writes: list[Any]) -> bool:

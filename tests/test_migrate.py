@@ -1,0 +1,202 @@
+"""Copying threads between checkpointers (``langgraph_jsonl_checkpoint.migrate``), against
+real SQLite files written by real graphs and the real PostgreSQL server.
+
+LangGraph is the oracle: a copy is right when the graphs, compiled with the target,
+read exactly what they read with the source (``tests/harness/migration.py``), and
+when a run resumed on the target goes on as it would have on the source.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.errors import MigrationError
+from langgraph_jsonl_checkpoint.migrate import compare_threads, copy_threads, open_endpoint
+from tests.harness.bounded import within
+from tests.harness.migration import GRAPHS, build_sqlite_app, cfg, copy_of, histories, sqlite_write_slots
+
+
+@pytest.fixture(scope="module")
+def sqlite_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SqliteSaver file with the reference threads (shared: tests copy it to change it)."""
+    return build_sqlite_app(tmp_path_factory.mktemp("app") / "app.db")
+
+
+def sqlite_url(path: Path) -> str:
+    return "sqlite:///" + str(path)  # an absolute path after the third slash
+
+
+def read_sqlite(path: Path) -> dict[str, Any]:
+    with sqlite3.connect(path, check_same_thread=False) as conn, within(120, "reading the SQLite file"):
+        return histories(SqliteSaver(conn))
+
+
+def read_store(path: Path) -> dict[str, Any]:
+    with JsonlSaver(path) as saver, within(120, "reading the store"):
+        return histories(saver)
+
+
+def read_postgres(url: str) -> dict[str, Any]:
+    with PostgresSaver.from_conn_string(url) as saver, within(120, "reading PostgreSQL"):
+        return histories(saver)
+
+
+def pg_count(url: str, table: str) -> int:
+    with psycopg.connect(url) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def jsonl_write_slots(path: Path) -> list[tuple[Any, ...]]:
+    out = []
+    with JsonlSaver(path, read_only=True) as saver:
+        for thread_id in saver.store.thread_ids():
+            log = saver.store.thread_log(thread_id)
+            with log.mutex:
+                idx = log.refresh()
+                for ns, ids in idx.checkpoints.items():
+                    for cid in ids:
+                        out += [(thread_id, ns, cid, task, w.task_path, i, w.channel)
+                                for task, i, w in idx.sorted_writes(ns, cid)]
+    return sorted(out)
+
+
+def test_sqlite_to_jsonl_to_postgres_to_jsonl_reads_the_same_everywhere(
+    sqlite_app: Path, tmp_path: Path, pg_url: str
+) -> None:
+    source = read_sqlite(sqlite_app)
+    # the threads are what the test claims: a fork, interrupts, subgraphs, Send, deltas
+    assert len({h[1] for h in source["agent"]["history"]}) < len(source["agent"]["history"])  # a fork
+    assert source["review"]["history"][0][3] == ("review",)
+    assert any(ns for ns, *_ in source["nested"]["raw"])
+    assert len({r[4] for r in sqlite_write_slots(sqlite_app) if r[0] == "fan"}) > 2  # task paths
+
+    first = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "store"))
+    assert first.ok and first.verified and len(first.threads) == len(GRAPHS), first.to_json()
+    assert first.checkpoints == sum(len(h["raw"]) for h in source.values())
+    assert read_store(tmp_path / "store") == source
+
+    second = copy_threads(str(tmp_path / "store"), pg_url, setup=True)
+    assert second.ok and second.checkpoints == first.checkpoints and second.writes == first.writes
+    assert read_postgres(pg_url) == source
+
+    third = copy_threads(pg_url, str(tmp_path / "back"))
+    assert third.ok and third.checkpoints == first.checkpoints
+    assert read_store(tmp_path / "back") == source
+    # every write kept its task, task path, idx and channel, end to end
+    assert jsonl_write_slots(tmp_path / "back") == sqlite_write_slots(sqlite_app)
+
+
+def _resume(saver: Any) -> dict[str, Any]:
+    """Go on with the waiting threads, as the app would."""
+    out = {}
+    review = GRAPHS["review"]().compile(checkpointer=saver)
+    review.invoke(Command(resume="yes"), cfg("review"))
+    out["review"] = review.get_state(cfg("review")).values
+    nested = GRAPHS["nested"]().compile(checkpointer=saver)
+    nested.invoke(Command(resume="42"), cfg("nested"))
+    out["nested"] = nested.get_state(cfg("nested")).values
+    agent = GRAPHS["agent"]().compile(checkpointer=saver)
+    agent.invoke({"messages": [("user", "add 1 1")]}, cfg("agent"))
+    out["agent"] = [(m.type, m.content) for m in agent.get_state(cfg("agent")).values["messages"]]
+    return out
+
+
+def test_a_graph_resumed_on_the_target_continues_as_on_the_source(
+    sqlite_app: Path, tmp_path: Path, pg_url: str
+) -> None:
+    mine = copy_of(sqlite_app, tmp_path / "mine.db")
+    assert copy_threads(sqlite_url(mine), pg_url, setup=True).ok
+    assert copy_threads(sqlite_url(mine), str(tmp_path / "store")).ok
+    with sqlite3.connect(mine, check_same_thread=False) as conn:
+        expected = _resume(SqliteSaver(conn))
+    with PostgresSaver.from_conn_string(pg_url) as saver:
+        assert _resume(saver) == expected
+    with JsonlSaver(tmp_path / "store") as saver:
+        assert _resume(saver) == expected
+    assert expected["review"]["approved"] is True and expected["nested"]["answer"] == "42"
+
+
+def test_running_again_copies_nothing_and_duplicates_nothing(sqlite_app: Path, tmp_path: Path, pg_url: str) -> None:
+    first = copy_threads(sqlite_url(sqlite_app), pg_url, setup=True)
+    rows = {t: pg_count(pg_url, t) for t in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")}
+    again = copy_threads(sqlite_url(sqlite_app), pg_url)
+    assert again.ok and again.checkpoints == 0 and again.writes == 0
+    assert sum(t.present for t in again.threads) == first.checkpoints
+    assert {t: pg_count(pg_url, t) for t in rows} == rows
+    assert rows["checkpoints"] == first.checkpoints and rows["checkpoint_writes"] == first.writes
+
+    copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
+    size = sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.jsonl"))
+    assert copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s")).checkpoints == 0
+    assert sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.jsonl")) == size
+
+
+def test_a_subset_by_glob_and_a_dry_run(sqlite_app: Path, tmp_path: Path) -> None:
+    dry = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"), threads=["a*", "fan"], dry_run=True)
+    assert [t.thread_id for t in dry.threads] == ["agent", "fan"] and dry.dry_run and not dry.verified
+    with JsonlSaver(tmp_path / "s") as saver:
+        assert list(saver.store.thread_ids()) == []  # nothing written
+    real = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"), threads=["a*", "fan"])
+    assert (real.checkpoints, real.writes) == (dry.checkpoints, dry.writes) and real.checkpoints > 0
+    with JsonlSaver(tmp_path / "s") as saver:
+        assert sorted(saver.store.thread_ids()) == ["agent", "fan"]
+
+
+def test_verification_lists_what_differs(sqlite_app: Path, tmp_path: Path) -> None:
+    assert copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s")).ok
+    with JsonlSaver(tmp_path / "s") as saver:  # the target gains a write the source lacks
+        latest = saver.get_tuple(cfg("counter"))
+        assert latest is not None
+        saver.put_writes(latest.config, [("n", 7)], "task-x", "~x")
+    report = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
+    assert not report.ok and [t.thread_id for t in report.mismatched] == ["counter"]
+    assert any("pending write" in m for m in report.mismatched[0].mismatches)
+    src, dst = open_endpoint(sqlite_url(sqlite_app), role="source"), open_endpoint(str(tmp_path / "s"), role="target")
+    try:
+        assert compare_threads(src, dst, "agent") == []
+        assert compare_threads(src, dst, "counter") != []
+    finally:
+        src.close()
+        dst.close()
+
+
+def test_a_damaged_source_thread_is_reported_and_the_others_copied(sqlite_app: Path, tmp_path: Path) -> None:
+    assert copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s")).ok
+    with JsonlSaver(tmp_path / "s") as saver:
+        log = saver.store.thread_log("agent").path
+    data = bytearray(Path(log).read_bytes())
+    middle = data.index(b'"t":"checkpoint"', len(data) // 2)
+    data[middle + 40] ^= 0x01  # one flipped bit in a committed record
+    Path(log).write_bytes(bytes(data))
+    (tmp_path / "s" / "threads" / (Path(log).stem + ".idx")).unlink(missing_ok=True)
+    report = copy_threads(str(tmp_path / "s"), str(tmp_path / "t"))
+    assert [t.thread_id for t in report.problems] == ["agent"] and not report.ok
+    assert "agent" in report.problems[0].thread_id and report.problems[0].problem
+    assert sorted(t.thread_id for t in report.threads if not t.problem) == sorted(set(GRAPHS) - {"agent"})
+    assert all(t.checkpoints > 0 for t in report.threads if not t.problem)
+
+
+def test_clear_errors_for_endpoints_that_cannot_be_used(sqlite_app: Path, tmp_path: Path, pg_url: str) -> None:
+    with pytest.raises(MigrationError, match="cannot connect to PostgreSQL at postgresql://postgres@127.0.0.1:1/x"):
+        copy_threads(sqlite_url(sqlite_app), "postgresql://postgres@127.0.0.1:1/x")
+    with pytest.raises(MigrationError, match=r"no checkpoints, .*--setup"):
+        copy_threads(sqlite_url(sqlite_app), pg_url)
+    with pytest.raises(MigrationError, match=r"unknown kind of target URL \(mysql://\)"):
+        copy_threads(sqlite_url(sqlite_app), "mysql://db/app")
+    with pytest.raises(MigrationError, match="no such SQLite file"):
+        copy_threads(sqlite_url(tmp_path / "nope.db"), str(tmp_path / "s"))
+    with pytest.raises(MigrationError, match="PostgresSaver never wrote to it"):
+        copy_threads(pg_url, str(tmp_path / "s"))
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(MigrationError, match="not a source to copy from"):
+        copy_threads(str(tmp_path / "notes.txt"), str(tmp_path / "s"))
+    assert not (tmp_path / "s").exists()
