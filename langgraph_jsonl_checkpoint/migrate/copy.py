@@ -2,7 +2,8 @@
 
 A thread is copied as LangGraph itself would have written it: every checkpoint of
 every namespace (subgraphs too), oldest first, through the target's ``put`` with the
-same id, parent link, metadata and channel versions; ``new_versions`` are the channels
+same id, parent link, metadata and channel versions (widened to the target's width:
+:mod:`.versions`); ``new_versions`` are the channels
 whose version differs from the parent's (what the graph passed when it ran), so a
 target that stores changes only (ours, ``PostgresSaver``'s blobs) stores what it
 would have. Then each checkpoint's pending writes through ``put_writes``, one call per
@@ -34,6 +35,7 @@ from .journal import carry
 from .report import CopyReport, ThreadCopy
 from .urls import open_endpoint
 from .verify import compare_threads
+from .versions import widen_checkpoint, widen_versions, width_of
 
 Spec = str | BaseCheckpointSaver[Any] | Endpoint
 
@@ -127,6 +129,7 @@ def copy_thread(
     try:
         have = {_where(t): len(t.pending_writes or []) for t in thread_tuples(dst, thread_id)}
         by_id = {_where(t): t for t in tuples}
+        width = width_of(dst.saver)
         for tup in tuples:
             where = _where(tup)
             wanted = len(tup.pending_writes or [])
@@ -135,7 +138,7 @@ def copy_thread(
             else:
                 done.checkpoints += 1
                 if not dry_run:
-                    _put(dst.saver, tup, by_id)
+                    _put(dst.saver, tup, by_id, width)
             if have.get(where, 0) < wanted:
                 done.writes += wanted - have.get(where, 0)
                 if not dry_run:
@@ -149,7 +152,7 @@ def copy_thread(
         return done
     if verify and not dry_run:
         try:
-            done.mismatches += compare_threads(src, dst, thread_id, tuples)
+            done.mismatches += compare_threads(src, dst, thread_id, tuples, width=width_of(dst.saver))
         except Exception as exc:
             done.problem = f"cannot verify the copy on {dst.name}: {_reason(exc)}"
     return done
@@ -166,7 +169,8 @@ def _where(tup: CheckpointTuple) -> tuple[str, str]:
 
 
 def _put(
-    saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, by_id: dict[tuple[str, str], CheckpointTuple]
+    saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, by_id: dict[tuple[str, str], CheckpointTuple],
+    width: int,
 ) -> None:
     ns, checkpoint_id = _where(tup)
     thread_id = tup.config["configurable"]["thread_id"]
@@ -181,7 +185,8 @@ def _put(
         new_versions = {ch: v for ch, v in versions.items() if before.get(ch) != v}
     else:  # the first, or its parent is not in the source (pruned): everything is new
         new_versions = versions
-    saver.put({"configurable": config}, tup.checkpoint, tup.metadata, new_versions)
+    checkpoint = widen_checkpoint(tup.checkpoint, width)
+    saver.put({"configurable": config}, checkpoint, tup.metadata, widen_versions(new_versions, width))  # type: ignore[arg-type]
 
 
 def _put_writes(src: Endpoint, saver: BaseCheckpointSaver[Any], thread_id: str, tup: CheckpointTuple) -> None:

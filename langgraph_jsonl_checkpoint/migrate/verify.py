@@ -19,6 +19,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .endpoints import Endpoint, thread_tuples
+from .versions import widen_checkpoint, width_of
 
 #: Parts of a stored checkpoint compared (``pending_sends`` and others some savers add
 #: or drop are not LangGraph's to load).
@@ -26,7 +27,8 @@ CHECKPOINT_KEYS = ("id", "ts", "channel_values", "channel_versions", "versions_s
 
 
 def compare_threads(
-    src: Endpoint, dst: Endpoint, thread_id: str, source_tuples: Sequence[CheckpointTuple] | None = None
+    src: Endpoint, dst: Endpoint, thread_id: str, source_tuples: Sequence[CheckpointTuple] | None = None,
+    *, width: int | None = None,
 ) -> list[str]:
     """Differences between a thread on ``src`` and on ``dst`` (none: equal).
 
@@ -35,7 +37,9 @@ def compare_threads(
         dst: The target.
         thread_id: The thread.
         source_tuples: The source's checkpoints, if already read (oldest first).
+        width: The width the copy widened versions to (default: the target's own).
     """
+    width = width_of(dst.saver) if width is None else width
     theirs = list(source_tuples) if source_tuples is not None else thread_tuples(src, thread_id)
     ours = {_where(t): t for t in thread_tuples(dst, thread_id)}
     found: list[str] = []
@@ -46,14 +50,16 @@ def compare_threads(
         if copy is None:
             found.append(f"{at}: missing on the target")
             continue
-        found += [f"{at}: {d}" for d in compare_tuples(tup, copy)]
+        found += [f"{at}: {d}" for d in compare_tuples(tup, copy, width=width)]
     for ns, cid in sorted(ours):
         found.append(f"checkpoint {cid}" + (f" (namespace {ns})" if ns else "") + ": on the target only")
     return found
 
 
-def compare_tuples(a: CheckpointTuple, b: CheckpointTuple) -> list[str]:
-    """What differs between two tuples of one checkpoint (names of parts, no values)."""
+def compare_tuples(a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0) -> list[str]:
+    """What differs between two tuples of one checkpoint (names of parts, no values);
+    ``a``'s versions are widened to ``width`` first (see :mod:`.versions`)."""
+    a = a._replace(checkpoint=widen_checkpoint(a.checkpoint, width))  # type: ignore[arg-type]
     out = []
     if _parent(a) != _parent(b):
         out.append(f"parent {_parent(b)} on the target, {_parent(a)} on the source")

@@ -323,14 +323,39 @@ def _crash_now(how: str) -> None:
 def open_store(s: dict) -> tuple[Any, Any]:
     """A new ``JsonlSaver`` on the spec's store and a new ``ReplayAdapter`` on it. With
     ``s["slow_put"]`` (seconds), saving a checkpoint whose last message asks for tools
-    takes that long (a busy disk)."""
+    takes that long (a busy disk). With ``s["pg_url"]``: ``PostgresSaver`` on that
+    database and ``ReplayAdapter(store=PostgresStore(...))`` (tables already set up)."""
     from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
 
+    if s.get("pg_url"):
+        return _open_postgres(s["pg_url"])
     saver = JsonlSaver(s["store"])
     if s.get("slow_put"):
         _slow_down_tool_checkpoints(saver, s["slow_put"])
     adapter = ReplayAdapter(saver, idempotent=IDEMPOTENT_BY_NAME)
     return saver, adapter
+
+
+def _open_postgres(url: str) -> tuple[Any, Any]:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+
+    conns = [psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) for _ in range(2)]
+    saver = PostgresSaver(conns[0])
+    store = PostgresStore(conns[1])
+    saver.close = lambda: [c.close() for c in conns]  # type: ignore[attr-defined]
+    return saver, ReplayAdapter(store=store, idempotent=IDEMPOTENT_BY_NAME)
+
+
+def journal_calls(s: dict, saver: Any, adapter: Any) -> list[Any]:
+    """Every tool call's record of the spec's thread, from wherever the adapter keeps them."""
+    if s.get("pg_url"):
+        return adapter.journal.all(s["thread"])
+    return saver.tool_calls(s["thread"])
 
 
 def _asks_for_tools(checkpoint: dict) -> bool:
@@ -366,7 +391,7 @@ def graph_for(s: dict, saver: Any, adapter: Any, hooks: Hooks | None = None, **t
 def _crash_phase(s: dict) -> None:
     saver, adapter = open_store(s)
     c = s["crash"]
-    ready = all_of(settled(lambda: saver.tool_calls(s["thread"]), c.get("settle", [])),
+    ready = all_of(settled(lambda: journal_calls(s, saver, adapter), c.get("settle", [])),
                    effects_present(s["effects"], c.get("effects_of", [])))
     hooks = install_crash(adapter, point=c["point"], call_id=c["call"], ready=ready,
                           crash=lambda: _crash_now(c.get("how", "kill")), hold=c.get("hold", []))
@@ -412,7 +437,7 @@ def resume(s: dict) -> dict:
 
         report: dict[str, Any] = {"pid": os.getpid()}
         report["before"] = {
-            r.key.call_id: [r.state, r.effective_state] for r in saver.tool_calls(s["thread"])
+            r.key.call_id: [r.state, r.effective_state] for r in journal_calls(s, saver, adapter)
         }
         if s.get("new_input") is None or s.get("resume_first"):
             run(None)
@@ -434,10 +459,10 @@ def resume(s: dict) -> dict:
         report["tool_calls"] = {r.key.call_id: {"state": r.state, "effective": r.effective_state,
                                                 "resolution": r.resolution, "events": r.events,
                                                 "superseded_from": r.superseded_from}
-                                for r in saver.tool_calls(s["thread"])}
+                                for r in journal_calls(s, saver, adapter)}
         report["records"] = [{"call": r.key.call_id, "checkpoint_id": r.key.checkpoint_id, "state": r.state,
                               "resolution": r.resolution, "lost_run": r.lost_run, "events": r.events}
-                             for r in saver.tool_calls(s["thread"])]
+                             for r in journal_calls(s, saver, adapter)]
         report["effects"] = dict(effects(s["effects"]))
         return report
     finally:
