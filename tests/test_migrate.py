@@ -125,7 +125,9 @@ def test_a_graph_resumed_on_the_target_continues_as_on_the_source(
     assert expected["review"]["approved"] is True and expected["nested"]["answer"] == "42"
 
 
-def test_running_again_copies_nothing_and_duplicates_nothing(sqlite_app: Path, tmp_path: Path, pg_url: str) -> None:
+def test_running_again_copies_nothing_and_duplicates_nothing(
+    sqlite_app: Path, tmp_path: Path, pg_url: str
+) -> None:
     first = copy_threads(sqlite_url(sqlite_app), pg_url, setup=True)
     rows = {t: pg_count(pg_url, t) for t in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")}
     again = copy_threads(sqlite_url(sqlite_app), pg_url)
@@ -160,7 +162,8 @@ def test_verification_lists_what_differs(sqlite_app: Path, tmp_path: Path) -> No
     report = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
     assert not report.ok and [t.thread_id for t in report.mismatched] == ["counter"]
     assert any("pending write" in m for m in report.mismatched[0].mismatches)
-    src, dst = open_endpoint(sqlite_url(sqlite_app), role="source"), open_endpoint(str(tmp_path / "s"), role="target")
+    src = open_endpoint(sqlite_url(sqlite_app), role="source")
+    dst = open_endpoint(str(tmp_path / "s"), role="target")
     try:
         assert compare_threads(src, dst, "agent") == []
         assert compare_threads(src, dst, "counter") != []
@@ -185,7 +188,9 @@ def test_a_damaged_source_thread_is_reported_and_the_others_copied(sqlite_app: P
     assert all(t.checkpoints > 0 for t in report.threads if not t.problem)
 
 
-def test_clear_errors_for_endpoints_that_cannot_be_used(sqlite_app: Path, tmp_path: Path, pg_url: str) -> None:
+def test_clear_errors_for_endpoints_that_cannot_be_used(
+    sqlite_app: Path, tmp_path: Path, pg_url: str
+) -> None:
     with pytest.raises(MigrationError, match="cannot connect to PostgreSQL at postgresql://postgres@127.0.0.1:1/x"):
         copy_threads(sqlite_url(sqlite_app), "postgresql://postgres@127.0.0.1:1/x")
     with pytest.raises(MigrationError, match=r"no checkpoints, .*--setup"):

@@ -33,7 +33,9 @@ def setup_postgres(url: str) -> None:
 
 
 @pytest.mark.parametrize("point", list(MATRIX))
-def test_replay_adapter_on_postgres_survives_sigkill_at_each_point(tmp_path: Path, pg_url: str, point: str) -> None:
+def test_replay_adapter_on_postgres_survives_sigkill_at_each_point(
+    tmp_path: Path, pg_url: str, point: str
+) -> None:
     before, answer, content, resolution = MATRIX[point]
     setup_postgres(pg_url)
     s = spec(tmp_path / "store", plan=BATCH, answers={"c2": answer} if answer else None, pg_url=pg_url,

@@ -344,7 +344,8 @@ def _open_postgres(url: str) -> tuple[Any, Any]:
 
     from langgraph_jsonl_checkpoint import ReplayAdapter
 
-    conns = [psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) for _ in range(2)]
+    conns = [psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+             for _ in range(2)]
     saver = PostgresSaver(conns[0])
     store = PostgresStore(conns[1])
     saver.close = lambda: [c.close() for c in conns]  # type: ignore[attr-defined]

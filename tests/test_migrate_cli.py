@@ -1,0 +1,187 @@
+"""``langgraph-jsonl import``, ``copy`` and ``export postgresql://...``: reports, subsets,
+dry runs, exit codes, errors, and a copy SIGKILLed half-way then run again."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.migrate import copy_threads
+from tests.harness.migration import GRAPHS, build_sqlite_app, cfg
+from tests.harness.state_graphs import build_counter_graph
+
+CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sqlite_app(tmp_path_factory.mktemp("app") / "app.db")
+
+
+@pytest.fixture(scope="module")
+def many_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """150 threads of a small graph, three runs each (about 2,000 checkpoints)."""
+    path = tmp_path_factory.mktemp("many") / "many.db"
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
+        for i in range(150):
+            for n in range(3):
+                graph.invoke({"n": n}, cfg(f"user-{i:03d}"))
+    return path
+
+
+def url(path: Path) -> str:
+    return "sqlite:///" + str(path)
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_import_prints_a_report_and_its_json(app_db: Path, tmp_path: Path, capsys) -> None:
+    assert main(["import", url(app_db), str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert f"copied {len(GRAPHS)} thread(s) from {url(app_db)} to {tmp_path / 's'}" in out
+    assert "verified: every copied thread's history equals the source's" in out
+    code, report = run_json(["import", url(app_db), str(tmp_path / "t")], capsys)
+    assert code == 0 and report["ok"] and report["threads"] == len(GRAPHS) and report["verified"]
+    assert report["checkpoints"] > 0 and report["writes"] > 0 and report["bytes"] > 0
+    assert report["seconds"] >= 0
+    assert {t["thread_id"] for t in report["per_thread"]} == set(GRAPHS)
+    assert set(report) >= {"journal_records", "problems", "mismatches", "present", "dry_run"}
+
+
+def test_import_into_the_store_named_by_the_environment(
+    app_db: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "env"))
+    code, report = run_json(["import", url(app_db), "--threads", "review", "nested"], capsys)
+    assert code == 0 and [t["thread_id"] for t in report["per_thread"]] == ["nested", "review"]
+    with JsonlSaver(tmp_path / "env") as saver:
+        assert sorted(saver.store.thread_ids()) == ["nested", "review"]
+
+
+def test_threads_glob_and_dry_run(app_db: Path, tmp_path: Path, capsys) -> None:
+    code, dry = run_json(["copy", url(app_db), str(tmp_path / "s"), "--threads", "?e*", "--dry-run"], capsys)
+    assert code == 0 and dry["dry_run"] and dry["bytes"] is None
+    assert [t["thread_id"] for t in dry["per_thread"]] == ["delta", "nested", "review"]
+    with JsonlSaver(tmp_path / "s") as saver:
+        assert list(saver.store.thread_ids()) == []
+    code, real = run_json(["copy", url(app_db), str(tmp_path / "s"), "--threads", "?e*"], capsys)
+    assert code == 0 and (real["checkpoints"], real["writes"]) == (dry["checkpoints"], dry["writes"])
+
+
+def test_a_difference_after_the_copy_exits_1_and_is_listed(app_db: Path, tmp_path: Path, capsys) -> None:
+    assert main(["import", url(app_db), str(tmp_path / "s")]) == 0
+    with JsonlSaver(tmp_path / "s") as saver:
+        latest = saver.get_tuple(cfg("counter"))
+        assert latest is not None
+        saver.put_writes(latest.config, [("n", 7)], "task-x", "~x")
+    capsys.readouterr()
+    assert main(["import", url(app_db), str(tmp_path / "s")]) == 1
+    captured = capsys.readouterr()
+    assert "DIFFERS thread counter: checkpoint " in captured.err and "pending write(s)" in captured.err
+    code, report = run_json(["import", url(app_db), str(tmp_path / "s")], capsys)
+    assert code == 1 and not report["ok"] and report["mismatches"][0]["thread_id"] == "counter"
+
+
+def test_export_to_postgresql_and_the_transcript_export_beside_it(app_db: Path, tmp_path: Path, pg_url: str,
+                                                                 capsys) -> None:
+    store = str(tmp_path / "s")
+    assert main(["import", url(app_db), store]) == 0
+    capsys.readouterr()
+    assert main(["export", store, pg_url]) == 2
+    assert "--setup" in capsys.readouterr().err
+    code, report = run_json(["export", store, pg_url, "--setup"], capsys)
+    assert code == 0 and report["ok"] and report["threads"] == len(GRAPHS)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0] == len(GRAPHS)
+    # the transcript export is unchanged, and refuses the copy's options
+    assert main(["export", store, "review", "--format", "md"]) == 0
+    assert "tea" in capsys.readouterr().out
+    assert main(["export", store, "review", "--dry-run"]) == 2
+    assert "for an export to a database" in capsys.readouterr().err
+    assert main(["export", store, pg_url, "--all", str(tmp_path / "x")]) == 2
+
+
+def test_clear_errors(app_db: Path, tmp_path: Path, capsys) -> None:
+    assert main(["copy", url(app_db), "mysql://db/app"]) == 2
+    assert "unknown kind of target URL (mysql://)" in capsys.readouterr().err
+    assert main(["copy", url(app_db), "postgresql://postgres@127.0.0.1:1/x"]) == 2
+    assert "cannot connect to PostgreSQL at postgresql://postgres@127.0.0.1:1/x" in capsys.readouterr().err
+    assert main(["import", url(tmp_path / "missing.db"), str(tmp_path / "s")]) == 2
+    assert "no such SQLite file" in capsys.readouterr().err
+
+
+def _checkpoint_records(store: Path) -> int:
+    n = 0
+    for log in (store / "threads").glob("*.jsonl"):
+        for line in log.read_bytes().splitlines():
+            try:
+                n += json.loads(line).get("t") == "checkpoint"
+            except ValueError:  # a torn last line, left by the kill
+                pass
+    return n
+
+
+def _source_checkpoints(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0])
+
+
+@pytest.mark.parametrize("target", ["store", "postgres"])
+def test_a_copy_killed_half_way_then_run_again_is_complete_without_duplicates(
+    many_db: Path, tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> None:
+    dst = str(tmp_path / "s") if target == "store" else request.getfixturevalue("pg_url")
+    total = _source_checkpoints(many_db)
+    if target == "postgres":
+        assert copy_threads(url(many_db), dst, threads=["none"], setup=True).ok  # tables only
+
+    def copied() -> int:
+        if target == "store":
+            return len(list((tmp_path / "s" / "threads").glob("*.jsonl"))) if (tmp_path / "s").exists() else 0
+        with psycopg.connect(dst) as conn:
+            return int(conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0])
+
+    child = subprocess.Popen([*CLI, "copy", url(many_db), dst, "--no-verify"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while copied() < 20 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert child.poll() is None, f"the copy ended before it could be killed: {child.stderr.read()!r}"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stderr.close()
+    assert 20 <= copied() < 150
+
+    rerun = subprocess.run([*CLI, "copy", url(many_db), dst, "--json"], capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    assert report["ok"] and report["verified"] and report["threads"] == 150
+    assert report["present"] > 0 and report["present"] + report["checkpoints"] == total
+    if target == "store":
+        assert _checkpoint_records(tmp_path / "s") == total  # no checkpoint stored twice
+    else:
+        with psycopg.connect(dst) as conn:
+            assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == total
+    again = copy_threads(url(many_db), dst)
+    assert again.ok and again.checkpoints == 0 and again.writes == 0
