@@ -166,7 +166,7 @@ class PostgresEndpoint(Endpoint):
                 f"{name}: the database has no 'checkpoints' table: PostgresSaver never wrote to it"
             )
         ready = "store" in tables
-        journal = StoreJournalEnd(store, setup=store.setup, ready=ready)
+        journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready)
         if role == "source" and not ready:
             journal = None
         super().__init__(saver, name, "postgres", journal)

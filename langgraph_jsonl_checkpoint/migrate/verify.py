@@ -64,7 +64,8 @@ def compare_tuples(a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0) ->
     if _parent(a) != _parent(b):
         out.append(f"parent {_parent(b)} on the target, {_parent(a)} on the source")
     for key in CHECKPOINT_KEYS:
-        va, vb = a.checkpoint.get(key), b.checkpoint.get(key)  # type: ignore[misc]
+        va: Any = dict(a.checkpoint).get(key)
+        vb: Any = dict(b.checkpoint).get(key)
         if key == "channel_values":
             versions = a.checkpoint.get("channel_versions") or {}
             if versions == b.checkpoint.get("channel_versions"):
