@@ -45,13 +45,15 @@ def add_copy_options(parser: argparse.ArgumentParser) -> None:
                         help="do not re-read and compare each thread after copying it")
     parser.add_argument("--no-journal", action="store_true",
                         help="leave the replay adapter's tool-call journal behind")
+    parser.add_argument("--workers", type=int, default=4, metavar="N",
+                        help="threads copied at once (default 4)")
 
 
 def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
     """Copy, print the report (or its JSON); exit 1 when a thread failed or differs."""
     report = copy_threads(
         source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
-        journal=not args.no_journal, setup=args.setup,
+        journal=not args.no_journal, setup=args.setup, workers=args.workers,
         track=lambda ids: progress(ids, total=len(ids), what="threads"),
     )
     if args.json:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
@@ -50,6 +51,7 @@ def copy_threads(
     journal: bool = True,
     setup: bool = False,
     track: Track | None = None,
+    workers: int = 4,
 ) -> CopyReport:
     """Copy threads from ``source`` to ``target``.
 
@@ -63,6 +65,9 @@ def copy_threads(
         journal: Carry the replay adapter's journal too.
         setup: Create the target's tables first (``setup()`` of its saver and store).
         track: Wraps the iteration over thread ids (a progress bar).
+        workers: Threads copied at once (each put is durable on its own, so copying
+            several threads overlaps their syncs; a ``SqliteSaver`` target still
+            writes one at a time, under its lock).
 
     Returns:
         What was done; ``report.ok`` is false when a thread could not be read or copied
@@ -73,15 +78,15 @@ def copy_threads(
             and ``setup`` was not asked for.
     """
     started = time.perf_counter()
-    src = open_endpoint(source, role="source")
+    src = open_endpoint(source, role="source", workers=workers)
     try:
-        dst = open_endpoint(target, role="target")
+        dst = open_endpoint(target, role="target", workers=workers)
     except BaseException:
         if src is not source:
             src.close()
         raise
     try:
-        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started)
+        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started, workers)
     finally:
         for end, spec in ((dst, target), (src, source)):
             if end is not spec:
@@ -90,7 +95,7 @@ def copy_threads(
 
 def _copy(
     src: Endpoint, dst: Endpoint, threads: Sequence[str] | None, dry_run: bool, verify: bool,
-    journal: bool, setup: bool, track: Track | None, started: float,
+    journal: bool, setup: bool, track: Track | None, started: float, workers: int,
 ) -> CopyReport:
     missing = dst.missing_tables()
     if missing and setup and not dry_run:
@@ -105,9 +110,13 @@ def _copy(
     ids = matching(src.thread_ids(), threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
-    for thread_id in (track(ids) if track else ids):
-        done = copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal)
-        report.threads.append(done)
+    def one(thread_id: str) -> ThreadCopy:
+        return copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="copy") as pool:
+        results = pool.map(one, ids)  # in order, whatever order they finish in
+        for _ in (track(ids) if track else ids):
+            report.threads.append(next(results))
     if size_before is not None:
         size_after = dst.size()
         report.bytes = None if size_after is None else size_after - size_before

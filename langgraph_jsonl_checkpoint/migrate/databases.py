@@ -55,6 +55,8 @@ def _missing_extra(extra: str, exc: ImportError) -> MigrationError:
 class SqliteEndpoint(Endpoint):
     """A ``SqliteSaver`` file."""
 
+    saver: Any
+
     def __init__(self, path: str, name: str, *, role: str) -> None:
         try:
             from langgraph.checkpoint.sqlite import SqliteSaver
@@ -65,6 +67,7 @@ class SqliteEndpoint(Endpoint):
         if role == "source" and not is_sqlite_file(path):
             raise MigrationError(f"{name}: {path} is not an SQLite database")
         self.path = path
+        self._task_path: bool | None = None
         self.conn = sqlite3.connect(path, check_same_thread=False)
         tables = self._tables()
         if role == "source" and "checkpoints" not in tables:
@@ -92,13 +95,16 @@ class SqliteEndpoint(Endpoint):
         return sorted(str(r[0]) for r in rows)
 
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
-        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
-        path = "task_path" if "task_path" in columns else "''"
-        rows = self.conn.execute(
-            f"SELECT task_id, {path}, idx, channel FROM writes "
-            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (thread_id, ns, checkpoint_id),
-        ).fetchall()
+        with self.saver.lock:  # the saver's connection, shared by the copy's threads
+            if self._task_path is None:
+                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
+                self._task_path = "task_path" in columns
+            path = "task_path" if self._task_path else "''"
+            rows = self.conn.execute(
+                f"SELECT task_id, {path}, idx, channel FROM writes "
+                "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (thread_id, ns, checkpoint_id),
+            ).fetchall()
         return _sorted_slots(rows)
 
     def size(self) -> int | None:
@@ -135,80 +141,78 @@ POSTGRES_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "stor
 class PostgresEndpoint(Endpoint):
     """A ``PostgresSaver`` database, with ``PostgresStore`` for the journal."""
 
-    def __init__(self, url: str, *, role: str) -> None:
+    def __init__(self, url: str, *, role: str, workers: int = 1) -> None:
         try:
             import psycopg
             from langgraph.checkpoint.postgres import PostgresSaver
             from langgraph.store.postgres import PostgresStore
             from psycopg.rows import dict_row
+            from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise _missing_extra("postgres", exc) from None
         name = _redacted(url)
-        self.conns: list[Any] = []
-        try:
-            for _ in range(2):  # the saver's and the store's, as each locks its own
-                self.conns.append(psycopg.connect(
-                    url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10,
-                ))
+        try:  # once by hand, for a clear error (a pool would retry until its timeout)
+            psycopg.connect(url, connect_timeout=10).close()
         except psycopg.OperationalError as exc:
-            self.close()
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise MigrationError(
                 f"cannot connect to PostgreSQL at {name}: {reason}. Is the server running and "
                 "the URL right (postgresql://user@host:port/database)?"
             ) from None
-        saver = PostgresSaver(self.conns[0])
-        store = PostgresStore(self.conns[1])
+        options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+        self.pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options, open=True)
+        self.store_pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options,
+                                              open=True)
         tables = self._tables()
         if role == "source" and "checkpoints" not in tables:
             self.close()
             raise MigrationError(
                 f"{name}: the database has no 'checkpoints' table: PostgresSaver never wrote to it"
             )
+        store = PostgresStore(self.store_pool)
         ready = "store" in tables
         journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready)
         if role == "source" and not ready:
             journal = None
-        super().__init__(saver, name, "postgres", journal)
+        super().__init__(PostgresSaver(self.pool), name, "postgres", journal)
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
 
     def _tables(self) -> set[str]:
-        with self.conns[0].cursor() as cur:
-            cur.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-            )
-            return {r["table_name"] for r in cur.fetchall()}
+        rows = self._query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return {r["table_name"] for r in rows}
 
     def missing_tables(self) -> list[str]:
         have = self._tables()
         return [t for t in POSTGRES_TABLES if t not in have]
 
     def thread_ids(self) -> list[str]:
-        with self.conns[0].cursor() as cur:
-            cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
-            return sorted(str(r["thread_id"]) for r in cur.fetchall())
+        return sorted(str(r["thread_id"]) for r in self._query("SELECT DISTINCT thread_id FROM checkpoints"))
 
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
-        with self.conns[0].cursor() as cur:
-            cur.execute(
-                "SELECT task_id, task_path, idx, channel FROM checkpoint_writes "
-                "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
-                (thread_id, ns, checkpoint_id),
-            )
-            rows = cur.fetchall()
+        rows = self._query(
+            "SELECT task_id, task_path, idx, channel FROM checkpoint_writes "
+            "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
+            (thread_id, ns, checkpoint_id),
+        )
         return _sorted_slots([(r["task_id"], r["task_path"], r["idx"], r["channel"]) for r in rows])
 
     def size(self) -> int | None:
-        with self.conns[0].cursor() as cur:
-            cur.execute("SELECT pg_database_size(current_database()) AS n")
-            row = cur.fetchone()
-        return int(row["n"]) if row else None
+        rows = self._query("SELECT pg_database_size(current_database()) AS n")
+        return int(rows[0]["n"]) if rows else None
 
     def close(self) -> None:
-        for conn in self.conns:
-            conn.close()
-        self.conns = []
+        for pool in (getattr(self, "pool", None), getattr(self, "store_pool", None)):
+            if pool is not None:
+                pool.close()
 
 
-def open_postgres(url: str, *, role: str) -> Endpoint:
-    """A ``PostgresSaver`` endpoint on the database ``url`` names."""
-    return PostgresEndpoint(url, role=role)
+def open_postgres(url: str, *, role: str, workers: int = 1) -> Endpoint:
+    """A ``PostgresSaver`` endpoint on the database ``url`` names (a pool of ``workers``
+    connections for the saver, one for the store)."""
+    return PostgresEndpoint(url, role=role, workers=workers)

@@ -27,7 +27,9 @@ def is_database_url(text: str) -> bool:
     return "://" in text and text.split("://", 1)[0].lower() in DATABASE_SCHEMES
 
 
-def open_endpoint(spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str) -> Endpoint:
+def open_endpoint(
+    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1
+) -> Endpoint:
     """An endpoint for a URL or an object.
 
     Args:
@@ -35,6 +37,7 @@ def open_endpoint(spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str)
             ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` or a path to an
             SQLite file, ``postgresql://user@host:port/db``, or a checkpointer object.
         role: ``"source"`` or ``"target"`` (a source must exist).
+        workers: How many threads will use it at once (PostgreSQL: the pool's size).
 
     Raises:
         MigrationError: A URL of an unknown kind, a source that is not there, a
@@ -49,7 +52,7 @@ def open_endpoint(spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str)
     text = os.fspath(spec)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme in ("postgresql", "postgres"):
-        return databases.open_postgres(text, role=role)
+        return databases.open_postgres(text, role=role, workers=workers)
     if scheme == "sqlite":
         return databases.open_sqlite(databases.sqlite_path(text), text, role=role)
     if scheme:
