@@ -139,6 +139,7 @@ def copy_thread(
         have = {_where(t): len(t.pending_writes or []) for t in thread_tuples(dst, thread_id)}
         by_id = {_where(t): t for t in tuples}
         width = width_of(dst.saver)
+        slots: dict[tuple[str, str], list[WriteSlot]] | None = None
         for tup in tuples:
             where = _where(tup)
             wanted = len(tup.pending_writes or [])
@@ -151,7 +152,9 @@ def copy_thread(
             if have.get(where, 0) < wanted:
                 done.writes += wanted - have.get(where, 0)
                 if not dry_run:
-                    _put_writes(src, dst.saver, thread_id, tup)
+                    if slots is None:
+                        slots = src.thread_write_slots(thread_id) or {}
+                    _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
         if journal and src.journal is not None and dst.journal is not None:
             added, conflicts = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
             done.journal_records = added
@@ -198,10 +201,14 @@ def _put(
     saver.put({"configurable": config}, checkpoint, tup.metadata, widen_versions(new_versions, width))  # type: ignore[arg-type]
 
 
-def _put_writes(src: Endpoint, saver: BaseCheckpointSaver[Any], thread_id: str, tup: CheckpointTuple) -> None:
+def _put_writes(
+    src: Endpoint, saver: BaseCheckpointSaver[Any], thread_id: str, tup: CheckpointTuple,
+    slots: list[WriteSlot] | None,
+) -> None:
     ns, checkpoint_id = _where(tup)
     writes = tup.pending_writes or []
-    slots = src.write_slots(thread_id, ns, checkpoint_id)
+    if slots is None:
+        slots = src.write_slots(thread_id, ns, checkpoint_id)
     if slots is None or not _fits(slots, writes):
         # Unknown storage: positions in the task for idx, no task_path.
         slots = [WriteSlot(task, "", i, channel) for i, (task, channel, _) in enumerate(writes)]

@@ -107,11 +107,31 @@ class SqliteEndpoint(Endpoint):
             ).fetchall()
         return _sorted_slots(rows)
 
+    def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
+        with self.saver.lock:
+            if self._task_path is None:
+                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
+                self._task_path = "task_path" in columns
+            path = "task_path" if self._task_path else "''"
+            rows = self.conn.execute(
+                f"SELECT checkpoint_ns, checkpoint_id, task_id, {path}, idx, channel FROM writes "
+                "WHERE thread_id = ?", (thread_id,),
+            ).fetchall()
+        return _grouped_slots(rows)
+
     def size(self) -> int | None:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _grouped_slots(rows: list[Any]) -> dict[tuple[str, str], list[WriteSlot]]:
+    """``(ns, checkpoint_id, task_id, task_path, idx, channel)`` rows by checkpoint, sorted."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        groups.setdefault((str(r[0]), str(r[1])), []).append(r[2:])
+    return {k: _sorted_slots(v) for k, v in groups.items()}
 
 
 def _sorted_slots(rows: list[Any]) -> list[WriteSlot]:
@@ -201,6 +221,14 @@ class PostgresEndpoint(Endpoint):
             (thread_id, ns, checkpoint_id),
         )
         return _sorted_slots([(r["task_id"], r["task_path"], r["idx"], r["channel"]) for r in rows])
+
+    def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
+        rows = self._query(
+            "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM checkpoint_writes "
+            "WHERE thread_id = %s", (thread_id,),
+        )
+        fields = ("checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel")
+        return _grouped_slots([tuple(r[f] for f in fields) for r in rows])
 
     def size(self) -> int | None:
         rows = self._query("SELECT pg_database_size(current_database()) AS n")

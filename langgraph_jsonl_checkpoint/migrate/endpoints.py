@@ -63,6 +63,11 @@ class Endpoint:
         ``list()`` returns the writes; ``None`` when the storage cannot say."""
         return None
 
+    def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
+        """Every checkpoint's write slots of a thread at once, by ``(namespace, checkpoint
+        id)`` (``None``: ask :meth:`write_slots` per checkpoint)."""
+        return None
+
     def size(self) -> int | None:
         """Bytes the storage takes now (``None``: unknown)."""
         return None
