@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
@@ -205,3 +206,47 @@ def test_clear_errors_for_endpoints_that_cannot_be_used(
     with pytest.raises(MigrationError, match="not a source to copy from"):
         copy_threads(str(tmp_path / "notes.txt"), str(tmp_path / "s"))
     assert not (tmp_path / "s").exists()
+
+
+def test_checkpointer_objects_as_endpoints(tmp_path: Path) -> None:
+    """An ``InMemorySaver`` (its write slots read from its dicts) into a ``JsonlSaver``."""
+    memory = InMemorySaver()
+    for thread_id in ("fan", "nested", "delta"):
+        graph = GRAPHS[thread_id]().compile(checkpointer=memory)
+        graph.invoke({"fan": {"items": ["a", "b", "c"]}, "nested": {"trail": []},
+                      "delta": {"target": 12}}[thread_id], cfg(thread_id))
+    with JsonlSaver(tmp_path / "s") as saver:
+        report = copy_threads(memory, saver)
+        assert report.ok and [t.thread_id for t in report.threads] == ["delta", "fan", "nested"]
+        with within(120, "reading both"):
+            threads = ["fan", "nested", "delta"]
+            assert histories(saver, threads) == histories(memory, threads)
+
+
+def test_the_journal_goes_into_sqlite_store_and_back(tmp_path: Path) -> None:
+    """Tool-call events of a store's thread land in ``SqliteStore`` in the SQLite file (what
+    ``ReplayAdapter(store=SqliteStore(...))`` reads), and come back unchanged."""
+    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_jsonl_checkpoint.replay.journal import StoreJournal
+
+    with JsonlSaver(tmp_path / "s") as saver:
+        graph = GRAPHS["agent"]().compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "add 1 2")]}, cfg("agent"))
+        cid = saver.get_tuple(cfg("agent")).config["configurable"]["checkpoint_id"]
+        saver.record_tool_events("agent", [
+            {"ev": "requested", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:00+00:00",
+             "name": "send_email", "args": saver.codec.encode({"to": "bob"}, "args")},
+            {"ev": "started", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:01+00:00",
+             "proc": {"host": "gone", "pid": 1}},
+        ])
+        before = [(r.key, r.state, r.effective_state, r.args) for r in saver.tool_calls("agent")]
+    report = copy_threads(str(tmp_path / "s"), sqlite_url(tmp_path / "app.db"))
+    assert report.ok and report.journal_records == 2
+    with sqlite3.connect(tmp_path / "app.db", check_same_thread=False) as conn:
+        records = StoreJournal(SqliteStore(conn)).all("agent")
+        assert [(r.key, r.state, r.effective_state, r.args) for r in records] == before
+    back = copy_threads(sqlite_url(tmp_path / "app.db"), str(tmp_path / "back"))
+    assert back.ok and back.journal_records == 2
+    with JsonlSaver(tmp_path / "back") as saver:
+        assert [(r.key, r.state, r.effective_state, r.args) for r in saver.tool_calls("agent")] == before

@@ -68,6 +68,7 @@ class SqliteEndpoint(Endpoint):
             raise MigrationError(f"{name}: {path} is not an SQLite database")
         self.path = path
         self._task_path: bool | None = None
+        self.store_conn: sqlite3.Connection | None = None
         self.conn = sqlite3.connect(path, check_same_thread=False)
         tables = self._tables()
         if role == "source" and "checkpoints" not in tables:
@@ -87,7 +88,9 @@ class SqliteEndpoint(Endpoint):
             return None
         if role == "source" and "store" not in tables:
             return None
-        store = SqliteStore(self.conn)
+        # its own connection: the saver's and the store's transactions must not nest
+        self.store_conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        store = SqliteStore(self.store_conn)
         return StoreJournalEnd(store, setup=store.setup, ready=role == "source")
 
     def thread_ids(self) -> list[str]:
@@ -124,6 +127,8 @@ class SqliteEndpoint(Endpoint):
 
     def close(self) -> None:
         self.conn.close()
+        if self.store_conn is not None:
+            self.store_conn.close()
 
 
 def _grouped_slots(rows: list[Any]) -> dict[tuple[str, str], list[WriteSlot]]:

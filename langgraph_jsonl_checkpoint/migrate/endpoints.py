@@ -124,6 +124,19 @@ class JsonlEndpoint(Endpoint):
             self.saver.close()
 
 
+class MemoryEndpoint(Endpoint):
+    """An ``InMemorySaver`` (tests, notebooks): threads and write slots from its dicts."""
+
+    def thread_ids(self) -> list[str]:
+        return sorted(str(t) for t in getattr(self.saver, "storage", {}))
+
+    def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        stored = getattr(self.saver, "writes", {}).get((thread_id, ns, checkpoint_id), {})
+        slots = [WriteSlot(task, str(w[3]), idx, w[1]) for (task, idx), w in stored.items()]
+        slots.sort(key=lambda s: (s.task_path, s.task_id, s.idx))
+        return slots
+
+
 def _tree_size(path: str) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):

@@ -11,12 +11,13 @@ import os
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 
 from ..disk.store import MARKER
 from ..errors import MigrationError
 from ..saver.jsonl_saver import JsonlSaver
 from . import databases
-from .endpoints import Endpoint, JsonlEndpoint
+from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint
 
 #: URL schemes of database endpoints (what ``export`` takes as a database target).
 DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
@@ -47,6 +48,8 @@ def open_endpoint(
         return spec
     if isinstance(spec, JsonlSaver):
         return JsonlEndpoint(spec, str(spec.store.path), owned=False)
+    if isinstance(spec, InMemorySaver):
+        return MemoryEndpoint(spec, type(spec).__name__)
     if isinstance(spec, BaseCheckpointSaver):
         return Endpoint(spec, type(spec).__name__)
     text = os.fspath(spec)
