@@ -7,6 +7,7 @@ server's admin URL)::
     python benchmarks/migrate.py              # 1,000 threads x 50 turns
     python benchmarks/migrate.py --quick      # 50 threads x 50 turns
     python benchmarks/migrate.py --threads 200 --turns 50
+    python benchmarks/migrate.py --cases import,export   # only SQLite -> store, store -> PostgreSQL
 
 The source: one conversation of the benchmark agent (``_common.build_agent_graph``,
 500-character answers, a tool call every turn: about 4 checkpoints a turn) run for
@@ -47,6 +48,8 @@ from langgraph_jsonl_checkpoint.migrate import copy_threads
 from _common import Table, build_agent_graph, path_bytes, user_message, write_results
 
 NAME = "migrate"
+#: Case keys, in the order they run (``export`` copies the store ``import`` made).
+CASES = ("reference", "import", "import-no-verify", "export", "back")
 ADMIN = os.environ.get("LANGGRAPH_JSONL_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -91,6 +94,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--workers", type=int, default=4, help="threads copied at once (the CLI's default)")
     parser.add_argument("--tmp", default=None, help="where the files go (default $TMPDIR)")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"which cases, comma-separated (default all: {','.join(CASES)})")
     args = parser.parse_args()
     n = args.threads or (50 if args.quick else 1_000)
     work = Path(tempfile.mkdtemp(prefix="bench-migrate-", dir=args.tmp))
@@ -105,6 +110,7 @@ def main() -> None:
         print(f"source: {n} threads, {total} checkpoints, built in {time.perf_counter() - started:.1f} s")
         db_name, pg = new_database()
         case = f"{n:,} threads x {args.turns} turns ({total:,} checkpoints)"
+        chosen = set(args.cases.split(","))
         runs = [
             ("SQLite -> SQLite (reference)", "sqlite", f"sqlite:///{work / 'copy.db'}", {"src": f"sqlite:///{src}"}),
             ("SQLite -> store", "jsonl", str(work / "store"), {"src": f"sqlite:///{src}"}),
@@ -113,7 +119,9 @@ def main() -> None:
             ("store -> PostgreSQL", "postgres", pg, {"src": str(work / "store"), "setup": True}),
             ("PostgreSQL -> store", "jsonl", str(work / "back"), {"src": pg}),
         ]
-        for label, _kind, target, opts in runs:
+        for (label, _kind, target, opts), key in zip(runs, CASES):
+            if key not in chosen:
+                continue
             source = str(opts.pop("src"))
             started = time.perf_counter()
             report = copy_threads(source, target, workers=args.workers, **opts)  # type: ignore[arg-type]
@@ -141,6 +149,7 @@ def main() -> None:
     command += (f" --threads {args.threads}" if args.threads else "")
     command += (f" --turns {args.turns}" if args.turns != 50 else "")
     command += (f" --workers {args.workers}" if args.workers != 4 else "")
+    command += (f" --cases {args.cases}" if set(args.cases.split(",")) != set(CASES) else "")
     header = __doc__.split("\n\n")[0] + f"\n\nCommand: `{command}`"
     _, md = write_results(NAME, {"raw": raw}, table, header=header, notes=notes, quick=args.quick)
     print(md.read_text())
