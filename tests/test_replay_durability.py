@@ -130,6 +130,61 @@ def test_sync_durability_is_unchanged(tmp_path: Path, plug: str) -> None:
 
 
 # ---------------------------------------------------------------------------
+# PostgresSaver + ReplayAdapter(store=PostgresStore): the same crashes on the real server
+# ---------------------------------------------------------------------------
+
+
+def setup_postgres(url: str) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+    with PostgresStore.from_conn_string(url) as store:
+        store.setup()
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+def test_postgres_async_durability_the_email_goes_out_once_and_a_person_is_asked(
+    tmp_path: Path, pg_url: str, plug: str
+) -> None:
+    """PostgresSaver's background save of the checkpoint the tool node runs from is slowed
+    to 1 s; the adapter (journal in PostgresStore) checks the saver for it before
+    ``started``, so the killed run's call is found and asked about, never re-sent."""
+    setup_postgres(pg_url)
+    s = spec(tmp_path / "store", plan=EMAIL, plug=plug, durability="async", slow_put=1.0,
+             crash=KILL_AFTER_EMAIL, answers={"c2": "skip"}, pg_url=pg_url)
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert report["before"]["c2"] == ["started", "uncertain"]
+    asked = [c for i in report["interrupts"] for c in i["calls"]]
+    assert [(c["id"], c["name"], c["args"]) for c in asked] == [("c2", "send_email", {"to": "bob"})]
+    assert "lost_run" not in asked[0]
+    assert report["effects"] == {"c2": 1}
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    assert report["next"] == [] and report["messages"][-1]["content"].startswith("done")
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+def test_postgres_exit_durability_the_lost_call_is_asked_about_before_it_runs_again(
+    tmp_path: Path, pg_url: str, plug: str
+) -> None:
+    setup_postgres(pg_url)
+    s = spec(tmp_path / "store", plan=EMAIL, plug=plug, durability="exit", crash=KILL_AFTER_EMAIL,
+             new_input="go", answers={"c2": "skip"}, pg_url=pg_url)
+    crash(s)
+    report = run_resume(s, timeout=60)
+    assert report["before"]["c2"] == ["started", "uncertain"]
+    asked = [c for i in report["interrupts_after_input"] for c in i["calls"]]
+    assert len(asked) == 1 and asked[0]["lost_run"] is True, asked
+    assert (asked[0]["id"], asked[0]["name"], asked[0]["args"]) == ("c2", "send_email", {"to": "bob"})
+    assert report["effects"] == {"c2": 1}
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    states = sorted((r["state"], r["resolution"]) for r in report["records"] if r["call"] == "c2")
+    assert states == [("finished", "skip"), ("finished", "skip")], report["records"]
+
+
+# ---------------------------------------------------------------------------
 # in one process: another checkpointer with a store journal; a checkpoint never saved
 # ---------------------------------------------------------------------------
 

@@ -324,11 +324,15 @@ def open_store(s: dict) -> tuple[Any, Any]:
     """A new ``JsonlSaver`` on the spec's store and a new ``ReplayAdapter`` on it. With
     ``s["slow_put"]`` (seconds), saving a checkpoint whose last message asks for tools
     takes that long (a busy disk). With ``s["pg_url"]``: ``PostgresSaver`` on that
-    database and ``ReplayAdapter(store=PostgresStore(...))`` (tables already set up)."""
+    database and ``ReplayAdapter(store=PostgresStore(...))`` (tables already set up),
+    slowed the same way with ``slow_put``."""
     from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
 
     if s.get("pg_url"):
-        return _open_postgres(s["pg_url"])
+        saver, adapter = _open_postgres(s["pg_url"])
+        if s.get("slow_put"):
+            _slow_down_tool_checkpoints(saver, s["slow_put"])
+        return saver, adapter
     saver = JsonlSaver(s["store"])
     if s.get("slow_put"):
         _slow_down_tool_checkpoints(saver, s["slow_put"])
