@@ -124,6 +124,38 @@ class BulkRecords:
         self.cp_id, self.cp_p, self.cp_md, self.cp_cv = (cat(blocks, k) for k in ("id", "p", "md", "cv"))
         self.tool_keys = cat(blocks, "key")
 
+    def plain(self) -> bool:
+        """Whether these records make a plain log (:class:`~.index.IndexFacts`): each
+        checkpoint id newer than every earlier one of its namespace, each writes record
+        after its checkpoint's, no version stored by a checkpoint record that was
+        stored before."""
+        first_at: dict[tuple[str, str], int] = {}
+        newest: dict[str, str] = {}
+        for ns, cid, seq in zip(self.cp_ns, self.cp_id, self.cp_seq):
+            last = newest.get(ns)
+            if last is not None and cid <= last:
+                return False
+            newest[ns] = cid
+            first_at[(ns, cid)] = seq
+        for ns, cp, seq in zip(self.wns, self.wcp, self.wseq):
+            if first_at.get((ns, cp), seq) >= seq:
+                return False
+        seen: set[tuple[str, str, Any]] = set()
+        kinds, first = self.kinds, self.first
+        for ch, ver, rec in zip(self.vc, self.vv, self.vr):
+            key = (self.ns[rec - first], ch, version_key(ver))
+            if key in seen and kinds[rec - first] == CHECKPOINT:
+                return False
+            seen.add(key)
+        return True
+
+    def last_checkpoint_id(self, ns: str) -> str | None:
+        """The id of the last checkpoint record of ``ns`` here, in log order."""
+        for i in range(len(self.cp_id) - 1, -1, -1):
+            if self.cp_ns[i] == ns:
+                return self.cp_id[i]  # type: ignore[no-any-return]
+        return None
+
     def held_by_checkpoints(self, held: list[int]) -> int:
         """How many of these value slots belong to checkpoint records."""
         return sum(self.kinds[self.vr[i] - self.first] == CHECKPOINT for i in held)

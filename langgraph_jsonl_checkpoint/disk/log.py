@@ -323,7 +323,9 @@ class ThreadLog(LogView):
         :meth:`~.sidecar_file.SidecarFile.write`)."""
         if self._rfd is None or self.read_only:
             return
-        self.sidecar.write(self._identity(), self.paths.temp("idx"), compact=compact)
+        self.sidecar.write(
+            self._identity(), self.paths.temp("idx"), compact=compact, facts=self.index.facts()
+        )
 
     def sidecar_lag(self) -> int:
         """Records in the log that the sidecar file does not cover yet."""

@@ -24,7 +24,10 @@ kinds as :class:`~.summary.ValueKind`):
   2 empty; snapshots: 0), ``vb`` (a delta's base version, else null);
 - per writes record: ``cp``, ``task``, ``path``, ``wn`` (its number of writes); per
   write, in record order: ``wi`` (the write's ``idx``), ``wc`` (its channel);
-- per tool record: ``key`` (``[ns, checkpoint id, call id]``).
+- per tool record: ``key`` (``[ns, checkpoint id, call id]``);
+- optionally ``f``, the index's facts as of the block's last record
+  (:class:`~.index.IndexFacts` as JSON: ``{"plain": bool, "heads": {ns: id}}``): what lets
+  a reader answer the latest checkpoint from the last blocks alone (:mod:`.lazy_blocks`).
 
 The file is untrusted (see :meth:`~.log.ThreadLog._load_sidecar`): :func:`decode_block`
 checks every column's shape and types, and a block that fails any check ends the usable
@@ -45,9 +48,9 @@ import orjson
 from . import framing
 from .summary import CHECKPOINT, DELTA, EMPTY, FULL, KIND_OF_TYPE, SNAPSHOT, TOOL, WRITES, RecordKind
 
-#: Sidecar format version (the header's ``v``). Sidecars without it (one summary per
-#: line, before 0.2) are ignored and rebuilt.
-SIDECAR_VERSION = 2
+#: Sidecar format version (the header's ``v``). Older sidecars (without it: one summary
+#: per line, before 0.2; 2: blocks without facts) are ignored and rebuilt.
+SIDECAR_VERSION = 3
 #: Records per block when many are written at once (a rewrite after a scan).
 BLOCK_RECORDS = 1024
 
@@ -61,12 +64,17 @@ def header_line(gen: int, ino: int | None, log_crc: str) -> bytes:
     )
 
 
-def encode(summaries: list[dict[str, Any]]) -> bytes:
-    """Block lines for these summaries (nothing for none)."""
-    return b"".join(
-        framing.frame(columns_of(placed(summaries[i : i + BLOCK_RECORDS])))  # type: ignore[arg-type]
-        for i in range(0, len(summaries), BLOCK_RECORDS)
-    )
+def encode(summaries: list[dict[str, Any]], facts: dict[str, Any] | None = None) -> bytes:
+    """Block lines for these summaries (nothing for none); ``facts`` (the index's, as
+    of the last of them) go into the last line."""
+    out = []
+    for i in range(0, len(summaries), BLOCK_RECORDS):
+        cols = columns_of(placed(summaries[i : i + BLOCK_RECORDS]))
+        assert cols is not None
+        if facts is not None and i + BLOCK_RECORDS >= len(summaries):
+            cols["f"] = facts
+        out.append(framing.frame(cols))
+    return b"".join(out)
 
 
 def placed(summaries: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], int, int]]:
@@ -90,9 +98,11 @@ _COLUMN_ORDER = ("n", "t", "ns", "id", "p", "md", "cv", "vr", "vc", "vv", "vk", 
 class Block:
     """Decoded, checked columns of consecutive records (one file line, or several merged)."""
 
-    __slots__ = ("cols", "line", "first", "count", "offsets", "bounds", "_rank", "_wstart")
+    __slots__ = ("cols", "line", "first", "count", "offsets", "bounds", "facts", "_rank", "_wstart")
 
     def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: Any) -> None:
+        #: The index's facts as of this block's last record (``None``: not known).
+        self.facts: dict[str, Any] | None = cols.pop("f", None)
         self.cols = cols
         self.line = line  # framed line ("\n" included); None until encoded
         self.first: int = cols["s0"]
@@ -137,6 +147,8 @@ class Block:
                 else:
                     kind = _KIND_OF[name]
                     piece[name] = list(c[name][rank[kind] : upto[kind]])
+            if b == self.count and self.facts is not None:
+                piece["f"] = self.facts
             rank = upto
             a = b
             yield piece
@@ -221,6 +233,7 @@ def merge(blocks: list[Block]) -> Block:
     offsets.append(blocks[-1].end)
     merged = Block(cols, None, offsets)
     merged.bounds = [n for b in blocks for n in b.bounds]
+    merged.facts = blocks[-1].facts
     return merged
 
 def _types(col: Any) -> set[type]:
@@ -248,7 +261,17 @@ def decode_block(line: bytes, seq: int, offset: int) -> Block | None:
         return None
 
 
+def facts_ok(facts: Any) -> bool:
+    """Whether a block's ``f`` field has the shape :func:`encode` gives it."""
+    if type(facts) is not dict or set(facts) != {"plain", "heads"} or type(facts["plain"]) is not bool:
+        return False
+    heads = facts["heads"]
+    return type(heads) is dict and all(type(v) is str for v in heads.values())
+
+
 def _checked(c: dict[str, Any], seq: int, offset: int, line: bytes) -> Block | None:
+    if "f" in c and not facts_ok(c["f"]):
+        return None
     if type(c.get("s0")) is not int or c["s0"] != seq or type(c.get("o0")) is not int or c["o0"] != offset:
         return None
     n, t, ns = c["n"], c["t"], c["ns"]

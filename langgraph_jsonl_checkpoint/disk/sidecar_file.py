@@ -23,6 +23,8 @@ from typing import Any
 from . import files, framing, sidecar
 from .entries import RecordRef
 from .index import ThreadIndex
+from .lazy_blocks import LazyBlocks, line_starts
+from .sidecar import Block
 from .summaries import Summaries
 from .summary import summarize
 
@@ -94,23 +96,33 @@ class SidecarFile:
         return last
 
     def load(
-        self, index: ThreadIndex, identity: LogIdentity, holds: Callable[[RecordRef], bool]
+        self,
+        index: ThreadIndex,
+        identity: LogIdentity,
+        holds: Callable[[RecordRef], bool],
+        scan: Callable[[int, int], list[Block]] | None = None,
     ) -> None:
         """Load the file's longest valid prefix of blocks that matches this log into
         ``index`` (which holds the header only).
 
         A partial or damaged block ends the usable prefix (the file may be being
-        appended to by another process); the log past it is scanned instead.
+        appended to by another process); the log past it is scanned instead. With
+        ``scan``, a file whose last block holds the facts of a plain log is loaded
+        lazily (:mod:`.lazy_blocks`): only its last block is decoded now.
 
         Args:
             index: The log's index, holding only its header.
             identity: The log's generation, inode and header checksum.
             holds: Whether the log holds a given record (read and checked there).
+            scan: The log's records between two byte offsets, as blocks (for a lazily
+                loaded file whose older blocks turn out damaged).
         """
-        found = self.read()
-        if found is None:
+        try:
+            data = files.read_whole(self.path)
+        except OSError:
             return
-        data, lines, head = found
+        nl = data.find(b"\n")
+        head = framing.parse_line(data[:nl] if nl >= 0 else data)
         if (
             not head
             or head.get("v") != sidecar.SIDECAR_VERSION
@@ -119,6 +131,9 @@ class SidecarFile:
             or head.get("log") != identity.header_crc
         ):
             return
+        if scan is not None and self._load_lazily(index, data, nl + 1, holds, scan):
+            return
+        lines = data.split(b"\n")
         blocks = []
         offset, seq = index.committed_end, index.last_seq + 1
         for line in lines[1:]:
@@ -143,6 +158,45 @@ class SidecarFile:
         if (blocks or not used) and used == len(lines[1:]) - (1 if lines[-1] == b"" else 0):
             self.written = (len(data), blocks[0].count if blocks else 0)
             self.lines = used
+
+    def _load_lazily(
+        self,
+        index: ThreadIndex,
+        data: bytes,
+        start: int,
+        holds: Callable[[RecordRef], bool],
+        scan: Callable[[int, int], list[Block]],
+    ) -> bool:
+        """Load only the last block, if it holds the facts of a plain log that ends
+        where the file's blocks do (``False``: load eagerly instead)."""
+        spans = line_starts(data, start)
+        if not spans or spans[0][2] != index.last_seq + 1 or spans[0][3] != index.committed_end:
+            return False
+        a, b, s0, o0 = spans[-1]
+        last = sidecar.decode_block(data[a:b], s0, o0)
+        if last is None or last.facts is None or not last.facts["plain"]:
+            return False
+        end_seq = last.first + last.count - 1
+        o, n = last.span(last.count - 1)
+        if not holds(RecordRef(o, n, end_seq)):
+            return False
+
+        def rescue(first_offset: int, end: int) -> list[Block]:
+            # An older block is damaged: index those records from the log itself.
+            self.trusted = False
+            self.written = (0, 0)
+            self.lines = 0
+            return scan(first_offset, end)
+
+        lazy = LazyBlocks(data, spans, last, rescue)
+        index.load_tail(lazy)
+        self.summaries.add_tail(lazy)
+        self.durable_seq = end_seq
+        self.trusted = True
+        if spans[-1][1] + 1 == len(data):
+            self.written = (len(data), end_seq)
+            self.lines = len(spans)
+        return True
 
     def matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
         """Whether the summary the index holds for ``ref`` is that of ``rec`` (entries
@@ -179,12 +233,20 @@ class SidecarFile:
         """Records the log's index holds that the file does not cover yet."""
         return len(self.summaries) - 1 - self.written[1]
 
-    def write(self, identity: LogIdentity, temp_path: str, *, compact: bool = False) -> None:
+    def write(
+        self,
+        identity: LogIdentity,
+        temp_path: str,
+        *,
+        compact: bool = False,
+        facts: dict[str, Any] | None = None,
+    ) -> None:
         """Bring the file up to date with the index's summaries.
 
         Appends the new summaries when the file is exactly as this process last left
         it; otherwise rewrites it whole (temp file + rename). With ``compact`` (on
         close), a file of many short blocks is rewritten in long ones instead.
+        ``facts`` (the index's :meth:`~.index.ThreadIndex.facts`) go into the last line.
         """
         # The header record is always read from the log itself, never from here.
         total = len(self.summaries) - 1
@@ -195,9 +257,9 @@ class SidecarFile:
             current_size = -1
         shortest = -(-total // sidecar.BLOCK_RECORDS)
         if compact and self.lines + 1 > 2 * shortest + 1:
-            self.summaries.compact()
+            self.summaries.compact(facts)
         elif known_count and current_size == known_size and known_count <= total:
-            data = self.summaries.encode_from(known_count)
+            data = self.summaries.encode_from(known_count, facts)
             if data is not None:
                 fd = files.open_file(self.path, os.O_WRONLY | os.O_APPEND)
                 try:
@@ -208,7 +270,7 @@ class SidecarFile:
                 self.lines += data.count(b"\n")
                 return
         data = sidecar.header_line(identity.gen, identity.ino, identity.header_crc)
-        data += self.summaries.encode_from(0) or b""
+        data += self.summaries.encode_from(0, facts) or b""
         try:
             fd = files.open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             try:

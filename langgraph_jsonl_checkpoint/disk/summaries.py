@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from .lazy_blocks import LazyBlocks
 from .sidecar import BLOCK_RECORDS, Block, columns_of, encode, merge, placed
 
 
@@ -27,6 +28,7 @@ class Summaries:
         self._starts: list[int] = []  # first seq of each block
         self.tail: list[dict[str, Any]] = []
         self._covered = 0  # records in blocks
+        self._lazy: LazyBlocks | None = None  # blocks not all decoded yet (load_tail)
 
     def __len__(self) -> int:
         return (self.header is not None) + self._covered + len(self.tail)
@@ -42,7 +44,24 @@ class Summaries:
             self._starts.append(b.first)
             self._covered += b.count
 
+    def add_tail(self, lazy: LazyBlocks) -> None:
+        """Blocks right after the header, decoded newest first as they are asked for."""
+        assert not self.tail and not self.blocks
+        last = lazy.decoded[-1]
+        self._lazy = lazy
+        self._covered = last.first + last.count - 1
+
+    def _settle(self) -> None:
+        """Decode every block still undecoded."""
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            self._covered = 0
+            blocks = lazy.everything()
+            self.add_blocks([merge(blocks)] if len(blocks) > 1 else blocks)
+
     def append(self, summary: dict[str, Any]) -> None:
+        self._settle()
         if self.header is None and summary["seq"] == 0:
             self.header = summary
         else:
@@ -53,6 +72,9 @@ class Summaries:
         if self.tail:
             s = self.tail[-1]
             return s["o"], s["n"]
+        if self._lazy is not None:
+            b = self._lazy.decoded[-1]
+            return b.span(b.count - 1)
         if self.blocks:
             b = self.blocks[-1]
             return b.span(b.count - 1)
@@ -65,6 +87,7 @@ class Summaries:
 
     def spans(self) -> list[tuple[int, int]]:
         """Offset and length of every indexed record, header first."""
+        self._settle()
         out = [(self.header["o"], self.header["n"])] if self.header else []
         for b in self.blocks:
             out.extend(zip(b.offsets, b.cols["n"]))
@@ -79,12 +102,21 @@ class Summaries:
             return None
         if seq > self._covered:
             return self.tail[seq - self._covered - 1]
+        lazy = self._lazy
+        if lazy is not None:
+            while seq < lazy.start_seq and lazy.older():
+                pass
+            for block in reversed(lazy.decoded):
+                if block.first <= seq:
+                    return block.summary(seq)
+            return None
         b = self.blocks[bisect.bisect_right(self._starts, seq) - 1]
         return b.summary(seq)
 
-    def compact(self) -> None:
+    def compact(self, facts: dict[str, Any] | None = None) -> None:
         """Hold everything in one block, written as lines of :data:`BLOCK_RECORDS`
         records (an appending writer leaves many short lines; each costs a reader)."""
+        self._settle()
         pieces = list(self.blocks)
         for i in range(0, len(self.tail), BLOCK_RECORDS):
             part = self.tail[i : i + BLOCK_RECORDS]
@@ -96,11 +128,18 @@ class Summaries:
         merged = merge(pieces)
         full, rest = divmod(merged.count, BLOCK_RECORDS)
         merged.bounds = [BLOCK_RECORDS] * full + ([rest] if rest else [])
+        if facts is not None:
+            merged.facts = facts
         self.blocks, self._starts, self._covered, self.tail = [merged], [merged.first], merged.count, []
 
-    def encode_from(self, count: int) -> bytes | None:
+    def encode_from(self, count: int, facts: dict[str, Any] | None = None) -> bytes | None:
         """Block lines for the records after the first ``count`` (header not counted);
-        ``None`` if ``count`` falls inside a block."""
+        ``None`` if ``count`` falls inside a block. ``facts`` (the index's, now) go into
+        the last line written, when it is a new one."""
+        self._settle()
+        if facts is not None and not self.tail and self.blocks and self.blocks[-1].facts != facts:
+            last = self.blocks[-1]  # it ends with the last indexed record: the facts are its
+            last.facts, last.line = facts, None
         out = []
         done = 0
         for b in self.blocks:
@@ -109,5 +148,5 @@ class Summaries:
             elif done + b.count > count:
                 return None
             done += b.count
-        out.append(encode(self.tail[max(0, count - done):]))
+        out.append(encode(self.tail[max(0, count - done):], facts))
         return b"".join(out)

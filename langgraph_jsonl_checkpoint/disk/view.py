@@ -236,7 +236,7 @@ class LogView:
         self._apply(summarize(header, 0, nl + 1))
         self.sidecar.note_last_crc(self._rfd)
         if use_sidecar:
-            self.sidecar.load(self.index, self._identity(), self._holds)
+            self.sidecar.load(self.index, self._identity(), self._holds, self._scan_blocks)
             self.sidecar.note_last_crc(self._rfd)
 
     def _refuse_if_indexed(self, ino: int) -> None:
@@ -258,6 +258,24 @@ class LogView:
             return False
         rec = framing.parse_line(data[:-1])
         return rec is not None and rec.get("seq") == ref.seq
+
+    def _scan_blocks(self, start: int, end: int) -> list[sidecar.Block]:
+        """The records between two byte offsets of the log, as blocks (their first is
+        record 1); a lazily loaded sidecar's older blocks were found damaged."""
+        data = files.os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
+        result = framing.ScanResult()
+        with bulk_allocation():
+            blocks = sidecar.blocks_of(framing.iter_records(data, start, expect_seq=1, result=result))
+        if result.corrupt_offset is not None or not blocks or blocks[-1].end != end:
+            at = result.corrupt_offset if result.corrupt_offset is not None else start
+            raise CorruptLogError(
+                f"thread {self.thread_id!r}: log {self.path} does not hold the records its "
+                f"index says were durable (damage at or after byte offset {at}). Nothing "
+                f"was changed. {self.repair_hint()}",
+                path=self.path,
+                offset=at,
+            )
+        return blocks
 
     def _apply(self, summary: dict[str, Any], crc: bytes | None = None) -> None:
         rewritten = self.index.rewritten_versions

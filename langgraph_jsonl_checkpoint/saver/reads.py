@@ -64,7 +64,7 @@ class CheckpointReads:
                 checkpoint_id = requested or idx.latest_id(ns)
                 if checkpoint_id is None:
                     return None
-                entry = idx.checkpoints.get(ns, {}).get(checkpoint_id)
+                entry = idx.entry(ns, checkpoint_id)
                 if entry is None:
                     return None
                 return self.build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, witness=witness)
