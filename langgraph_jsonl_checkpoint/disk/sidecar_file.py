@@ -23,10 +23,21 @@ from typing import Any
 from . import files, framing, sidecar
 from .entries import RecordRef
 from .index import ThreadIndex
-from .lazy_blocks import LazyBlocks, line_starts
+from .lazy_blocks import LazyBlocks, open_tail
 from .sidecar import Block
 from .summaries import Summaries
 from .summary import summarize
+
+
+def _names(head: dict[str, Any] | None, identity: LogIdentity) -> bool:
+    """Whether a sidecar's parsed header line is this version's, for this very log."""
+    return bool(
+        head
+        and head.get("v") == sidecar.SIDECAR_VERSION
+        and head.get("gen") == identity.gen
+        and head.get("ino") == identity.ino
+        and head.get("log") == identity.header_crc
+    )
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,11 @@ class SidecarFile:
 
     def reset(self) -> None:
         """Forget everything (the log is reloaded)."""
+        lazy = getattr(self, "_lazy", None)
+        if lazy is not None:
+            lazy.close()
+        #: Lazily loaded blocks (:mod:`.lazy_blocks`), if the file was loaded so.
+        self._lazy: LazyBlocks | None = None
         #: What the sidecar holds or would: every indexed record's summary.
         self.summaries = Summaries()
         #: (size in bytes, records covered) of the file as this process last saw/wrote it
@@ -117,23 +133,14 @@ class SidecarFile:
             scan: The log's records between two byte offsets, as blocks (for a lazily
                 loaded file whose older blocks turn out damaged).
         """
-        try:
-            data = files.read_whole(self.path)
-        except OSError:
+        if scan is not None and self._load_lazily(index, identity, holds, scan):
             return
-        nl = data.find(b"\n")
-        head = framing.parse_line(data[:nl] if nl >= 0 else data)
-        if (
-            not head
-            or head.get("v") != sidecar.SIDECAR_VERSION
-            or head.get("gen") != identity.gen
-            or head.get("ino") != identity.ino
-            or head.get("log") != identity.header_crc
-        ):
+        found = self.read()
+        if found is None:
             return
-        if scan is not None and self._load_lazily(index, data, nl + 1, holds, scan):
+        data, lines, head = found
+        if not _names(head, identity):
             return
-        lines = data.split(b"\n")
         blocks = []
         offset, seq = index.committed_end, index.last_seq + 1
         for line in lines[1:]:
@@ -162,24 +169,12 @@ class SidecarFile:
     def _load_lazily(
         self,
         index: ThreadIndex,
-        data: bytes,
-        start: int,
+        identity: LogIdentity,
         holds: Callable[[RecordRef], bool],
         scan: Callable[[int, int], list[Block]],
     ) -> bool:
-        """Load only the last block, if it holds the facts of a plain log that ends
-        where the file's blocks do (``False``: load eagerly instead)."""
-        spans = line_starts(data, start)
-        if not spans or spans[0][2] != index.last_seq + 1 or spans[0][3] != index.committed_end:
-            return False
-        a, b, s0, o0 = spans[-1]
-        last = sidecar.decode_block(data[a:b], s0, o0)
-        if last is None or last.facts is None or not last.facts["plain"]:
-            return False
-        end_seq = last.first + last.count - 1
-        o, n = last.span(last.count - 1)
-        if not holds(RecordRef(o, n, end_seq)):
-            return False
+        """Load only the last block, if it holds the facts of a plain log and the log
+        holds its last record (``False``: load the file whole instead)."""
 
         def rescue(first_offset: int, end: int) -> list[Block]:
             # An older block is damaged: index those records from the log itself.
@@ -188,14 +183,29 @@ class SidecarFile:
             self.lines = 0
             return scan(first_offset, end)
 
-        lazy = LazyBlocks(data, spans, last, rescue)
+        opened = open_tail(
+            self.path,
+            lambda line: _names(framing.parse_line(line), identity),
+            (index.last_seq + 1, index.committed_end),
+            rescue,
+        )
+        if opened is None:
+            return False
+        lazy, size, whole = opened
+        last = lazy.decoded[-1]
+        end_seq = last.first + last.count - 1
+        o, n = last.span(last.count - 1)
+        if not holds(RecordRef(o, n, end_seq)):
+            lazy.close()
+            return False
         index.load_tail(lazy)
         self.summaries.add_tail(lazy)
+        self._lazy = lazy
         self.durable_seq = end_seq
         self.trusted = True
-        if spans[-1][1] + 1 == len(data):
-            self.written = (len(data), end_seq)
-            self.lines = len(spans)
+        if whole:
+            self.written = (size, end_seq)
+            self.lines = 1  # counted when the rest is decoded (see write)
         return True
 
     def matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
@@ -249,6 +259,12 @@ class SidecarFile:
         ``facts`` (the index's :meth:`~.index.ThreadIndex.facts`) go into the last line.
         """
         # The header record is always read from the log itself, never from here.
+        lazy = self._lazy
+        if lazy is not None:
+            self.summaries.settle()
+            if not lazy.rescued:
+                self.lines = lazy.lines
+            self._lazy = None
         total = len(self.summaries) - 1
         known_size, known_count = self.written
         try:

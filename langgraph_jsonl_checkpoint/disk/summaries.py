@@ -51,7 +51,7 @@ class Summaries:
         self._lazy = lazy
         self._covered = last.first + last.count - 1
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Decode every block still undecoded."""
         lazy = self._lazy
         if lazy is not None:
@@ -61,7 +61,7 @@ class Summaries:
             self.add_blocks([merge(blocks)] if len(blocks) > 1 else blocks)
 
     def append(self, summary: dict[str, Any]) -> None:
-        self._settle()
+        self.settle()
         if self.header is None and summary["seq"] == 0:
             self.header = summary
         else:
@@ -87,7 +87,7 @@ class Summaries:
 
     def spans(self) -> list[tuple[int, int]]:
         """Offset and length of every indexed record, header first."""
-        self._settle()
+        self.settle()
         out = [(self.header["o"], self.header["n"])] if self.header else []
         for b in self.blocks:
             out.extend(zip(b.offsets, b.cols["n"]))
@@ -116,7 +116,7 @@ class Summaries:
     def compact(self, facts: dict[str, Any] | None = None) -> None:
         """Hold everything in one block, written as lines of :data:`BLOCK_RECORDS`
         records (an appending writer leaves many short lines; each costs a reader)."""
-        self._settle()
+        self.settle()
         pieces = list(self.blocks)
         for i in range(0, len(self.tail), BLOCK_RECORDS):
             part = self.tail[i : i + BLOCK_RECORDS]
@@ -136,7 +136,7 @@ class Summaries:
         """Block lines for the records after the first ``count`` (header not counted);
         ``None`` if ``count`` falls inside a block. ``facts`` (the index's, now) go into
         the last line written, when it is a new one."""
-        self._settle()
+        self.settle()
         if facts is not None and not self.tail and self.blocks and self.blocks[-1].facts != facts:
             last = self.blocks[-1]  # it ends with the last indexed record: the facts are its
             last.facts, last.line = facts, None
