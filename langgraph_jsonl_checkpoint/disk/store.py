@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 import orjson
 
 from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
-from . import files, framing
+from . import catalog, files, framing
 from .files import fsync_dir
 from .log import ThreadLog
 from .paths import LogPaths, thread_file_stem
@@ -324,25 +324,35 @@ class Store:
     def catalog(self) -> Iterator[ThreadFile]:
         """Every log file of the store, with its thread id or why it cannot be read; one
         bad file does not hide the others (a CLI reports it and goes on)."""
-        for entry in self.log_names():
-            path = os.path.join(self.threads_path, entry)
-            try:
-                yield ThreadFile(path, self._read_thread_id(path, entry), None)
-            except JsonlCheckpointError as exc:
-                yield ThreadFile(path, None, exc)
+        for path, tid, error in self._listed():
+            yield ThreadFile(path, tid, error)
 
     def thread_ids(self) -> Iterator[str]:
-        """Ids of every thread with a log in the store (read from the log headers).
+        """Ids of every thread with a log in the store (from the store's catalog, else
+        read from the log headers: see :mod:`.catalog`).
 
         Raises:
             ForeignFileError: A ``.jsonl`` file in the store is not one of ours.
         """
+        for _, tid, error in self._listed():
+            if error is not None:
+                raise error
+            yield tid  # type: ignore[misc]
+
+    def _listed(self) -> list[catalog.Listed]:
+        """Every log, sorted by file name, with its thread id; the catalog brought up to
+        date if the store is writable and it was not."""
         if not os.path.isdir(self.threads_path):
-            return
-        for entry in sorted(files.os.listdir(self.threads_path)):
-            if not entry.endswith(".jsonl"):
-                continue
-            yield self._read_thread_id(os.path.join(self.threads_path, entry), entry)
+            return []
+        path = os.path.join(self.path, catalog.CATALOG)
+        known = catalog.load(path)
+        listed, now = catalog.list_logs(self.threads_path, known, self._read_thread_id)
+        if now != known and not self.read_only:
+            try:
+                catalog.save(path, os.path.join(self.temp_path, f"{catalog.CATALOG}.{files.owner()}"), now)
+            except OSError:
+                pass  # derived data: listed from the headers next time
+        return listed
 
     def log_activity(self) -> Iterator[tuple[str, float]]:
         """Every log file of the store with its modification time (epoch seconds): when
@@ -431,3 +441,8 @@ class Store:
                     except (OSError, JsonlCheckpointError):
                         pass  # the sidecar is only a cache; the next open scans the log
                 log.close()
+        if not self.read_only and logs:
+            try:
+                self._listed()  # the catalog of thread logs, for the next listing
+            except (OSError, JsonlCheckpointError):
+                pass

@@ -1,0 +1,115 @@
+"""The store's catalog of thread logs (``CATALOG.idx``): which thread each log holds.
+
+A log's file name is a hash of its thread id (:mod:`.paths`), so listing a store's
+threads meant opening every log to read the id from its header: 10,000 opens for
+``list(None)`` or ``langgraph-jsonl threads``. The catalog keeps, per log file name,
+what identifies the file's version (inode, size, modification time: one ``stat``, no
+open) and the thread id its header held. It is derived data, like the
+sidecar: never fsynced, replaced whole (temp file + rename), and never trusted blindly —
+an entry is used only for a file of that name, inode, size and modification time, and
+only if the id it names hashes to that name; any other file's header is read, as before. A missing, damaged,
+stale or older-format catalog is rebuilt by the next writable store that lists its
+threads (and on close); a read-only one uses what matches and writes nothing.
+
+Format: one checksummed line (:func:`~.framing.frame`),
+``{"t": "catalog", "v": 1, "names": [...], "ino": [...], "ids": [...]}``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ..errors import JsonlCheckpointError
+from . import files, framing
+from .paths import thread_file_stem
+
+#: The catalog file, in the store's directory.
+CATALOG = "CATALOG.idx"
+CATALOG_VERSION = 1
+
+#: A log of the store: ``(path, thread id, None)``, or ``(path, None, why not)``.
+Listed = tuple[str, "str | None", "JsonlCheckpointError | None"]
+
+
+def load(path: str) -> dict[str, tuple[int, str]]:
+    """File name -> ``(file version, thread id)`` as the catalog at ``path`` says (empty if it
+    is missing, damaged or of another version)."""
+    try:
+        data = files.read_whole(path)
+    except OSError:
+        return {}
+    rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
+    if not rec or rec.get("t") != "catalog" or rec.get("v") != CATALOG_VERSION:
+        return {}
+    names, inos, ids = rec.get("names"), rec.get("ino"), rec.get("ids")
+    if not (type(names) is list and type(inos) is list and type(ids) is list
+            and len(names) == len(inos) == len(ids)):
+        return {}
+    if not all(type(x) is str for x in names) or not all(type(x) is str for x in ids):
+        return {}
+    if not all(type(x) is int for x in inos):
+        return {}
+    return {name: (ino, tid) for name, ino, tid in zip(names, inos, ids)}
+
+
+def save(path: str, temp_path: str, entries: dict[str, tuple[int, str]]) -> None:
+    """Replace the catalog (not fsynced: it is rebuilt whenever it is lost or wrong)."""
+    names = sorted(entries)
+    line = framing.frame({
+        "t": "catalog", "v": CATALOG_VERSION, "names": names,
+        "ino": [entries[n][0] for n in names], "ids": [entries[n][1] for n in names],
+    })
+    try:
+        fd = files.open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            files.write_all(fd, line)
+        finally:
+            files.os.close(fd)
+        files.os.replace(temp_path, path)
+    except OSError:
+        files.unlink_quietly(temp_path)
+        raise
+
+
+def _identity(st: os.stat_result) -> int:
+    """What tells one version of a log file from another: inode, size and modification
+    time (an inode number alone is reused by the next file created)."""
+    return hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_dev)) & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def list_logs(
+    threads_path: str,
+    known: dict[str, tuple[int, str]],
+    read_thread_id: Callable[[str, str], str],
+) -> tuple[list[Listed], dict[str, tuple[int, str]]]:
+    """Every log in ``threads_path``, sorted by file name, with its thread id: from
+    ``known`` (a catalog) where the name, the file's version and the id's hash agree, else read
+    from the log's header.
+
+    Returns:
+        The logs, and the catalog entries that describe them now.
+    """
+    with os.scandir(threads_path) as it:
+        names = sorted(e.name for e in it if e.name.endswith(".jsonl"))
+    out: list[Listed] = []
+    now: dict[str, tuple[int, str]] = {}
+    for name in names:
+        path = os.path.join(threads_path, name)
+        try:
+            st = files.os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # removed meanwhile
+        ino = _identity(st)
+        hit = known.get(name)
+        if hit is not None and hit[0] == ino and thread_file_stem(hit[1]) + ".jsonl" == name:
+            tid = hit[1]
+        else:
+            try:
+                tid = read_thread_id(path, name)
+            except JsonlCheckpointError as exc:
+                out.append((path, None, exc))
+                continue
+        now[name] = (ino, tid)
+        out.append((path, tid, None))
+    return out, now
