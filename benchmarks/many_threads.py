@@ -18,6 +18,11 @@ thread, then turn 2 of every thread, ... (as a server with many open conversatio
 - in a fresh process (after the saver was closed): open the saver and
   ``graph.get_state`` of a random thread, timed from after the imports; one subprocess
   per sample, a different random thread each time. InMemorySaver has nothing to reopen.
+- listing a large store (``--listing-threads``, 10,000 full, 1,000 quick): a store of
+  that many threads, one checkpoint and one pending write each (direct ``put`` /
+  ``put_writes``), closed; then in a fresh process: every thread id natively (JsonlSaver
+  ``store.thread_ids()``, which the store's catalog answers without opening a log, and
+  counts the logs it opened), and ``list(None, limit=100)``.
 
 All savers run in this one invocation, one after the other. The full run takes about
 12-13 minutes on a 2-core machine: filling 3 x 10,000 turns (~8 min) and the two
@@ -79,6 +84,53 @@ def worker(args: argparse.Namespace) -> None:
     assert len(state.values["messages"]) == 4 * args.turns, len(state.values["messages"])
     h.close()
     print(json.dumps({"open": t1 - t0, "first_get_state": t2 - t1, "total": t2 - t0}))
+
+
+def listing_worker(args: argparse.Namespace) -> None:
+    """Fresh process: list every thread id of a large store, then list(None, limit=100)."""
+    h = open_saver(args.saver, Path(args.workdir), create=False)
+    opened = []
+    if args.saver == "jsonl":
+        from langgraph_jsonl_checkpoint.disk.store import Store
+
+        original = Store._read_thread_id
+
+        def counting(self, path, entry):  # noqa: ANN001, ANN202
+            opened.append(entry)
+            return original(self, path, entry)
+
+        Store._read_thread_id = counting  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    count = native_thread_count(args.saver, h.saver)
+    t1 = time.perf_counter()
+    got = list(h.saver.list(None, limit=100))
+    t2 = time.perf_counter()
+    assert count == args.n and len(got) == 100, (count, len(got))
+    if args.saver == "sqlite":
+        h.close()
+    print(json.dumps({"list_ids": t1 - t0, "limit100": t2 - t1, "headers_read": len(opened)}))
+
+
+def listing_case(kind: str, n: int, samples: int, tmp: Path) -> dict:
+    workdir = tmp / f"listing-{kind}"
+    workdir.mkdir()
+    h = open_saver(kind, workdir)
+    t0 = time.perf_counter()
+    for k in range(n):
+        tid = f"listing-{k:06d}"
+        cp = {"v": 4, "id": f"1ef00000-0000-6000-8000-{k:012d}", "ts": "2026-01-01T00:00:00+00:00",
+              "channel_values": {"x": k}, "channel_versions": {"x": 1}, "versions_seen": {},
+              "updated_channels": ["x"]}
+        cfg = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+        out = h.saver.put(cfg, cp, {"step": 0}, {"x": 1})
+        h.saver.put_writes(out, [("x", k + 1)], "task")
+    h.close()
+    print(f"[{NAME}] {LABELS[kind]}: {n} threads for the listing in {time.perf_counter() - t0:.1f} s",
+          flush=True)
+    runs = [run_worker(Path(__file__), ["--listing", "--saver", kind, "--workdir", str(workdir),
+                                        "--n", str(n)], timeout=600) for _ in range(samples)]
+    shutil.rmtree(workdir, ignore_errors=True)
+    return {"saver": kind, "threads": n, "runs": runs}
 
 
 def run_saver(kind: str, args: argparse.Namespace, n_threads: int, n_turns: int,
@@ -160,7 +212,14 @@ def main() -> None:
     p.add_argument("--saver", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--thread", help=argparse.SUPPRESS)
+    p.add_argument("--listing-threads", type=int, help="threads of the listing case (full 10000, quick 1000)")
+    p.add_argument("--listing", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--skip-fill", action="store_true", help="only the listing case")
     args = p.parse_args()
+    if args.worker and args.listing:
+        listing_worker(args)
+        return
     if args.worker:
         worker(args)
         return
@@ -173,8 +232,19 @@ def main() -> None:
     t_start = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="bench-many-", dir=args.tmp))
     results = []
+    listing_n = args.listing_threads or (1000 if args.quick else 10_000)
+    listings = []
     try:
         for kind in args.savers:
+            if kind == "memory":
+                continue
+            listings.append(listing_case(kind, listing_n, 3 if args.quick else 5, tmp))
+            lr = listings[-1]["runs"]
+            print(f"[{NAME}] {LABELS[kind]:13s} listing {listing_n} threads (fresh process): ids "
+                  f"{summary([r['list_ids'] for r in lr])['median'] * 1e3:8.2f} ms "
+                  f"({lr[0]['headers_read']} headers read), list(None, limit=100) "
+                  f"{summary([r['limit100'] for r in lr])['median'] * 1e3:8.2f} ms", flush=True)
+        for kind in ([] if args.skip_fill else args.savers):
             r = run_saver(kind, args, n_threads, n_turns, tmp)
             results.append(r)
             fp = summary([f["first_get_state"] for f in r["fresh_process"]])
@@ -190,6 +260,10 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     table = Table()
+    lcase = f"{listing_n} threads, fresh process"
+    for metric, key in (("list thread ids, native", "list_ids"), ("list(None, limit=100)", "limit100")):
+        for lr in listings:
+            table.add(lcase, metric, lr["saver"], summary([r[key] for r in lr["runs"]]), "s")
     case = f"{n_threads} threads x {n_turns} turns"
     rows = [
         ("fill: wall time per turn (all)", lambda r: r["fill_per_turn"], "s"),
@@ -226,12 +300,17 @@ def main() -> None:
         "were just written). InMemorySaver has no fresh-process case.",
         "One run per saver on a shared 2-core machine; treat differences under ~20% as noise.",
     ]
+    notes.append("Listing case: JsonlSaver read "
+                 + ", ".join(str(lr["runs"][0]["headers_read"]) for lr in listings if lr["saver"] == "jsonl")
+                 + f" log headers to list {listing_n} thread ids (the store's catalog answers the rest).")
     payload = {"threads": n_threads, "turns": n_turns, "order": args.order, "results": results,
+               "listing": listings,
                "total_seconds": time.perf_counter() - t_start}
     jpath, mpath = write_results(NAME, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
     png = RESULTS / f"{NAME}{'-quick' if args.quick else ''}.png"
-    plot(results, table, png, case)
+    if results:
+        plot(results, table, png, case)
     print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
 
 

@@ -25,9 +25,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing, sidecar
+from langgraph_jsonl_checkpoint.disk.columns import BulkRecords
 from tests.harness.answers import answers, diff_answers, normalize
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
-from tests.harness.raw_log import ThreadFiles, copy_store, sidecar_summaries
+from tests.harness.raw_log import ThreadFiles, copy_store, record_spans, sidecar_summaries
 
 THREAD = "lazy-thread"
 CHECKPOINTS = 1400  # with one writes record each: three blocks of 1024 records
@@ -180,6 +181,12 @@ def test_a_log_that_is_not_plain_is_loaded_whole(tmp_path: Path) -> None:
     saver.close()
     last = framing.parse_line(Path(ThreadFiles.of(store, THREAD).idx).read_bytes().split(b"\n")[-2])
     assert last["f"]["plain"] is False
+    # the same judgement from the records' columns (a log indexed by a scan)
+    data = Path(ThreadFiles.of(store, THREAD).log).read_bytes()
+    spans = record_spans(data)
+    recs = [(framing.parse_line(data[o : o + n - 1]), o, n) for o, n, _ in spans[1:]]
+    assert BulkRecords(sidecar.blocks_of(recs)).plain() is False
+    assert BulkRecords(sidecar.blocks_of(recs[:1200])).plain() is True  # before the rewrite
     fresh = JsonlSaver(store)
     assert normalize(fresh.get_tuple(config(THREAD))) == normalize(memory.get_tuple(config(THREAD)))
     assert not fresh.store.thread_log(THREAD).index.lazy

@@ -120,7 +120,7 @@ def test_an_index_loaded_from_blocks_answers_like_one_applied_record_by_record(r
                 for ns, by_id in idx.checkpoints.items()}
 
     assert plain(loaded) == plain(applied)
-    for name in ("ordered_ids", "tool_events", "last_seq", "committed_end", "since_snapshot"):
+    for name in ("ordered_ids", "tool_events", "last_seq", "committed_end", "since_snapshot", "plain"):
         assert getattr(loaded, name) == getattr(applied, name), name
     assert loaded.writes == applied.writes
     assert {k: (b.ref, b.kind, b.base) for k, b in loaded.blobs.items()} == {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from array import array
 from operator import eq
 from typing import Any
@@ -140,13 +141,21 @@ class BulkRecords:
         for ns, cp, seq in zip(self.wns, self.wcp, self.wseq):
             if first_at.get((ns, cp), seq) >= seq:
                 return False
-        seen: set[tuple[str, str, Any]] = set()
-        kinds, first = self.kinds, self.first
-        for ch, ver, rec in zip(self.vc, self.vv, self.vr):
-            key = (self.ns[rec - first], ch, version_key(ver))
-            if key in seen and kinds[rec - first] == CHECKPOINT:
+        # Value slots: checkpoint-record slots hold distinct versions, and no snapshot
+        # copies a version before a checkpoint record stores it.
+        first = self.first
+        vv = self.vv if set(map(type, self.vv)) <= {str} else list(map(version_key, self.vv))
+        slot_ns = self.ns if self.only_ns is None else None
+        keys = list(zip(self.vc, vv) if slot_ns is None else
+                    zip((self.ns[r - first] for r in self.vr), self.vc, vv))
+        in_cp = [self.kinds[r - first] == CHECKPOINT for r in self.vr]
+        cp_keys = list(itertools.compress(keys, in_cp))
+        at = dict(zip(cp_keys, itertools.compress(range(len(keys)), in_cp)))
+        if len(at) != len(cp_keys):
+            return False
+        for i in itertools.compress(range(len(keys)), map(operator.not_, in_cp)):
+            if at.get(keys[i], -1) > i:
                 return False
-            seen.add(key)
         return True
 
     def last_checkpoint_id(self, ns: str) -> str | None:
