@@ -412,6 +412,8 @@ def fmt_value(v: float | None, unit: str) -> str:
         return f"{v:.1f} MiB"
     if unit == "MB/s":
         return f"{v:.1f} MB/s"
+    if unit == "objects":
+        return f"{v:,.0f}"
     if unit == "/s":
         return f"{v:.1f}/s"
     return f"{v:.4g} {unit}".strip()
