@@ -101,6 +101,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--savers", nargs="+", default=["jsonl", "sqlite", "memory"])
     p.add_argument("--tmp", default=None)
+    p.add_argument("--many", type=int, help="threads of the many-threads case (full 1000)")
+    p.add_argument("--long", type=int, help="turns of the long thread (full 1000)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--saver", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -110,7 +112,7 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    cases = [(100, 3), (1, 100)] if args.quick else [(1000, 10), (1, 1000)]
+    cases = [(100, 3), (1, 100)] if args.quick else [(args.many or 1000, 10), (1, args.long or 1000)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-memory-", dir=args.tmp))
     table = Table()
     results = []
@@ -134,11 +136,12 @@ def main() -> None:
                 results.append({"case": case, "saver": kind, **r})
                 print(f"[{NAME}] {case:24s} {LABELS[kind]:13s} tracked +{r['tracked_delta']:>8d}, "
                       f"reachable from saver {r['reachable_from_saver']:>8d}, RSS {r['rss_mib']:7.1f} MiB "
-                      f"(+{r['rss_delta_mib']:.1f}), peak {r['peak_rss_mib']:7.1f} MiB; new: {r['new_by_type']}",
-                      flush=True)
+                      f"(+{r['rss_delta_mib']:.1f}), peak {r['peak_rss_mib']:7.1f} MiB; "
+                      f"new: {r['new_by_type']}", flush=True)
                 for metric, key, unit in (
                     ("tracked objects left by the fill", "tracked_delta", "objects"),
-                    ("tracked objects reachable from the saver (added by the fill)", "reachable_from_saver", "objects"),
+                    ("tracked objects reachable from the saver (added by the fill)",
+                     "reachable_from_saver", "objects"),
                     ("resident memory after the fill", "rss_mib", "MiB"),
                     ("peak RSS", "peak_rss_mib", "MiB"),
                 ):

@@ -26,11 +26,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .columns import BulkRecords
 from .entries import BlobEntry, CheckpointEntry, RecordRef, WriteEntry, bulk_allocation
 from .lazy_blocks import LazyBlocks
 from .sidecar import Block
 from .summary import DELTA, FULL, value_kind, version_key
+
+
+def _text(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 @dataclass
@@ -235,7 +241,9 @@ class ThreadIndex:
                 self.plain = False
         else:
             self.plain = False
-        by_id[cid] = CheckpointEntry(ref, s["parent"], s["md"], s["cv"])
+        # As JSON text (decoded when asked for, as for entries from the sidecar): a
+        # string is nothing for the cyclic collector to walk, two dicts per entry were.
+        by_id[cid] = CheckpointEntry(ref, s["parent"], _text(s["md"]), _text(s["cv"]))
         for ch, entry in s["values"].items():
             ver = entry["ver"]
             key = (ns, ch, version_key(ver))

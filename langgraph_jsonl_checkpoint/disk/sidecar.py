@@ -98,12 +98,14 @@ _COLUMN_ORDER = ("n", "t", "ns", "id", "p", "md", "cv", "vr", "vc", "vv", "vk", 
 class Block:
     """Decoded, checked columns of consecutive records (one file line, or several merged)."""
 
-    __slots__ = ("cols", "line", "first", "count", "offsets", "bounds", "facts", "_rank", "_wstart")
+    __slots__ = ("_cols", "line", "first", "count", "offsets", "bounds", "facts", "folded", "_rank", "_wstart")
 
     def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: Any) -> None:
         #: The index's facts as of this block's last record (``None``: not known).
         self.facts: dict[str, Any] | None = cols.pop("f", None)
-        self.cols = cols
+        self._cols: dict[str, Any] | None = cols
+        #: Built from records indexed one at a time (:meth:`packed`): never a file line.
+        self.folded = False
         self.line = line  # framed line ("\n" included); None until encoded
         self.first: int = cols["s0"]
         self.count = len(cols["n"])
@@ -111,6 +113,32 @@ class Block:
         self.bounds = [self.count]  # records per file line (several once merged)
         self._rank: list[int] | None = None
         self._wstart: Any = None
+
+    @classmethod
+    def packed(cls, cols: dict[str, Any], offsets: list[int]) -> Block:
+        """A block kept as its framed line only: bytes, which the cyclic garbage
+        collector never walks, where columns are two dozen lists. Its columns are
+        decoded from the line whenever they are asked for."""
+        block = cls(cols, framing.frame(cols), array("q", offsets))
+        block._cols = None
+        block.folded = True
+        return block
+
+    @property
+    def cols(self) -> dict[str, Any]:
+        """The columns (decoded again on every call for a :meth:`packed` block)."""
+        cols = self._cols
+        if cols is None:
+            assert self.line is not None
+            cols = framing.parse_line(self.line[:-1])
+            assert cols is not None
+            cols.pop("f", None)
+        return cols
+
+    def unpack(self) -> None:
+        """Keep the columns decoded (before the line is dropped)."""
+        if self._cols is None:
+            self._cols = self.cols
 
     @property
     def end(self) -> int:
@@ -166,8 +194,10 @@ class Block:
 
     def _summary(self, seq: int) -> dict[str, Any] | None:
         c = self.cols
+        keep = self._cols is not None  # (a packed block keeps nothing decoded)
         i = seq - self.first
-        if self._rank is None:
+        rank = self._rank
+        if rank is None:
             counters = [0, 0, 0, 0]
             rank = []
             for code in c["t"]:
@@ -176,8 +206,9 @@ class Block:
                     counters[code] += 1
                 else:
                     rank.append(-1)
-            self._rank = rank
-        code, j = c["t"][i], self._rank[i]
+            if keep:
+                self._rank = rank
+        code, j = c["t"][i], rank[i]
         s: dict[str, Any] = {"t": code, "seq": seq, "o": self.offsets[i], "n": c["n"][i]}
         if type(code) is not int:
             return s
@@ -187,9 +218,12 @@ class Block:
             return s
         s["ns"] = c["ns"][i]
         if code == WRITES:
-            if self._wstart is None:
-                self._wstart = list(itertools.accumulate(c["wn"], initial=0))
-            a, b = self._wstart[j], self._wstart[j + 1]
+            wstart = self._wstart
+            if wstart is None:
+                wstart = list(itertools.accumulate(c["wn"], initial=0))
+                if keep:
+                    self._wstart = wstart
+            a, b = wstart[j], wstart[j + 1]
             s.update(cp=c["cp"][j], task=c["task"][j], path=c["path"][j],
                      w=[[i, ch] for i, ch in zip(c["wi"][a:b], c["wc"][a:b])])
             return s
@@ -219,15 +253,16 @@ def _value_summary(version: Any, kind: int, base: Any) -> dict[str, Any]:
 def merge(blocks: list[Block]) -> Block:
     """One block holding the records of consecutive blocks (integer columns as arrays)."""
     cols = {"s0": blocks[0].first, "o0": blocks[0].offsets[0]}
-    for name in blocks[0].cols:
+    each = [b.cols for b in blocks]  # (packed blocks decode theirs once)
+    for name in each[0]:
         if name in ("s0", "o0"):
             continue
-        if name in _INT_COLUMNS or (name == "t" and all(_types(b.cols["t"]) == {int} for b in blocks)):
+        if name in _INT_COLUMNS or (name == "t" and all(_types(c["t"]) == {int} for c in each)):
             col: Any = array("q")
-            for b in blocks:
-                col.extend(b.cols[name])
+            for c in each:
+                col.extend(c[name])
         else:
-            col = list(itertools.chain.from_iterable(b.cols[name] for b in blocks))
+            col = list(itertools.chain.from_iterable(c[name] for c in each))
         cols[name] = col
     offsets = array("q", itertools.chain.from_iterable(b.offsets[:-1] for b in blocks))
     offsets.append(blocks[-1].end)

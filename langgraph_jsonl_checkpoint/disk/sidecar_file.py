@@ -40,6 +40,10 @@ def _names(head: dict[str, Any] | None, identity: LogIdentity) -> bool:
     )
 
 
+#: Summaries of records appended one at a time are folded into a block this often.
+FOLD_RECORDS = 16
+
+
 @dataclass(frozen=True)
 class LogIdentity:
     """What names one generation of one log file: a sidecar of another is ignored.
@@ -207,6 +211,14 @@ class SidecarFile:
             self.written = (size, end_seq)
             self.lines = 1  # counted when the rest is decoded (see write)
         return True
+
+    def note(self, summary: dict[str, Any]) -> None:
+        """Add the summary of a record just indexed (folded into columns every
+        :data:`FOLD_RECORDS`)."""
+        summaries = self.summaries
+        summaries.append(summary)
+        if len(summaries.tail) >= FOLD_RECORDS:
+            summaries.fold(self.written[1])
 
     def matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
         """Whether the summary the index holds for ``ref`` is that of ``rec`` (entries

@@ -11,7 +11,7 @@ import bisect
 from typing import Any
 
 from .lazy_blocks import LazyBlocks
-from .sidecar import BLOCK_RECORDS, Block, columns_of, encode, merge, placed
+from .sidecar import BLOCK_RECORDS, Block, columns_of, merge, placed
 
 
 class Summaries:
@@ -66,6 +66,24 @@ class Summaries:
             self.header = summary
         else:
             self.tail.append(summary)
+
+    def fold(self, boundary: int) -> None:
+        """Hold the summaries appended one at a time as blocks: columns are a few
+        objects for the cyclic garbage collector to walk, where a summary is a dozen
+        (dicts of values, metadata, versions). A block edge is kept at ``boundary``
+        records (what the file holds), so the next write still appends."""
+        if not self.tail:
+            return
+        cut = boundary - self._covered
+        parts = [self.tail[:cut], self.tail[cut:]] if 0 < cut < len(self.tail) else [self.tail]
+        for part in parts:
+            offsets = [s["o"] for s in part]
+            offsets.append(part[-1]["o"] + part[-1]["n"])
+            block = Block.packed(columns_of(placed(part)), offsets)  # type: ignore[arg-type]
+            self.blocks.append(block)
+            self._starts.append(block.first)
+            self._covered += block.count
+        self.tail = []
 
     def last_span(self) -> tuple[int, int] | None:
         """Offset and length of the last indexed record."""
@@ -135,18 +153,46 @@ class Summaries:
     def encode_from(self, count: int, facts: dict[str, Any] | None = None) -> bytes | None:
         """Block lines for the records after the first ``count`` (header not counted);
         ``None`` if ``count`` falls inside a block. ``facts`` (the index's, now) go into
-        the last line written, when it is a new one."""
+        the last line.
+
+        Blocks read from the file are written as the lines they were; the records
+        indexed one at a time since (folded blocks, the tail) in lines of up to
+        :data:`BLOCK_RECORDS`.
+        """
         self.settle()
-        if facts is not None and not self.tail and self.blocks and self.blocks[-1].facts != facts:
-            last = self.blocks[-1]  # it ends with the last indexed record: the facts are its
-            last.facts, last.line = facts, None
-        out = []
+        pieces: list[Block] = []
         done = 0
         for b in self.blocks:
             if done >= count:
-                out.append(b.framed())
+                pieces.append(b)
             elif done + b.count > count:
                 return None
             done += b.count
-        out.append(encode(self.tail[max(0, count - done):], facts))
+        rest = self.tail[max(0, count - done) :]
+        if rest:
+            offsets = [s["o"] for s in rest]
+            offsets.append(rest[-1]["o"] + rest[-1]["n"])
+            pieces.append(Block(columns_of(placed(rest)), None, offsets))  # type: ignore[arg-type]
+        groups: list[list[Block]] = []
+        for b in pieces:
+            fresh = b.line is None or b.folded
+            if fresh and groups and (groups[-1][-1].line is None or groups[-1][-1].folded):
+                groups[-1].append(b)
+            else:
+                groups.append([b])
+        out = []
+        for k, group in enumerate(groups):
+            last = k == len(groups) - 1
+            if len(group) == 1 and group[0].line is not None and not group[0].folded:
+                block = group[0]  # read from the file: written as it was
+                if last and facts is not None and block.facts != facts:
+                    block.unpack()
+                    block.facts, block.line = facts, None
+                out.append(block.framed())
+                continue
+            merged = merge(group)
+            full, part = divmod(merged.count, BLOCK_RECORDS)
+            merged.bounds = [BLOCK_RECORDS] * full + ([part] if part else [])
+            merged.facts = facts if last else None
+            out.append(merged.framed())
         return b"".join(out)

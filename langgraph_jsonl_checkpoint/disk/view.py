@@ -284,7 +284,7 @@ class LogView:
             # A version was stored again with (maybe) another value: values cached
             # by version may be stale. A writer that did it fills them again after.
             self._drop_derived()
-        self.sidecar.summaries.append(summary)
+        self.sidecar.note(summary)
         self.sidecar.last_crc = crc
 
     def _scan_from(self, start: int, end: int) -> None:
