@@ -98,7 +98,9 @@ _COLUMN_ORDER = ("n", "t", "ns", "id", "p", "md", "cv", "vr", "vc", "vv", "vk", 
 class Block:
     """Decoded, checked columns of consecutive records (one file line, or several merged)."""
 
-    __slots__ = ("_cols", "line", "first", "count", "offsets", "bounds", "facts", "folded", "_rank", "_wstart")
+    __slots__ = (
+        "_cols", "line", "first", "count", "offsets", "bounds", "facts", "folded", "_rank", "_wstart"
+    )
 
     def __init__(self, cols: dict[str, Any], line: bytes | None, offsets: Any) -> None:
         #: The index's facts as of this block's last record (``None``: not known).
