@@ -216,6 +216,7 @@ def main() -> None:
     p.add_argument("--listing", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--skip-fill", action="store_true", help="only the listing case")
+    p.add_argument("--name", default=NAME, help="results/<name>.* (default many_threads)")
     args = p.parse_args()
     if args.worker and args.listing:
         listing_worker(args)
@@ -306,9 +307,9 @@ def main() -> None:
     payload = {"threads": n_threads, "turns": n_turns, "order": args.order, "results": results,
                "listing": listings,
                "total_seconds": time.perf_counter() - t_start}
-    jpath, mpath = write_results(NAME, payload, table, header=__doc__.split("\n\n")[0],
+    jpath, mpath = write_results(args.name, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
-    png = RESULTS / f"{NAME}{'-quick' if args.quick else ''}.png"
+    png = RESULTS / f"{args.name}{'-quick' if args.quick else ''}.png"
     if results:
         plot(results, table, png, case)
     print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")

@@ -128,8 +128,8 @@ def test_any_catalog_lists_what_the_headers_say(store: str, damage: str) -> None
 def test_a_foreign_file_in_place_of_a_log_is_still_refused(store: str) -> None:
     threads = os.path.join(store, "threads")
     name = sorted(n for n in os.listdir(threads) if n.endswith(".jsonl"))[0]
-    os.unlink(os.path.join(threads, name))
-    Path(threads, name).write_bytes(b"not a log\n")  # same name, another inode
+    Path(threads, "foreign").write_bytes(b"not a log\n")
+    os.replace(os.path.join(threads, "foreign"), os.path.join(threads, name))  # same name, another inode
     with pytest.raises(ForeignFileError):
         list(JsonlSaver(store, read_only=True).store.thread_ids())
 

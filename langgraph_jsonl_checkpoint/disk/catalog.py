@@ -3,13 +3,15 @@
 A log's file name is a hash of its thread id (:mod:`.paths`), so listing a store's
 threads meant opening every log to read the id from its header: 10,000 opens for
 ``list(None)`` or ``langgraph-jsonl threads``. The catalog keeps, per log file name,
-what identifies the file's version (inode, size, modification time: one ``stat``, no
-open) and the thread id its header held. It is derived data, like the
-sidecar: never fsynced, replaced whole (temp file + rename), and never trusted blindly —
-an entry is used only for a file of that name, inode, size and modification time, and
-only if the id it names hashes to that name; any other file's header is read, as before. A missing, damaged,
-stale or older-format catalog is rebuilt by the next writable store that lists its
-threads (and on close); a read-only one uses what matches and writes nothing.
+the file's inode number (from the directory listing itself: no ``stat``, no open) and
+the thread id its header held. It is derived data, like the sidecar: never fsynced,
+replaced whole (temp file + rename), and never trusted blindly. An entry is used only
+for a file of that name and inode, and only if the id it names hashes to that name (so
+it is that file's thread: names are hashes of ids); any other file's header is read, as
+before. (A file replaced by another keeping its inode is not noticed by a listing; a
+read of the thread checks the header.) A missing, damaged, stale or older-format
+catalog is rebuilt by the next writable store that lists its threads (and on close); a
+read-only one uses what matches and writes nothing.
 
 Format: one checksummed line (:func:`~.framing.frame`),
 ``{"t": "catalog", "v": 1, "names": [...], "ino": [...], "ids": [...]}``.
@@ -17,12 +19,12 @@ Format: one checksummed line (:func:`~.framing.frame`),
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 
 from ..errors import JsonlCheckpointError
 from . import files, framing
-from .paths import thread_file_stem
 
 #: The catalog file, in the store's directory.
 CATALOG = "CATALOG.idx"
@@ -33,7 +35,7 @@ Listed = tuple[str, "str | None", "JsonlCheckpointError | None"]
 
 
 def load(path: str) -> dict[str, tuple[int, str]]:
-    """File name -> ``(file version, thread id)`` as the catalog at ``path`` says (empty if it
+    """File name -> ``(inode, thread id)`` as the catalog at ``path`` says (empty if it
     is missing, damaged or of another version)."""
     try:
         data = files.read_whole(path)
@@ -72,10 +74,14 @@ def save(path: str, temp_path: str, entries: dict[str, tuple[int, str]]) -> None
         raise
 
 
-def _identity(st: os.stat_result) -> int:
-    """What tells one version of a log file from another: inode, size and modification
-    time (an inode number alone is reused by the next file created)."""
-    return hash((st.st_ino, st.st_size, st.st_mtime_ns, st.st_dev)) & 0x7FFF_FFFF_FFFF_FFFF
+def _names_thread(name: str, thread_id: str) -> bool:
+    """Whether ``name`` is the log file name of ``thread_id``: its hash part is that of
+    the id (see :func:`~.paths.thread_file_stem`; the slug before it follows from the id)."""
+    try:
+        digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
+    except UnicodeEncodeError:
+        return False
+    return name.endswith("-" + digest + ".jsonl")
 
 
 def list_logs(
@@ -84,25 +90,21 @@ def list_logs(
     read_thread_id: Callable[[str, str], str],
 ) -> tuple[list[Listed], dict[str, tuple[int, str]]]:
     """Every log in ``threads_path``, sorted by file name, with its thread id: from
-    ``known`` (a catalog) where the name, the file's version and the id's hash agree, else read
+    ``known`` (a catalog) where the name, the inode and the id's hash agree, else read
     from the log's header.
 
     Returns:
         The logs, and the catalog entries that describe them now.
     """
     with os.scandir(threads_path) as it:
-        names = sorted(e.name for e in it if e.name.endswith(".jsonl"))
+        found = sorted((e.name, e.inode()) for e in it if e.name.endswith(".jsonl"))
     out: list[Listed] = []
     now: dict[str, tuple[int, str]] = {}
-    for name in names:
-        path = os.path.join(threads_path, name)
-        try:
-            st = files.os.stat(path, follow_symlinks=False)
-        except FileNotFoundError:
-            continue  # removed meanwhile
-        ino = _identity(st)
+    prefix = os.path.join(threads_path, "")
+    for name, ino in found:
+        path = prefix + name
         hit = known.get(name)
-        if hit is not None and hit[0] == ino and thread_file_stem(hit[1]) + ".jsonl" == name:
+        if hit is not None and hit[0] == ino and _names_thread(name, hit[1]):
             tid = hit[1]
         else:
             try:

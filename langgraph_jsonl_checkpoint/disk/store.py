@@ -31,6 +31,7 @@ import orjson
 
 from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
 from . import catalog, files, framing
+from .entries import bulk_allocation
 from .files import fsync_dir
 from .log import ThreadLog
 from .paths import LogPaths, thread_file_stem
@@ -346,7 +347,8 @@ class Store:
             return []
         path = os.path.join(self.path, catalog.CATALOG)
         known = catalog.load(path)
-        listed, now = catalog.list_logs(self.threads_path, known, self._read_thread_id)
+        with bulk_allocation():  # thousands of small objects: no collector passes meanwhile
+            listed, now = catalog.list_logs(self.threads_path, known, self._read_thread_id)
         if now != known and not self.read_only:
             try:
                 catalog.save(path, os.path.join(self.temp_path, f"{catalog.CATALOG}.{files.owner()}"), now)
