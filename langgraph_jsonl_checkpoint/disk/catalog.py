@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from typing import TypeAlias
 
 from ..errors import JsonlCheckpointError
 from . import files, framing
@@ -31,7 +32,7 @@ CATALOG = "CATALOG.idx"
 CATALOG_VERSION = 1
 
 #: A log of the store: ``(path, thread id, None)``, or ``(path, None, why not)``.
-Listed = tuple[str, "str | None", "JsonlCheckpointError | None"]
+Listed: TypeAlias = tuple[str, str | None, JsonlCheckpointError | None]
 
 
 def load(path: str) -> dict[str, tuple[int, str]]:

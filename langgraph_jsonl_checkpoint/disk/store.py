@@ -31,6 +31,7 @@ import orjson
 
 from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
 from . import catalog, files, framing
+from .catalog import Listed
 from .entries import bulk_allocation
 from .files import fsync_dir
 from .log import ThreadLog
@@ -338,9 +339,10 @@ class Store:
         for _, tid, error in self._listed():
             if error is not None:
                 raise error
-            yield tid  # type: ignore[misc]
+            assert tid is not None
+            yield tid
 
-    def _listed(self) -> list[catalog.Listed]:
+    def _listed(self) -> list[Listed]:
         """Every log, sorted by file name, with its thread id; the catalog brought up to
         date if the store is writable and it was not."""
         if not os.path.isdir(self.threads_path):
