@@ -11,7 +11,7 @@ thread, then turn 2 of every thread, ... (as a server with many open conversatio
 ``--order sequential`` fills one thread after the other). Then, per saver:
 
 - time to list every thread id, natively — JsonlSaver ``len(list(saver.store.thread_ids()))``
-  (reads each log's header), SqliteSaver ``SELECT DISTINCT thread_id FROM checkpoints``,
+  (the store's catalog ``CATALOG.idx``, else each log's header), SqliteSaver ``SELECT DISTINCT thread_id FROM checkpoints``,
   InMemorySaver ``len(saver.storage)`` — and generically, ``saver.list(None)`` consumed
   with the distinct thread ids counted (every checkpoint of every thread is loaded);
 - ``list(saver.list(None, limit=100))``;
@@ -294,8 +294,8 @@ def main() -> None:
             table.add(case, metric, r["saver"], v, unit)
     notes = [
         f"Filled {args.order}, durability='sync', agent graph as in agent_conversation.py.",
-        "Native thread listing: JsonlSaver len(list(saver.store.thread_ids())) (one header "
-        "read per log), SqliteSaver SELECT DISTINCT thread_id FROM checkpoints, "
+        "Native thread listing: JsonlSaver len(list(saver.store.thread_ids())) (the store's "
+        "catalog, else one header read per log), SqliteSaver SELECT DISTINCT thread_id FROM checkpoints, "
         "InMemorySaver len(saver.storage).",
         "Fresh-process numbers are timed after imports; the OS page cache is warm (files "
         "were just written). InMemorySaver has no fresh-process case.",
