@@ -11,7 +11,8 @@ thread, then turn 2 of every thread, ... (as a server with many open conversatio
 ``--order sequential`` fills one thread after the other). Then, per saver:
 
 - time to list every thread id, natively — JsonlSaver ``len(list(saver.store.thread_ids()))``
-  (the store's catalog ``CATALOG.idx``, else each log's header), SqliteSaver ``SELECT DISTINCT thread_id FROM checkpoints``,
+  (the store's catalog ``CATALOG.idx``, else each log's header), SqliteSaver
+  ``SELECT DISTINCT thread_id FROM checkpoints``,
   InMemorySaver ``len(saver.storage)`` — and generically, ``saver.list(None)`` consumed
   with the distinct thread ids counted (every checkpoint of every thread is loaded);
 - ``list(saver.list(None, limit=100))``;
