@@ -50,7 +50,8 @@ STORE_FORMAT = 1
 THREADS_DIR = "threads"
 TEMP_DIR = "tmp"
 ARCHIVE_DIR = "archive"
-#: Thread logs kept open at once; each holds up to three descriptors.
+#: Thread logs kept open at once; each holds up to three descriptors, and a fourth while
+#: its sidecar is loaded lazily (:mod:`.lazy_blocks`: until its older lines are decoded).
 DEFAULT_MAX_OPEN_THREADS = 128
 logger = logging.getLogger(__name__)
 
