@@ -43,7 +43,8 @@ RESULTS = ROOT / "stress" / "results"
 #: files that exercise the module directly (the slow batteries are left out; mutmut runs
 #: only the tests among these that reach the mutated function).
 MODULES: dict[str, tuple[str, ...]] = {
-    "disk/framing": ("test_format", "test_crash_tails", "test_crash_bitflips", "test_mutation_regressions"),
+    "disk/framing": ("test_format", "test_sync_units", "test_crash_tails", "test_crash_bitflips",
+                     "test_mutation_regressions"),
     "disk/log": ("test_format", "test_crash_tails", "test_crash_io_faults", "test_crash_midlog",
                  "test_mutation_regressions"),
     "disk/index": ("test_format", "test_saver", "test_crash_index", "test_mutation_regressions"),
@@ -70,7 +71,22 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: it cannot change behaviour. Keyed by mutmut's mutant name; the value starts with the
 #: mutated line as mutmut shows it (so a verdict goes stale, and says so, when the source
 #: moves) and then the reason.
-VERDICTS: dict[str, tuple[str, str]] = {}
+_FRAMING = f"{PACKAGE}.disk.framing."
+VERDICTS: dict[str, tuple[str, str]] = {
+    _FRAMING + "x_frame_batch_lines__mutmut_28": (
+        "if (marks) or True else rec",
+        "equivalent: with no marks, `{**rec, **marks}` is a dict equal to `rec`, framed to the same bytes"),
+    _FRAMING + "x__newer_record_follows__mutmut_3": (
+        "while pos <= size:",
+        "equivalent: at `pos == size` the `find` returns -1 and the function returns False, as on loop exit"),
+    _FRAMING + "x__newer_record_follows__mutmut_11": (
+        "if nl <= 0:",
+        "equivalent: `nl == 0` needs `start == 0` and a newline at 0, but `start` is 0 only when the line"
+        " there parsed (it starts with `{`)"),
+    _FRAMING + "x__newer_record_follows__mutmut_12": (
+        "if nl < 1:",
+        "equivalent: as `nl <= 0` (mutant 11): `nl == 0` cannot happen here"),
+}
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout",
           -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
@@ -86,6 +102,8 @@ class ModuleResult:
     diffs: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     error: str = ""
+    generated: int = 0
+    sampled: int | None = None
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -101,6 +119,9 @@ def _pyproject(module: str, tests: tuple[str, ...]) -> str:
         f"pytest_add_cli_args_test_selection = [{selection}]\n"
         'also_copy = ["stress/", "examples/", "docs/", "README.md"]\n'
         "use_git_change_detection = false\n"
+        # A mutant whose tests take 4x the clean run's CPU time is stuck: a timeout, which
+        # counts as killed (mutmut's default of 15x spends most of a run on such mutants).
+        "timeout_multiplier = 4.0\n"
     )
 
 
@@ -119,10 +140,17 @@ def _prepare(module: str, tests: tuple[str, ...]) -> Path:
     return work
 
 
-def _mutmut(work: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+def _mutmut(work: Path, *args: str) -> int:
     exe = Path(sys.executable).with_name("mutmut")
-    return subprocess.run(["nice", str(exe), *args], cwd=work, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    with open(work / "mutmut-run.log", "a") as log:
+        return subprocess.run(["nice", str(exe), *args], cwd=work, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}).returncode
+
+
+def _show(work: Path, name: str) -> str:
+    exe = Path(sys.executable).with_name("mutmut")
+    shown = subprocess.run([str(exe), "show", name], cwd=work, capture_output=True, text=True)
+    return _trim_diff(shown.stdout)
 
 
 def _generate_only(work: Path) -> list[str]:
@@ -135,17 +163,14 @@ def _generate_only(work: Path) -> list[str]:
         "m.copy_src_dir(); m.copy_also_copy_files(); m.setup_source_paths(); m.create_mutants(1)\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=work, check=True, capture_output=True)
-    return list(_meta(work)[0])
+    return list(_meta(work))
 
 
-def _meta(work: Path) -> tuple[dict[str, int | None], dict[str, float]]:
+def _meta(work: Path) -> dict[str, int | None]:
     codes: dict[str, int | None] = {}
-    durations: dict[str, float] = {}
     for meta in (work / "mutants").rglob("*.py.meta"):
-        data = json.loads(meta.read_text())
-        codes.update(data.get("exit_code_by_key", {}))
-        durations.update(data.get("durations_by_key", {}))
-    return codes, durations
+        codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+    return codes
 
 
 def _spread(names: list[str], k: int) -> list[str]:
@@ -155,28 +180,55 @@ def _spread(names: list[str], k: int) -> list[str]:
     return [names[(i * len(names)) // k] for i in range(k)]
 
 
-def run_module(module: str, max_mutants: int | None, children: int) -> ModuleResult:
-    """Mutate one module and run its tests against each mutant."""
-    tests = MODULES[module]
-    result = ModuleResult(module, tests)
-    work = _prepare(module, tests)
+def _scratch(module: str) -> Path:
+    return SCRATCH / module.replace("/", ".")
+
+
+def run_module(module: str, max_mutants: int | None, children: int) -> None:
+    """Mutate one module and run its tests against each mutant (a fresh scratch copy)."""
+    work = _prepare(module, MODULES[module])
     start = time.monotonic()
     chosen: list[str] = []
     if max_mutants is not None:
         chosen = _spread(_generate_only(work), max_mutants)
-    proc = _mutmut(work, "run", "--max-children", str(children), *chosen)
-    result.seconds = time.monotonic() - start
-    (work / "mutmut-run.log").write_text(proc.stdout + proc.stderr)
-    codes, _ = _meta(work)
-    if chosen:
-        codes = {k: v for k, v in codes.items() if k in set(chosen)}
-    result.statuses = {k: STATUS.get(v, "suspicious") for k, v in codes.items()}
-    if proc.returncode != 0 and not any(s != "not checked" for s in result.statuses.values()):
-        result.error = (proc.stdout + proc.stderr)[-3000:]
+    code = _mutmut(work, "run", "--max-children", str(children), *chosen)
+    run = {"seconds": time.monotonic() - start, "chosen": chosen, "exit": code, "max_mutants": max_mutants}
+    (work / "run.json").write_text(json.dumps(run))
+
+
+def rerun_survivors(module: str, children: int) -> None:
+    """Run a module's survivors again against the current tests (after new tests were added)."""
+    work = _scratch(module)
+    run = json.loads((work / "run.json").read_text())
+    shutil.rmtree(work / "tests")
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    chosen = set(run["chosen"]) or None
+    survivors = [n for n, c in _meta(work).items()
+                 if STATUS.get(c, "suspicious") in ("survived", "no tests", "suspicious")
+                 and (chosen is None or n in chosen)]
+    if not survivors:
+        return
+    start = time.monotonic()
+    run["exit"] = _mutmut(work, "run", "--max-children", str(children), *survivors)
+    run["rerun_seconds"] = run.get("rerun_seconds", 0.0) + time.monotonic() - start
+    (work / "run.json").write_text(json.dumps(run))
+
+
+def load_result(module: str) -> ModuleResult:
+    """A module's results, read back from its scratch copy."""
+    work = _scratch(module)
+    run = json.loads((work / "run.json").read_text())
+    result = ModuleResult(module, MODULES[module], seconds=run["seconds"] + run.get("rerun_seconds", 0.0))
+    result.sampled = run.get("max_mutants")
+    codes = _meta(work)
+    result.generated = len(codes)
+    chosen = set(run["chosen"])
+    result.statuses = {k: STATUS.get(v, "suspicious") for k, v in codes.items() if not chosen or k in chosen}
+    if run["exit"] != 0 and all(s == "not checked" for s in result.statuses.values()):
+        result.error = (work / "mutmut-run.log").read_text()[-3000:]
     for name, status in result.statuses.items():
         if status in ("survived", "no tests", "suspicious"):
-            shown = _mutmut(work, "show", name)
-            result.diffs[name] = _trim_diff(shown.stdout)
+            result.diffs[name] = _show(work, name)
     return result
 
 
@@ -202,38 +254,59 @@ def _commit() -> str:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def write_report(results: list[ModuleResult], commit: str, argv: list[str], path: Path) -> None:
-    """Write (or extend) the markdown report of a run."""
+def _is_survivor(status: str) -> bool:
+    return status in ("survived", "no tests", "suspicious")
+
+
+def write_report(results: list[ModuleResult], commit: str, command: str, path: Path) -> None:
+    """Write the markdown report of the modules' runs."""
     out = [f"# Mutation testing at {commit}", "",
-           f"Command: `python -m stress.mutation {' '.join(argv)}` (mutmut 3, niced, 2-core machine).", "",
-           "| module | generated | killed | survived | timed out | no tests | equivalent | score | time |",
+           f"Command: `{command}` (mutmut 3, niced, on the shared 2-core machine).", "",
+           "| module | generated | run | killed | timed out | survived | of which equivalent | score "
+           "| time |",
            "|---|---|---|---|---|---|---|---|---|"]
+    total_killed = total_real = 0
     for r in results:
-        survivors = [n for n, s in r.statuses.items() if s in ("survived", "no tests", "suspicious")]
+        survivors = [n for n, s in r.statuses.items() if _is_survivor(s)]
         equivalent = sum(1 for n in survivors if not verdict(n, r.diffs[n]).startswith("**"))
         killed = r.count("killed") + r.count("timeout")
-        real = len(r.statuses) - equivalent
+        real = killed + len(survivors) - equivalent
+        total_killed, total_real = total_killed + killed, total_real + real
         score = f"{100 * killed / real:.1f}%" if real else "-"
-        out.append(f"| {r.module} | {len(r.statuses)} | {r.count('killed')} | {r.count('survived')} | "
-                   f"{r.count('timeout')} | {r.count('no tests')} | {equivalent} | {score} | "
-                   f"{r.seconds:.0f} s |")
-    out += ["", "Score: killed (timeouts included) over the mutants that are not equivalent.", "",
-            "Tests per module: " + "; ".join(f"`{r.module}`: {', '.join(r.tests)}" for r in results), ""]
+        run = f"{len(r.statuses)}" + (" (sample)" if len(r.statuses) < r.generated else "")
+        out.append(f"| {r.module} | {r.generated} | {run} | {r.count('killed')} | {r.count('timeout')} | "
+                   f"{len(survivors)} | {equivalent} | {score} | {r.seconds / 60:.1f} min |")
+    if total_real:
+        out.append(f"| **all** | | | | | | | **{100 * total_killed / total_real:.1f}%** | |")
+    out += ["",
+            "Score: mutants killed (a timeout counts: the mutant made a test hang or loop) over the mutants"
+            " run that are not equivalent. \"(sample)\": `--max-mutants` ran that many mutants evenly"
+            " spaced over the module. A survivor is a mutant no listed test failed on (\"no tests\": none"
+            " of them reached the mutated function).", "",
+            "Tests per module (`tests/<name>.py`):", ""]
+    out += [f"- `{r.module}`: {', '.join(r.tests)}" for r in results]
+    out.append("")
     for r in results:
         if r.error:
             out += [f"## {r.module}: mutmut failed", "", "```", r.error, "```", ""]
-        survivors = sorted(n for n, s in r.statuses.items() if s in ("survived", "no tests", "suspicious"))
+        survivors = sorted((n for n, s in r.statuses.items() if _is_survivor(s)), key=_mutant_order)
         if not survivors:
             continue
         out += [f"## {r.module}: survivors", ""]
         for name in survivors:
-            out += [f"- `{name}` ({r.statuses[name]}): {verdict(name, r.diffs[name])}", "", "  ```diff"]
+            out += [f"- `{name.rsplit('.', 1)[-1]}` ({r.statuses[name]}): {verdict(name, r.diffs[name])}",
+                    "", "  ```diff"]
             out += ["  " + ln for ln in r.diffs[name].splitlines()] + ["  ```", ""]
     path.write_text("\n".join(out) + "\n")
 
 
+def _mutant_order(name: str) -> tuple[str, int]:
+    head, _, number = name.rpartition("__mutmut_")
+    return head, int(number) if number.isdigit() else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse the arguments, run each module, write the report."""
+    """Parse the arguments, run each module (or its survivors again), write the report."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--module", action="append", choices=sorted(MODULES),
@@ -241,22 +314,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-mutants", type=int, default=None,
                         help="run at most K mutants per module, evenly spaced over it (default: all)")
     parser.add_argument("--children", type=int, default=2, help="mutants run at once (default: 2)")
+    parser.add_argument("--survivors", action="store_true",
+                        help="run only the last run's survivors again, against the current tests")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: write the report from the last runs in .mutation/")
     parser.add_argument("--report", default=None, help="the report's path (default: "
                         "stress/results/mutation-<commit>.md)")
     args = parser.parse_args(argv)
-    argv = sys.argv[1:] if argv is None else argv
     commit = _commit()
     path = Path(args.report) if args.report else RESULTS / f"mutation-{commit}.md"
-    results = []
-    for module in args.module or list(MODULES):
-        print(f"{module}: mutating, tests {', '.join(MODULES[module])}", flush=True)
-        r = run_module(module, args.max_mutants, args.children)
-        results.append(r)
-        print(f"{module}: {len(r.statuses)} mutants, {r.count('killed')} killed, {r.count('survived')} "
-              f"survived, {r.count('timeout')} timed out, {r.seconds:.0f} s" + (" (mutmut failed)" if r.error
-                                                                                else ""), flush=True)
-        write_report(results, commit, argv, path)
-    print(f"report: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    modules = args.module or list(MODULES)
+    for module in modules:
+        if args.report_only:
+            continue
+        print(f"{module}: {'survivors again' if args.survivors else 'mutating'}, tests "
+              f"{', '.join(MODULES[module])}", flush=True)
+        if args.survivors:
+            rerun_survivors(module, args.children)
+        else:
+            run_module(module, args.max_mutants, args.children)
+    results = [load_result(m) for m in modules if (_scratch(m) / "run.json").exists()]
+    for r in results:
+        print(f"{r.module}: {len(r.statuses)} of {r.generated} mutants run, {r.count('killed')} killed, "
+              f"{r.count('timeout')} timed out, {sum(1 for s in r.statuses.values() if _is_survivor(s))} "
+              f"survived, {r.seconds:.0f} s" + (" (mutmut failed)" if r.error else ""), flush=True)
+    command = "python -m stress.mutation " + " ".join(sys.argv[1:] if argv is None else argv)
+    write_report(results, commit, command.strip(), path)
+    print(f"report: {path}")
     return 1 if any(r.error for r in results) else 0
 
 
