@@ -45,12 +45,12 @@ RESULTS = ROOT / "stress" / "results"
 MODULES: dict[str, tuple[str, ...]] = {
     "disk/framing": ("test_format", "test_sync_units", "test_crash_tails", "test_crash_bitflips",
                      "test_mutation_regressions"),
-    "disk/log": ("test_format", "test_crash_tails", "test_crash_io_faults", "test_crash_midlog",
-                 "test_mutation_regressions"),
+    "disk/log": ("test_format", "test_log_lifecycle", "test_crash_tails", "test_crash_io_faults",
+                 "test_crash_midlog", "test_async_writes", "test_retention", "test_mutation_regressions"),
     "disk/index": ("test_format", "test_saver", "test_crash_index", "test_mutation_regressions"),
     "disk/sidecar": ("test_sidecar", "test_crash_index"),
-    "disk/generations": ("test_retention", "test_crash_io_faults", "test_mutation_regressions",
-                         "test_saver"),
+    "disk/generations": ("test_log_lifecycle", "test_retention", "test_crash_io_faults",
+                         "test_mutation_regressions", "test_saver"),
     "disk/store": ("test_saver", "test_retention", "test_crash_security", "test_mutation_regressions"),
     "values/reader": ("test_format", "test_witness", "test_saver", "test_differential_channels"),
     "values/records": ("test_format", "test_witness", "test_saver", "test_differential_channels"),
@@ -72,6 +72,7 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: mutated line as mutmut shows it (so a verdict goes stale, and says so, when the source
 #: moves) and then the reason.
 _FRAMING = f"{PACKAGE}.disk.framing."
+_LOG = f"{PACKAGE}.disk.log."
 VERDICTS: dict[str, tuple[str, str]] = {
     _FRAMING + "x_frame_batch_lines__mutmut_28": (
         "if (marks) or True else rec",
@@ -86,6 +87,18 @@ VERDICTS: dict[str, tuple[str, str]] = {
     _FRAMING + "x__newer_record_follows__mutmut_12": (
         "if nl < 1:",
         "equivalent: as `nl <= 0` (mutant 11): `nl == 0` cannot happen here"),
+    _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
+        "self.index.committed_end, 1)",
+        "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
+        " which serves the same records and raises on the same damage"),
+    _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_15": (
+        "self._verified_for_writing = None",
+        "equivalent (performance only): None is falsy, so the checksums are checked before every"
+        " append instead of once per load; same outcome"),
+    _LOG + "xǁThreadLogǁ_rebuild_without_sidecar__mutmut_7": (
+        "and self._wfd is None or files.os.fstat",
+        "equivalent: nothing reopens `_wfd` during the rebuild, so the forms differ only when `_ino`"
+        " is None, where the inode comparison is False too"),
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout",
@@ -197,13 +210,20 @@ def run_module(module: str, max_mutants: int | None, children: int) -> None:
 
 
 def rerun_survivors(module: str, children: int) -> None:
-    """Run a module's survivors again against the current tests (after new tests were added)."""
+    """Run a module's survivors again against the current tests and test table.
+
+    A changed test selection makes mutmut forget every verdict; the mutants killed before
+    are killed still (their killing test is still among the tests), so their verdicts are
+    put back after the run.
+    """
     work = _scratch(module)
     run = json.loads((work / "run.json").read_text())
     shutil.rmtree(work / "tests")
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    (work / "pyproject.toml").write_text(_pyproject(module, MODULES[module]))
     chosen = set(run["chosen"]) or None
-    survivors = [n for n, c in _meta(work).items()
+    before = _meta(work)
+    survivors = [n for n, c in before.items()
                  if STATUS.get(c, "suspicious") in ("survived", "no tests", "suspicious")
                  and (chosen is None or n in chosen)]
     if not survivors:
@@ -212,6 +232,13 @@ def rerun_survivors(module: str, children: int) -> None:
     run["exit"] = _mutmut(work, "run", "--max-children", str(children), *survivors)
     run["rerun_seconds"] = run.get("rerun_seconds", 0.0) + time.monotonic() - start
     (work / "run.json").write_text(json.dumps(run))
+    for meta in (work / "mutants").rglob("*.py.meta"):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        for name, code in codes.items():
+            if code is None and before.get(name) is not None and name not in survivors:
+                codes[name] = before[name]
+        meta.write_text(json.dumps(data))
 
 
 def load_result(module: str) -> ModuleResult:

@@ -1,0 +1,72 @@
+"""A thread log's whole-file life: generations, deletion's tombstone, what a new process
+finds on disk.
+
+Written for mutants of ``disk/log.py`` and ``disk/generations.py`` that survived the
+suite (stress/mutation.py): the tombstone was only ever checked by the saver that wrote
+it, and no test read the generation numbers a rewrite installs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver, ThreadDeletedError
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import AFTER_DELETE, ThreadFiles
+
+
+def _put(saver: JsonlSaver, thread: str, i: int, parent: dict | None = None) -> dict:
+    v = {"m": saver.get_next_version(None, None)}
+    return saver.put(parent or config(thread), make_checkpoint(cp_id(i), {"m": [f"v{i}"]}, v), {}, v)
+
+
+def _header(path: str) -> dict:
+    with open(path, "rb") as f:
+        return json.loads(f.readline())
+
+
+def test_a_fresh_saver_refuses_late_writes_to_a_deleted_thread(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "t", 1)
+    cfg = _put(saver, "t", 2, config("t", checkpoint_id=cp_id(1)))
+    saver.delete_thread("t")
+    saver.close()
+    files = ThreadFiles.of(tmp_path / "s", "t")
+    assert files.left_on_disk() <= AFTER_DELETE and ".deleted" in files.left_on_disk()
+    with open(files.log[: -len(".jsonl")] + ".deleted", "rb") as f:
+        tombstone = json.loads(f.readline())
+    assert (tombstone["t"], tombstone["thread"], tombstone["upto"]) == ("deleted", "t", cp_id(2))
+    again = JsonlSaver(tmp_path / "s")
+    with pytest.raises(ThreadDeletedError, match="'t'"):
+        again.put_writes(cfg, [("m", "late")], "late-task")
+    with pytest.raises(ThreadDeletedError, match="'t'"):  # the put of cp 2 landing late
+        _put(again, "t", 2, config("t", checkpoint_id=cp_id(1)))
+    assert again.get_tuple(config("t")) is None
+    # A checkpoint newer than the tombstone starts the thread again.
+    _put(again, "t", 3, cfg)
+    assert again.get_tuple(config("t")).config["configurable"]["checkpoint_id"] == cp_id(3)
+    again.close()
+
+
+def test_each_rewrite_installs_the_next_generation(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    parent = None
+    for i in range(1, 4):
+        parent = _put(saver, "t", i, parent)
+    files = ThreadFiles.of(tmp_path / "s", "t")
+    assert _header(files.log)["gen"] == 1
+    saver.compact("t")
+    assert _header(files.log)["gen"] == 2
+    saver.prune(["t"], strategy="keep_latest")
+    assert _header(files.log)["gen"] == 3
+    saver.close()
+    fresh = JsonlSaver(tmp_path / "s")
+    assert fresh.get_tuple(config("t")).config["configurable"]["checkpoint_id"] == cp_id(3)
+    _put(fresh, "t", 4, fresh.get_tuple(config("t")).config)
+    assert _header(files.log)["gen"] == 3
+    fresh.compact("t")
+    assert _header(files.log)["gen"] == 4
+    fresh.close()
