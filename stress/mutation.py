@@ -73,6 +73,8 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: moves) and then the reason.
 _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
+_FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
+              " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 VERDICTS: dict[str, tuple[str, str]] = {
     _FRAMING + "x_frame_batch_lines__mutmut_28": (
         "if (marks) or True else rec",
@@ -87,6 +89,16 @@ VERDICTS: dict[str, tuple[str, str]] = {
     _FRAMING + "x__newer_record_follows__mutmut_12": (
         "if nl < 1:",
         "equivalent: as `nl <= 0` (mutant 11): `nl == 0` cannot happen here"),
+    _FRAMING + "x_check_line__mutmut_4": (
+        "_TRAILER_LEN + 3",
+        "equivalent: a line of exactly 18 bytes has one byte of body (`{X`), never a record: every"
+        " caller parses it next (and fails) or compares it with a framed record"),
+    _FRAMING + "x_scan__mutmut_41": (
+        "if (pending) and False else next_seq",
+        "equivalent for logs a writer makes: a later line's `b` is at most the damaged unit's first"
+        " seq (same unit) or above the damaged seq (later unit), never in between"),
+    **{_FRAMING + f"x_iter_records__mutmut_{n}": (line, _FAST_LOOP) for n, line in (
+        (17, 'find(b"\\n", )'), (28, "b'XX\"}XX'"), (50, "if type(rec) is dict:"), (83, "pos = nl - 1"))},
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"

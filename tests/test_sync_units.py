@@ -172,3 +172,18 @@ def test_iter_records_of_a_clean_log_reads_it_to_the_end() -> None:
     assert [r["seq"] for r, _, _ in got] == list(range(1, 10))
     assert result.committed_end == 100 + len(data) and result.tail_bytes == 0
     assert got[0][1] == 100 and sum(length for _, _, length in got) == len(data)
+
+
+def test_scan_holds_the_first_record_to_the_expected_seq() -> None:
+    data = b"".join(frame_batch_lines(_recs(1)) + frame_batch_lines(_recs(2)))
+    assert [r.record["seq"] for r in scan(data, expect_seq=1).records] == [1, 2]
+    wrong = scan(data, expect_seq=2)
+    assert wrong.records == [] and wrong.committed_end == 0 and wrong.tail_bytes == len(data)
+    # Followed by a newer record: not a tail but damage at the first line.
+    assert scan(data, expect_seq=0).corrupt_offset == 0
+
+
+def test_scanned_records_carry_no_batch_marks() -> None:
+    data, _ = _unit_log()
+    records = [r.record for r in scan(data).records]
+    assert records == _recs(1, 2, 3, 4, 5)
