@@ -74,6 +74,7 @@ MODULES: dict[str, tuple[str, ...]] = {
 #: moves) and then the reason.
 _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
+_INDEX = f"{PACKAGE}.disk.index."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 VERDICTS: dict[str, tuple[str, str]] = {
@@ -100,6 +101,14 @@ VERDICTS: dict[str, tuple[str, str]] = {
         " seq (same unit) or above the damaged seq (later unit), never in between"),
     **{_FRAMING + f"x_iter_records__mutmut_{n}": (line, _FAST_LOOP) for n, line in (
         (17, 'find(b"\\n", )'), (28, "b'XX\"}XX'"), (50, "if type(rec) is dict:"), (83, "pos = nl - 1"))},
+    _INDEX + "xǁThreadIndexǁblob__mutmut_16": (
+        "if entry is None:",
+        "equivalent (performance only): what the sidecar's columns hold is no longer memoised and"
+        " misses are memoised as None, which `.get` treats as absent; every lookup answers the same"),
+    _INDEX + "xǁThreadIndexǁload_blocks__mutmut_23": (
+        "counters.records = records",
+        "equivalent: blocks load only into an index holding just the header (it raises otherwise),"
+        " whose counter is 0, so `=` and `+=` agree"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
