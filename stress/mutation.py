@@ -49,7 +49,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                  "test_crash_midlog", "test_async_writes", "test_retention", "test_mutation_regressions"),
     "disk/index": ("test_format", "test_index_sources", "test_saver", "test_crash_index",
                    "test_mutation_regressions"),
-    "disk/sidecar": ("test_sidecar", "test_index_sources", "test_crash_index"),
+    "disk/sidecar": ("test_sidecar", "test_sidecar_checks", "test_index_sources", "test_crash_index"),
     "disk/generations": ("test_log_lifecycle", "test_retention", "test_crash_io_faults",
                          "test_mutation_regressions", "test_saver"),
     "disk/store": ("test_saver", "test_retention", "test_crash_security", "test_mutation_regressions"),
