@@ -53,7 +53,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "disk/generations": ("test_log_lifecycle", "test_retention", "test_crash_io_faults",
                          "test_mutation_regressions", "test_saver"),
     "disk/store": ("test_saver", "test_retention", "test_crash_security", "test_mutation_regressions"),
-    "values/reader": ("test_format", "test_witness", "test_saver", "test_differential_channels"),
+    "values/reader": ("test_format", "test_delta_errors", "test_witness", "test_saver",
+                      "test_differential_channels"),
     "values/records": ("test_format", "test_witness", "test_saver", "test_differential_channels"),
     "values/codec": ("test_format", "test_differential_serde", "test_async_writes", "test_saver"),
     "values/witness": ("test_witness",),
@@ -75,6 +76,7 @@ MODULES: dict[str, tuple[str, ...]] = {
 _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
 _INDEX = f"{PACKAGE}.disk.index."
+_READER = f"{PACKAGE}.values.reader."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 VERDICTS: dict[str, tuple[str, str]] = {
@@ -109,6 +111,20 @@ VERDICTS: dict[str, tuple[str, str]] = {
         "counters.records = records",
         "equivalent: blocks load only into an index holding just the header (it raises otherwise),"
         " whose counter is 0, so `=` and `+=` agree"),
+    _READER + "xǁValueReaderǁ__init____mutmut_1": (
+        "shared: bool = True",
+        "equivalent (performance only): every caller passes `shared` where it matters; by default a"
+        " one-off read's plain JSON is copied once more, the values are equal"),
+    _READER + "xǁValueReaderǁ_joined_items__mutmut_17": (
+        "kind = None",
+        "equivalent (performance only): the join in stored form gives up and the value is decoded"
+        " and extended item by item instead, to the same list"),
+    _READER + "xǁValueReaderǁprefetch_checkpoint__mutmut_10": (
+        "break  # decoded from the kept items",
+        "equivalent (performance only): fewer records are read ahead; each is read when used"),
+    _READER + "xǁValueReaderǁrecord__mutmut_6": (
+        "self.records[ref.offset] = None",
+        "equivalent (performance only): the per-call record memo never hits, each use reads again"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
