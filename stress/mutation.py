@@ -41,12 +41,14 @@ RESULTS = ROOT / "stress" / "results"
 
 #: Each module of the storage and replay core, with the test files that cover it: fast
 #: files that exercise the module directly (the slow batteries are left out; mutmut runs
-#: only the tests among these that reach the mutated function).
+#: only the tests among these that reach the mutated function). Left out everywhere:
+#: test_async_writes, whose worker-thread test assumes no other saver's threads are alive,
+#: which does not hold in the order mutmut runs the tests it selects.
 MODULES: dict[str, tuple[str, ...]] = {
     "disk/framing": ("test_format", "test_sync_units", "test_crash_tails", "test_crash_bitflips",
                      "test_mutation_regressions"),
     "disk/log": ("test_format", "test_log_lifecycle", "test_crash_tails", "test_crash_io_faults",
-                 "test_crash_midlog", "test_async_writes", "test_retention", "test_mutation_regressions"),
+                 "test_crash_midlog", "test_retention", "test_mutation_regressions"),
     "disk/index": ("test_format", "test_index_sources", "test_saver", "test_crash_index",
                    "test_mutation_regressions"),
     "disk/sidecar": ("test_sidecar", "test_sidecar_checks", "test_index_sources", "test_crash_index"),
@@ -57,7 +59,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                       "test_differential_channels"),
     "values/records": ("test_format", "test_record_building", "test_index_sources", "test_witness",
                        "test_saver", "test_differential_channels"),
-    "values/codec": ("test_format", "test_differential_serde", "test_async_writes", "test_saver"),
+    "values/codec": ("test_format", "test_differential_serde", "test_record_building", "test_saver"),
     "values/witness": ("test_witness",),
     "maintenance/compaction": ("test_saver", "test_retention", "test_mutation_regressions",
                                "test_crash_retention"),
