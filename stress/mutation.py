@@ -44,6 +44,13 @@ RESULTS = ROOT / "stress" / "results"
 #: only the tests among these that reach the mutated function). Left out everywhere:
 #: test_async_writes, whose worker-thread test assumes no other saver's threads are alive,
 #: which does not hold in the order mutmut runs the tests it selects.
+#: Tests that fail in the clean run mutmut makes in one process, in its order, though they
+#: pass in the suite: left out of every run (pytest ``--deselect``).
+DESELECTED = (
+    # Another test's live run on a thread named "t" is still registered in the process.
+    "tests/test_retention.py::test_a_run_waits_out_a_sweep_instead_of_being_refused",
+)
+
 MODULES: dict[str, tuple[str, ...]] = {
     "disk/framing": ("test_format", "test_sync_units", "test_crash_tails", "test_crash_bitflips",
                      "test_mutation_regressions"),
@@ -172,6 +179,7 @@ def _pyproject(module: str, tests: tuple[str, ...]) -> str:
         f'only_mutate = ["{PACKAGE}/{module}.py"]\n'
         f"pytest_add_cli_args_test_selection = [{selection}]\n"
         'also_copy = ["stress/", "examples/", "docs/", "README.md"]\n'
+        f"pytest_add_cli_args = {json.dumps([a for t in DESELECTED for a in ('--deselect', t)])}\n"
         "use_git_change_detection = false\n"
         # A mutant whose tests take 4x the clean run's CPU time is stuck: a timeout, which
         # counts as killed (mutmut's default of 15x spends most of a run on such mutants).
