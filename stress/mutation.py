@@ -254,40 +254,42 @@ def run_module(module: str, max_mutants: int | None, children: int) -> None:
     if max_mutants is not None:
         chosen = _spread(_generate_only(work), max_mutants)
     code = _mutmut(work, "run", "--max-children", str(children), *chosen)
-    run = {"seconds": time.monotonic() - start, "chosen": chosen, "exit": code, "max_mutants": max_mutants}
+    codes = _meta(work)
+    run = {"seconds": time.monotonic() - start, "chosen": chosen, "exit": code, "max_mutants": max_mutants,
+           "codes": {n: codes.get(n) for n in (chosen or codes)}}
     (work / "run.json").write_text(json.dumps(run))
 
 
 def rerun_survivors(module: str, children: int) -> None:
-    """Run a module's survivors again against the current tests and test table.
+    """Run a module's survivors (and any mutant of the run not checked) again, against the
+    current tests and test table.
 
     A changed test selection makes mutmut forget every verdict; the mutants killed before
-    are killed still (their killing test is still among the tests), so their verdicts are
-    put back after the run.
+    are killed still (their killing test is still among the tests), so their verdicts,
+    kept in ``run.json``, are put back after the run.
     """
     work = _scratch(module)
     run = json.loads((work / "run.json").read_text())
+    before: dict[str, int | None] = run.get("codes") or _meta(work)
     shutil.rmtree(work / "tests")
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
     (work / "pyproject.toml").write_text(_pyproject(module, MODULES[module]))
-    chosen = set(run["chosen"]) or None
-    before = _meta(work)
-    survivors = [n for n, c in before.items()
-                 if STATUS.get(c, "suspicious") in ("survived", "no tests", "suspicious")
-                 and (chosen is None or n in chosen)]
-    if not survivors:
+    chosen = run["chosen"] or list(before)
+    again = [n for n in chosen if STATUS.get(before.get(n), "suspicious") in _AGAIN]
+    if not again:
         return
     start = time.monotonic()
-    run["exit"] = _mutmut(work, "run", "--max-children", str(children), *survivors)
+    run["exit"] = _mutmut(work, "run", "--max-children", str(children), *again)
     run["rerun_seconds"] = run.get("rerun_seconds", 0.0) + time.monotonic() - start
+    codes = _meta(work)
+    for name in chosen:
+        if codes.get(name) is None and name not in again:
+            codes[name] = before.get(name)
+    run["codes"] = {n: codes.get(n) for n in chosen}
     (work / "run.json").write_text(json.dumps(run))
-    for meta in (work / "mutants").rglob("*.py.meta"):
-        data = json.loads(meta.read_text())
-        codes = data.get("exit_code_by_key", {})
-        for name, code in codes.items():
-            if code is None and before.get(name) is not None and name not in survivors:
-                codes[name] = before[name]
-        meta.write_text(json.dumps(data))
+
+
+_AGAIN = ("survived", "no tests", "suspicious", "not checked")
 
 
 def load_result(module: str) -> ModuleResult:
@@ -296,10 +298,9 @@ def load_result(module: str) -> ModuleResult:
     run = json.loads((work / "run.json").read_text())
     result = ModuleResult(module, MODULES[module], seconds=run["seconds"] + run.get("rerun_seconds", 0.0))
     result.sampled = run.get("max_mutants")
-    codes = _meta(work)
-    result.generated = len(codes)
-    chosen = set(run["chosen"])
-    result.statuses = {k: STATUS.get(v, "suspicious") for k, v in codes.items() if not chosen or k in chosen}
+    result.generated = len(_meta(work))
+    codes = run.get("codes") or _meta(work)
+    result.statuses = {k: STATUS.get(v, "suspicious") for k, v in codes.items()}
     if run["exit"] != 0 and all(s == "not checked" for s in result.statuses.values()):
         result.error = (work / "mutmut-run.log").read_text()[-3000:]
     for name, status in result.statuses.items():
