@@ -66,7 +66,8 @@ MODULES: dict[str, tuple[str, ...]] = {
                       "test_differential_channels"),
     "values/records": ("test_format", "test_record_building", "test_index_sources", "test_witness",
                        "test_saver", "test_differential_channels"),
-    "values/codec": ("test_format", "test_differential_serde", "test_record_building", "test_saver"),
+    "values/codec": ("test_format", "test_encode_errors", "test_differential_serde", "test_record_building",
+                     "test_saver"),
     "values/witness": ("test_witness",),
     "maintenance/compaction": ("test_saver", "test_retention", "test_mutation_regressions",
                                "test_crash_retention"),
@@ -87,6 +88,7 @@ _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
 _INDEX = f"{PACKAGE}.disk.index."
 _READER = f"{PACKAGE}.values.reader."
+_CODEC = f"{PACKAGE}.values.codec."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 VERDICTS: dict[str, tuple[str, str]] = {
@@ -135,6 +137,13 @@ VERDICTS: dict[str, tuple[str, str]] = {
     _READER + "xǁValueReaderǁrecord__mutmut_6": (
         "self.records[ref.offset] = None",
         "equivalent (performance only): the per-call record memo never hits, each use reads again"),
+    _CODEC + "x__short__mutmut_5": (
+        'split("\\n", )[0]',
+        "equivalent: the first piece of a split is the same with or without a maximum of one split"),
+    _CODEC + "xǁValueCodecǁdecode__mutmut_1": (
+        "fresh: bool = True",
+        "equivalent (performance only): callers that hand values out pass `fresh`; by default plain"
+        " JSON is copied once more, to an equal value"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
