@@ -77,7 +77,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "replay/journal": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
     "replay/adapter": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
     "saver/runs": ("test_saver", "test_busy_threads"),
-    "saver/tool_log": ("test_replay_behaviour", "test_replay_durability", "test_replay_crash"),
+    "saver/tool_log": ("test_tool_journal", "test_replay_behaviour", "test_replay_durability",
+                       "test_replay_crash"),
 }
 
 #: The verdict on each survivor that is not a missing test: an equivalent mutant, and why
@@ -89,6 +90,7 @@ _LOG = f"{PACKAGE}.disk.log."
 _INDEX = f"{PACKAGE}.disk.index."
 _READER = f"{PACKAGE}.values.reader."
 _CODEC = f"{PACKAGE}.values.codec."
+_TOOL_LOG = f"{PACKAGE}.saver.tool_log."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 VERDICTS: dict[str, tuple[str, str]] = {
@@ -144,6 +146,17 @@ VERDICTS: dict[str, tuple[str, str]] = {
         "fresh: bool = True",
         "equivalent (performance only): callers that hand values out pass `fresh`; by default plain"
         " JSON is copied once more, to an equal value"),
+    _TOOL_LOG + "xǁToolLogǁorphans__mutmut_15": (
+        "settled.get(None) == len(key_refs)",
+        "equivalent (performance only): the settled-call memo never hits, so settled calls are read"
+        " and folded again, and found settled again"),
+    _TOOL_LOG + "xǁToolLogǁ_settled_of__mutmut_5": (
+        "entry[1] != generation",
+        "equivalent (performance only): the memo is started afresh on every call"),
+    _TOOL_LOG + "xǁToolLogǁ_settled_of__mutmut_11": (
+        "popitem(last=True)",
+        "equivalent (performance only): past 256 threads the newest memo is dropped instead of the"
+        " oldest; a dropped memo is rebuilt by reading"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
