@@ -38,7 +38,10 @@ def test_a_fresh_saver_refuses_late_writes_to_a_deleted_thread(tmp_path: Path) -
     assert files.left_on_disk() <= AFTER_DELETE and ".deleted" in files.left_on_disk()
     with open(files.log[: -len(".jsonl")] + ".deleted", "rb") as f:
         tombstone = json.loads(f.readline())
-    assert (tombstone["t"], tombstone["thread"], tombstone["upto"]) == ("deleted", "t", cp_id(2))
+    # As docs/format.md gives it: {"t":"deleted","seq":0,"thread":<id>,"upto":<checkpoint id>,"c":…}
+    assert list(tombstone) == ["t", "seq", "thread", "upto", "c"]
+    assert (tombstone["t"], tombstone["seq"], tombstone["thread"], tombstone["upto"]) == (
+        "deleted", 0, "t", cp_id(2))
     again = JsonlSaver(tmp_path / "s")
     with pytest.raises(ThreadDeletedError, match="'t'"):
         again.put_writes(cfg, [("m", "late")], "late-task")

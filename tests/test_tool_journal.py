@@ -39,17 +39,10 @@ def test_orphans_are_started_calls_of_lost_runs_marked_lost(tmp_path: Path) -> N
         orphans = saver.orphaned_tool_calls("t")
         assert [(r.key.call_id, r.lost_run) for r in orphans] == [("lost", True)]
         assert orphans[0].lost_run is True
-    saver.close()
-
-
-def test_a_call_settled_in_a_deleted_thread_is_no_excuse_in_the_new_one(tmp_path: Path) -> None:
-    saver = _saver_with_a_checkpoint(tmp_path / "s")
-    saver.record_tool_events("t", _events("c1", "requested", "started", "finished"))
-    assert saver.orphaned_tool_calls("t") == []  # settled: remembered with its 3 events
-    saver.delete_thread("t")
-    # The same key again, in a new log of the thread, three events, left started.
-    saver.record_tool_events("t", _events("c1", "requested", "started", "started"))
-    assert [r.key.call_id for r in saver.orphaned_tool_calls("t")] == ["c1"]
+    listed = [(r.key.call_id, r.state, r.lost_run) for r in saver.tool_calls("t")]
+    assert listed == [("lost", "started", True), ("done", "finished", None), ("kept", "started", False)]
+    only = [r.key.call_id for r in saver.tool_calls("t", [ToolCallKey("tools:1", cp_id(1), "kept")])]
+    assert only == ["kept"]
     saver.close()
 
 
