@@ -73,7 +73,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                                "test_mutation_regressions", "test_crash_retention"),
     "maintenance/repair": ("test_crash_midlog", "test_crash_bitflips", "test_cli_errors"),
     "maintenance/verify": ("test_crash_midlog", "test_crash_bitflips", "test_cli_errors"),
-    "replay/calls": ("test_replay_behaviour", "test_replay_pending"),
+    "replay/calls": ("test_replay_calls", "test_replay_behaviour", "test_replay_pending"),
     "replay/journal": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
     "replay/adapter": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
     "saver/runs": ("test_saver", "test_busy_threads"),
@@ -165,6 +165,9 @@ VERDICTS: dict[str, tuple[str, str]] = {
     _TOOL_LOG + "xǁToolLogǁrecords__mutmut_11": (
         "refs.sort(key=None)",
         "equivalent: references sort by offset first, and offsets rise with seq in a log"),
+    f"{PACKAGE}.replay.calls.x_messages_of__mutmut_12": (
+        'getattr(state, "messages", None) or []',
+        "equivalent: a missing attribute gives `None or []` instead of `[] or []`: both `[]`"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
