@@ -369,10 +369,14 @@ def _is_survivor(status: str) -> bool:
     return status in ("survived", "no tests", "suspicious")
 
 
-def write_report(results: list[ModuleResult], commit: str, command: str, path: Path) -> None:
-    """Write the markdown report of the modules' runs."""
+def write_report(results: list[ModuleResult], commit: str, command: str, path: Path,
+                 not_run: dict[str, int] | None = None) -> None:
+    """Write the markdown report of the modules' runs (``not_run``: modules of the table
+    without a run, with their mutant counts)."""
     out = [f"# Mutation testing at {commit}", "",
-           f"Command: `{command}` (mutmut 3, niced, on the shared 2-core machine).", "",
+           f"Command: `{command}` (mutmut 3, niced, on the shared 2-core machine). Each module ran"
+           " on its scratch copy; survivors were run again (`--survivors`) against the tests of this"
+           " commit. Time: the module's run plus its reruns.", "",
            "| module | generated | run | killed | timed out | survived | of which equivalent | score "
            "| time |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -389,6 +393,12 @@ def write_report(results: list[ModuleResult], commit: str, command: str, path: P
                    f"{len(survivors)} | {equivalent} | {score} | {r.seconds / 60:.1f} min |")
     if total_real:
         out.append(f"| **all** | | | | | | | **{100 * total_killed / total_real:.1f}%** | |")
+    per_mutant = sum(r.seconds for r in results) / max(1, sum(len(r.statuses) for r in results))
+    if not_run:
+        out += ["", "Not run (no time left in this session), with the time a full run would take at"
+                f" this run's pace ({per_mutant:.0f} s a mutant):", ""]
+        out += [f"- `{m}`: {n} mutants, about {n * per_mutant / 3600:.1f} h (a 30-mutant sample:"
+                f" {30 * per_mutant / 60:.0f} min)" for m, n in not_run.items()]
     out += ["",
             "Score: mutants killed (a timeout counts: the mutant made a test hang or loop) over the mutants"
             " run that are not equivalent. \"(sample)\": `--max-mutants` ran that many mutants evenly"
@@ -409,6 +419,15 @@ def write_report(results: list[ModuleResult], commit: str, command: str, path: P
                     "", "  ```diff"]
             out += ["  " + ln for ln in r.diffs[name].splitlines()] + ["  ```", ""]
     path.write_text("\n".join(out) + "\n")
+
+
+def _count_mutants(module: str) -> int:
+    """How many mutants mutmut makes of a module (generated in a scratch copy, not run)."""
+    work = _prepare(module, MODULES[module])
+    try:
+        return len(_generate_only(work))
+    finally:
+        shutil.rmtree(work)
 
 
 def _mutant_order(name: str) -> tuple[str, int]:
@@ -445,12 +464,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run_module(module, args.max_mutants, args.children)
     results = [load_result(m) for m in modules if (_scratch(m) / "run.json").exists()]
+    not_run = {m: _count_mutants(m) for m in modules if not (_scratch(m) / "run.json").exists()}
     for r in results:
         print(f"{r.module}: {len(r.statuses)} of {r.generated} mutants run, {r.count('killed')} killed, "
               f"{r.count('timeout')} timed out, {sum(1 for s in r.statuses.values() if _is_survivor(s))} "
               f"survived, {r.seconds:.0f} s" + (" (mutmut failed)" if r.error else ""), flush=True)
     command = "python -m stress.mutation " + " ".join(sys.argv[1:] if argv is None else argv)
-    write_report(results, commit, command.strip(), path)
+    write_report(results, commit, command.strip(), path, not_run)
     print(f"report: {path}")
     return 1 if any(r.error for r in results) else 0
 
