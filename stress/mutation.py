@@ -220,9 +220,9 @@ def _pyproject(module: str, tests: tuple[str, ...]) -> str:
     )
 
 
-def _prepare(module: str, tests: tuple[str, ...]) -> Path:
-    """A fresh scratch copy of the project for one module's run."""
-    work = SCRATCH / module.replace("/", ".")
+def _prepare(module: str, tests: tuple[str, ...], *, where: Path | None = None) -> Path:
+    """A fresh scratch copy of the project for one module's run (or in ``where``)."""
+    work = where or _scratch(module)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -423,7 +423,7 @@ def write_report(results: list[ModuleResult], commit: str, command: str, path: P
 
 def _count_mutants(module: str) -> int:
     """How many mutants mutmut makes of a module (generated in a scratch copy, not run)."""
-    work = _prepare(module, MODULES[module])
+    work = _prepare(module, MODULES[module], where=SCRATCH / "count")
     try:
         return len(_generate_only(work))
     finally:
