@@ -74,7 +74,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "maintenance/repair": ("test_crash_midlog", "test_crash_bitflips", "test_cli_errors"),
     "maintenance/verify": ("test_crash_midlog", "test_crash_bitflips", "test_cli_errors"),
     "replay/calls": ("test_replay_calls", "test_replay_behaviour", "test_replay_pending"),
-    "replay/journal": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
+    "replay/journal": ("test_journal_checkpointers", "test_replay_behaviour", "test_replay_durability",
+                       "test_replay_pending"),
     "replay/adapter": ("test_replay_behaviour", "test_replay_durability", "test_replay_pending"),
     "saver/runs": ("test_saver", "test_busy_threads"),
     "saver/tool_log": ("test_tool_journal", "test_replay_behaviour", "test_replay_durability",
@@ -168,6 +169,10 @@ VERDICTS: dict[str, tuple[str, str]] = {
     f"{PACKAGE}.replay.calls.x_messages_of__mutmut_12": (
         'getattr(state, "messages", None) or []',
         "equivalent: a missing attribute gives `None or []` instead of `[] or []`: both `[]`"),
+    f"{PACKAGE}.replay.journal.xǁSaverJournalǁ_owns__mutmut_7": (
+        'getattr(checkpointer, "STORE", None)',
+        "equivalent (performance only): the saver's own checkpoints are looked up through its"
+        " get_tuple, as for any other checkpointer, instead of its index; the same answers"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"

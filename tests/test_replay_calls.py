@@ -11,9 +11,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from langgraph_jsonl_checkpoint.replay.calls import context_of, messages_of, slots_held
+from langgraph_jsonl_checkpoint import ConfigError
+from langgraph_jsonl_checkpoint.replay.calls import context_of, messages_of, slots_held, thread_of
 
 CALLS = [{"name": "f", "args": {"q": i}, "id": f"c{i}", "type": "tool_call"} for i in range(3)]
 
@@ -64,3 +66,12 @@ def test_slots_held_counts_resume_values_and_a_null_resume() -> None:
     assert slots_held(_request(0, _config(), state, SimpleNamespace(resume=["a"]))) is None
     assert slots_held(_request(0, _config(), state)) is None
     assert slots_held(_request(0, None, state)) is None
+
+
+def test_a_graph_run_without_a_thread_id_is_told_how_to_give_one() -> None:
+    for config in (None, {}, {"configurable": {}}):
+        with pytest.raises(ConfigError) as err:
+            thread_of(config)
+        assert str(err.value) == (
+            "ReplayAdapter needs a thread_id: run the graph with a checkpointer and "
+            "config={'configurable': {'thread_id': ...}}.")
