@@ -90,6 +90,7 @@ _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
 _INDEX = f"{PACKAGE}.disk.index."
 _READER = f"{PACKAGE}.values.reader."
+_RECORDS = f"{PACKAGE}.values.records."
 _CODEC = f"{PACKAGE}.values.codec."
 _TOOL_LOG = f"{PACKAGE}.saver.tool_log."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
@@ -173,6 +174,19 @@ VERDICTS: dict[str, tuple[str, str]] = {
         'getattr(checkpointer, "STORE", None)',
         "equivalent (performance only): the saver's own checkpoints are looked up through its"
         " get_tuple, as for any other checkpointer, instead of its index; the same answers"),
+    _READER + "xǁValueReaderǁ_unrebuildable__mutmut_6": (
+        "path=self.log.path,",
+        "unreached, not proven equivalent: the branch for a version with no stored value at all;"
+        " every caller asks only for versions the index holds a value for (a checkpoint naming a"
+        " version with no value reads it as empty, as LangGraph does)"),
+    _RECORDS + "xǁRecordBuilderǁ_same_as_stored__mutmut_9": (
+        "version_key(cached[1])",
+        "equivalent (performance only): the cached proof never matches, so the stored value is read"
+        " back and compared instead"),
+    _RECORDS + "xǁRecordBuilderǁ_witnessed_delta__mutmut_8": (
+        "type(None) is not ListWitness",
+        "equivalent (performance only): the witness shortcut is never taken; the encoding"
+        " comparison finds the same delta"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"

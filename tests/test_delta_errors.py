@@ -60,7 +60,8 @@ def test_a_delta_longer_than_its_base_says_is_refused_naming_where(tmp_path: Pat
         saver.get_tuple(config("t"))
     msg = str(err.value)
     for part in ("'t'", files.log, "'m'", repr(delta["ver"]), f"byte offset {offset}", "extends 7 items",
-                 "holds 3", "cannot be rebuilt", "edited or damaged", "repair"):
+                 "holds 3: the value cannot be rebuilt. This package never writes such a record (the log"
+                 " was edited or damaged).", "repair"):
         assert part in msg, (part, msg)
     assert err.value.path == files.log and err.value.offset == offset
 
@@ -80,3 +81,4 @@ def test_a_delta_whose_base_was_never_stored_is_refused_naming_where(tmp_path: P
     # The checkpoints before it are still served.
     assert saver.get_tuple(config("t", checkpoint_id=cp_id(3))).checkpoint["channel_values"]["m"] == [
         "item 1", "item 2", "item 3"]
+

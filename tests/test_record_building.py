@@ -129,3 +129,16 @@ def test_an_unencodable_item_names_the_thread_and_channel(tmp_path: Path, how: s
         saver.put(parent, cp, {}, {"m": version})
     saver.close()
     assert os.path.exists(ThreadFiles.of(tmp_path / "s", "t").log)
+
+
+def test_a_list_of_tuples_named_again_with_other_items_replaces_the_stored_value(tmp_path: Path) -> None:
+    """Tuples are not plain data: the saver's proof of such a list is a fingerprint of its
+    encoding, not a witness of its objects."""
+    ours, mem = JsonlSaver(tmp_path / "s"), InMemorySaver()
+    parents = [config("t"), config("t")]
+    for i, value in enumerate([[(1, 2)], [(1, 2)], [(3, 4)]], start=1):
+        parents = _put_both([ours, mem], parents, i, {"m": value}, {"m": _v(1)})
+        assert _state(ours, i) == _state(mem, i), i
+    assert _state(ours, 3)["m"] == [[3, 4]]  # msgpack gives tuples back as lists, as to InMemorySaver
+    written = [r["values"] for r in _records(tmp_path / "s", "checkpoint")]
+    assert written[1] == {} and "val" in written[2]["m"]
