@@ -61,7 +61,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "disk/sidecar": ("test_sidecar", "test_sidecar_checks", "test_index_sources", "test_crash_index"),
     "disk/generations": ("test_log_lifecycle", "test_delete_runs", "test_retention", "test_crash_io_faults",
                          "test_mutation_regressions", "test_saver"),
-    "disk/store": ("test_saver", "test_retention", "test_crash_security", "test_mutation_regressions"),
+    "disk/store": ("test_store_dir", "test_saver", "test_retention", "test_crash_security",
+                   "test_crash_midlog", "test_mutation_regressions"),
     "values/reader": ("test_format", "test_delta_errors", "test_witness", "test_saver",
                       "test_differential_channels"),
     "values/records": ("test_format", "test_record_building", "test_index_sources", "test_witness",
@@ -90,6 +91,7 @@ _FRAMING = f"{PACKAGE}.disk.framing."
 _LOG = f"{PACKAGE}.disk.log."
 _INDEX = f"{PACKAGE}.disk.index."
 _READER = f"{PACKAGE}.values.reader."
+_STORE = f"{PACKAGE}.disk.store."
 _RECORDS = f"{PACKAGE}.values.records."
 _CODEC = f"{PACKAGE}.values.codec."
 _TOOL_LOG = f"{PACKAGE}.saver.tool_log."
@@ -187,6 +189,22 @@ VERDICTS: dict[str, tuple[str, str]] = {
         "type(None) is not ListWitness",
         "equivalent (performance only): the witness shortcut is never taken; the encoding"
         " comparison finds the same delta"),
+    _STORE + "xǁStoreǁ__init____mutmut_1": (
+        "read_only: bool = True,",
+        "equivalent: the one caller (JsonlSaver) always passes read_only"),
+    _STORE + "xǁStoreǁ_become_store__mutmut_15": (
+        "mode = None",
+        "equivalent: the directory is chmod-ed to 0700 even when it already is (one log line more)"),
+    _STORE + "xǁStoreǁthread_log__mutmut_3": (
+        'encode("UTF-8")',
+        "equivalent: codec names are case-insensitive"),
+    _STORE + "xǁStoreǁrun_lock__mutmut_7": (
+        "thread_file_stem(thread_id), None)",
+        "equivalent: a RunLock never uses the temp folder of its paths"),
+    _STORE + "xǁStoreǁkeep_warm__mutmut_6": (
+        "self._cool(None)",
+        "equivalent (performance only): a log's cached items are counted twice, so value caches are"
+        " dropped sooner; they are only caches"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"

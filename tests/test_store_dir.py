@@ -1,0 +1,87 @@
+"""The store directory: an empty directory made private, leftovers of dead processes
+swept at open, foreign and unreadable files named with what to do, a marker from a newer
+release refused.
+
+Written for mutants of ``disk/store.py`` that survived the suite (stress/mutation.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver
+from langgraph_jsonl_checkpoint.disk import store as store_mod
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
+DEAD_PID = 2**22 + 12345  # above the kernel's pid_max default: never a live process
+
+
+def _put(saver: JsonlSaver, thread: str) -> None:
+    v = {"m": saver.get_next_version(None, None)}
+    saver.put(config(thread), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
+
+
+def test_an_empty_directory_becomes_a_private_store(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    d.mkdir()
+    d.chmod(0o755)
+    JsonlSaver(d).close()
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    assert (d / store_mod.MARKER).exists()
+
+
+def test_temp_files_of_dead_processes_are_swept_at_open(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    saver = JsonlSaver(d)
+    _put(saver, "t")
+    saver.close()
+    tmp = d / store_mod.TEMP_DIR
+    dead, live = tmp / f"t.compact.{DEAD_PID}-1", tmp / f"t.compact.{os.getpid()}-1"
+    marker_dead = d / f"{store_mod.MARKER_TEMP}.{DEAD_PID}-7"
+    marker_live = d / f"{store_mod.MARKER_TEMP}.{os.getpid()}-7"
+    for p in (dead, live, marker_dead, marker_live):
+        p.write_bytes(b"partial")
+    again = JsonlSaver(d)
+    assert again.get_tuple(config("t")) is not None
+    assert not dead.exists() and not marker_dead.exists()
+    assert live.exists() and marker_live.exists()  # this process is alive: its files stay
+    again.close()
+
+
+def test_foreign_and_unreadable_thread_files_are_named_with_what_to_do(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    saver = JsonlSaver(d)
+    _put(saver, "t")
+    threads = d / store_mod.THREADS_DIR
+    (threads / "notes.jsonl").write_text('{"hello": 1}\n')
+    os.symlink(tmp_path / "nowhere", threads / "gone.jsonl")
+    found = {os.path.basename(f.path): f for f in saver.store.catalog()}
+    assert found[[n for n in found if n not in ("notes.jsonl", "gone.jsonl")][0]].thread_id == "t"
+    notes, gone = found["notes.jsonl"], found["gone.jsonl"]
+    assert notes.thread_id is None and notes.path == str(threads / "notes.jsonl")
+    assert str(notes.error) == (f"{threads / 'notes.jsonl'} is not a langgraph-jsonl-checkpoint log"
+                                " (no header record). Move it out of the store directory.")
+    assert gone.thread_id is None and gone.path == str(threads / "gone.jsonl")
+    assert str(gone.error).startswith(f"cannot open {threads / 'gone.jsonl'} (")
+    assert str(gone.error).endswith(
+        "); the store only holds regular files it created. Remove or fix that file.")
+    saver.close()
+
+
+def test_a_store_of_a_newer_format_is_refused_with_the_upgrade_to_make(tmp_path: Path) -> None:
+    d = tmp_path / "s"
+    JsonlSaver(d).close()
+    marker = d / store_mod.MARKER
+    data = json.loads(marker.read_text())
+    data["format"] = store_mod.STORE_FORMAT + 1
+    marker.write_text(json.dumps(data))
+    with pytest.raises(FormatVersionError) as err:
+        JsonlSaver(d)
+    assert str(err.value).endswith(
+        f"reads store format {store_mod.STORE_FORMAT}. The store was written by a newer release: upgrade"
+        " the package (pip install -U langgraph-jsonl-checkpoint) to open it.")
