@@ -75,7 +75,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "values/witness": ("test_witness",),
     "maintenance/compaction": ("test_saver", "test_delete_runs", "test_retention",
                                "test_mutation_regressions", "test_crash_retention"),
-    "maintenance/repair": ("test_crash_midlog", "test_crash_bitflips", "test_cli_errors"),
+    "maintenance/repair": ("test_repair_result", "test_crash_midlog", "test_crash_bitflips",
+                           "test_cli_errors"),
     "maintenance/verify": ("test_verify_report", "test_crash_midlog", "test_crash_bitflips",
                            "test_cli_errors"),
     "replay/calls": ("test_replay_calls", "test_replay_behaviour", "test_replay_pending"),
@@ -363,6 +364,7 @@ def rerun_survivors(module: str, children: int) -> None:
     (work / "run.json").write_text(json.dumps(run))
 
 
+_SPINNER = tuple("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 _AGAIN = ("survived", "no tests", "suspicious", "not checked")
 
 
@@ -377,7 +379,8 @@ def load_result(module: str) -> ModuleResult:
     codes = run.get("codes") or {k: v for k, v in _meta(work).items() if not chosen or k in chosen}
     result.statuses = {k: STATUS.get(v, "suspicious") for k, v in codes.items()}
     if run["exit"] != 0 and all(s == "not checked" for s in result.statuses.values()):
-        result.error = (work / "mutmut-run.log").read_text()[-3000:]
+        log = (work / "mutmut-run.log").read_text().splitlines()
+        result.error = "\n".join(ln for ln in log if not ln.lstrip().startswith(_SPINNER))[-3000:]
     for name, status in result.statuses.items():
         if status in ("survived", "no tests", "suspicious"):
             result.diffs[name] = _show(work, name)

@@ -1,0 +1,94 @@
+"""``repair`` in-process, result by result: what it keeps, what it drops and why (with
+byte ranges), the archive copy, the new generation, and its refusals.
+
+Written for maintenance/repair.py, whose mutants no fast test reached in-process (the
+crash tests run repair through the CLI in child processes; stress/mutation.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from langgraph_jsonl_checkpoint import ConfigError, FormatVersionError, JsonlSaver
+from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.maintenance.repair import repair, salvage_records
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.raw_log import ThreadFiles
+
+
+def _fill(saver: JsonlSaver, thread: str, n: int) -> None:
+    parent = config(thread)
+    items: list[str] = []
+    for i in range(1, n + 1):
+        items = items + [f"item {i}"]
+        v = {"m": f"{i:032}.{0:016}"}
+        parent = saver.put(parent, make_checkpoint(cp_id(i), {"m": items}, v), {}, v)
+
+
+def _lines(path: str) -> list[bytes]:
+    return Path(path).read_bytes().splitlines(keepends=True)
+
+
+def test_repair_keeps_every_readable_record_and_says_what_it_dropped(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    _fill(saver, "healthy", 2)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    lines = _lines(log)  # header, then checkpoints 1..6 (1 full, then deltas)
+    off = [len(b"".join(lines[:i])) for i in range(len(lines) + 1)]
+    damaged = lines[4][:10] + b"#" + lines[4][11:]  # checkpoint 4: its delta is lost
+    unfinished = framing.frame({"t": "writes", "ns": "", "cp": cp_id(6), "task": "x", "path": "",
+                                "w": [], "seq": 7, "more": 1})
+    original = b"".join(lines[:4] + [damaged] + lines[5:] + [lines[2], unfinished])
+    Path(log).write_bytes(original)
+
+    saver = JsonlSaver(store)
+    result = repair(saver, "t")
+    end = len(original)
+    stale_at = off[7]
+    assert result.thread_id == "t"
+    assert result.dropped[:3] == [
+        f"bytes {off[4]}-{off[5]}: damaged line (checksum does not match)",
+        f"bytes {stale_at}-{stale_at + len(lines[2])}: record 2 out of sequence (a stale copy)",
+        f"bytes {stale_at + len(lines[2])}-{end}: an unfinished batch at the end (never acknowledged)",
+    ]
+    later = result.dropped[3:]  # checkpoints 5 and 6 extend the lost value
+    assert [d.split(" at byte ")[0] for d in later] == [f"checkpoint {cp_id(5)}", f"checkpoint {cp_id(6)}"]
+    assert [d.split(" at byte ")[1].split(":")[0] for d in later] == [str(off[5]), str(off[6])]
+    assert result.kept_records == 3
+    assert result.kept_bytes == len(Path(log).read_bytes())
+    assert result.dropped_bytes == end - result.kept_bytes
+    assert result.archived_to is not None and Path(result.archived_to).read_bytes() == original
+    assert Path(result.archived_to).parent == store / "archive"
+    header = json.loads(_lines(log)[0])
+    assert header["gen"] == 2 and header["thread"] == "t"
+    assert [t.checkpoint["id"] for t in saver.list(config("t"))] == [cp_id(3), cp_id(2), cp_id(1)]
+    assert saver.get_tuple(config("t")).checkpoint["channel_values"]["m"] == ["item 1", "item 2", "item 3"]
+
+    untouched = repair(saver, "healthy")
+    assert (untouched.archived_to, untouched.dropped, untouched.dropped_bytes, untouched.kept_records) == (
+        None, [], 0, 2)
+    with pytest.raises(ConfigError, match=r"has no thread 'nope' \(no file .*\); `langgraph-jsonl threads`"):
+        repair(saver, "nope")
+    saver.close()
+
+
+def test_salvage_refuses_a_log_of_a_newer_format_and_keeps_the_generation() -> None:
+    header = {"t": "header", "seq": 0, "format": 1, "thread": "t", "gen": 5}
+    rec = {"t": "tool", "ns": "", "cp": "x", "call": "c", "ev": "requested", "seq": 1}
+    salvage = salvage_records(framing.frame(header) + framing.frame(rec), "t")
+    assert salvage.gen == 5 and salvage.dropped == [] and [r["seq"] for r in salvage.records] == [1]
+    assert salvage_records(framing.frame({**header, "gen": "x"}), "t").gen == 1
+    newer = orjson.loads(framing.frame(header))
+    del newer["c"]
+    newer["format"] = 99
+    with pytest.raises(FormatVersionError) as err:
+        salvage_records(framing.frame(newer), "t")
+    assert str(err.value) == ("thread 't': the log has format version 99; this version of the package reads"
+                              " format 1. Upgrade langgraph-jsonl-checkpoint to repair it.")
