@@ -238,6 +238,7 @@ class ModuleResult:
     diffs: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     error: str = ""
+    source: str = ""
     generated: int = 0
     sampled: int | None = None
 
@@ -331,6 +332,7 @@ def run_module(module: str, max_mutants: int | None, children: int) -> None:
     code = _mutmut(work, "run", "--max-children", str(children), *chosen)
     codes = _meta(work)
     run = {"seconds": time.monotonic() - start, "chosen": chosen, "exit": code, "max_mutants": max_mutants,
+           "source": _source_commit(),
            "codes": {n: codes.get(n) for n in (chosen or codes)}}
     (work / "run.json").write_text(json.dumps(run))
 
@@ -374,6 +376,7 @@ def load_result(module: str) -> ModuleResult:
     run = json.loads((work / "run.json").read_text())
     result = ModuleResult(module, MODULES[module], seconds=run["seconds"] + run.get("rerun_seconds", 0.0))
     result.sampled = run.get("max_mutants")
+    result.source = run.get("source", "")
     result.generated = len(_meta(work))
     chosen = set(run["chosen"])
     codes = run.get("codes") or {k: v for k, v in _meta(work).items() if not chosen or k in chosen}
@@ -402,6 +405,13 @@ def verdict(name: str, diff: str) -> str:
     return reason
 
 
+def _source_commit() -> str:
+    """The last commit that changed the package's source (what a run mutates)."""
+    out = subprocess.run(["git", "log", "-1", "--format=%h", "--", PACKAGE], cwd=ROOT, capture_output=True,
+                         text=True)
+    return out.stdout.strip()
+
+
 def _commit() -> str:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
@@ -419,8 +429,10 @@ def write_report(results: list[ModuleResult], commit: str, command: str, path: P
     without a run, with their mutant counts)."""
     out = [f"# Mutation testing at {commit}", "",
            f"Command: `{command}` (mutmut 3, niced, on the shared 2-core machine). Each module ran"
-           " on its scratch copy; survivors were run again (`--survivors`) against the tests of this"
-           " commit. Time: the module's run plus its reruns.", "",
+           " on a scratch copy of the package source at commit"
+           f" {', '.join(sorted({r.source for r in results if r.source})) or '(not recorded)'};"
+           f" survivors were run again (`--survivors`) against the tests of {commit}. Time: the"
+           " module's run plus its reruns.", "",
            "| module | generated | run | killed | timed out | survived | of which equivalent | score "
            "| time |",
            "|---|---|---|---|---|---|---|---|---|"]
