@@ -210,6 +210,10 @@ VERDICTS: dict[str, tuple[str, str]] = {
         "self._cool(None)",
         "equivalent (performance only): a log's cached items are counted twice, so value caches are"
         " dropped sooner; they are only caches"),
+    f"{PACKAGE}.replay.adapter.xǁReplayAdapterǁ_deliberate__mutmut_16": (
+        "ordinal += 2",
+        "equivalent: ordinals are only compared with each other (a question's and its answer's),"
+        " and both come from the same counter"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"
