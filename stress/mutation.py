@@ -454,6 +454,12 @@ def write_report(results: list[ModuleResult], commit: str, command: str, path: P
     if total_real:
         out.append(f"| **all** | | | | | | | **{100 * total_killed / total_real:.1f}%** | |")
     per_mutant = sum(r.seconds for r in results) / max(1, sum(len(r.statuses) for r in results))
+    sampled = [r for r in results if len(r.statuses) < r.generated]
+    if sampled:
+        left = sum(r.generated - len(r.statuses) for r in sampled)
+        out += ["", f"Not run: the other {left} mutants of the sampled modules; about"
+                f" {left * per_mutant / 3600:.0f} h more at this run's pace ({per_mutant:.0f} s a mutant, two"
+                " at a time, on a machine shared with other work)."]
     if not_run:
         out += ["", "Not run (no time left in this session), with the time a full run would take at"
                 f" this run's pace ({per_mutant:.0f} s a mutant):", ""]
