@@ -71,7 +71,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "values/records": ("test_format", "test_record_building", "test_index_sources", "test_witness",
                        "test_saver", "test_differential_channels"),
     "values/codec": ("test_format", "test_encode_errors", "test_differential_serde", "test_record_building",
-                     "test_async_writes", "test_saver"),
+                     "test_saver"),
     "values/witness": ("test_witness",),
     "maintenance/compaction": ("test_saver", "test_delete_runs", "test_retention",
                                "test_mutation_regressions", "test_crash_retention"),
