@@ -8,6 +8,7 @@ crash tests run repair through the CLI in child processes; stress/mutation.py).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -66,6 +67,8 @@ def test_repair_keeps_every_readable_record_and_says_what_it_dropped(tmp_path: P
     assert result.dropped_bytes == end - result.kept_bytes
     assert result.archived_to is not None and Path(result.archived_to).read_bytes() == original
     assert Path(result.archived_to).parent == store / "archive"
+    stem = Path(log).name[: -len(".jsonl")]
+    assert re.fullmatch(re.escape(stem) + r"\.\d{8}T\d{12}Z\.jsonl", Path(result.archived_to).name)
     header = json.loads(_lines(log)[0])
     assert header["gen"] == 2 and header["thread"] == "t"
     assert [t.checkpoint["id"] for t in saver.list(config("t"))] == [cp_id(3), cp_id(2), cp_id(1)]

@@ -88,11 +88,11 @@ def test_verify_names_a_missing_log_a_foreign_header_and_a_log_without_header(tm
     store, files = _store(tmp_path)
     saver = JsonlSaver(store, read_only=True)
     shutil.copy(files["a-good"].log, ThreadFiles.of(store, "x-copy").log)
-    report = verify(saver, ["x-copy", "nope"])
+    report = verify(saver, ["nope", "x-copy"])
     assert report.findings == [
+        Finding("nope", ThreadFiles.of(store, "nope").log, None, "no log for this thread"),
         Finding("x-copy", ThreadFiles.of(store, "x-copy").log, 0,
                 "the header names another thread ('a-good')"),
-        Finding("nope", ThreadFiles.of(store, "nope").log, None, "no log for this thread"),
     ]
     assert report.threads == 2
     headless = _lines(files["e-good"].log)[1:]  # valid records, but the header is gone
@@ -106,3 +106,19 @@ def test_verify_names_a_missing_log_a_foreign_header_and_a_log_without_header(tm
     report = verify(JsonlSaver(store, read_only=True), ["e-good", "a-good"], track=track)
     assert seen == [["e-good", "a-good"]]
     assert report.findings == [Finding("e-good", files["e-good"].log, 0, "no header record")]
+
+
+def test_verify_names_a_checkpoint_whose_delta_base_is_missing(tmp_path: Path) -> None:
+    store, files = _store(tmp_path)
+    lines = _lines(files["a-good"].log)
+    k = max(i for i, line in enumerate(lines) if b'"base"' in line and b'"t":"checkpoint"' in line)
+    rec = orjson.loads(lines[k])
+    del rec["c"]
+    rec["values"]["m"]["base"] = f"{99:032}.{0:016}"  # a version no record stores
+    lines[k] = framing.frame(rec)
+    Path(files["a-good"].log).write_bytes(b"".join(lines))
+    report = verify(JsonlSaver(store, read_only=True), ["a-good", "e-good"])
+    assert report.threads == 2
+    assert [(f.thread_id, f.path, f.offset) for f in report.findings][:1] == [
+        ("a-good", files["a-good"].log, _offset_of(lines, k))]
+    assert all(f.thread_id == "a-good" and f.problem for f in report.findings)
