@@ -214,6 +214,12 @@ VERDICTS: dict[str, tuple[str, str]] = {
         "ordinal += 2",
         "equivalent: ordinals are only compared with each other (a question's and its answer's),"
         " and both come from the same counter"),
+    f"{PACKAGE}.maintenance.repair.x_salvage_records__mutmut_30": (
+        "if nl >= 1 else None",
+        "equivalent: at `nl == 0` the line is empty, which `parse_line` refuses as well"),
+    f"{PACKAGE}.maintenance.repair.x_salvage_records__mutmut_66": (
+        'rec.get("gen", )',
+        "equivalent: the default is used only when the key is missing, and the branch needs an int there"),
     _LOG + "xǁThreadLogǁ_verify_checksums__mutmut_8": (
         "self.index.committed_end, 1)",
         "equivalent (performance only): every span misreads, so the index is rebuilt by a full scan,"

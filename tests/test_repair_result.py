@@ -95,3 +95,35 @@ def test_salvage_refuses_a_log_of_a_newer_format_and_keeps_the_generation() -> N
         salvage_records(framing.frame(newer), "t")
     assert str(err.value) == ("thread 't': the log has format version 99; this version of the package reads"
                               " format 1. Upgrade langgraph-jsonl-checkpoint to repair it.")
+
+
+def test_repair_drops_a_checkpoint_whose_unchanged_value_was_in_a_damaged_record(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    v1 = {"m": f"{1:032}.{0:016}", "n": f"{1:032}.{0:016}"}
+    first = saver.put(config("t"), make_checkpoint(cp_id(1), {"m": ["a"], "n": {"k": 1}}, v1), {}, v1)
+    v2 = {"m": f"{2:032}.{0:016}", "n": v1["n"]}  # n unchanged: stored in checkpoint 1 only
+    saver.put(first, make_checkpoint(cp_id(2), {"m": {"other": 1}, "n": {"k": 1}}, v2), {}, {"m": v2["m"]})
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    lines = _lines(log)
+    off = [len(b"".join(lines[:i])) for i in range(len(lines) + 1)]
+    Path(log).write_bytes(b"".join([lines[0], lines[1][:8] + b"#" + lines[1][9:], *lines[2:]]))
+    result = repair(JsonlSaver(store), "t")
+    assert result.dropped == [
+        f"bytes {off[1]}-{off[2]}: damaged line (checksum does not match)",
+        f"checkpoint {cp_id(2)} at byte {off[2]}: the values of ['n'] were in a damaged record",
+    ]
+    assert result.kept_records == 0
+
+
+def test_repair_of_a_log_starting_with_an_empty_line_drops_only_that_line(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    _fill(saver, "t", 2)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    Path(log).write_bytes(b"\n" + Path(log).read_bytes())
+    salvage = salvage_records(Path(log).read_bytes(), "t")
+    assert salvage.dropped == ["bytes 0-1: damaged line (checksum does not match)"]
+    assert [r["id"] for r in salvage.records] == [cp_id(1), cp_id(2)]
