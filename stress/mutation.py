@@ -542,6 +542,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.count('timeout')} timed out, {sum(1 for s in r.statuses.values() if _is_survivor(s))} "
               f"survived, {r.seconds:.0f} s" + (" (mutmut failed)" if r.error else ""), flush=True)
     command = "python -m stress.mutation " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.report_only:
+        samples = sorted({r.sampled for r in results if r.sampled})
+        runs = f"--max-mutants {samples[0]}" if len(samples) == 1 else "(see run.json)"
+        command = (f"python -m stress.mutation {runs}`, then `--survivors` after each batch of new"
+                   f" tests; this report: `{command.strip()}")
     write_report(results, commit, command.strip(), path, not_run)
     print(f"report: {path}")
     return 1 if any(r.error for r in results) else 0
