@@ -5,7 +5,9 @@ Run it from the repository root, in the project's virtualenv with the ``mutation
 
     python -m stress.mutation                          # the storage and replay core
     python -m stress.mutation --module disk/framing    # one module (repeatable)
-    python -m stress.mutation --module disk/framing --max-mutants 40
+    python -m stress.mutation --module disk/framing --max-mutants 30
+    python -m stress.mutation --survivors             # the last survivors, against new tests
+    python -m stress.mutation --report-only --report stress/results/mutation-<commit>.md
 
 For each module it makes a scratch copy of the project under ``.mutation/<module>/``,
 whose ``pyproject.toml`` tells mutmut to mutate that one module and to run the test files
