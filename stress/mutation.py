@@ -15,7 +15,8 @@ that ``MODULES`` lists for it (mutmut then narrows each mutant to the tests that
 the mutated function). It runs ``mutmut run`` there (niced), reads mutmut's verdicts and
 writes ``stress/results/mutation-<commit>.md``: per module the mutants generated, killed,
 survived, timed out and the time taken, then every survivor with its diff and its verdict
-from ``VERDICTS`` (an equivalent mutant and why, or "missing test" until one is written).
+from ``stress/mutation_verdicts.py`` (an equivalent mutant and why, or "missing test" until
+one is written).
 
 Why mutmut and not cosmic-ray: mutmut 3 forks each mutant's test run from a process that
 has already imported LangGraph and collected the tests, and runs only the tests that
