@@ -143,7 +143,7 @@ def test_several_processes_sweeping_at_once_archive_each_thread_once(tmp_path: P
     reports = [json.loads((tmp_path / f"out{i}").read_text()) for i in range(3)]
     swept = [t for r in reports for t in r["swept"]]
     assert sorted(swept) == sorted(threads), "each thread archived exactly once between them"
-    assert not any(r["errors"] for r in reports)
+    assert not any(r["errors"] for r in reports), [r["errors"] for r in reports]
     with JsonlSaver(store) as after:
         assert sorted(a.thread_id for a in after.archived()) == sorted(threads)
         assert list(after.store.thread_ids()) == []

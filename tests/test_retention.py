@@ -342,3 +342,43 @@ def test_maintenance_is_not_activity(tmp_path: Path) -> None:
     graph.invoke({"messages": [HumanMessage("what is 4 + 2?", id="later")]}, _cfg("t"))
     assert saver.sweep({"default_ttl": 60, "strategy": "delete"}).active == 1  # a write is activity
     saver.close()
+
+
+def test_a_log_another_sweeper_moved_meanwhile_is_skipped_not_reported(tmp_path: Path) -> None:
+    """Several processes sweep at once: a log listed by this sweep may be archived by
+    another before this one reads its header. That is no error (it was found at 20-40%
+    by test_crash_retention's three sweepers)."""
+    saver = JsonlSaver(tmp_path / "s")
+    graph = build_agent_graph().compile(checkpointer=saver)
+    for tid in ("t1", "t2"):
+        graph.invoke({"messages": [("user", "what is 1 + 2?")]}, _cfg(tid))
+    listed = list(saver.store.log_activity())
+    gone = listed[0][0]
+    os.remove(gone)  # as another sweeper's archive step does, between listing and reading
+    with pytest.raises(FileNotFoundError):
+        saver.store.thread_id_at(gone)
+    saver.store.log_activity = lambda: iter(listed)  # type: ignore[method-assign]
+    report = saver.sweep({"default_ttl": 1, "strategy": "archive"}, now=time.time() + 3600)
+    assert report.errors == []
+    assert [t for t, _ in report.swept] == ["t2"]
+    saver.close()
+
+
+def test_a_listing_leaves_out_a_log_removed_after_the_directory_was_read(tmp_path: Path) -> None:
+    from langgraph_jsonl_checkpoint.disk import catalog
+
+    saver = JsonlSaver(tmp_path / "s")
+    graph = build_agent_graph().compile(checkpointer=saver)
+    for tid in ("t1", "t2"):
+        graph.invoke({"messages": [("user", "what is 1 + 2?")]}, _cfg(tid))
+    saver.close()
+    threads = str(tmp_path / "s" / "threads")
+
+    def read_then_vanish(path: str, name: str) -> str:
+        if name.startswith("t1-"):
+            raise FileNotFoundError(path)
+        return "t2"
+
+    listed, now = catalog.list_logs(threads, {}, read_then_vanish)
+    assert [(os.path.basename(p)[:2], tid, err) for p, tid, err in listed] == [("t2", "t2", None)]
+    assert [tid for _, tid in now.values()] == ["t2"]

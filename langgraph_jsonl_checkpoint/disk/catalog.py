@@ -110,6 +110,8 @@ def list_logs(
         else:
             try:
                 tid = read_thread_id(path, name)
+            except FileNotFoundError:
+                continue  # deleted, swept or archived since the directory was read
             except JsonlCheckpointError as exc:
                 out.append((path, None, exc))
                 continue

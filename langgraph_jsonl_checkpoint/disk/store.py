@@ -378,13 +378,22 @@ class Store:
         :meth:`log_activity`'s).
 
         Raises:
+            FileNotFoundError: The log is gone (another process swept or deleted it).
             ForeignFileError: The file is not one of this store's logs.
         """
         return self._read_thread_id(path, os.path.basename(path))
 
     def _read_thread_id(self, path: str, entry: str) -> str:
+        """The id in a log's header.
+
+        Raises:
+            FileNotFoundError: The log is gone (deleted, swept or archived meanwhile).
+            ForeignFileError: The file is not one of this store's logs.
+        """
         try:
             fd = files.open_file(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise
         except OSError as exc:
             raise ForeignFileError(
                 f"cannot open {path} ({exc.strerror}); the store only holds regular files "
