@@ -230,6 +230,42 @@ def test_store_journal_with_another_checkpointer_asks_about_a_lost_run(tmp_path:
     assert adapter.journal.orphans("t", saver) == []
 
 
+def test_a_lost_call_of_an_idempotent_tool_is_closed_without_asking(tmp_path: Path) -> None:
+    """In one process (so mutation testing sees it): a lookup started in a run whose state
+    was lost is closed as superseded, nobody is asked, and the re-planned lookup runs."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+    from tests.harness.replay_crashes import IDEMPOTENT_BY_NAME
+    from tests.harness.replay_tools import HookMap, build_graph, config, make_tools
+
+    lookup = [[[call("lookup_order", "c1", order_id="42")]]]
+    saver, store = InMemorySaver(), InMemoryStore()
+
+    def graph(hooks=None):
+        adapter = ReplayAdapter(store=store, idempotent=IDEMPOTENT_BY_NAME)
+        tools = make_tools(tmp_path / "effects.log", hooks=hooks)
+        g = build_graph("tool_node", tools=tools, plan=lookup, checkpointer=saver, adapter=adapter)
+        return g, adapter
+
+    def die() -> None:
+        raise _Died()
+
+    g, _ = graph(HookMap({("after_effect", "c1"): die}))
+    with pytest.raises(_Died):
+        g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    saver.delete_thread("t")  # the run's state is lost; the journal in the store is not
+    g, adapter = graph()
+    g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    assert g.get_state(config("t")).interrupts == ()
+    assert effects(tmp_path / "effects.log") == {"c1": 2}
+    events = sorted(r.events[-1] for r in adapter.tool_calls("t"))
+    assert events == ["finished", "superseded"], events
+    assert adapter.journal.orphans("t", saver) == []
+
+
 def test_a_checkpoint_never_saved_holds_the_tool_and_says_why(tmp_path: Path) -> None:
     import time
 
