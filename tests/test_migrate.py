@@ -9,6 +9,7 @@ when a run resumed on the target goes on as it would have on the source.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,11 @@ def sqlite_url(path: Path) -> str:
 
 
 def read_sqlite(path: Path) -> dict[str, Any]:
-    with sqlite3.connect(path, check_same_thread=False) as conn, within(120, "reading the SQLite file"):
+    with (
+        closing(sqlite3.connect(path, check_same_thread=False)) as conn,
+        conn,
+        within(120, "reading the SQLite file"),
+    ):
         return histories(SqliteSaver(conn))
 
 
@@ -117,7 +122,7 @@ def test_a_graph_resumed_on_the_target_continues_as_on_the_source(
     mine = copy_of(sqlite_app, tmp_path / "mine.db")
     assert copy_threads(sqlite_url(mine), pg_url, setup=True).ok
     assert copy_threads(sqlite_url(mine), str(tmp_path / "store")).ok
-    with sqlite3.connect(mine, check_same_thread=False) as conn:
+    with closing(sqlite3.connect(mine, check_same_thread=False)) as conn, conn:
         expected = _resume(SqliteSaver(conn))
     with PostgresSaver.from_conn_string(pg_url) as saver:
         assert _resume(saver) == expected
@@ -243,7 +248,7 @@ def test_the_journal_goes_into_sqlite_store_and_back(tmp_path: Path) -> None:
         before = [(r.key, r.state, r.effective_state, r.args) for r in saver.tool_calls("agent")]
     report = copy_threads(str(tmp_path / "s"), sqlite_url(tmp_path / "app.db"))
     assert report.ok and report.journal_records == 2
-    with sqlite3.connect(tmp_path / "app.db", check_same_thread=False) as conn:
+    with closing(sqlite3.connect(tmp_path / "app.db", check_same_thread=False)) as conn, conn:
         records = StoreJournal(SqliteStore(conn)).all("agent")
         assert [(r.key, r.state, r.effective_state, r.args) for r in records] == before
     back = copy_threads(sqlite_url(tmp_path / "app.db"), str(tmp_path / "back"))

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -33,7 +34,7 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def many_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """150 threads of a small graph, three runs each (about 2,000 checkpoints)."""
     path = tmp_path_factory.mktemp("many") / "many.db"
-    with sqlite3.connect(path, check_same_thread=False) as conn:
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn, conn:
         graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
         for i in range(150):
             for n in range(3):
@@ -137,7 +138,7 @@ def _checkpoint_records(store: Path) -> int:
 
 
 def _source_checkpoints(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn, conn:
         return int(conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0])
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def histories(saver: Any, thread_ids: Any = GRAPHS) -> dict[str, Any]:
 
 def sqlite_write_slots(path: Path) -> list[tuple[Any, ...]]:
     """Every write's (thread, namespace, checkpoint, task, task_path, idx, channel) in the file."""
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return sorted(conn.execute(
             "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM writes"
         ).fetchall())
