@@ -63,16 +63,7 @@ def save(path: str, temp_path: str, entries: dict[str, tuple[int, str]]) -> None
         "t": "catalog", "v": CATALOG_VERSION, "names": names,
         "ino": [entries[n][0] for n in names], "ids": [entries[n][1] for n in names],
     })
-    try:
-        fd = files.open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            files.write_all(fd, line)
-        finally:
-            files.os.close(fd)
-        files.os.replace(temp_path, path)
-    except OSError:
-        files.unlink_quietly(temp_path)
-        raise
+    files.replace_derived(path, temp_path, line)
 
 
 def _names_thread(name: str, thread_id: str) -> bool:

@@ -62,6 +62,23 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def replace_derived(path: str, temp_path: str, data: bytes) -> None:
+    """Replace a derived file (sidecar index, catalog, session memory) with ``data``:
+    written to ``temp_path``, then renamed over ``path``. Not fsynced: derived files are
+    rebuilt from the logs whenever they are lost or wrong. The temp file is removed if
+    anything fails."""
+    try:
+        fd = open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(temp_path, path)
+    except OSError:
+        unlink_quietly(temp_path)
+        raise
+
+
 def unlink_quietly(path: str) -> None:
     """Remove a file if it is there; say nothing either way."""
     try:

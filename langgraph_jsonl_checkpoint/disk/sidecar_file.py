@@ -299,15 +299,6 @@ class SidecarFile:
                 return
         data = sidecar.header_line(identity.gen, identity.ino, identity.header_crc)
         data += self.summaries.encode_from(0, facts) or b""
-        try:
-            fd = files.open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            try:
-                files.write_all(fd, data)
-            finally:
-                files.os.close(fd)
-            files.os.replace(temp_path, self.path)
-        except OSError:
-            files.unlink_quietly(temp_path)
-            raise
+        files.replace_derived(self.path, temp_path, data)
         self.written = (len(data), total)
         self.lines = data.count(b"\n") - 1

@@ -18,7 +18,6 @@ deleted and created again) is rebuilt from the whole log, never an error.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -194,17 +193,7 @@ class MemoryKeeper:
                   "state": builder.state()}
         data = framing.frame(orjson.loads(orjson.dumps(record, default=str)))
         paths = self.log.paths
-        temp = paths.temp("mem")
-        try:
-            fd = files.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            try:
-                files.write_all(fd, data)
-            finally:
-                files.os.close(fd)
-            files.os.replace(temp, paths.memory)
-        except OSError:
-            files.unlink_quietly(temp)
-            raise
+        files.replace_derived(paths.memory, paths.temp("mem"), data)
         self.saved_seq = builder.seq
 
 
