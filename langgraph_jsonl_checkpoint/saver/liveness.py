@@ -208,18 +208,14 @@ class LiveRuns:
 MAINTENANCE_WAIT = 10.0
 
 
-#: A held lock with no record is a holder starting or letting go (the record is written
-#: just after the lock is taken and cleared just before it is let go): look again for
-#: this long before taking it for a run.
-_TRANSITION = 0.05
-
-
 def _maintenance(lock: RunLock, waited: float) -> bool:
     """Whether the lock's holder is a sweep or restore (it lets go within moments), or
-    may be one (no record yet)."""
+    may be one: an empty record means the lock is changing hands (taken, record not yet
+    written; or being released: the record is cleared before the lock goes), so the
+    caller tries again, within its bound (``MAINTENANCE_WAIT``)."""
     holder = lock.holder()
     if not holder:
-        return waited < _TRANSITION
+        return True
     return holder.get("run") == MAINTENANCE
 
 
