@@ -8,8 +8,8 @@ LangGraph's Postgres saver (decisions in one place, sync and async only execute)
   :class:`~.writes.CheckpointWrites`, with the refusals of :mod:`.guards`;
 - one live run per thread: :mod:`.liveness`;
 - the replay adapter's tool-call journal (a mixin, :class:`~.tool_log.ToolCallMethods`);
-- whole-thread operations (compact, prune, copy, delete_for_runs):
-  :mod:`~..maintenance.compaction`;
+- whole-thread operations (delete, copy, compact, prune, delete_for_runs): a mixin,
+  :class:`~.thread_methods.ThreadMethods`, over :mod:`~..maintenance.compaction`;
 - retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`;
 - the session memory kept as records are appended: a mixin,
   :class:`~.memory_methods.SessionMemoryMethods`.
@@ -53,7 +53,6 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..disk.store import DEFAULT_MAX_OPEN_THREADS, Store
 from ..errors import ConfigError
-from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
 from ..maintenance.retention import RetentionPolicy
 from ..values.codec import ValueCodec
 from ..values.records import SnapshotPolicy
@@ -73,6 +72,7 @@ from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
 from .runs import RunTracker, in_run
+from .thread_methods import ThreadMethods
 from .tool_log import ToolCallMethods, ToolLog
 from .worker import Outcome, Worker
 from .writes import CheckpointWrites
@@ -80,7 +80,9 @@ from .writes import CheckpointWrites
 _LIST_BATCH = 64
 
 
-class JsonlSaver(ToolCallMethods, RetentionMethods, SessionMemoryMethods, BaseCheckpointSaver[str]):
+class JsonlSaver(
+    ToolCallMethods, ThreadMethods, RetentionMethods, SessionMemoryMethods, BaseCheckpointSaver[str]
+):
     """A LangGraph checkpointer that keeps each thread in an append-only JSONL log.
 
     Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
@@ -384,68 +386,6 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, SessionMemoryMethods, BaseCh
         """The worker's group runner (see :meth:`~.writes.CheckpointWrites.run_group`)."""
         return self._writes.run_group(thread_id, payloads)
 
-    # -- whole threads --------------------------------------------------------------
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
-        thread_id = str(thread_id)
-        if not self.store.has_files(thread_id):
-            return  # nothing to delete: create no lock file for it either
-        log = self.store.thread_log(thread_id)
-        with log.writer():
-            log.remove()
-        self.store.forget(thread_id)
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint and write (ids, parents, metadata, order) to another thread.
-
-        The records are appended to the target's log as one batch: the copy appears
-        whole or not at all.
-        """
-        healing(lambda: copy_records(self, str(source_thread_id), str(target_thread_id)))
-
-    def compact(self, thread_id: str) -> tuple[int, int]:
-        """Rewrite a thread's log without what it no longer needs; answers stay the same.
-
-        Keeps every checkpoint, pending write and tool-call event; drops snapshot
-        records, superseded write entries (retried slots, replaced special writes) and
-        superseded duplicate records, and stores each channel version once. The new
-        generation replaces the log atomically (a crash leaves the old or the new one).
-        ``prune`` also drops old checkpoints; ``compact`` never does.
-
-        Returns:
-            The log's size in bytes before and after (``(0, 0)`` for a thread with no log).
-        """
-        tid = str(thread_id)
-        return healing(lambda: compact_thread(self, tid))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads: ``"keep_latest"`` per namespace, or ``"delete"`` everything.
-
-        ``keep_latest`` keeps, per namespace, the latest checkpoint with its writes, plus
-        the ancestors (and their writes) that its DeltaChannel channels need to be rebuilt
-        (back to their last snapshot), so no channel silently reloads empty. The thread's
-        log is replaced by a new generation atomically.
-        """
-        if strategy not in ("keep_latest", "delete"):
-            raise ConfigError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
-        for thread_id in thread_ids:
-            if strategy == "delete":
-                self.delete_thread(thread_id)
-            else:
-                tid = str(thread_id)
-                healing(lambda: prune_thread(self, tid))  # noqa: B023 - called at once
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and their writes) whose ``metadata["run_id"]`` is given.
-
-        Raises:
-            DeltaHistoryError: A remaining checkpoint would lose DeltaChannel history it
-                needs; nothing was deleted in that thread.
-        """
-        if run_ids:
-            healing(lambda: delete_runs(self, {str(r) for r in run_ids}))
-
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """Next channel version: ``"<counter>.<random hex>"``, string-sortable and unique
         (see :func:`~.config.next_version`)."""
@@ -510,26 +450,6 @@ class JsonlSaver(ToolCallMethods, RetentionMethods, SessionMemoryMethods, BaseCh
         thread_id = thread_id_of(config, "put_writes")
         payload = (self._writes.prepare_put_writes, (config, writes, task_id, task_path))
         await self._worker.submit(thread_id, payload)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def acompact(self, thread_id: str) -> tuple[int, int]:
-        """Async :meth:`compact`."""
-        return await asyncio.to_thread(self.compact, thread_id)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`."""
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

@@ -1,0 +1,110 @@
+"""The saver's whole-thread operations: ``delete_thread``, ``copy_thread``, ``compact``,
+``prune``, ``delete_for_runs`` and their async twins (a mixin of
+:class:`~.jsonl_saver.JsonlSaver`).
+
+They map onto :mod:`~..maintenance.compaction`, which does the work under the thread's
+writer lock; the async twins run in a worker thread, so an event loop never waits on
+the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import cast
+
+from ..disk.store import Store
+from ..errors import ConfigError
+from ..maintenance.access import StoreAccess
+from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
+from .config import healing
+
+
+class ThreadMethods:
+    """Operations on whole threads (mixed into ``JsonlSaver``, which has the store,
+    codec and snapshot policy that maintenance needs)."""
+
+    store: Store
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
+        thread_id = str(thread_id)
+        if not self.store.has_files(thread_id):
+            return  # nothing to delete: create no lock file for it either
+        log = self.store.thread_log(thread_id)
+        with log.writer():
+            log.remove()
+        self.store.forget(thread_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write (ids, parents, metadata, order) to another thread.
+
+        The records are appended to the target's log as one batch: the copy appears
+        whole or not at all.
+        """
+        healing(lambda: copy_records(cast(StoreAccess, self), str(source_thread_id), str(target_thread_id)))
+
+    def compact(self, thread_id: str) -> tuple[int, int]:
+        """Rewrite a thread's log without what it no longer needs; answers stay the same.
+
+        Keeps every checkpoint, pending write and tool-call event; drops snapshot
+        records, superseded write entries (retried slots, replaced special writes) and
+        superseded duplicate records, and stores each channel version once. The new
+        generation replaces the log atomically (a crash leaves the old or the new one).
+        ``prune`` also drops old checkpoints; ``compact`` never does.
+
+        Returns:
+            The log's size in bytes before and after (``(0, 0)`` for a thread with no log).
+        """
+        tid = str(thread_id)
+        return healing(lambda: compact_thread(cast(StoreAccess, self), tid))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads: ``"keep_latest"`` per namespace, or ``"delete"`` everything.
+
+        ``keep_latest`` keeps, per namespace, the latest checkpoint with its writes, plus
+        the ancestors (and their writes) that its DeltaChannel channels need to be rebuilt
+        (back to their last snapshot), so no channel silently reloads empty. The thread's
+        log is replaced by a new generation atomically.
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+            else:
+                tid = str(thread_id)
+                healing(lambda: prune_thread(cast(StoreAccess, self), tid))  # noqa: B023 - called at once
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose ``metadata["run_id"]`` is given.
+
+        Raises:
+            DeltaHistoryError: A remaining checkpoint would lose DeltaChannel history it
+                needs; nothing was deleted in that thread.
+        """
+        if run_ids:
+            healing(lambda: delete_runs(cast(StoreAccess, self), {str(r) for r in run_ids}))
+
+    # -- async twins ------------------------------------------------------------
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def acompact(self, thread_id: str) -> tuple[int, int]:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact, thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
