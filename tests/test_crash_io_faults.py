@@ -361,20 +361,25 @@ def test_short_writes_from_rlimit_fsize(store, tmp_path: Path) -> None:
     assert scanned.tail_bytes == 0 and scanned.corrupt_offset is None
 
 
+@pytest.mark.parametrize("reader_wrote_last", [False, True])
 def test_a_reader_that_saw_a_batch_whose_fdatasync_failed_serves_only_acknowledged_data(
-    store, monkeypatch: pytest.MonkeyPatch
+    store, monkeypatch: pytest.MonkeyPatch, reader_wrote_last: bool
 ) -> None:
     """Readers take no lock, so one can index a batch between the writer's write() and
     its failed fdatasync. The writer then cuts the batch and appends the next one at the
     same offset with the same sequence numbers. The reader must not go on serving the
     unacknowledged checkpoint (least of all with the next batch's bytes), and must not
-    be wedged: it serves what was acknowledged, including the next put."""
+    be wedged: it serves what was acknowledged, including the next put. Also when the
+    reader itself appended (and synced) the record before that batch: it spares the
+    check of its own last record, not of one another writer appended after it."""
     path, reflog = store
     writer = JsonlSaver(path)
     reader = JsonlSaver(path)
     tid = reflog.thread_id
     assert reader.get_tuple(config(tid)) is not None
     latest = reflog.acked[-1][1]["latest"][""]
+    if reader_wrote_last:
+        reader.put_writes(config(tid, "", latest.checkpoint["id"]), [("m", ["from the reader"])], "task-r")
     versions = dict(latest.checkpoint["channel_versions"])
     seen = {}
 

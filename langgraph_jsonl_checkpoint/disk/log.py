@@ -208,12 +208,17 @@ class ThreadLog(LogView):
                 group += [start, seq]
             group.append(data)
             return placed
-        self._after_durable_append()
+        self._after_durable_append(start, data)
         return placed
 
-    def _after_durable_append(self) -> None:
-        for observer in self.observers:
-            observer.appended(self)
+    def _after_durable_append(self, start: int, data: bytes) -> None:
+        self._own_durable_end = self.index.committed_end
+        self._just_appended = (start, data)
+        try:
+            for observer in self.observers:
+                observer.appended(self)
+        finally:
+            self._just_appended = None
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             try:
                 self.write_sidecar()
@@ -257,7 +262,7 @@ class ThreadLog(LogView):
                 ) from exc
         finally:
             self._group = None
-        self._after_durable_append()
+        self._after_durable_append(group[0], b"".join(group[2:]))
 
     def _abandon_group(self, group: list[Any], failed: bytes = b"") -> None:
         """Cut every batch of a group commit (and a batch whose write failed) and forget

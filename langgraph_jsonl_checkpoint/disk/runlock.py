@@ -33,6 +33,10 @@ from .processes import pid_alive
 #: being refused (see ``saver/liveness.py``).
 MAINTENANCE = "maintenance"
 
+#: This host's name, recorded by every holder (asked once: a system call per run was
+#: measurable with many short runs).
+_HOST = socket.gethostname()
+
 
 class RunLock:
     """One run's attempt at a thread's live-run lock (one descriptor for the lock, one
@@ -64,7 +68,7 @@ class RunLock:
         self._fd = fd
         holder = {
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": _HOST,
             "run": run,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -95,7 +99,7 @@ class RunLock:
         if self._fd is not None:
             return True
         holder = self.holder()
-        if not holder or holder.get("host") != socket.gethostname():
+        if not holder or holder.get("host") != _HOST:
             return bool(holder)
         pid = holder.get("pid")
         return isinstance(pid, int) and pid_alive(pid)

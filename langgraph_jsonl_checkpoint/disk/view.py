@@ -78,6 +78,13 @@ class LogView:
         self._size: int | None = None
         self._header_crc = ""  # checksum of the log's header line: names this very file
         self._rfd: int | None = None
+        #: Where the index ends if this object wrote and synced its last record itself
+        #: (then no one can have cut that record back and written another in its place:
+        #: a writer cuts only its own batch that it never acknowledged).
+        self._own_durable_end: int | None = None
+        #: While append observers run: where the batch just made durable starts, and its
+        #: bytes (what :meth:`records_from` would read back from the file).
+        self._just_appended: tuple[int, bytes] | None = None
         #: Values a layer above rebuilt from this log (see :class:`DerivedCache`).
         self.derived: DerivedCache | None = None
         #: Read-only views only: the byte offset where indexing found damage (a damaged
@@ -167,7 +174,7 @@ class LogView:
                 self._reset()
                 return self.index
             with bulk_allocation():
-                if self._ino != st.st_ino or not self.sidecar.tail_unchanged(self._rfd, st.st_size):
+                if self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
                     # A new generation, or the end of the log was cut back and rewritten
                     # (a writer abandoning a batch whose fsync failed): index it afresh.
                     self._load(st.st_ino)
@@ -192,8 +199,17 @@ class LogView:
                 )
             return self.index
 
+    def _tail_unchanged(self, size: int) -> bool:
+        """Whether the last indexed record is still there (a read of its checksum digits,
+        spared when this object made it durable and the file still reaches its end)."""
+        end = self._own_durable_end
+        if end is not None and end == self.index.committed_end:
+            return size >= end
+        return self.sidecar.tail_unchanged(self._rfd, size)
+
     def _reset(self) -> None:
         """Forget this generation (its handle, index and what was derived from it)."""
+        self._own_durable_end = None
         if self._rfd is not None:
             files.os.close(self._rfd)
             self._rfd = None
@@ -422,7 +438,11 @@ class LogView:
             end = self.index.committed_end
             if self._rfd is None or offset >= end:
                 return framing.ScanResult(committed_end=offset)
-            data = files.os.pread(self._rfd, end - offset, offset)
+            recent = self._just_appended
+            if recent is not None and recent[0] == offset and offset + len(recent[1]) == end:
+                data = recent[1]  # the bytes just written and synced: no read back
+            else:
+                data = files.os.pread(self._rfd, end - offset, offset)
         return framing.scan_committed(data, offset, skip)
 
     def iter_records(self) -> Iterator[dict[str, Any]]:
