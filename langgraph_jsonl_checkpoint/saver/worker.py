@@ -38,8 +38,11 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-#: Worker threads per saver (measured on 2 cores: 1 and 2 were slower, 4 and 6 no faster).
-DEFAULT_THREADS = 3
+#: Worker threads per saver. On 2 busy cores (benchmarks/micro.py --only async, load
+#: 10-13) a worker spends most of a group commit waiting to take the GIL back after its
+#: system calls (flock, stat, write, fdatasync), not in them, so 3 workers were the
+#: bottleneck: 4 to 6 ran about 20% more steps/s than 3, 8 and 10 fewer (more switching).
+DEFAULT_THREADS = 5
 #: A worker thread with nothing to do for this long ends (a later call starts another).
 IDLE_SECONDS = 5.0
 #: Results older than this are handed back before the rest of a worker's queue is done.
