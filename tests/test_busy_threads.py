@@ -469,3 +469,38 @@ def test_allow_lets_runs_overlap_and_refuses_the_one_behind(tmp_path: Path) -> N
     assert out == {"visits": ["second", "visit 1"]}  # from the live run's first checkpoint
     assert isinstance(live.finish(), ConcurrentRunError)
     saver.close()
+
+
+async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_leaves_the_thread_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempt at the live-run lock runs in a worker thread; a task cancelled meanwhile
+    (``asyncio.timeout``, a server dropping a request) must see ``CancelledError``, not an
+    error from closing the attempt still running, and must not leave the lock held."""
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+
+    saver = JsonlSaver(tmp_path / "s")
+    attempting, go_on = threading.Event(), threading.Event()
+    real = RunLock.try_acquire
+
+    def slow_attempt(self, *args, **kwargs):
+        if not attempting.is_set():
+            attempting.set()
+            assert go_on.wait(30), "the test never let the attempt go on"
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunLock, "try_acquire", slow_attempt)
+    task = asyncio.create_task(held_graph(saver).ainvoke({"visits": []}, CFG))
+    assert await asyncio.to_thread(attempting.wait, 30), "the run never tried to take its lock"
+    task.cancel()
+    await asyncio.sleep(0.05)  # the task has seen its cancellation; the attempt is still running
+    go_on.set()
+    with within(10), pytest.raises(asyncio.CancelledError):
+        await task
+    # The attempt went on and took the lock for a run that no longer exists: it is let go.
+    out = await asyncio.wait_for(held_graph(saver).ainvoke({"visits": ["next"]}, CFG), 10)
+    assert out == {"visits": ["next", "visit 1"]}
+    oracle = InMemorySaver()
+    await held_graph(oracle).ainvoke({"visits": ["next"]}, CFG)
+    assert _count(saver) == _count(oracle), "the cancelled run stored nothing"
+    saver.close()

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
-from contextlib import closing
+from contextlib import closing, suppress
 from types import FrameType
 from typing import Any
 
@@ -186,15 +186,47 @@ class LiveRuns:
 
     async def aenter(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> None:
         """:meth:`enter` for an async run: waits without blocking the event loop, and
-        makes each attempt (file operations) in a worker thread."""
-        if run_token(configurable) is None or loop is None or getattr(loop, "is_nested", True):
+        makes each attempt (file operations) in a worker thread.
+
+        A task cancelled meanwhile gets its ``CancelledError``; an attempt still running
+        in its thread then ends there, and whatever it took is let go (the run's loop,
+        which would have let it go on exit, never starts)."""
+        token = run_token(configurable)
+        if token is None or loop is None or getattr(loop, "is_nested", True):
             return  # not a root graph loop's first read: nothing to take (and no thread hop)
-        with closing(self._entering(configurable, thread_id, loop)) as attempts:
+        with self._lock:
+            held = self._held.get(thread_id)
+        if held is not None and held[0] is token:
+            return  # the run reading its thread again: it holds the lock already
+        attempts = self._entering(configurable, thread_id, loop)
+        attempt: asyncio.Future[float | None] | None = None
+        try:
             while True:
-                pause = await asyncio.to_thread(next, attempts, None)
+                attempt = asyncio.ensure_future(asyncio.to_thread(next, attempts, None))
+                pause = await asyncio.shield(attempt)
                 if pause is None:
                     return
                 await asyncio.sleep(pause)
+        except BaseException:
+            if attempt is not None and not attempt.done():
+                # An attempt is a few file operations: let it end, then undo what it took.
+                with suppress(asyncio.CancelledError):
+                    await asyncio.wait([attempt])
+            if attempt is not None and not attempt.done():  # cancelled again while waiting
+                attempt.add_done_callback(lambda _: self._abandon(attempts, thread_id, token, attempt))
+            else:
+                self._abandon(attempts, thread_id, token, attempt)
+            raise
+
+    def _abandon(
+        self, attempts: Generator[float, None, None], thread_id: str, token: Any,
+        attempt: asyncio.Future[float | None] | None,
+    ) -> None:
+        """A run gave up before it began: end its attempts, let go what they took."""
+        if attempt is not None and not attempt.cancelled():
+            attempt.exception()  # seen: the run is over, its refusal has no one to tell
+        attempts.close()
+        self._release(thread_id, token)
 
     def close(self) -> None:
         """Let every lock go (the saver is closed)."""
