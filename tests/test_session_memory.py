@@ -330,3 +330,31 @@ def test_a_long_log_without_memory_file_is_rebuilt_by_a_read_not_by_a_put(
         assert keeper.builder is not None
         saver.put_writes(saver.get_tuple(config("t1")).config, [("custom", 1)], "task-x")
         assert keeper.builder is not None and keeper.builder.seq == log.index.last_seq
+
+
+def test_a_log_dropped_from_the_open_set_keeps_its_memory_without_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many threads taking turns (more than the open set holds): a log dropped from the
+    open set writes its memory file, so its next append continues from it instead of
+    reading the whole log again, and the memory still equals a rebuild."""
+    rebuilt_from_start: list[str] = []
+    original = MemoryKeeper._feed_from
+
+    def spy(self: MemoryKeeper, offset: int) -> bool:
+        if offset == 0:
+            rebuilt_from_start.append(self.log.thread_id)
+        return original(self, offset)
+
+    monkeypatch.setattr(MemoryKeeper, "_feed_from", spy)
+    with JsonlSaver(tmp_path / "store", max_open_threads=2) as saver, within(120, "turns"):
+        graph = _chatty_graph(saver)
+        for turn in range(3):
+            for t in ("a", "b", "c"):
+                graph.invoke({"messages": [HumanMessage(f"{t} question {turn}", id=f"h-{t}-{turn}")]},
+                             {"configurable": {"thread_id": t}}, durability="sync")
+        assert sorted(rebuilt_from_start) == ["a", "b", "c"]  # each new log once, no more
+        for t in ("a", "b", "c"):
+            memory = saver.session_memory(t, budget=None)
+            assert (memory.goal, memory.turns) == (f"{t} question 2", 3)
+            assert memory == _rebuild(saver, t)

@@ -62,11 +62,19 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def replace_derived(path: str, temp_path: str, data: bytes) -> None:
+def replace_derived(path: str, temp_path: str, data: bytes, *, unlink_first: bool = False) -> None:
     """Replace a derived file (sidecar index, catalog, session memory) with ``data``:
     written to ``temp_path``, then renamed over ``path``. Not fsynced: derived files are
     rebuilt from the logs whenever they are lost or wrong. The temp file is removed if
-    anything fails."""
+    anything fails.
+
+    With ``unlink_first``, ``path`` is removed before the rename, for a file written
+    often on the write path: ext4 (``auto_da_alloc``) starts writing the data out when
+    a rename replaces a file, which costs about twice the whole write; a rename to a
+    free name does not. Meanwhile (or after a crash in between) the file is missing,
+    which for derived data means "rebuild it"."""
+    if unlink_first:
+        unlink_quietly(path)
     try:
         fd = open_file(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         try:

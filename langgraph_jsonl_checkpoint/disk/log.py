@@ -48,7 +48,8 @@ class AppendObserver(Protocol):
         ...
 
     def closing(self, log: ThreadLog) -> None:
-        """The store is closing: write down what is kept in memory (must not raise)."""
+        """The store is closing, or dropping the log from its open set: write down what
+        is kept in memory (must not raise)."""
         ...
 
 

@@ -266,13 +266,19 @@ class Store:
             self._logs[thread_id] = log
             for attach in self.on_open:
                 attach(log)
+            dropped = []
             while len(self._logs) > self._max_open:
                 old_id, old = self._logs.popitem(last=False)
                 self._cool(old_id)
-                # Not closed here: another thread may be using it; its descriptors
-                # close when the last reference goes.
-                del old
-            return log
+                dropped.append(old)
+        # Not closed here: another thread may be using it; its descriptors close when
+        # the last reference goes. What its observers keep in memory is written down
+        # (the session memory file), outside the store's lock, so that the next open
+        # continues from it instead of reading the whole log again.
+        for old in dropped:
+            for observer in old.observers:
+                observer.closing(old)
+        return log
 
     def run_lock(self, thread_id: str) -> RunLock:
         """A new attempt at a thread's live-run lock (see :mod:`.runlock`)."""

@@ -6,7 +6,9 @@ After every durable append it reads the records it has not seen (the bytes just 
 from the page cache) and feeds them to its :class:`~.builder.MemoryBuilder`: work in
 proportion to what was appended (snapshot records, which it does not need, are
 checked but not parsed). Every :data:`SAVE_EVERY` records, and when the store
-closes, it writes its state to ``<stem>.mem`` (temp file and rename, no fsync: like the
+closes or drops the log from its open set (so that its next open continues from the
+file instead of reading the whole log again: many threads taking turns), it writes its
+state to ``<stem>.mem`` (temp file and rename, no fsync: like the
 sidecar index it is derived data, safe to delete). The file names the log generation it
 was built from (generation, inode, header checksum, as the sidecar does) and the byte
 offset and ``seq`` it covers; a fresh process trusts it only if all of them still match
@@ -193,7 +195,7 @@ class MemoryKeeper:
                   "state": builder.state()}
         data = framing.frame(orjson.loads(orjson.dumps(record, default=str)))
         paths = self.log.paths
-        files.replace_derived(paths.memory, paths.temp("mem"), data)
+        files.replace_derived(paths.memory, paths.temp("mem"), data, unlink_first=True)
         self.saved_seq = builder.seq
 
 

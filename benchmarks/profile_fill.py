@@ -1,0 +1,121 @@
+"""The fill of ``many_threads.py`` alone, per saver: time per turn (median, p90, p99, max),
+fdatasync / fsync calls per turn, and optionally a cProfile including LangGraph's
+background threads (where ``put``/``put_writes`` run).
+
+Reproduce (from the repository root, with the venv active)::
+
+    python benchmarks/profile_fill.py --threads 300 --turns 10            # jsonl and sqlite
+    python benchmarks/profile_fill.py --threads 300 --savers jsonl --profile
+
+Prints one line per saver and, with ``--profile``, writes
+``results/issue17-profile-fill-<saver>-<threads>x<turns>.txt``. Nothing else is written:
+``many_threads.py`` is the benchmark of record; this is for finding where a turn goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _common import LABELS, RESULTS, build_agent_graph, open_saver, quantile, user_message
+from many_threads import thread_ids
+
+_profiles: list[cProfile.Profile] = []
+_lock = threading.Lock()
+
+
+def _thread_start(frame, event, arg):  # noqa: ANN001 - sys.setprofile signature
+    sys.setprofile(None)
+    prof = cProfile.Profile()
+    with _lock:
+        _profiles.append(prof)
+    prof.enable()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=300)
+    p.add_argument("--turns", type=int, default=10)
+    p.add_argument("--savers", nargs="+", default=["jsonl", "sqlite"])
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--top", type=int, default=45)
+    p.add_argument("--tmp", default=None)
+    args = p.parse_args()
+    counts = {"fdatasync": 0, "fsync": 0}
+    for name in counts:
+        real = getattr(os, name)
+
+        def counting(fd, _real=real, _name=name):  # noqa: ANN001, ANN202
+            counts[_name] += 1
+            return _real(fd)
+
+        setattr(os, name, counting)
+    for kind in args.savers:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-fill-", dir=args.tmp))
+        try:
+            h = open_saver(kind, tmp)
+            graph = build_agent_graph(h.saver)
+            ids = thread_ids(args.threads)
+            per_turn = []
+            for k in counts:
+                counts[k] = 0
+            main_prof = cProfile.Profile()
+            if args.profile:
+                _profiles.clear()
+                threading.setprofile(_thread_start)
+                main_prof.enable()
+            t_fill = time.perf_counter()
+            cpu0 = time.process_time()
+            for t in range(args.turns):
+                for i in range(args.threads):
+                    cfg = {"configurable": {"thread_id": ids[i]}}
+                    t0 = time.perf_counter()
+                    graph.invoke({"messages": [user_message(i, t)]}, cfg, durability="sync")
+                    per_turn.append(time.perf_counter() - t0)
+            wall = time.perf_counter() - t_fill
+            cpu = time.process_time() - cpu0
+            if args.profile:
+                main_prof.disable()
+                threading.setprofile(None)
+            h.close()
+            n = len(per_turn)
+            print(f"{LABELS[kind]:12s} {args.threads}x{args.turns}: median {quantile(per_turn, .5)*1e3:6.2f} ms "
+                  f"mean {wall/n*1e3:6.2f} p90 {quantile(per_turn, .9)*1e3:6.2f} p99 "
+                  f"{quantile(per_turn, .99)*1e3:7.2f} max {max(per_turn)*1e3:7.2f} ms; cpu/turn "
+                  f"{cpu/n*1e3:5.2f} ms; fdatasync/turn {counts['fdatasync']/n:.2f} "
+                  f"fsync/turn {counts['fsync']/n:.2f}", flush=True)
+            slow = sorted(range(n), key=lambda j: -per_turn[j])[:8]
+            print("   slowest turns (index: ms):", ", ".join(f"{j}: {per_turn[j]*1e3:.0f}" for j in slow))
+            if args.profile:
+                out = io.StringIO()
+                merged = pstats.Stats(main_prof)
+                for prof in _profiles:
+                    merged.add(prof)
+                merged.stream = out
+                out.write(f"# python benchmarks/profile_fill.py --threads {args.threads} --turns "
+                          f"{args.turns} --savers {kind} --profile\n")
+                for sort in ("cumulative", "tottime"):
+                    out.write(f"\n===== merged, by {sort} =====\n")
+                    merged.sort_stats(sort)
+                    merged.print_stats(args.top)
+                out.write("\n===== merged, package functions by cumulative =====\n")
+                merged.sort_stats("cumulative")
+                merged.print_stats("langgraph_jsonl_checkpoint", args.top)
+                path = RESULTS / f"issue17-profile-fill-{kind}-{args.threads}x{args.turns}.txt"
+                path.write_text(out.getvalue())
+                print("   wrote", path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
