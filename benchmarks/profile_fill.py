@@ -26,8 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from _common import LABELS, RESULTS, build_agent_graph, open_saver, quantile, user_message
 from many_threads import thread_ids
+
+from _common import LABELS, RESULTS, build_agent_graph, open_saver, quantile, user_message
 
 _profiles: list[cProfile.Profile] = []
 _lock = threading.Lock()
@@ -88,7 +89,8 @@ def main() -> None:
                 threading.setprofile(None)
             h.close()
             n = len(per_turn)
-            print(f"{LABELS[kind]:12s} {args.threads}x{args.turns}: median {quantile(per_turn, .5)*1e3:6.2f} ms "
+            print(f"{LABELS[kind]:12s} {args.threads}x{args.turns}: median "
+                  f"{quantile(per_turn, .5)*1e3:6.2f} ms "
                   f"mean {wall/n*1e3:6.2f} p90 {quantile(per_turn, .9)*1e3:6.2f} p99 "
                   f"{quantile(per_turn, .99)*1e3:7.2f} max {max(per_turn)*1e3:7.2f} ms; cpu/turn "
                   f"{cpu/n*1e3:5.2f} ms; fdatasync/turn {counts['fdatasync']/n:.2f} "
