@@ -50,6 +50,7 @@ from _common import (
     Table,
     build_agent_graph,
     open_saver,
+    quantile,
     run_worker,
     summary,
     timed,
@@ -188,6 +189,7 @@ def run_saver(kind: str, args: argparse.Namespace, n_threads: int, n_turns: int,
         "saver": kind,
         "fill_seconds": fill_seconds,
         "fill_per_turn": summary(per_turn),
+        "fill_per_turn_samples": per_turn,
         "fill_per_turn_last_round": summary(per_turn[-n_threads:]),
         "native_list_threads": native,
         "generic_list_threads": generic_times,
@@ -217,6 +219,7 @@ def main() -> None:
     p.add_argument("--listing", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--skip-fill", action="store_true", help="only the listing case")
+    p.add_argument("--skip-listing", action="store_true", help="no listing case (the fill and its reads only)")
     p.add_argument("--name", default=NAME, help="results/<name>.* (default many_threads)")
     args = p.parse_args()
     if args.worker and args.listing:
@@ -238,7 +241,7 @@ def main() -> None:
     listings = []
     try:
         for kind in args.savers:
-            if kind == "memory":
+            if kind == "memory" or args.skip_listing:
                 continue
             listings.append(listing_case(kind, listing_n, 3 if args.quick else 5, tmp))
             lr = listings[-1]["runs"]
@@ -270,6 +273,9 @@ def main() -> None:
     rows = [
         ("fill: wall time per turn (all)", lambda r: r["fill_per_turn"], "s"),
         ("fill: wall time per turn (last round)", lambda r: r["fill_per_turn_last_round"], "s"),
+        ("fill: p99 of wall time per turn (all; ratio = p99 / SqliteSaver's p99)",
+         lambda r: quantile(r["fill_per_turn_samples"], 0.99), "s"),
+        ("fill: slowest turn (ratio = max / SqliteSaver's max)", lambda r: r["fill_per_turn"]["max"], "s"),
         ("bytes on disk (closed)", lambda r: r["bytes_closed"] if r["saver"] != "memory" else None, "B"),
         ("list thread ids, native", lambda r: summary(r["native_list_threads"]), "s"),
         ("list thread ids via list(None)", lambda r: summary(r["generic_list_threads"]), "s"),
@@ -302,9 +308,10 @@ def main() -> None:
         "were just written). InMemorySaver has no fresh-process case.",
         "One run per saver on a shared 2-core machine; treat differences under ~20% as noise.",
     ]
-    notes.append("Listing case: JsonlSaver read "
-                 + ", ".join(str(lr["runs"][0]["headers_read"]) for lr in listings if lr["saver"] == "jsonl")
-                 + f" log headers to list {listing_n} thread ids (the store's catalog answers the rest).")
+    if listings:
+        notes.append("Listing case: JsonlSaver read "
+                     + ", ".join(str(lr["runs"][0]["headers_read"]) for lr in listings if lr["saver"] == "jsonl")
+                     + f" log headers to list {listing_n} thread ids (the store's catalog answers the rest).")
     payload = {"threads": n_threads, "turns": n_turns, "order": args.order, "results": results,
                "listing": listings,
                "total_seconds": time.perf_counter() - t_start}
