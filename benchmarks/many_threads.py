@@ -219,7 +219,8 @@ def main() -> None:
     p.add_argument("--listing", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
     p.add_argument("--skip-fill", action="store_true", help="only the listing case")
-    p.add_argument("--skip-listing", action="store_true", help="no listing case (the fill and its reads only)")
+    p.add_argument("--skip-listing", action="store_true", 
+                   help="no listing case (the fill and its reads only)")
     p.add_argument("--name", default=NAME, help="results/<name>.* (default many_threads)")
     args = p.parse_args()
     if args.worker and args.listing:
@@ -310,7 +311,8 @@ def main() -> None:
     ]
     if listings:
         notes.append("Listing case: JsonlSaver read "
-                     + ", ".join(str(lr["runs"][0]["headers_read"]) for lr in listings if lr["saver"] == "jsonl")
+                     + ", ".join(str(lr["runs"][0]["headers_read"])
+                                 for lr in listings if lr["saver"] == "jsonl")
                      + f" log headers to list {listing_n} thread ids (the store's catalog answers the rest).")
     payload = {"threads": n_threads, "turns": n_turns, "order": args.order, "results": results,
                "listing": listings,
