@@ -19,6 +19,7 @@ import pytest
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import framing, sidecar
 from langgraph_jsonl_checkpoint.disk.index import ThreadIndex
+from langgraph_jsonl_checkpoint.disk.summaries import LAST_LINE_RECORDS, last_bounds
 from langgraph_jsonl_checkpoint.disk.summary import summarize
 from tests.harness.answers import answers, diff_answers
 from tests.harness.checkpoints import Mirror, config, cp_id, make_checkpoint
@@ -315,7 +316,10 @@ def test_close_rewrites_a_sidecar_of_many_short_blocks_in_long_ones(tmp_path) ->
     files = ThreadFiles.of(store, "t")
     records = len(record_spans(Path(files.log).read_bytes())) - 1
     lines = Path(files.idx).read_bytes().split(b"\n")[:-1]
-    assert len(lines) == 1 + -(-records // sidecar.BLOCK_RECORDS)
+    # Lines of BLOCK_RECORDS, but a short last one: a fresh reader decodes that first.
+    counts = [len(framing.parse_line(line)["n"]) for line in lines[1:]]
+    assert counts == last_bounds(records)
+    assert counts[0] == sidecar.BLOCK_RECORDS and counts[-1] == LAST_LINE_RECORDS
     fresh, from_sidecar = _loaded(str(store), "t")
     assert from_sidecar
     assert not diff_answers(answers(fresh, "t"), answers(mirror.memory, "t"))

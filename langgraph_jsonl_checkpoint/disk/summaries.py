@@ -13,6 +13,19 @@ from typing import Any
 from .lazy_blocks import LazyBlocks
 from .sidecar import BLOCK_RECORDS, Block, columns_of, merge, placed
 
+#: Records in a sidecar's last line, at most: a fresh process's first read decodes
+#: that line only (:mod:`.lazy_blocks`), and needs the newest records.
+LAST_LINE_RECORDS = 256
+
+
+def last_bounds(count: int) -> list[int]:
+    """Records per line of the ``count`` records a sidecar write ends with: lines of
+    :data:`BLOCK_RECORDS`, the last of at most :data:`LAST_LINE_RECORDS` (decoding a
+    long thread's last line of up to a thousand records was a tenth of its first read)."""
+    last = min(count, LAST_LINE_RECORDS)
+    full, rest = divmod(count - last, BLOCK_RECORDS)
+    return [BLOCK_RECORDS] * full + ([rest] if rest else []) + ([last] if last else [])
+
 
 class Summaries:
     """What the sidecar holds (or would): the summary of every indexed record.
@@ -144,8 +157,7 @@ class Summaries:
         if not pieces:
             return
         merged = merge(pieces)
-        full, rest = divmod(merged.count, BLOCK_RECORDS)
-        merged.bounds = [BLOCK_RECORDS] * full + ([rest] if rest else [])
+        merged.bounds = last_bounds(merged.count)  # (encode_from splits it so again)
         if facts is not None:
             merged.facts = facts
         self.blocks, self._starts, self._covered, self.tail = [merged], [merged.first], merged.count, []
@@ -191,8 +203,11 @@ class Summaries:
                 out.append(block.framed())
                 continue
             merged = merge(group)
-            full, part = divmod(merged.count, BLOCK_RECORDS)
-            merged.bounds = [BLOCK_RECORDS] * full + ([part] if part else [])
+            if last:
+                merged.bounds = last_bounds(merged.count)
+            else:
+                full, part = divmod(merged.count, BLOCK_RECORDS)
+                merged.bounds = [BLOCK_RECORDS] * full + ([part] if part else [])
             merged.facts = facts if last else None
             out.append(merged.framed())
         return b"".join(out)

@@ -89,7 +89,14 @@ class _MessageShape:
                 required.add(name)
                 self.template[name] = None
                 continue
-            value = field.get_default(call_default_factory=True)
+            factory = field.default_factory
+            value: Any
+            if factory is dict or factory is list:
+                # What get_default would return, without its inspect.signature of the
+                # factory (about 0.2 ms per class, paid by a fresh process's first read).
+                value = factory()
+            else:
+                value = field.get_default(call_default_factory=True)
             if isinstance(value, (dict, list, set)):
                 make = type(value) if not value else (lambda v=value: copy.deepcopy(v))
                 # Always replaced by make() or a stored value; a placeholder keeps the
