@@ -130,6 +130,31 @@ def test_rotation_bounds_the_files(tmp_path: Path) -> None:
         assert len(rows) < 30 * 7
 
 
+
+def test_open_trace_files_are_bounded_and_a_closed_one_is_appended_to_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tracer seeing many threads keeps at most ``MAX_OPEN_FILES`` trace files (a
+    descriptor each) open; a thread whose file was let go gets its next lines appended
+    to the same file."""
+    from langgraph_jsonl_checkpoint.tracing import tracer as tracer_module
+
+    monkeypatch.setattr(tracer_module, "MAX_OPEN_FILES", 2, raising=False)
+    with JsonlSaver(tmp_path / "s") as saver, within(120):
+        tracer = JsonlTracer(saver)
+        graph = _graph(saver)
+        threads = [f"t{i}" for i in range(6)]
+        for turn in range(2):
+            for t in threads:
+                graph.invoke({"messages": [HumanMessage(f"q{turn}", id=f"h{turn}")]}, _cfg(t, tracer))
+                assert len(tracer._files) <= 2
+        tracer.close()
+        for t in threads:
+            rows = timeline(read_events(saver.store.path, t))
+            assert [r.name for r in rows if r.kind == "graph"] == ["LangGraph", "LangGraph"], t
+            assert len(rows) == 2 * 7, t
+
+
 _CRASHING_RUN = """
 import os, sys
 sys.path.insert(0, {root!r})

@@ -1,0 +1,158 @@
+"""Nothing the saver keeps in memory grows with the number of threads it has seen.
+
+One ``JsonlSaver`` with a small open-log bound (``max_open_threads=BOUND``) carries
+three times that many threads through an agent turn each (a ``ReplayAdapter`` tool node
+with a side-effecting and an idempotent tool, the pending-calls node, session memory,
+the debug tracer, live-run locks), sync and async, and reads each back (``get_state``,
+history, the tool journal, the session memory). Then every structure that is keyed by
+thread (or by run, or by task) is checked against its bound, one by one; and, to catch
+one this list forgets, everything reachable from the saver, the adapter and the tracer
+is counted after a first and after a second batch of as many new threads: the second
+batch must not leave more behind than the first.
+
+The bounds of the caches that default to hundreds of entries (the adapter's batches, the
+tool journal's settled-call memo, the run tracker, the tracer's open files) are made
+``BOUND`` here, so that three times ``BOUND`` threads overflow every one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer, ReplayAdapter
+from langgraph_jsonl_checkpoint.disk.view import LogView
+from langgraph_jsonl_checkpoint.memory.keeper import MemoryKeeper
+from langgraph_jsonl_checkpoint.replay import adapter as adapter_module
+from langgraph_jsonl_checkpoint.saver import tool_log as tool_log_module
+from langgraph_jsonl_checkpoint.tracing import tracer as tracer_module
+from langgraph_jsonl_checkpoint.values.cache import ValueCache
+from tests.harness.bounded import within
+from tests.harness.replay_tools import IDEMPOTENT_BY_NAME, build_graph, call, config, make_tools
+
+#: The open-log bound of the saver under test, and of every other cache here.
+BOUND = 4
+#: Threads per batch: three times the bound.
+PER_BATCH = 3 * BOUND
+
+PLAN = [[[call("lookup_order", "c1", order_id="42"), call("send_email", "c2", to="bob")]]]
+
+
+class Rig:
+    """A saver, an adapter, a tracer and a graph on one store; threads driven through it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.saver = JsonlSaver(tmp_path / "store", max_open_threads=BOUND)
+        self.saver._runs._max = BOUND  # the run tracker's bound (default 4096 runs)
+        self.adapter = ReplayAdapter(self.saver, idempotent=IDEMPOTENT_BY_NAME)
+        self.tracer = JsonlTracer(self.saver)
+        tools = make_tools(tmp_path / "effects")
+        self.graph = build_graph(
+            "tool_node", tools=tools, plan=PLAN, checkpointer=self.saver, adapter=self.adapter,
+            answer_pending=True,
+        )
+        self.seen = 0
+
+    def batch(self) -> None:
+        """``PER_BATCH`` new threads: the first half sync, the second async; each read back."""
+        ids = [f"thread-{self.seen + i:04d}" for i in range(PER_BATCH)]
+        self.seen += PER_BATCH
+        half = PER_BATCH // 2
+        for tid in ids[:half]:
+            self.graph.invoke(
+                {"messages": [HumanMessage("order 42?", id=f"h-{tid}")]},
+                {**config(tid), "callbacks": [self.tracer]},
+                durability="sync",
+            )
+
+        async def arun() -> None:
+            for tid in ids[half:]:
+                await self.graph.ainvoke(
+                    {"messages": [HumanMessage("order 42?", id=f"h-{tid}")]},
+                    {**config(tid), "callbacks": [self.tracer]},
+                    durability="async",
+                )
+
+        asyncio.run(arun())
+        with within(60):
+            for tid in ids:
+                state = self.graph.get_state(config(tid))
+                assert state.values["messages"][-1].content.startswith("done:"), tid
+                assert len(list(self.graph.get_state_history(config(tid), limit=3))) == 3
+                assert {r.key.call_id for r in self.adapter.tool_calls(tid)} >= {"c1", "c2"}
+                assert self.saver.session_memory(tid).tool_calls == 2
+            assert len(list(self.saver.list(None, limit=PER_BATCH))) == PER_BATCH
+
+
+@pytest.fixture
+def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(adapter_module, "_MAX_LIVE_BATCHES", BOUND)
+    monkeypatch.setattr(tool_log_module, "_SETTLED_THREADS", BOUND)
+    monkeypatch.setattr(tracer_module, "MAX_OPEN_FILES", BOUND, raising=False)
+    r = Rig(tmp_path)
+    yield r
+    r.tracer.close()
+    r.saver.close()
+
+
+def alive(kind: type) -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+
+
+def test_every_cache_keyed_by_thread_stays_within_its_bound(rig: Rig) -> None:
+    rig.batch()
+    saver, store = rig.saver, rig.saver.store
+    # the open logs, and the value caches counted against the store's budget
+    assert len(store._logs) <= BOUND
+    assert len(store._warm) <= BOUND
+    assert set(store._warm) <= set(store._logs), "a log let go is still counted warm"
+    # logs let go are freed, with what hangs on them (memory keepers, value caches)
+    assert alive(LogView) <= BOUND
+    assert alive(MemoryKeeper) <= BOUND
+    assert alive(ValueCache) <= BOUND
+    # per run, per thread, per task execution
+    assert len(saver._runs._runs) <= BOUND
+    assert len(saver._tool_log._settled) <= BOUND
+    assert len(rig.adapter._batches) <= BOUND
+    # nothing left waiting or held once every run returned
+    assert saver._live is not None and saver._live._held == {}
+    assert saver._tool_log.landing._futures == set()
+    assert not saver._worker._busy and not saver._worker._jobs
+    # the tracer: open trace files (a descriptor each), and runs it is timing
+    assert len(rig.tracer._files) <= BOUND
+    assert rig.tracer._runs == {}
+
+
+def reachable(*roots: object) -> int:
+    """Objects reachable from ``roots`` (tracked or not), not following modules,
+    classes, functions or code: the instance data they hold."""
+    skip = (types.ModuleType, type, types.FunctionType, types.CodeType, types.BuiltinFunctionType)
+    gc.collect()
+    seen = {id(r) for r in roots}
+    stack = list(roots)
+    while stack:
+        for ref in gc.get_referents(stack.pop()):
+            if id(ref) not in seen and not isinstance(ref, skip):
+                seen.add(id(ref))
+                stack.append(ref)
+    return len(seen)
+
+
+def test_a_second_batch_of_new_threads_leaves_no_more_behind_than_the_first(rig: Rig) -> None:
+    rig.batch()
+    first = reachable(rig.saver, rig.adapter, rig.tracer)
+    rig.batch()
+    second = reachable(rig.saver, rig.adapter, rig.tracer)
+    rig.batch()
+    third = reachable(rig.saver, rig.adapter, rig.tracer)
+    # Every cache is full after the first batch; what the later batches add is noise
+    # (dict resizes, one log's caches bigger than another's), not an entry per thread.
+    assert second <= first * 1.05 + 100, (first, second)
+    assert third <= first * 1.05 + 100, (first, second, third)
