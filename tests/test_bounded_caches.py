@@ -152,7 +152,8 @@ def test_a_second_batch_of_new_threads_leaves_no_more_behind_than_the_first(rig:
     second = reachable(rig.saver, rig.adapter, rig.tracer)
     rig.batch()
     third = reachable(rig.saver, rig.adapter, rig.tracer)
-    # Every cache is full after the first batch; what the later batches add is noise
-    # (dict resizes, one log's caches bigger than another's), not an entry per thread.
-    assert second <= first * 1.05 + 100, (first, second)
-    assert third <= first * 1.05 + 100, (first, second, third)
+    # Every cache is full after the first batch: a later batch of as many new threads
+    # may differ by a few objects (one log's caches a little bigger than another's), but
+    # an entry kept per thread seen is at least one object (its key) per thread.
+    assert second - first < PER_BATCH, (first, second)
+    assert third - second < PER_BATCH, (first, second, third)

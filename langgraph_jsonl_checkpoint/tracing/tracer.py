@@ -8,7 +8,9 @@ for a model, the token usage it reports) or failing (with the error). Each line 
 written with one ``write`` to a file opened ``O_APPEND``, without ``fsync`` (debugging
 data: a process killed mid-run leaves every line it wrote; a power loss may cut the
 last one, which readers skip). Bounded: when a file would pass ``max_bytes`` it is
-rotated (``.jsonl`` -> ``.1.jsonl`` -> ``.2.jsonl``, the oldest dropped).
+rotated (``.jsonl`` -> ``.1.jsonl`` -> ``.2.jsonl``, the oldest dropped); at most
+:data:`MAX_OPEN_FILES` threads' files are kept open, the least recently written closed
+first (its next line opens it again).
 
 Use::
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -36,6 +39,8 @@ from ..disk.store import TEMP_DIR, THREADS_DIR
 
 #: Default size at which a thread's trace file is rotated.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+#: Trace files kept open at once, one per thread (the least recently written is closed).
+MAX_OPEN_FILES = 128
 #: Longest error text kept in an event.
 ERROR_CHARS = 500
 
@@ -87,17 +92,30 @@ class TraceFile:
         self.lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
+        self._retired = False
 
     def append(self, line: bytes) -> None:
-        """Write one line (rotating first if it would pass ``max_bytes``)."""
+        """Write one line (rotating first if it would pass ``max_bytes``); a retired file
+        is closed again after the line."""
         with self.lock:
             if self._fd is None:
                 self._open()
-            if self._size and self._size + len(line) > self.max_bytes:
-                self._rotate()
-            assert self._fd is not None
-            files.write_all(self._fd, line)
-            self._size += len(line)
+            try:
+                if self._size and self._size + len(line) > self.max_bytes:
+                    self._rotate()
+                assert self._fd is not None
+                files.write_all(self._fd, line)
+                self._size += len(line)
+            finally:
+                if self._retired:
+                    self.close()
+
+    def retire(self) -> None:
+        """Close the file for good: the tracer let it go (a line still being written by
+        another thread closes it again after itself)."""
+        with self.lock:
+            self._retired = True
+            self.close()
 
     def _open(self) -> None:
         os.makedirs(os.path.dirname(self.names[0]), mode=0o700, exist_ok=True)
@@ -140,7 +158,7 @@ class JsonlTracer(BaseCallbackHandler):
         inner = getattr(store, "store", None)
         self.store_path = os.path.abspath(inner.path if inner is not None else os.fspath(store))
         self.max_bytes = max(1024, int(max_bytes))
-        self._files: dict[str, TraceFile] = {}
+        self._files: OrderedDict[str, TraceFile] = OrderedDict()
         self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
         self._lock = threading.Lock()
 
@@ -188,10 +206,17 @@ class JsonlTracer(BaseCallbackHandler):
     def _write(self, thread: str, event: dict[str, Any]) -> None:
         event["at"] = _now()
         line = orjson.dumps(event, default=str) + b"\n"
+        retired: list[TraceFile] = []
         with self._lock:
             f = self._files.get(thread)
             if f is None:
                 f = self._files[thread] = TraceFile(trace_paths(self.store_path, thread), self.max_bytes)
+                while len(self._files) > MAX_OPEN_FILES:
+                    retired.append(self._files.popitem(last=False)[1])
+            else:
+                self._files.move_to_end(thread)
+        for old in retired:
+            old.retire()
         try:
             f.append(line)
         except OSError:
