@@ -157,3 +157,21 @@ def test_a_second_batch_of_new_threads_leaves_no_more_behind_than_the_first(rig:
     # an entry kept per thread seen is at least one object (its key) per thread.
     assert second - first < PER_BATCH, (first, second)
     assert third - second < PER_BATCH, (first, second, third)
+
+
+def test_a_log_let_go_before_its_caches_are_counted_is_not_kept_warm(tmp_path: Path) -> None:
+    """A put or read holds its log while another thread's open lets that log go (past
+    ``max_open_threads``); counting its caches afterwards must not keep it (and its index)
+    in the warm set, which only the item budget would ever empty."""
+    from langgraph_jsonl_checkpoint.values.cache import ValueCache
+
+    with JsonlSaver(tmp_path / "s", max_open_threads=2) as saver:
+        store = saver.store
+        held = store.thread_log("a")  # a put of thread "a" has its log...
+        for tid in ("b", "c", "d"):  # ...while other threads' opens let it go
+            store.thread_log(tid)
+        assert "a" not in store._logs
+        ValueCache.of(held).remember("", {})  # the put fills the log's caches, then counts them
+        store.keep_warm(held)
+        assert "a" not in store._warm
+        assert set(store._warm) <= set(store._logs)
