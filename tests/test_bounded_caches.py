@@ -101,9 +101,10 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     r.saver.close()
 
 
-def alive(kind: type) -> int:
+def alive_logs(store_path: str) -> list[LogView]:
+    """The thread logs of this store still in memory (other tests' may be too)."""
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, kind))
+    return [o for o in gc.get_objects() if isinstance(o, LogView) and o.paths.log.startswith(store_path)]
 
 
 def test_every_cache_keyed_by_thread_stays_within_its_bound(rig: Rig) -> None:
@@ -114,9 +115,11 @@ def test_every_cache_keyed_by_thread_stays_within_its_bound(rig: Rig) -> None:
     assert len(store._warm) <= BOUND
     assert set(store._warm) <= set(store._logs), "a log let go is still counted warm"
     # logs let go are freed, with what hangs on them (memory keepers, value caches)
-    assert alive(LogView) <= BOUND
-    assert alive(MemoryKeeper) <= BOUND
-    assert alive(ValueCache) <= BOUND
+    logs = alive_logs(store.path)
+    assert len(logs) <= BOUND
+    keepers = [o for o in gc.get_objects() if isinstance(o, MemoryKeeper) and o.log in logs]
+    assert len(keepers) <= BOUND
+    assert sum(1 for log in logs if isinstance(log.derived, ValueCache)) <= BOUND
     # per run, per thread, per task execution
     assert len(saver._runs._runs) <= BOUND
     assert len(saver._tool_log._settled) <= BOUND

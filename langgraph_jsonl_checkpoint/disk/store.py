@@ -298,9 +298,12 @@ class Store:
         """Note that ``log``'s value caches were just used or filled. While the items
         they hold, summed over logs, exceed :data:`WARM_ITEMS`, the least recently used
         log's caches are dropped (they are only caches: its next put takes the slow
-        path, comparing encodings)."""
+        path, comparing encodings). A log no longer open (let go while a put or read
+        held it) is not counted."""
         items = log.derived.held() if log.derived is not None else 0
         with self._lock:
+            if self._logs.get(log.thread_id) is not log:
+                return  # let go by the open-log bound meanwhile: its caches go with it
             self._cool(log.thread_id)
             self._warm[log.thread_id] = (log, items)
             self._warm_items += items
