@@ -122,3 +122,53 @@ def test_verify_names_a_checkpoint_whose_delta_base_is_missing(tmp_path: Path) -
     assert [(f.thread_id, f.path, f.offset) for f in report.findings][:1] == [
         ("a-good", files["a-good"].log, _offset_of(lines, k))]
     assert all(f.thread_id == "a-good" and f.problem for f in report.findings)
+
+
+def _cut_short(tmp_path: Path) -> tuple[Path, ThreadFiles, int]:
+    """A store whose "a-good" log lost its last two records at a record boundary (a
+    file cut back, or restored from an older copy) while its index says they were durable."""
+    store, files = _store(tmp_path)
+    lines = _lines(files["a-good"].log)
+    Path(files["a-good"].log).write_bytes(b"".join(lines[:-2]))
+    return store, files["a-good"], _offset_of(lines, len(lines) - 2)
+
+
+def test_verify_names_a_log_cut_short_of_what_its_index_says_was_durable(tmp_path: Path) -> None:
+    """The framing scan finds nothing wrong (whole records, no torn tail); the log's
+    index (a writable saver's refresh refuses the log) says what is missing."""
+    store, log, cut = _cut_short(tmp_path)
+    report = verify(JsonlSaver(store), ["a-good", "e-good"])
+    assert report.threads == 2
+    assert [(f.thread_id, f.path, f.offset) for f in report.findings] == [("a-good", log.log, cut)]
+    assert "holds committed records up to sequence 7, but its index says records up to 9 were durable" in (
+        report.findings[0].problem
+    )
+
+
+def test_verify_read_only_names_a_log_cut_short_too(tmp_path: Path) -> None:
+    """``langgraph-jsonl verify`` opens the store read-only, where the log's refresh
+    serves the records it has instead of refusing: verify must still report the loss."""
+    store, log, cut = _cut_short(tmp_path)
+    report = verify(JsonlSaver(store, read_only=True), ["a-good", "e-good"])
+    assert not report.ok
+    assert [(f.thread_id, f.path, f.offset) for f in report.findings] == [("a-good", log.log, cut)]
+    assert "up to sequence 7" in report.findings[0].problem and "up to 9" in report.findings[0].problem
+
+
+def test_verify_names_a_snapshot_whose_values_cannot_be_rebuilt(tmp_path: Path) -> None:
+    """A delta whose items are in a cell no codec reads: the snapshot after it cannot be
+    rebuilt, and the finding names the thread, the file and the snapshot's offset."""
+    store, files = _store(tmp_path)
+    lines = _lines(files["a-good"].log)
+    k = next(i for i, line in enumerate(lines) if b'"tail"' in line and b'"t":"checkpoint"' in line)
+    rec = orjson.loads(lines[k])
+    del rec["c"]
+    rec["values"]["m"]["tail"] = {"nope": ["x"]}
+    lines[k] = framing.frame(rec)
+    Path(files["a-good"].log).write_bytes(b"".join(lines))
+    snapshot = next(i for i in range(k, len(lines)) if b'"t":"snapshot"' in lines[i])
+    report = verify(JsonlSaver(store, read_only=True), ["a-good", "e-good"])
+    assert report.findings == [
+        Finding("a-good", files["a-good"].log, _offset_of(lines, snapshot),
+                "snapshot values cannot be rebuilt from deltas: unknown value cell with keys ['nope']"),
+    ]
