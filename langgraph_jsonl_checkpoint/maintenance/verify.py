@@ -149,6 +149,18 @@ def _header_problem(tid: str, result: framing.ScanResult) -> str | None:
     return None
 
 
+def _served_part(log: LogView) -> str:
+    """What a read-only view found wrong while indexing a log the scan found whole."""
+    durable = log.sidecar.durable_seq
+    if log.index.last_seq < durable:
+        return (
+            f"the log holds committed records up to sequence {log.index.last_seq}, but its index "
+            f"says records up to {durable} were durable: the record at byte offset "
+            f"{log.damaged_at} is damaged or the file was cut"
+        )
+    return "damaged record followed by valid records"
+
+
 def _check_snapshots(saver: StoreAccess, tid: str, result: framing.ScanResult, report: VerifyReport) -> int:
     """Rebuild each snapshot's values from the records before it and compare the state
     hash it carries (deltas on the values the log held until then)."""
@@ -159,6 +171,10 @@ def _check_snapshots(saver: StoreAccess, tid: str, result: framing.ScanResult, r
             log.refresh()
         except JsonlCheckpointError as exc:
             report.findings.append(Finding(tid, log.path, getattr(exc, "offset", None), str(exc)))
+            return 0
+        if log.damaged_at is not None:
+            # A read-only view serves the records before the damage instead of raising.
+            report.findings.append(Finding(tid, log.path, log.damaged_at, _served_part(log)))
             return 0
         # From the records alone, never from the values a put or read kept in memory.
         reader = ValueReader(log, saver.codec, kept=False)
