@@ -23,7 +23,8 @@ The interrupt's value is ``{"type": "uncertain_tool_calls", "calls": [{"id", "na
 {"result": ...}})``. ``"skip"`` answers the model with a ToolMessage saying the outcome
 is unknown, so the transcript never keeps a tool call without a result.
 
-Within one ``ToolNode`` task the whole batch shares one interrupt. ``create_agent`` runs
+How questions and answers keep their ``interrupt()`` slots across re-executions is in
+:mod:`.asking`. Within one ``ToolNode`` task the whole batch shares one interrupt. ``create_agent`` runs
 each tool call as its own task, so there each uncertain call is its own interrupt;
 :meth:`ReplayAdapter.resume_command` answers them all at once.
 """
@@ -32,27 +33,25 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command, Interrupt, interrupt
+from langgraph.types import Command, Interrupt
 
 from ..errors import CheckpointNotSavedError, ConfigError
+from .asking import deliberate
 from .calls import (
     Batch,
     CallContext,
     call_id_of,
     context_of,
     messages_of,
-    slots_held,
     task_position,
     thread_of,
 )
 from .journal import SaverJournal, StoreJournal, ToolEventLog, ToolJournal
 from .lifecycle import (
-    ANSWER,
-    ASK,
     ASKS_CALL_ID,
     FAILED,
     FINISHED,
@@ -60,10 +59,9 @@ from .lifecycle import (
     REQUESTED,
     STARTED,
     ToolCallRecord,
-    now,
     process_stamp,
 )
-from .lost import closing_event, lost_question, split_lost
+from .lost import closing_event, split_lost
 from .middleware import replay_middleware
 from .pending import replacing_update, settle
 from .plan import (
@@ -73,7 +71,6 @@ from .plan import (
     RUN,
     RecordedToolError,
     answer_message,
-    answer_problems,
     answered_action,
     plan_call,
 )
@@ -282,117 +279,14 @@ class ReplayAdapter:
                 self._batches.popitem(last=False)
             return batch
 
-    def _uncertain(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> list[dict[str, Any]]:
-        tools = {getattr(t, "name", None): t for t in (getattr(request.runtime, "tools", None) or [])}
-        out = []
-        for call in ctx.batch:
-            rec = batch.records.get(ctx.key(call["id"]))
-            idem = self._tool_is_idempotent(call.get("name"), tools.get(call.get("name")))
-            if rec is not None and rec.open_state == STARTED and not idem:
-                out.append(
-                    {
-                        "id": call["id"],
-                        "name": call.get("name"),
-                        "args": call.get("args"),
-                        "started_at": rec.started_at,
-                    }
-                )
-            elif call["id"] in batch.linked and (rec is None or rec.state == REQUESTED):
-                out.append(lost_question(call["id"], batch.linked[call["id"]]))
-        return out + [lost_question(qid, lost) for qid, lost in batch.unmatched.items()]
-
     def _requested_events(self, ctx: CallContext, batch: Batch) -> list[dict[str, Any]]:
         return [
-            self._event(
-                ctx, call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args"))
+            ctx.event(
+                call["id"], REQUESTED, name=call.get("name"), args=self.journal.encode(call.get("args"))
             )
             for call in ctx.batch
             if ctx.key(call["id"]) not in batch.records
         ]
-
-    # -- asking a person ---------------------------------------------------------------
-    #
-    # LangGraph hands resume values to a task's interrupt() calls by position ("slot"),
-    # and keeps them only once the task finishes or interrupts. The adapter journals its
-    # questions and answers with their slots; on re-execution it calls interrupt() again
-    # for each of its slots LangGraph still holds a value for (so a tool's own
-    # interrupt() later in the task keeps its slot), takes answers from the journal, and
-    # asks a new question only for an uncertain call whose current run has no answer.
-
-    def _deliberate(
-        self, ctx: CallContext, batch: Batch, request: ToolCallRequest
-    ) -> Iterator[list[dict[str, Any]]]:
-        """Settle the batch's uncertain calls; yields events that must be durable first."""
-        journal = batch.records.get(ctx.key(ASKS_CALL_ID))
-        entries = journal.asks if journal else []
-        questions: dict[int, tuple[int, dict[str, Any]]] = {}  # slot -> (ordinal, question)
-        answered_slots: set[tuple[int, int]] = set()  # (slot, ordinal) answered
-        answers: dict[str, tuple[Any, Any]] = {}  # call id -> (answer, started_at)
-        ordinal = 0
-        for entry in entries:
-            if entry[0] == ASK:
-                ordinal += 1
-                questions[entry[1]] = (ordinal, entry[2])
-            else:
-                _, slot, answer, about = entry
-                if slot in questions:
-                    answered_slots.add((slot, questions[slot][0]))
-                for call_id, started_at in about:
-                    answers[call_id] = (answer[call_id], started_at)
-        held = slots_held(request)
-        replay = len(questions) if held is None else min(len(questions), held)
-        problem: str | None = None
-        for slot in range(replay):
-            number, question = questions.get(slot, (0, {"type": INTERRUPT_TYPE, "calls": []}))
-            value = interrupt(question)  # LangGraph holds a value: returns it at once
-            if (slot, number) in answered_slots:
-                continue
-            problem = answer_problems(value, [c["id"] for c in question["calls"]])
-            if problem is None:
-                about = [[c["id"], c["started_at"]] for c in question["calls"]]
-                yield [self._answer_event(ctx, slot, value, about), *self._closing(batch, value, about)]
-                for call_id, started_at in about:
-                    answers[call_id] = (value[call_id], started_at)
-        slot = replay
-        while True:
-            uncertain = self._uncertain(ctx, batch, request)
-            # An answer counts only for the run of the call it was about: a retry that
-            # crashed again started later, and is asked about again.
-            batch.answers = {
-                c["id"]: answers[c["id"]][0]
-                for c in uncertain
-                if c["id"] in answers and answers[c["id"]][1] == c["started_at"]
-            }
-            open_calls = [c for c in uncertain if c["id"] not in batch.answers]
-            if not open_calls:
-                return
-            question = {"type": INTERRUPT_TYPE, "calls": open_calls}
-            if problem is not None:
-                question["error"] = problem
-            yield [self._event(ctx, ASKS_CALL_ID, ASK, slot=slot, question=self.journal.encode(question))]
-            value = interrupt(question)  # raises until a person answers
-            problem = answer_problems(value, [c["id"] for c in open_calls])
-            if problem is None:
-                about = [[c["id"], c["started_at"]] for c in open_calls]
-                yield [self._answer_event(ctx, slot, value, about), *self._closing(batch, value, about)]
-                for call_id, started_at in about:
-                    answers[call_id] = (value[call_id], started_at)
-            slot += 1
-
-    def _closing(self, batch: Batch, answer: Any, about: list[list[Any]]) -> list[dict[str, Any]]:
-        """Events settling the lost calls asked about on their own (journaled with the answer)."""
-        return [
-            closing_event(batch.unmatched[qid], answer[qid], self.journal.encode)
-            for qid, _ in about
-            if qid in batch.unmatched
-        ]
-
-    def _answer_event(
-        self, ctx: CallContext, slot: int, answer: Any, about: list[list[Any]]
-    ) -> dict[str, Any]:
-        return self._event(
-            ctx, ASKS_CALL_ID, ANSWER, slot=slot, answer=self.journal.encode(answer), about=about
-        )
 
     def _prepare(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[None]:
         """Load the batch's records, journal what is new, settle its uncertain calls
@@ -413,7 +307,9 @@ class ReplayAdapter:
                     closed = [closing_event(o, "retry", self.journal.encode) for o in harmless]
                     yield step("record", ctx.thread_id, closed)
             yield step("record", ctx.thread_id, self._requested_events(ctx, batch))
-            for events in self._deliberate(ctx, batch, request):
+            for events in deliberate(
+                ctx, batch, request, encode=self.journal.encode, is_idempotent=self._tool_is_idempotent
+            ):
                 yield step("record", ctx.thread_id, events)
             batch.ready = True
         except BaseException as exc:
@@ -421,10 +317,6 @@ class ReplayAdapter:
             raise
 
     # -- one call ------------------------------------------------------------------
-
-    @staticmethod
-    def _event(ctx: CallContext, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
-        return {"ev": ev, "ns": ctx.ns, "cp": ctx.checkpoint_id, "call": call_id, "at": now(), **fields}
 
     def _settled(
         self,
@@ -448,7 +340,7 @@ class ReplayAdapter:
             ), []
         call_id = call_id_of(call, ctx.thread_id)
         msg, resolution = answer_message(call_id, call.get("name"), answer)  # SKIP, SUPPLY
-        event = self._event(ctx, call_id, FINISHED, result=self.journal.encode(msg), resolution=resolution)
+        event = ctx.event(call_id, FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]
 
     def _call(self, ctx: CallContext, batch: Batch, request: ToolCallRequest) -> Steps[Any]:
@@ -472,18 +364,18 @@ class ReplayAdapter:
             return outcome
         if not idempotent:
             yield from self._until_saved(ctx, call_id)
-        started = self._event(ctx, call_id, STARTED, proc=process_stamp())
+        started = ctx.event(call_id, STARTED, proc=process_stamp())
         yield step("record", ctx.thread_id, [started, *closing])
         try:
             result = yield step("execute", request)
         except GraphBubbleUp:
-            yield step("record", ctx.thread_id, [self._event(ctx, call_id, RELEASED)])
+            yield step("record", ctx.thread_id, [ctx.event(call_id, RELEASED)])
             raise
         except Exception as exc:
             yield step("record", ctx.thread_id, [self._failed(ctx, call_id, exc)])
             raise
         yield step(
-            "record", ctx.thread_id, [self._event(ctx, call_id, FINISHED, result=self.journal.encode(result))]
+            "record", ctx.thread_id, [ctx.event(call_id, FINISHED, result=self.journal.encode(result))]
         )
         return result
 
@@ -532,6 +424,6 @@ class ReplayAdapter:
 
     def _failed(self, ctx: CallContext, call_id: str, exc: BaseException) -> dict[str, Any]:
         # Only the type and message: a traceback may hold secrets and is not needed.
-        return self._event(
-            ctx, call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]}
+        return ctx.event(
+            call_id, FAILED, error={"type": type(exc).__name__, "message": str(exc)[:2000]}
         )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ..errors import ConfigError
-from .lifecycle import ToolCallKey, ToolCallRecord, parent_namespace
+from .lifecycle import ToolCallKey, ToolCallRecord, now, parent_namespace
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -49,6 +49,10 @@ class CallContext:
 
     def key(self, call_id: str) -> ToolCallKey:
         return ToolCallKey(self.ns, self.checkpoint_id, call_id)
+
+    def event(self, call_id: str, ev: str, **fields: Any) -> dict[str, Any]:
+        """A journal event of one of this task's calls (or of its questions), stamped now."""
+        return {"ev": ev, "ns": self.ns, "cp": self.checkpoint_id, "call": call_id, "at": now(), **fields}
 
     @property
     def graph_ns(self) -> str:

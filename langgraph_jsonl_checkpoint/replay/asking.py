@@ -1,0 +1,143 @@
+"""Asking a person about a tool-node task's uncertain calls: the questions, their slots,
+the answers (the adapter's ``interrupt()`` side; see :mod:`.adapter`).
+
+A call is uncertain when it started and never finished and is not idempotent (its effect
+may or may not have happened), or when it stands for a call of a lost run (see
+:mod:`.lost`). The task's uncertain calls are asked about in one question, an
+``interrupt()`` whose value is ``{"type": "uncertain_tool_calls", "calls": [...]}``.
+
+LangGraph hands resume values to a task's interrupt() calls by position ("slot"), and
+keeps them only once the task finishes or interrupts. Questions and answers are
+journaled with their slots; on re-execution :func:`deliberate` calls interrupt() again
+for each of its slots LangGraph still holds a value for (so a tool's own interrupt()
+later in the task keeps its slot), takes answers from the journal, and asks a new
+question only for an uncertain call whose current run has no answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from langgraph.types import interrupt
+
+from .calls import Batch, CallContext, slots_held
+from .lifecycle import ANSWER, ASK, ASKS_CALL_ID, REQUESTED, STARTED
+from .lost import closing_event, lost_question
+from .plan import INTERRUPT_TYPE, answer_problems
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+#: Whether a tool (by name, and the tool object if known) may run twice.
+IsIdempotent = Callable[[str | None, Any], bool]
+#: A value to its stored form (the journal's encoder).
+Encode = Callable[[Any], Any]
+
+
+def uncertain_calls(
+    ctx: CallContext, batch: Batch, request: ToolCallRequest, is_idempotent: IsIdempotent
+) -> list[dict[str, Any]]:
+    """The batch's calls a person must be asked about: started and not finished
+    side-effecting calls, and calls standing for lost ones (with their questions)."""
+    tools = {getattr(t, "name", None): t for t in (getattr(request.runtime, "tools", None) or [])}
+    out = []
+    for call in ctx.batch:
+        rec = batch.records.get(ctx.key(call["id"]))
+        idem = is_idempotent(call.get("name"), tools.get(call.get("name")))
+        if rec is not None and rec.open_state == STARTED and not idem:
+            out.append(
+                {
+                    "id": call["id"],
+                    "name": call.get("name"),
+                    "args": call.get("args"),
+                    "started_at": rec.started_at,
+                }
+            )
+        elif call["id"] in batch.linked and (rec is None or rec.state == REQUESTED):
+            out.append(lost_question(call["id"], batch.linked[call["id"]]))
+    return out + [lost_question(qid, lost) for qid, lost in batch.unmatched.items()]
+
+
+def deliberate(
+    ctx: CallContext,
+    batch: Batch,
+    request: ToolCallRequest,
+    *,
+    encode: Encode,
+    is_idempotent: IsIdempotent,
+) -> Iterator[list[dict[str, Any]]]:
+    """Settle the batch's uncertain calls (``batch.answers``); yields events that must be
+    durable first (a question before its ``interrupt()``, an answer before it is acted on).
+
+    Raises:
+        GraphInterrupt: A person has to answer (LangGraph's ``interrupt()``).
+    """
+    journal = batch.records.get(ctx.key(ASKS_CALL_ID))
+    entries = journal.asks if journal else []
+    questions: dict[int, tuple[int, dict[str, Any]]] = {}  # slot -> (ordinal, question)
+    answered_slots: set[tuple[int, int]] = set()  # (slot, ordinal) answered
+    answers: dict[str, tuple[Any, Any]] = {}  # call id -> (answer, started_at)
+    ordinal = 0
+    for entry in entries:
+        if entry[0] == ASK:
+            ordinal += 1
+            questions[entry[1]] = (ordinal, entry[2])
+        else:
+            _, slot, answer, about = entry
+            if slot in questions:
+                answered_slots.add((slot, questions[slot][0]))
+            for call_id, started_at in about:
+                answers[call_id] = (answer[call_id], started_at)
+    held = slots_held(request)
+    replay = len(questions) if held is None else min(len(questions), held)
+    problem: str | None = None
+    for slot in range(replay):
+        number, question = questions.get(slot, (0, {"type": INTERRUPT_TYPE, "calls": []}))
+        value = interrupt(question)  # LangGraph holds a value: returns it at once
+        if (slot, number) in answered_slots:
+            continue
+        problem = answer_problems(value, [c["id"] for c in question["calls"]])
+        if problem is None:
+            about = [[c["id"], c["started_at"]] for c in question["calls"]]
+            yield [_answer_event(ctx, slot, value, about, encode), *_closing(batch, value, about, encode)]
+            for call_id, started_at in about:
+                answers[call_id] = (value[call_id], started_at)
+    slot = replay
+    while True:
+        uncertain = uncertain_calls(ctx, batch, request, is_idempotent)
+        # An answer counts only for the run of the call it was about: a retry that
+        # crashed again started later, and is asked about again.
+        batch.answers = {
+            c["id"]: answers[c["id"]][0]
+            for c in uncertain
+            if c["id"] in answers and answers[c["id"]][1] == c["started_at"]
+        }
+        open_calls = [c for c in uncertain if c["id"] not in batch.answers]
+        if not open_calls:
+            return
+        question = {"type": INTERRUPT_TYPE, "calls": open_calls}
+        if problem is not None:
+            question["error"] = problem
+        yield [ctx.event(ASKS_CALL_ID, ASK, slot=slot, question=encode(question))]
+        value = interrupt(question)  # raises until a person answers
+        problem = answer_problems(value, [c["id"] for c in open_calls])
+        if problem is None:
+            about = [[c["id"], c["started_at"]] for c in open_calls]
+            yield [_answer_event(ctx, slot, value, about, encode), *_closing(batch, value, about, encode)]
+            for call_id, started_at in about:
+                answers[call_id] = (value[call_id], started_at)
+        slot += 1
+
+
+def _closing(batch: Batch, answer: Any, about: list[list[Any]], encode: Encode) -> list[dict[str, Any]]:
+    """Events settling the lost calls asked about on their own (journaled with the answer)."""
+    return [
+        closing_event(batch.unmatched[qid], answer[qid], encode) for qid, _ in about if qid in batch.unmatched
+    ]
+
+
+def _answer_event(
+    ctx: CallContext, slot: int, answer: Any, about: list[list[Any]], encode: Encode
+) -> dict[str, Any]:
+    return ctx.event(ASKS_CALL_ID, ANSWER, slot=slot, answer=encode(answer), about=about)
