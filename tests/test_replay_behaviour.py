@@ -335,6 +335,7 @@ async def test_answers_to_an_uncertain_call(
     msg = only(out["messages"], "c2")
     assert msg.content == content
     assert msg.status == ("error" if answer == "skip" else "success")
+    assert msg.name == "send_email"  # the answer names the tool, as the tool's own result would
     assert env.effects() == {"c1": 1, "c2": effects_c2, "c3": 1}  # "retry": exactly once more
     assert env.by_id()["c2"].resolution == resolution
     # the thread is done: running it again changes nothing

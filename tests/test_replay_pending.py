@@ -228,6 +228,21 @@ def test_nothing_pending_changes_nothing_and_reads_nothing(tmp_path: Path) -> No
     assert adapter.answer_pending_calls({"messages": done}, config("t1")) == {}
 
 
+
+def test_the_pending_calls_node_is_named_for_a_graph_that_adds_it_without_a_name() -> None:
+    """``builder.add_node(adapter.pending_calls_node())`` names the node after the
+    runnable: ``answer_pending_calls`` (what a person sees in the graph and its stream)."""
+    from langgraph.graph import START, StateGraph
+
+    from tests.harness.replay_tools import State
+
+    node = ReplayAdapter(store=InMemoryStore()).pending_calls_node()
+    builder = StateGraph(State)
+    builder.add_node(node)
+    builder.add_edge(START, "answer_pending_calls")
+    assert list(builder.compile().get_graph().nodes) == ["__start__", "answer_pending_calls", "__end__"]
+
+
 # ---------------------------------------------------------------------------
 # the pure parts
 # ---------------------------------------------------------------------------
