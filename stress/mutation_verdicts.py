@@ -18,6 +18,7 @@ _STORE = f"{PACKAGE}.disk.store."
 _RECORDS = f"{PACKAGE}.values.records."
 _CODEC = f"{PACKAGE}.values.codec."
 _TOOL_LOG = f"{PACKAGE}.saver.tool_log."
+_ASKING = f"{PACKAGE}.replay.asking."
 
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
@@ -127,14 +128,31 @@ VERDICTS: dict[str, tuple[str, str]] = {
     _STORE + "xǁStoreǁrun_lock__mutmut_7": (
         "thread_file_stem(thread_id), None)",
         "equivalent: a RunLock never uses the temp folder of its paths"),
-    _STORE + "xǁStoreǁkeep_warm__mutmut_6": (
+    _STORE + "xǁStoreǁkeep_warm__mutmut_8": (
         "self._cool(None)",
         "equivalent (performance only): a log's cached items are counted twice, so value caches are"
         " dropped sooner; they are only caches"),
-    f"{PACKAGE}.replay.adapter.xǁReplayAdapterǁ_deliberate__mutmut_16": (
+    _ASKING + "x_deliberate__mutmut_16": (
         "ordinal += 2",
         "equivalent: ordinals are only compared with each other (a question's and its answer's),"
         " and both come from the same counter"),
+    _ASKING + "x_deliberate__mutmut_46": (
+        '"CALLS": []',
+        "equivalent for journals this package writes: questions are journaled at slots 0, 1, ..."
+        " without a gap (each execution asks from the number of slots it replayed, and replays no"
+        " more than were journaled), so the default question is never taken; only a journal that"
+        " lost a question record (dropped by a repair) reaches it"),
+    _ASKING + "x_deliberate__mutmut_170": (
+        "answers[call_id] = None",
+        "equivalent in practice: here interrupt() returns at once only if LangGraph holds more"
+        " resume values for the task than the journal holds questions, i.e. the answer to a tool's"
+        " own interrupt() given before a crash left a sibling call uncertain; that value is taken as"
+        " this question's answer only if it happens to be a valid answer map for the uncertain"
+        " calls (otherwise the question is asked again, with the problem)"),
+    f"{PACKAGE}.replay.adapter.xǁReplayAdapterǁ_batch_for__mutmut_5": (
+        'config.get("configurable", None)',
+        "equivalent: a tool-node task's runtime config always holds `configurable` (LangGraph puts"
+        " the task's scratchpad there), so the default is never taken"),
     f"{PACKAGE}.maintenance.repair.x_salvage_records__mutmut_30": (
         "if nl >= 1 else None",
         "equivalent: at `nl == 0` the line is empty, which `parse_line` refuses as well"),
