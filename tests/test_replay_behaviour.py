@@ -32,6 +32,7 @@ from langgraph_jsonl_checkpoint import (
     ReplayAdapter,
     ToolCallRecord,
 )
+from langgraph_jsonl_checkpoint.replay.lifecycle import ANSWER, ASK, ASKS_CALL_ID, ToolCallKey
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 from tests.harness.replay_crashes import CrashAt, install_crash
 from tests.harness.replay_tools import (
@@ -363,6 +364,10 @@ async def test_crash_during_retry_asks_again(env: Env) -> None:
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
     value = single_interrupt(graph)
     assert [c["id"] for c in value["calls"]] == ["c2"] and value["calls"][0]["started_at"] == rec.started_at
+    # the first answer is journaled once: replaying its slot does not record it again
+    asks = ToolCallKey(rec.key.ns, rec.key.checkpoint_id, ASKS_CALL_ID)
+    entries = env.adapter.journal.load(THREAD, [asks])[asks].asks
+    assert [(e[0], e[1]) for e in entries] == [(ASK, 0), (ANSWER, 0), (ASK, 1)]
     out = await env.run(graph, Command(resume={"c2": "skip"}))
     assert_transcript_complete(out["messages"])
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
