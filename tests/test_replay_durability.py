@@ -266,6 +266,44 @@ def test_a_lost_call_of_an_idempotent_tool_is_closed_without_asking(tmp_path: Pa
     assert adapter.journal.orphans("t", saver) == []
 
 
+def test_a_lost_call_no_new_call_matches_is_asked_about_and_settled_in_one_process(tmp_path: Path) -> None:
+    """In one process (so mutation testing sees it; the test above resumes in a child): an
+    email sent in a run whose state was lost, then a conversation that goes elsewhere. The
+    next tool node asks about the lost email on its own; the answer settles it."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+    from tests.harness.replay_crashes import IDEMPOTENT_BY_NAME
+    from tests.harness.replay_tools import HookMap, build_graph, config, make_tools
+
+    saver, store = InMemorySaver(), InMemoryStore()
+
+    def graph(plan, hooks=None):
+        adapter = ReplayAdapter(store=store, idempotent=IDEMPOTENT_BY_NAME)
+        tools = make_tools(tmp_path / "effects.log", hooks=hooks)
+        return build_graph("tool_node", tools=tools, plan=plan, checkpointer=saver, adapter=adapter), adapter
+
+    def die() -> None:
+        raise _Died()
+
+    g, _ = graph(EMAIL, HookMap({("after_effect", "c2"): die}))
+    with pytest.raises(_Died):
+        g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    saver.delete_thread("t")  # the run's state is lost; the journal in the store is not
+    g, adapter = graph([[[call("lookup_order", "c9", order_id="7")]]])
+    g.invoke({"messages": [HumanMessage("go", id="h0")]}, config("t"), durability="exit")
+    interrupts = g.get_state(config("t")).interrupts
+    assert [(c["id"], c["lost_run"]) for i in interrupts for c in i.value["calls"]] == [("c2", True)]
+    g.invoke(ReplayAdapter.resume_command(interrupts, {"c2": "skip"}), config("t"), durability="exit")
+    assert g.get_state(config("t")).interrupts == ()
+    assert effects(tmp_path / "effects.log") == {"c2": 1, "c9": 1}
+    settled = {r.key.call_id: (r.state, r.resolution) for r in adapter.tool_calls("t")}
+    assert settled == {"c2": ("finished", "skip"), "c9": ("finished", None)}
+    assert adapter.journal.orphans("t", saver) == []
+
+
 def test_a_checkpoint_never_saved_holds_the_tool_and_says_why(tmp_path: Path) -> None:
     import time
 
