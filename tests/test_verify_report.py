@@ -124,6 +124,10 @@ def test_verify_names_a_checkpoint_whose_delta_base_is_missing(tmp_path: Path) -
     assert all(f.thread_id == "a-good" and f.problem for f in report.findings)
 
 
+def _snapshots(files: ThreadFiles) -> int:
+    return sum(b'"t":"snapshot"' in line for line in _lines(files.log))
+
+
 def _cut_short(tmp_path: Path) -> tuple[Path, ThreadFiles, int]:
     """A store whose "a-good" log lost its last two records at a record boundary (a
     file cut back, or restored from an older copy) while its index says they were durable."""
@@ -139,6 +143,7 @@ def test_verify_names_a_log_cut_short_of_what_its_index_says_was_durable(tmp_pat
     store, log, cut = _cut_short(tmp_path)
     report = verify(JsonlSaver(store), ["a-good", "e-good"])
     assert report.threads == 2
+    assert report.snapshots_checked == _snapshots(ThreadFiles.of(store, "e-good"))  # none of the cut log's
     assert [(f.thread_id, f.path, f.offset) for f in report.findings] == [("a-good", log.log, cut)]
     assert "holds committed records up to sequence 7, but its index says records up to 9 were durable" in (
         report.findings[0].problem
@@ -151,6 +156,7 @@ def test_verify_read_only_names_a_log_cut_short_too(tmp_path: Path) -> None:
     store, log, cut = _cut_short(tmp_path)
     report = verify(JsonlSaver(store, read_only=True), ["a-good", "e-good"])
     assert not report.ok
+    assert report.snapshots_checked == _snapshots(ThreadFiles.of(store, "e-good"))  # none of the cut log's
     assert [(f.thread_id, f.path, f.offset) for f in report.findings] == [("a-good", log.log, cut)]
     assert "up to sequence 7" in report.findings[0].problem and "up to 9" in report.findings[0].problem
 
@@ -172,3 +178,19 @@ def test_verify_names_a_snapshot_whose_values_cannot_be_rebuilt(tmp_path: Path) 
         Finding("a-good", files["a-good"].log, _offset_of(lines, snapshot),
                 "snapshot values cannot be rebuilt from deltas: unknown value cell with keys ['nope']"),
     ]
+
+
+def test_verify_reports_what_a_derived_check_finds_with_thread_and_file(tmp_path: Path) -> None:
+    """A check of a derived file (the CLI passes the session memory's) runs on each log
+    found whole; each problem it names becomes a finding of that thread and file."""
+    store, files = _store(tmp_path)
+    seen: list[str] = []
+
+    def check(log: object) -> list[tuple[str, str]]:
+        tid = log.thread_id  # type: ignore[attr-defined]
+        seen.append(tid)
+        return [(f"{tid}.mem", "stale")] if tid == "e-good" else []
+
+    report = verify(JsonlSaver(store, read_only=True), ["a-good", "e-good"], derived=[check])
+    assert seen == ["a-good", "e-good"]
+    assert report.findings == [Finding("e-good", "e-good.mem", None, "stale")]
