@@ -23,6 +23,13 @@ _ASKING = f"{PACKAGE}.replay.asking."
 _FAST_LOOP = ("equivalent (performance only): the fast loop stops early and hands the rest to `scan`,"
               " which judges the same bytes the same (tests/test_sync_units.py checks they agree)")
 
+_ASKED_AT_ONCE = (
+    "equivalent in practice: an answer the asking loop's interrupt() returns at once; it does so"
+    " only if LangGraph holds more resume values for the task than the journal holds questions, i.e."
+    " the answer to a tool's own interrupt() given before a crash left a sibling call uncertain, and"
+    " that value is taken as this question's answer only if it happens to be a valid answer map for"
+    " the uncertain calls (otherwise the question is asked again, with the problem)")
+
 #: mutant name -> (the mutated line, the reason it is equivalent)
 VERDICTS: dict[str, tuple[str, str]] = {
     _FRAMING + "x_frame_batch_lines__mutmut_28": (
@@ -144,11 +151,19 @@ VERDICTS: dict[str, tuple[str, str]] = {
         " lost a question record (dropped by a repair) reaches it"),
     _ASKING + "x_deliberate__mutmut_170": (
         "answers[call_id] = None",
-        "equivalent in practice: here interrupt() returns at once only if LangGraph holds more"
-        " resume values for the task than the journal holds questions, i.e. the answer to a tool's"
-        " own interrupt() given before a crash left a sibling call uncertain; that value is taken as"
-        " this question's answer only if it happens to be a valid answer map for the uncertain"
-        " calls (otherwise the question is asked again, with the problem)"),
+        _ASKED_AT_ONCE),
+    _ASKING + "x_deliberate__mutmut_147": (
+        'about = None',
+        _ASKED_AT_ONCE),
+    _ASKING + "x_deliberate__mutmut_156": (
+        'about, None), *_closing',
+        _ASKED_AT_ONCE),
+    _ASKING + "x_deliberate__mutmut_165": (
+        '*_closing(batch, value, about, None)',
+        _ASKED_AT_ONCE),
+    f"{PACKAGE}.maintenance.verify.x_verify__mutmut_47": (
+        "framing.scan(data, )",
+        "equivalent: `scan`'s base offset defaults to 0"),
     f"{PACKAGE}.replay.adapter.xǁReplayAdapterǁ_batch_for__mutmut_5": (
         'config.get("configurable", None)',
         "equivalent: a tool-node task's runtime config always holds `configurable` (LangGraph puts"
