@@ -20,26 +20,15 @@ import io
 import os
 import pstats
 import shutil
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from many_threads import thread_ids
+from profile_agent import _profiles, _thread_start  # per-thread profilers, one mechanism
 
 from _common import LABELS, RESULTS, build_agent_graph, open_saver, quantile, user_message
-
-_profiles: list[cProfile.Profile] = []
-_lock = threading.Lock()
-
-
-def _thread_start(frame, event, arg):  # noqa: ANN001 - sys.setprofile signature
-    sys.setprofile(None)
-    prof = cProfile.Profile()
-    with _lock:
-        _profiles.append(prof)
-    prof.enable()
 
 
 def main() -> None:
