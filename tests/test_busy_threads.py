@@ -504,3 +504,36 @@ async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_l
     await held_graph(oracle).ainvoke({"visits": ["next"]}, CFG)
     assert _count(saver) == _count(oracle), "the cancelled run stored nothing"
     saver.close()
+
+
+async def test_a_slow_lock_attempt_never_holds_up_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's attempt at its thread's live-run lock (file operations, in a worker
+    thread) must not make the event loop wait: another run, on another thread, starts
+    and ends meanwhile. (The saver's bookkeeping lock, which the event loop takes at a
+    run's start and end, was held across those file operations.)"""
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+
+    saver = JsonlSaver(tmp_path / "s")
+    attempting, go_on, attempt_over = threading.Event(), threading.Event(), threading.Event()
+    real = RunLock.try_acquire
+
+    def slow_attempt(self, *args, **kwargs):
+        if self.thread_id == "slow":
+            attempting.set()
+            go_on.wait(5)  # a bound, so that the event loop blocked here does not hang the test
+            attempt_over.set()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunLock, "try_acquire", slow_attempt)
+    slow_cfg = {"configurable": {"thread_id": "slow"}}
+    slow = asyncio.create_task(held_graph(saver).ainvoke({"visits": []}, slow_cfg))
+    assert await asyncio.to_thread(attempting.wait, 30), "the run never tried to take its lock"
+    out = await held_graph(saver).ainvoke({"visits": []}, {"configurable": {"thread_id": "other"}})
+    other_ended_first = not attempt_over.is_set()
+    go_on.set()
+    assert await asyncio.wait_for(slow, 30) == {"visits": ["visit 0"]}
+    assert out == {"visits": ["visit 0"]}
+    assert other_ended_first, "the event loop waited for another run's lock attempt"
+    saver.close()

@@ -102,9 +102,12 @@ class LiveRuns:
 
     def _take(self, thread_id: str, token: Any, loop: Any, lock: RunLock) -> bool:
         """Hold the thread's lock for this run if it can be had now."""
+        # The file operations happen outside self._lock, which the event loop takes too
+        # (a run's start and end): it must never wait for them. The flock itself decides
+        # between two attempts, as between two processes.
+        if not lock.try_acquire(f"{type(token).__name__}@{id(token):x}"):
+            return False
         with self._lock:
-            if not lock.try_acquire(f"{type(token).__name__}@{id(token):x}"):
-                return False
             self._held[thread_id] = (token, lock)
         # Released as the run's loop exits, after its last save (see module docstring).
         loop.stack.callback(self._release, thread_id, token)
