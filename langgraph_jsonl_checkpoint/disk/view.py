@@ -35,6 +35,9 @@ _HEADER_PROBE = 64 * 1024
 #: read_records: records at most this far apart share one read, of at most _READ_SPAN.
 _READ_GAP = 64 * 1024
 _READ_SPAN = 4 * 1024 * 1024
+#: refresh(records=...): a log indexed whole by a scan hands its parsed records to the
+#: caller when its committed bytes are at most this many.
+LOADED_RECORDS_BYTES = 1024 * 1024
 
 
 class IndexRebuilt(Exception):
@@ -51,6 +54,15 @@ class DerivedCache(Protocol):
     def held(self) -> int:
         """How many items it holds, for the store's memory budget."""
         ...
+
+
+def _kept(
+    records: Iterator[tuple[dict[str, Any], int, int]], into: dict[int, dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """The records, each also put in ``into`` by offset."""
+    for item in records:
+        into[item[1]] = item[0]
+        yield item
 
 
 class LogView:
@@ -159,8 +171,16 @@ class LogView:
 
     # -- indexing --------------------------------------------------------------
 
-    def refresh(self) -> ThreadIndex:
+    def refresh(self, records: dict[int, dict[str, Any]] | None = None) -> ThreadIndex:
         """Bring the in-memory index up to date with the file and return it.
+
+        Args:
+            records: If given and this refresh indexes the whole log by a scan (the log
+                was not indexed yet and its sidecar could not be used) and the log is
+                at most :data:`LOADED_RECORDS_BYTES`, every record the scan parsed is
+                put in it by byte offset, as :meth:`read_record` would return it: the
+                read that follows need not read and parse them again. The records are
+                the caller's (nothing here keeps them).
 
         Raises:
             CorruptLogError: A committed record is damaged, or the log is shorter than
@@ -182,7 +202,7 @@ class LogView:
                         return self.index  # reads as an absent thread
                     st = files.os.fstat(self._rfd)  # type: ignore[arg-type]
                 if st.st_size > self.index.committed_end:
-                    self._scan_from(self.index.committed_end, st.st_size)
+                    self._scan_from(self.index.committed_end, st.st_size, records)
                 self._size = st.st_size
             durable = self.sidecar.durable_seq
             if self.index.last_seq < durable and self.read_only:
@@ -303,13 +323,15 @@ class LogView:
         self.sidecar.note(summary)
         self.sidecar.last_crc = crc
 
-    def _scan_from(self, start: int, end: int) -> None:
+    def _scan_from(self, start: int, end: int, keep: dict[int, dict[str, Any]] | None = None) -> None:
         data = files.os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
         result = framing.ScanResult()
         records = framing.iter_records(data, start, expect_seq=self.index.last_seq + 1, result=result)
         del data  # the stream holds it
         if self.index.last_seq == 0:
             # Indexing the whole log: in columns, as if loaded from a sidecar.
+            if keep is not None and end <= LOADED_RECORDS_BYTES:
+                records = _kept(records, keep)
             blocks = sidecar.blocks_of(records)
             self.index.load_blocks(blocks)
             self.sidecar.summaries.add_blocks(blocks)

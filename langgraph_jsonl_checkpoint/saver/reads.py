@@ -59,15 +59,23 @@ class CheckpointReads:
         log = self.store.thread_log(thread_id)
 
         def read() -> CheckpointTuple | None:
-            with log.mutex:
-                idx = log.refresh()
+            # No collector passes: a log indexed just now hands over every record its scan
+            # parsed (the read takes the ones it needs instead of parsing them again), and
+            # they are all dropped before the pause ends; what stays is the index, the
+            # value cache and the tuple.
+            with log.mutex, bulk_allocation():
+                loaded: dict[int, dict[str, Any]] = {}
+                idx = log.refresh(loaded)
                 checkpoint_id = requested or idx.latest_id(ns)
                 if checkpoint_id is None:
                     return None
                 entry = idx.entry(ns, checkpoint_id)
                 if entry is None:
                     return None
-                return self.build_tuple(log, idx, thread_id, ns, checkpoint_id, entry, witness=witness)
+                reader = ValueReader(log, self.codec, records=loaded)
+                return self.build_tuple(
+                    log, idx, thread_id, ns, checkpoint_id, entry, reader, witness=witness
+                )
 
         tup = healing(read)
         if tup is not None and requested:

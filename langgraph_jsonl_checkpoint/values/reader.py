@@ -25,7 +25,13 @@ class ValueReader:
     """Reads one thread's records for one call (or one listing), each at most once."""
 
     def __init__(
-        self, log: LogView, codec: ValueCodec, *, shared: bool = False, kept: bool = True
+        self,
+        log: LogView,
+        codec: ValueCodec,
+        *,
+        shared: bool = False,
+        kept: bool = True,
+        records: dict[int, dict[str, Any]] | None = None,
     ) -> None:
         self.log = log
         self.codec = codec
@@ -35,7 +41,9 @@ class ValueReader:
         #: reads that must come from the records themselves (verify).
         self.kept = kept and codec.readable
         self.cache = ValueCache.of(log) if self.kept else None
-        self.records: dict[int, dict[str, Any]] = {}
+        #: Records read so far, by offset (``records``: ones the caller already has,
+        #: as :meth:`~..disk.view.LogView.refresh` handed them over).
+        self.records: dict[int, dict[str, Any]] = records if records is not None else {}
         self.gen = log.generation_token()
 
     def decode(self, cell: Mapping[str, Any]) -> Any:
