@@ -273,6 +273,18 @@ def merge(blocks: list[Block]) -> Block:
     merged.facts = blocks[-1].facts
     return merged
 
+def _as_merged(block: Block) -> Block:
+    """One block just built from records, as :func:`merge` would give it alone: its
+    integer columns made arrays in place (a short log's scan copies no other column)."""
+    cols = block.cols
+    for name in _INT_COLUMNS:
+        cols[name] = array("q", cols[name])
+    if _types(cols["t"]) == {int}:
+        cols["t"] = array("q", cols["t"])
+    block.offsets = array("q", block.offsets)
+    return block
+
+
 def _types(col: Any) -> set[type]:
     return set(map(type, col))
 
@@ -494,6 +506,8 @@ def blocks_of(records: Iterable[tuple[dict[str, Any], int, int]]) -> list[Block]
     while True:
         cols = columns_of(itertools.islice(stream, BLOCK_RECORDS))
         if cols is None:
+            if len(pieces) == 1:
+                return [_as_merged(pieces[0])]
             return [merge(pieces)] if pieces else []
         offsets = list(itertools.accumulate(cols["n"], initial=cols["o0"]))
         pieces.append(Block(cols, None, offsets))
