@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from ..errors import EncodeError
 from .cells import is_plain_json
-from .messages import message_dump, revive_message
+from .messages import message_dump, revive_message, revive_messages
 
 
 class ValueCodec:
@@ -85,7 +85,9 @@ class ValueCodec:
         object, not a copy): metadata compared against a ``list`` filter, say."""
         return cell["json"] if "json" in cell else self.decode(cell)
 
-    def decode(self, cell: Mapping[str, Any], *, fresh: bool = False) -> Any:
+    def decode(
+        self, cell: Mapping[str, Any], *, fresh: bool = False, memo: dict[int, Any] | None = None
+    ) -> Any:
         """Decode a cell made by :meth:`encode`.
 
         Args:
@@ -94,6 +96,9 @@ class ValueCodec:
                 message's nested lists and dicts (tool calls, content blocks, metadata)
                 are copied too, so two results never share them. Typed values are
                 always new objects.
+            memo: With ``fresh``, where lists of messages keep what reviving each
+                stored message needs, by the message's identity
+                (:func:`~.messages.revive_messages`): for many reads of one listing.
 
         Raises:
             ValueError: The cell is not one this codec wrote. With a non-JSON serializer
@@ -114,11 +119,13 @@ class ValueCodec:
                 return orjson.loads(orjson.dumps(value))
             return value
         if "msgs" in cell:
+            if fresh and memo is not None:
+                return revive_messages(cell["msgs"], memo)
             return [revive_message(m, fresh) for m in cell["msgs"]]
         if "msg" in cell:
             return revive_message(cell["msg"], fresh)
         if "dsnap" in cell:
-            return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh))
+            return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh, memo=memo))
         raise ValueError(f"unknown value cell with keys {sorted(cell)}")
 
 

@@ -6,6 +6,10 @@ about a third of a short message's bytes. Reviving fills a per-class template of
 fields in declaration order (what ``model_construct`` does, at about a third of its
 cost). Only the classes below are stored readably: a subclass revived as its base class
 would not compare equal, so it takes the serializer's typed path.
+
+A listing revives mostly the same stored messages once per tuple: :func:`revive_messages`
+prepares each dump once (its instance dict over the defaults) and copies that per tuple,
+nested lists and dicts included, so no two results share a mutable object.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -114,22 +119,35 @@ class _MessageShape:
         self.direct = (
             getattr(cls, "__pydantic_post_init__", None) is None and cls.__new__ is object.__new__
         )
-        self.plans: dict[tuple[str, ...], tuple[list[tuple[str, Any]], tuple[str, ...]] | None] = {}
+        self.plans: dict[tuple[str, ...], Plan | None] = {}
 
-    def plan(self, keys: tuple[str, ...]) -> tuple[list[tuple[str, Any]], tuple[str, ...]] | None:
+    def plan(self, keys: tuple[str, ...]) -> Plan | None:
+        """How to revive a dump with ``keys`` (see :data:`Plan`); ``None`` for
+        ``model_construct``."""
         found = self.plans.get(keys, _MISSING)
         if found is not _MISSING:
             return found  # type: ignore[return-value]
         present = set(keys)
+        plan: Plan | None
         if not self.direct or not present <= self.fields or not self.required <= present:
             plan = None
         else:
-            makers = [(n, make) for n, make in self.defaults.items()
-                      if make is not None and n not in present]
-            plan = (makers, tuple(k for k in keys if k not in _SCALAR_FIELDS))
+            absent = [(n, make) for n, make in self.defaults.items() if make is not None and n not in present]
+            plan = (
+                tuple(n for n, make in absent if make is dict),
+                tuple(n for n, make in absent if make is list),
+                tuple((n, make) for n, make in absent if make is not dict and make is not list),
+                tuple(k for k in keys if k not in _SCALAR_FIELDS),
+            )
         if len(self.plans) < 256:  # dumps of one class have few distinct key sets
             self.plans[keys] = plan
         return plan
+
+
+#: How a dump with given keys is revived: the absent fields whose default is an empty
+#: dict, an empty list, or another mutable default (with the function that makes it),
+#: and the stored fields that may hold lists or dicts.
+Plan = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
 
 
 _MISSING = object()
@@ -141,6 +159,70 @@ _SCALAR_FIELDS = frozenset({"type", "id", "name", "tool_call_id", "status", "rol
 def revive_message(data: dict[str, Any], fresh: bool = False) -> BaseMessage:
     """A message from its stored dump. With ``fresh``, nested lists and dicts are
     copied (the dump stays cached and may revive other messages)."""
+    proto = _prototype(data)
+    if proto is None:
+        return _construct(data, fresh)
+    return _build(proto, fresh=fresh, owned=True)
+
+
+def revive_messages(dumps: list[dict[str, Any]], memo: dict[int, Any]) -> list[BaseMessage]:
+    """Fresh messages (nothing shared with ``dumps`` or with other results) from stored
+    dumps, through ``memo``: a dump's :data:`Prototype`, by the dump's identity, made
+    once per ``memo``. A listing's tuples hold mostly the same dumps (one delta chain),
+    so each is prepared once and copied per tuple. ``memo`` keeps every dump it has
+    seen alive (its key must not be reused), so it lives as long as one listing."""
+    out: list[BaseMessage] = []
+    append = out.append
+    for data in dumps:
+        seen = memo.get(id(data))
+        if seen is None:
+            seen = memo[id(data)] = (data, _prototype(data))
+        proto = seen[1]
+        if proto is None:
+            append(_construct(data, True))
+            continue
+        # _build(proto, fresh=True), inline: a call per message is a tenth of its cost
+        cls, base, nested, empty_dicts, empty_lists, makers, fields = proto
+        full = base.copy()
+        for name in empty_dicts:
+            full[name] = {}
+        for name in empty_lists:
+            full[name] = []
+        for name, make in makers:
+            full[name] = make()
+        for name, value in nested:
+            full[name] = _loads(_dumps(value))
+        message = _new(cls)
+        _set_attr(message, "__dict__", full)
+        _set_fields_set(message, fields.copy())
+        _set_extra(message, {})
+        _set_private(message, None)
+        append(message)
+    return out
+
+
+#: What reviving one dump needs: the class; the instance dict, the dump's fields over
+#: the defaults; the stored lists and dicts (copied per message); the absent fields whose
+#: default is an empty dict, an empty list or another mutable value (made per message,
+#: with its maker); the fields set.
+Prototype = tuple[
+    type[BaseMessage],
+    dict[str, Any],
+    tuple[tuple[str, Any], ...],
+    tuple[str, ...],
+    tuple[str, ...],
+    tuple[tuple[str, Any], ...],
+    set[str],
+]
+
+
+def _prototype(data: dict[str, Any]) -> Prototype | None:
+    """What reviving ``data`` needs (:data:`Prototype`); ``None`` when the dump takes
+    ``model_construct`` (extra keys, a required field missing).
+
+    Raises:
+        ValueError: ``data`` is not a dump of a message class stored readably.
+    """
     cls = MESSAGE_TYPES.get(data.get("type", ""))
     if cls is None:
         raise ValueError(f"unknown message type {data.get('type')!r}")
@@ -153,28 +235,56 @@ def revive_message(data: dict[str, Any], fresh: bool = False) -> BaseMessage:
     # copies of those defaults.
     plan = shape.plan(tuple(data))
     if plan is None:
-        defaults = {
-            name: make() if make is not None else shape.template[name]
-            for name, make in shape.defaults.items()
-            if name not in data
-        }
-        stored = dict(data)
-        if fresh:
-            copy_nested(stored, list(stored))
-        return cls.model_construct(**defaults, **stored)
-    makers, maybe_nested = plan
+        return None
+    empty_dicts, empty_lists, makers, maybe_nested = plan
     full = shape.template.copy()
     full.update(data)
-    if fresh:
-        copy_nested(full, maybe_nested)
+    nested = tuple(
+        (name, full[name]) for name in maybe_nested if type(full[name]) in (list, dict)
+    )
+    return cls, full, nested, empty_dicts, empty_lists, makers, shape.field_set
+
+
+def _build(proto: Prototype, *, fresh: bool, owned: bool = False) -> BaseMessage:
+    """A message from a prototype; without ``fresh`` it shares the stored lists and
+    dicts (the dump's own: for dumps used once). ``owned``: the prototype is this
+    call's alone, so its instance dict becomes the message's own."""
+    cls, base, nested, empty_dicts, empty_lists, makers, fields = proto
+    full = base if owned else base.copy()
+    for name in empty_dicts:
+        full[name] = {}
+    for name in empty_lists:
+        full[name] = []
     for name, make in makers:
         full[name] = make()
+    if fresh:
+        for name, value in nested:
+            full[name] = _loads(_dumps(value))
+    return _finish(cls, full, fields)
+
+
+def _finish(cls: type[BaseMessage], full: dict[str, Any], fields: set[str]) -> BaseMessage:
     message = _new(cls)
     _set_attr(message, "__dict__", full)
-    _set_fields_set(message, shape.field_set.copy())
+    _set_fields_set(message, fields.copy())
     _set_extra(message, {})
     _set_private(message, None)
     return message
+
+
+def _construct(data: dict[str, Any], fresh: bool) -> BaseMessage:
+    """``model_construct`` for dumps no prototype fits (extra keys, a missing field)."""
+    cls = MESSAGE_TYPES[data["type"]]
+    shape = _SHAPES[cls]
+    defaults = {
+        name: make() if make is not None else shape.template[name]
+        for name, make in shape.defaults.items()
+        if name not in data
+    }
+    stored = dict(data)
+    if fresh:
+        copy_nested(stored, list(stored))
+    return cls.model_construct(**defaults, **stored)
 
 
 _new = object.__new__
@@ -183,3 +293,5 @@ _set_attr = object.__setattr__
 _set_fields_set = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
 _set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[union-attr]
 _set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[union-attr]
+_loads = orjson.loads
+_dumps = orjson.dumps

@@ -45,9 +45,12 @@ class ValueReader:
         #: as :meth:`~..disk.view.LogView.refresh` handed them over).
         self.records: dict[int, dict[str, Any]] = records if records is not None else {}
         self.gen = log.generation_token()
+        #: A shared reader's prototypes of the stored messages it revived, by identity:
+        #: each revived once per listing, copied per result (kept with the records).
+        self.memo: dict[int, Any] | None = {} if shared else None
 
     def decode(self, cell: Mapping[str, Any]) -> Any:
-        return self.codec.decode(cell, fresh=self.shared)
+        return self.codec.decode(cell, fresh=self.shared, memo=self.memo)
 
     def record(self, ref: Any) -> dict[str, Any]:
         rec = self.records.get(ref.offset)
@@ -82,7 +85,7 @@ class ValueReader:
         """The stored value of a channel version (following deltas back to a full value)."""
         kept = self.cache.kept(ns, channel, version) if self.cache is not None else None
         if kept is not None:
-            return self.codec.decode({kept[0]: kept[1]}, fresh=True)
+            return self.codec.decode({kept[0]: kept[1]}, fresh=True, memo=self.memo)
         entry = idx.blob(ns, channel, version)
         chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
         while entry is not None and entry.kind == DELTA:
@@ -97,7 +100,7 @@ class ValueReader:
         if joined is not None:
             # Kept (stored form) for the next read of this version: no chain walk then.
             self.cache.keep(ns, channel, version, *joined)  # type: ignore[union-attr]
-            return self.codec.decode({joined[0]: joined[1]}, fresh=True)
+            return self.codec.decode({joined[0]: joined[1]}, fresh=True, memo=self.memo)
         value = self.decode(base)
         if chain and type(value) is list:
             value = list(value)  # extended in place below: never the parsed record's own list
