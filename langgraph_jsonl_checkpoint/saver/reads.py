@@ -33,6 +33,9 @@ from ..values.reader import ValueReader
 from ..values.witness import ListWitness
 from .config import config_of, healing, thread_id_of
 
+#: The most tuples a listing reads ahead of its caller (:meth:`CheckpointReads.list`).
+LIST_BATCH = 8
+
 
 class CheckpointReads:
     """The saver's reads, on one store with one codec.
@@ -161,13 +164,8 @@ class CheckpointReads:
                 # of their records (delta chains, snapshots).
                 reader = ValueReader(log, self.codec, shared=True)
                 try:
-                    for ns, checkpoint_id in matches:
-                        if (ns, checkpoint_id) in seen:
-                            continue
-                        tup = self._read_listed(log, thread_id, ns, checkpoint_id, reader)
-                        if tup is None:
-                            continue  # removed since (prune, delete)
-                        seen.add((ns, checkpoint_id))
+                    for key, tup in self._read_batches(log, thread_id, matches, seen, reader):
+                        seen.add(key)
                         if remaining is not None:
                             remaining -= 1
                         yield tup
@@ -176,6 +174,37 @@ class CheckpointReads:
                 except IndexRebuilt:
                     continue
                 break
+
+    def _read_batches(
+        self,
+        log: LogView,
+        thread_id: str,
+        matches: builtins.list[tuple[str, str]],
+        seen: set[tuple[str, str]],
+        reader: ValueReader,
+    ) -> Iterator[tuple[tuple[str, str], CheckpointTuple]]:
+        """The tuples of ``matches`` not in ``seen``, read in batches of 1, 2, 4, ...
+        :data:`LIST_BATCH`, each with the cyclic collector paused once.
+
+        A tuple of a long conversation is thousands of new objects; paused per tuple,
+        the collection when it resumes came once per tuple, and every tenth of those
+        went on to the older generations (a listing of 20 paid for two, and a pass over
+        the whole heap every few listings). Batches that double keep the work done ahead
+        of the caller within what it has taken already; nothing runs between the tuples
+        of a batch but this module's reads (no caller code while the collector waits).
+        """
+        todo = [key for key in matches if key not in seen]
+        size = 1
+        while todo:
+            batch, todo = todo[:size], todo[size:]
+            size = min(2 * size, LIST_BATCH)
+            built = []
+            with bulk_allocation():
+                for ns, checkpoint_id in batch:
+                    tup = self._read_listed(log, thread_id, ns, checkpoint_id, reader)
+                    if tup is not None:  # else removed since (prune, delete)
+                        built.append(((ns, checkpoint_id), tup))
+            yield from built
 
     def _read_listed(
         self, log: LogView, thread_id: str, ns: str, checkpoint_id: str, reader: ValueReader
