@@ -128,3 +128,24 @@ def test_a_listing_read_ahead_skips_nothing_and_stops_at_its_limit(tmp_path: Pat
     before = {"configurable": {"thread_id": "t", "checkpoint_id": every[4]}}
     got = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg, before=before, limit=6)]
     assert got == every[5:11]
+
+
+def test_a_listing_keeps_the_newest_list_a_run_reads_next(tmp_path: Path) -> None:
+    """The newest version of a list channel is kept in stored form for the next read and
+    put; listing older checkpoints (newest first) must not replace it with the oldest
+    one listed, or the run's next read walks the delta chain again."""
+    from langgraph_jsonl_checkpoint.values.cache import ValueCache
+
+    saver = JsonlSaver(tmp_path / "s")
+    _fill(saver, 6)
+    cfg = {"configurable": {"thread_id": "t"}}
+    latest = saver.get_tuple(cfg)
+    version = latest.checkpoint["channel_versions"]["messages"]
+    cache = ValueCache.of(saver.store.thread_log("t"))
+    assert cache.kept("", "messages", version) is not None
+    assert len(list(saver.list(cfg))) == 6
+    assert cache.kept("", "messages", version) is not None
+    assert saver.get_tuple(cfg).checkpoint["channel_values"] == latest.checkpoint["channel_values"]
+    cache.clear()  # nothing kept (a fresh process): the listing keeps its newest
+    assert len(list(saver.list(cfg))) == 6
+    assert cache.kept("", "messages", version) is not None

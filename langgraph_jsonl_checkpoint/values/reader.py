@@ -48,6 +48,8 @@ class ValueReader:
         #: A shared reader's prototypes of the stored messages it revived, by identity:
         #: each revived once per listing, copied per result (kept with the records).
         self.memo: dict[int, Any] | None = {} if shared else None
+        #: A shared reader's channels whose newest listed value is (or was) kept.
+        self.listed: set[tuple[str, str]] = set()
 
     def decode(self, cell: Mapping[str, Any]) -> Any:
         return self.codec.decode(cell, fresh=self.shared, memo=self.memo)
@@ -85,6 +87,8 @@ class ValueReader:
         """The stored value of a channel version (following deltas back to a full value)."""
         kept = self.cache.kept(ns, channel, version) if self.cache is not None else None
         if kept is not None:
+            if self.shared:
+                self.listed.add((ns, channel))
             return self.codec.decode({kept[0]: kept[1]}, fresh=True, memo=self.memo)
         entry = idx.blob(ns, channel, version)
         chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
@@ -99,7 +103,12 @@ class ValueReader:
         joined = self._joined_items(channel, base, chain) if self.kept else None
         if joined is not None:
             # Kept (stored form) for the next read of this version: no chain walk then.
-            self.cache.keep(ns, channel, version, *joined)  # type: ignore[union-attr]
+            # A listing (newest first) keeps the first version it reads of a channel
+            # only: its older tuples must not push out the one the next run reads.
+            if (ns, channel) not in self.listed:
+                self.cache.keep(ns, channel, version, *joined)  # type: ignore[union-attr]
+                if self.shared:
+                    self.listed.add((ns, channel))
             return self.codec.decode({joined[0]: joined[1]}, fresh=True, memo=self.memo)
         value = self.decode(base)
         if chain and type(value) is list:
