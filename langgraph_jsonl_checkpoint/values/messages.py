@@ -159,10 +159,29 @@ _SCALAR_FIELDS = frozenset({"type", "id", "name", "tool_call_id", "status", "rol
 def revive_message(data: dict[str, Any], fresh: bool = False) -> BaseMessage:
     """A message from its stored dump. With ``fresh``, nested lists and dicts are
     copied (the dump stays cached and may revive other messages)."""
-    proto = _prototype(data)
-    if proto is None:
+    shape = _shape_of(data)
+    # Validation already ran when the message was built, so it is rebuilt from its own
+    # dump without running it again, as model_construct does: every field in
+    # declaration order, fields left out of the dump (at their defaults) as fresh
+    # copies of those defaults.
+    plan = shape.plan(tuple(data))
+    if plan is None:
         return _construct(data, fresh)
-    return _build(proto, fresh=fresh, owned=True)
+    empty_dicts, empty_lists, makers, maybe_nested = plan
+    full = shape.template.copy()
+    full.update(data)
+    if fresh:
+        for name in maybe_nested:
+            value = full[name]
+            if type(value) is list or type(value) is dict:
+                full[name] = _loads(_dumps(value))
+    for name in empty_dicts:
+        full[name] = {}
+    for name in empty_lists:
+        full[name] = []
+    for name, make in makers:
+        full[name] = make()
+    return _finish(shape.cls, full, shape.field_set)
 
 
 def revive_messages(dumps: list[dict[str, Any]], memo: dict[int, Any]) -> list[BaseMessage]:
@@ -181,7 +200,7 @@ def revive_messages(dumps: list[dict[str, Any]], memo: dict[int, Any]) -> list[B
         if proto is None:
             append(_construct(data, True))
             continue
-        # _build(proto, fresh=True), inline: a call per message is a tenth of its cost
+        # a call per message would be a tenth of its cost: inline
         cls, base, nested, empty_dicts, empty_lists, makers, fields = proto
         full = base.copy()
         for name in empty_dicts:
@@ -218,7 +237,20 @@ Prototype = tuple[
 
 def _prototype(data: dict[str, Any]) -> Prototype | None:
     """What reviving ``data`` needs (:data:`Prototype`); ``None`` when the dump takes
-    ``model_construct`` (extra keys, a required field missing).
+    ``model_construct`` (extra keys, a required field missing)."""
+    shape = _shape_of(data)
+    plan = shape.plan(tuple(data))
+    if plan is None:
+        return None
+    empty_dicts, empty_lists, makers, maybe_nested = plan
+    full = shape.template.copy()
+    full.update(data)
+    nested = tuple((name, full[name]) for name in maybe_nested if type(full[name]) in (list, dict))
+    return shape.cls, full, nested, empty_dicts, empty_lists, makers, shape.field_set
+
+
+def _shape_of(data: dict[str, Any]) -> _MessageShape:
+    """The shape of the class a dump names.
 
     Raises:
         ValueError: ``data`` is not a dump of a message class stored readably.
@@ -229,38 +261,7 @@ def _prototype(data: dict[str, Any]) -> Prototype | None:
     shape = _SHAPES.get(cls)
     if shape is None:
         shape = _SHAPES[cls] = _MessageShape(cls)
-    # Validation already ran when the message was built, so it is rebuilt from its own
-    # dump without running it again, as model_construct does: every field in
-    # declaration order, fields left out of the dump (at their defaults) as fresh
-    # copies of those defaults.
-    plan = shape.plan(tuple(data))
-    if plan is None:
-        return None
-    empty_dicts, empty_lists, makers, maybe_nested = plan
-    full = shape.template.copy()
-    full.update(data)
-    nested = tuple(
-        (name, full[name]) for name in maybe_nested if type(full[name]) in (list, dict)
-    )
-    return cls, full, nested, empty_dicts, empty_lists, makers, shape.field_set
-
-
-def _build(proto: Prototype, *, fresh: bool, owned: bool = False) -> BaseMessage:
-    """A message from a prototype; without ``fresh`` it shares the stored lists and
-    dicts (the dump's own: for dumps used once). ``owned``: the prototype is this
-    call's alone, so its instance dict becomes the message's own."""
-    cls, base, nested, empty_dicts, empty_lists, makers, fields = proto
-    full = base if owned else base.copy()
-    for name in empty_dicts:
-        full[name] = {}
-    for name in empty_lists:
-        full[name] = []
-    for name, make in makers:
-        full[name] = make()
-    if fresh:
-        for name, value in nested:
-            full[name] = _loads(_dumps(value))
-    return _finish(cls, full, fields)
+    return shape
 
 
 def _finish(cls: type[BaseMessage], full: dict[str, Any], fields: set[str]) -> BaseMessage:
