@@ -101,6 +101,35 @@ def test_every_change_is_seen(name: str) -> None:
     assert w.prefix_of(msgs) is None
 
 
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_every_change_is_seen_after_the_witness_was_extended_item_by_item(name: str) -> None:
+    # A witness extended one item at a time holds its items in several parts, some
+    # joined; a change under any of them must be seen, as with a witness made at once.
+    msgs = conversation()
+    w = ListWitness.of(msgs[:1])
+    for n in range(2, len(msgs) + 1):
+        assert w is not None and w.prefix_of(msgs[:n]) == n - 1
+        w = w.extended(msgs[:n])
+    assert w is not None and w.prefix_of(msgs) == 4
+    MUTATIONS[name](msgs)
+    assert w.prefix_of(msgs) is None
+
+
+def test_a_long_list_extended_a_few_items_at_a_time_stays_recognised() -> None:
+    msgs = [HumanMessage(f"m{i}", id=f"m{i}", additional_kwargs={"i": i}) for i in range(300)]
+    w = ListWitness.of(msgs[:3])
+    for n in range(6, 301, 3):
+        assert w is not None and w.prefix_of(msgs[:n]) == n - 3
+        w = w.extended(msgs[:n])
+    assert w is not None and w.prefix_of(msgs) == 300
+    msgs[1].additional_kwargs["i"] = True  # equal, another type: in an early part
+    assert w.prefix_of(msgs) is None
+    msgs[1].additional_kwargs["i"] = 1
+    assert w.prefix_of(msgs) == 300  # the very object again (a small int is cached)
+    msgs[298].content = "changed"  # in the newest part
+    assert w.prefix_of(msgs) is None
+
+
 def test_an_empty_container_that_is_filled_is_seen() -> None:
     msgs = conversation()
     w = ListWitness.of(msgs)

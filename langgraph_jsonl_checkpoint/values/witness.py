@@ -47,15 +47,79 @@ class ListWitness:
     """The state of a list's items when it was stored, held by reference.
 
     Build with :meth:`of`; test a later list with :meth:`prefix_of`; extend with
-    :meth:`extended`.
+    :meth:`extended`. The items are held in one tuple; what is reachable from them in
+    a few parts (:class:`_Part`), one per run of items witnessed together, so that
+    extending a long list witnesses (and copies) only the new items.
     """
 
-    __slots__ = (
-        "dict_children", "dict_keys", "dict_lens", "dicts", "empties", "extras", "items",
-        "list_children", "list_lens", "lists", "message_dicts", "message_types", "messages",
-    )
+    __slots__ = ("items", "parts")
 
     items: tuple[Any, ...]
+    parts: tuple[_Part, ...]
+
+    @classmethod
+    def of(cls, value: Any) -> ListWitness | None:
+        """Witness a list as it is now; ``None`` if it is not a list or holds anything
+        but plain data and LangChain messages."""
+        if type(value) is not list:
+            return None
+        items = tuple(value)
+        part = _Part.of(items)
+        if part is None:
+            return None
+        w = cls.__new__(cls)
+        w.items = items
+        w.parts = (part,)
+        return w
+
+    def prefix_of(self, value: Any) -> int | None:
+        """How many items ``value`` shares with the witnessed list, if it starts with all
+        of them, unchanged; ``None`` otherwise (or if the witnessed list was empty)."""
+        n = len(self.items)
+        if not n or type(value) is not list or len(value) < n:
+            return None
+        if not all(map(is_, value, self.items)):
+            return None
+        for part in self.parts:
+            if not part.unchanged():
+                return None
+        return n
+
+    def extended(self, value: list[Any]) -> ListWitness | None:
+        """The witness of ``value``, which :meth:`prefix_of` accepted: this witness plus
+        one of the new items (``None`` if those cannot be witnessed).
+
+        The new items get a part of their own; a part is joined with the one before it
+        while that one is no more than twice its size, so a list that grows by a few
+        items per put keeps a handful of parts (about log2 of its length) and each item
+        is copied into a joined part a logarithmic number of times, not at every put.
+        """
+        tail = tuple(value[len(self.items):])
+        if not tail:
+            return self
+        part = _Part.of(tail)
+        if part is None:
+            return None
+        parts = [*self.parts, part]
+        while len(parts) > 1 and parts[-2].size <= 2 * parts[-1].size:
+            last = parts.pop()
+            parts[-1] = parts[-1].joined(last)
+        w = ListWitness.__new__(ListWitness)
+        w.items = self.items + tail
+        w.parts = tuple(parts)
+        return w
+
+
+class _Part:
+    """What is reachable from a run of witnessed items: their messages (class,
+    ``__dict__``, extras) and every plain container below them, with lengths, keys and
+    children (see the module docstring)."""
+
+    __slots__ = (
+        "dict_children", "dict_keys", "dict_lens", "dicts", "empties", "extras", "list_children",
+        "list_lens", "lists", "message_dicts", "message_types", "messages", "size",
+    )
+
     messages: tuple[Any, ...]
     message_types: tuple[type, ...]
     message_dicts: tuple[dict[str, Any], ...]
@@ -68,76 +132,63 @@ class ListWitness:
     empties: tuple[Any, ...]
     list_lens: tuple[int, ...]
     list_children: tuple[Any, ...]
+    size: int  # how many things it checks: what joining parts goes by
 
     @classmethod
-    def of(cls, value: Any) -> ListWitness | None:
-        """Witness a list as it is now; ``None`` if it is not a list or holds anything
-        but plain data and LangChain messages."""
-        if type(value) is not list:
-            return None
-        items = tuple(value)
+    def of(cls, items: tuple[Any, ...]) -> _Part | None:
+        """The part of ``items``; ``None`` if they hold anything but plain data and
+        LangChain messages."""
         kinds = set(map(type, items))
         if not kinds <= _ITEM_TYPES:
             return None
-        w = cls.__new__(cls)
-        w.items = items
+        p = cls.__new__(cls)
         if kinds & MESSAGE_CLASSES:
             messages = tuple(compress(items, map(_is_message_class, map(type, items))))
         else:
             messages = ()
-        w.messages = messages
-        w.message_types = tuple(map(type, messages))
-        w.message_dicts = tuple(map(_dict_of, messages))
-        w.extras = tuple(map(_extra_of, messages))
-        top = list(w.message_dicts)
-        top += [e for e in w.extras if e is not None]
+        p.messages = messages
+        p.message_types = tuple(map(type, messages))
+        p.message_dicts = tuple(map(_dict_of, messages))
+        p.extras = tuple(map(_extra_of, messages))
+        top = list(p.message_dicts)
+        top += [e for e in p.extras if e is not None]
         if kinds & {dict, list}:
             top += compress(items, map(_is_container, map(type, items)))
-        if not _watch(w, top):
+        if not _watch(p, top):
             return None
-        return w
+        p.size = len(items) + len(p.empties) + len(p.dict_keys) + len(p.list_children)
+        return p
 
-    def prefix_of(self, value: Any) -> int | None:
-        """How many items ``value`` shares with the witnessed list, if it starts with all
-        of them, unchanged; ``None`` otherwise (or if the witnessed list was empty)."""
-        n = len(self.items)
-        if not n or type(value) is not list or len(value) < n:
-            return None
-        if not all(map(is_, value, self.items)):
-            return None
+    def unchanged(self) -> bool:
+        """Whether everything recorded is as it was (the items themselves are checked
+        by the :class:`ListWitness`)."""
         if self.messages and not (
             all(map(is_, map(type, self.messages), self.message_types))
             and all(map(is_, map(_dict_of, self.messages), self.message_dicts))
             and all(map(is_, map(_extra_of, self.messages), self.extras))
         ):
-            return None
+            return False
         if any(self.empties):
-            return None
+            return False
         if tuple(map(len, self.dicts)) != self.dict_lens:
-            return None
+            return False
         if not all(map(is_, chain.from_iterable(self.dicts), self.dict_keys)):
-            return None
+            return False
         if not all(map(is_, chain.from_iterable(map(_values, self.dicts)), self.dict_children)):
-            return None
+            return False
         if tuple(map(len, self.lists)) != self.list_lens:
-            return None
-        if not all(map(is_, chain.from_iterable(self.lists), self.list_children)):
-            return None
-        return n
+            return False
+        return all(map(is_, chain.from_iterable(self.lists), self.list_children))
 
-    def extended(self, value: list[Any]) -> ListWitness | None:
-        """The witness of ``value``, which :meth:`prefix_of` accepted: this witness plus
-        one of the new items (``None`` if those cannot be witnessed)."""
-        tail = ListWitness.of(value[len(self.items):])
-        if tail is None:
-            return None
-        w = ListWitness.__new__(ListWitness)
-        for name in ListWitness.__slots__:
-            setattr(w, name, getattr(self, name) + getattr(tail, name))
-        return w
+    def joined(self, later: _Part) -> _Part:
+        """This part and ``later`` (the items after it) as one."""
+        p = _Part.__new__(_Part)
+        for name in _Part.__slots__:
+            setattr(p, name, getattr(self, name) + getattr(later, name))
+        return p
 
 
-def _watch(w: ListWitness, containers: list[Any]) -> bool:
+def _watch(w: _Part, containers: list[Any]) -> bool:
     """Record ``containers`` (dicts and lists) and every container below them in ``w``.
 
     Returns:
