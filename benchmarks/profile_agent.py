@@ -5,6 +5,7 @@ Reproduce (from the repository root, with the venv active)::
     python benchmarks/profile_agent.py                  # JsonlSaver, 200 turns
     python benchmarks/profile_agent.py --saver sqlite --turns 200
     python benchmarks/profile_agent.py --quick          # 20 turns, a few seconds
+    python benchmarks/profile_agent.py --saver floor --turns 1000 --reads 2  # LangGraph alone
 
 Why not just ``python -m cProfile -s cumtime benchmarks/agent_conversation.py ...``? That
 works (and is shown first in the output), but cProfile only sees the thread it was
@@ -45,7 +46,7 @@ def _thread_start(frame, event, arg):  # noqa: ANN001 - sys.setprofile signature
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--saver", default="jsonl", choices=["jsonl", "sqlite", "memory"])
+    p.add_argument("--saver", default="jsonl", choices=["jsonl", "sqlite", "memory", "floor"])
     p.add_argument("--turns", type=int, default=None, help="default 200 (quick 20)")
     p.add_argument("--reads", type=int, default=20)
     p.add_argument("--top", type=int, default=30)
