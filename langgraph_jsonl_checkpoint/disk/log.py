@@ -36,6 +36,9 @@ from .paths import LogPaths
 from .summary import summarize
 from .view import LogView
 
+#: Records just written, in file order: ``(record, offset, framed line)``.
+Written = list[tuple[dict[str, Any], int, bytes]]
+
 #: Update the sidecar index once this many records are past what it covers.
 INDEX_REWRITE_RECORDS = 256
 
@@ -44,7 +47,11 @@ class AppendObserver(Protocol):
     """Derived data a layer above keeps up to date with a log (the session memory)."""
 
     def appended(self, log: ThreadLog) -> None:
-        """Records were just made durable (called under the writer lock; must not raise)."""
+        """Records were just made durable (called under the writer lock; must not raise).
+
+        ``log.just_appended`` holds them, in file order: ``(record, offset, line)``, the
+        record as the writer built it (without the batch marks; it may share objects with
+        the caller: read it, never keep or change it) and its framed line."""
         ...
 
     def closing(self, log: ThreadLog) -> None:
@@ -67,6 +74,10 @@ class ThreadLog(LogView):
         self._wfd: int | None = None
         self._lock_fd: int | None = None
         self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
+        self._group_lines: Written = []  # the group's records
+        #: During the observers' call: each record just made durable, with its offset
+        #: and framed line (see :class:`AppendObserver`); ``None`` otherwise.
+        self.just_appended: Written | None = None
         self._verified_for_writing = False  # checksums of the whole log checked
         #: Told after every durable append (see :class:`AppendObserver`).
         self.observers: list[AppendObserver] = []
@@ -199,27 +210,34 @@ class ThreadLog(LogView):
                 "then retry the run."
             ) from exc
         placed = []
+        written = []
         offset = start
         for rec, line in zip(records, lines, strict=True):
             self._apply(summarize(rec, offset, len(line)), line[-11:-3])
             placed.append((rec, RecordRef(offset, len(line), rec["seq"])))
+            written.append((rec, offset, line))
             offset += len(line)
         if group is not None:
             if not group:
                 group += [start, seq]
             group.append(data)
+            self._group_lines += written  # told to the observers once the group is durable
             return placed
-        self._after_durable_append(start, data)
+        self._after_durable_append(start, data, written)
         return placed
 
-    def _after_durable_append(self, start: int, data: bytes) -> None:
+    def _after_durable_append(
+        self, start: int, data: bytes, written: Written
+    ) -> None:
         self._own_durable_end = self.index.committed_end
         self._just_appended = (start, data)
+        self.just_appended = written
         try:
             for observer in self.observers:
                 observer.appended(self)
         finally:
             self._just_appended = None
+            self.just_appended = None
         if self.sidecar_lag() >= INDEX_REWRITE_RECORDS:
             try:
                 self.write_sidecar()
@@ -242,6 +260,7 @@ class ThreadLog(LogView):
             raise RuntimeError("group_commit blocks do not nest")
         group: list[Any] = []  # [start offset, first seq, batch bytes, batch bytes, ...]
         self._group = group
+        self._group_lines = []
         try:
             try:
                 yield
@@ -263,7 +282,8 @@ class ThreadLog(LogView):
                 ) from exc
         finally:
             self._group = None
-        self._after_durable_append(group[0], b"".join(group[2:]))
+            written, self._group_lines = self._group_lines, []
+        self._after_durable_append(group[0], b"".join(group[2:]), written)
 
     def _abandon_group(self, group: list[Any], failed: bytes = b"") -> None:
         """Cut every batch of a group commit (and a batch whose write failed) and forget
@@ -271,6 +291,7 @@ class ThreadLog(LogView):
         start = group[0] if group else self.index.committed_end
         self._abandon_write(start, b"".join(group[2:]) + failed)
         group.clear()
+        self._group_lines = []
         self._reset()
 
     def _abandon_write(self, start: int, data: bytes) -> None:

@@ -2,10 +2,12 @@
 as derived data (``<stem>.mem``).
 
 A :class:`MemoryKeeper` hangs on a :class:`~..disk.log.ThreadLog` as an append observer.
-After every durable append it reads the records it has not seen (the bytes just written,
-from the page cache) and feeds them to its :class:`~.builder.MemoryBuilder`: work in
-proportion to what was appended (snapshot records, which it does not need, are
-checked but not parsed). Every :data:`SAVE_EVERY` records, and when the store
+After every durable append it feeds the records it has not seen to its
+:class:`~.builder.MemoryBuilder`: work in proportion to what was appended. When they
+continue exactly where it stopped, it takes them as the writer hands them (each framed
+line parsed, not read back nor checksummed again; a snapshot record, which it does not
+need, not even parsed); otherwise (another process appended, a rebuild) it reads them
+from the log (snapshots checked but not parsed). Every :data:`SAVE_EVERY` records, and when the store
 closes or drops the log from its open set (so that its next open continues from the
 file instead of reading the whole log again: many threads taking turns), it writes its
 state to ``<stem>.mem`` (temp file and rename, no fsync: like the
@@ -27,7 +29,7 @@ from typing import Any
 import orjson
 
 from ..disk import files, framing
-from ..disk.log import ThreadLog
+from ..disk.log import ThreadLog, Written
 from ..disk.view import LogView
 from .builder import MemoryBuilder
 from .model import SessionMemory
@@ -85,7 +87,7 @@ class MemoryKeeper:
         this release, or just compacted) is left to the next read, outside the writer
         lock."""
         try:
-            self.catch_up(rebuild_limit=REBUILD_ON_APPEND)
+            self.catch_up(rebuild_limit=REBUILD_ON_APPEND, handed=log.just_appended)
         except Exception:  # noqa: BLE001 - derived data: dropped, rebuilt on next read
             logger.debug("session memory of %r dropped", log.thread_id, exc_info=True)
             self.builder = None
@@ -109,13 +111,18 @@ class MemoryKeeper:
             assert builder is not None
             return builder.memory()
 
-    def catch_up(self, *, rebuild_limit: int | None = None) -> MemoryBuilder | None:
+    def catch_up(
+        self, *, rebuild_limit: int | None = None, handed: Written | None = None
+    ) -> MemoryBuilder | None:
         """Feed the records past what the builder covers (rebuild when it cannot
         continue: another generation, a log cut back, a file that does not match).
 
         Args:
             rebuild_limit: Do not rebuild a log longer than this many bytes (return
                 ``None`` and leave it to a later call without a limit).
+            handed: The records just appended, ``(record, offset, line)`` in file order
+                (see :class:`~..disk.log.AppendObserver`): fed from their lines if they
+                are exactly what the builder misses, else read from the log.
         """
         with self.lock, self.log.mutex:
             ident = self.log.identity()
@@ -126,7 +133,7 @@ class MemoryKeeper:
                 self._load(identity, end)
             continues = self.builder is not None and identity == self.identity and self.end <= end
             if continues and self.end < end:
-                continues = self._feed_from(self.end)
+                continues = self._feed_handed(handed, end) or self._feed_from(self.end)
             if not continues:
                 if rebuild_limit is not None and end > rebuild_limit:
                     self.builder = None
@@ -147,6 +154,30 @@ class MemoryKeeper:
         self.identity = identity
         self.end = 0
         self.saved_seq = -1
+
+    def _feed_handed(self, handed: Written | None, end: int) -> bool:
+        """Feed the records just appended if they run from where the builder stopped to
+        ``end``; ``False`` (nothing fed) otherwise. The builder gets what a scan of the
+        log would give: each line parsed (fresh objects, never the writer's, which may
+        hold the caller's; tuples as lists), a snapshot as ``{"t", "seq"}``."""
+        builder = self.builder
+        assert builder is not None
+        if (
+            not handed
+            or handed[0][1] != self.end
+            or handed[-1][1] + len(handed[-1][2]) != end
+            or handed[0][0].get("seq") != builder.seq + 1
+        ):
+            return False
+        for record, offset, line in handed:
+            if record.get("t") == "snapshot":  # the builder reads none (see _feed_from)
+                builder.feed({"t": "snapshot", "seq": record["seq"]})
+            else:
+                parsed = orjson.loads(line)  # durable, written by this process: no checksum
+                parsed.pop("c", None)
+                builder.feed(parsed)
+            self.end = offset + len(line)
+        return True
 
     def _feed_from(self, offset: int) -> bool:
         """Feed the records from ``offset``; ``False`` (nothing fed) if the log there
