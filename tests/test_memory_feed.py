@@ -51,7 +51,8 @@ class Spies:
         log = saver.store.thread_log(thread_id)
         with log.mutex:
             log.refresh()
-            scanned = {r.record["seq"]: r.record for r in self.records_from(log, 0, skip=("snapshot",)).records}
+            scan = self.records_from(log, 0, skip=("snapshot",))
+        scanned = {r.record["seq"]: r.record for r in scan.records}
         assert self.fed
         for seq, record in self.fed.items():
             assert record == scanned[seq], seq
@@ -63,7 +64,9 @@ def _turn(graph: Any, thread_id: str, i: int, durability: str = "sync") -> None:
                  {"configurable": {"thread_id": thread_id}}, durability=durability)
 
 
-def test_sync_appends_are_fed_without_reading_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_appends_are_fed_without_reading_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spies = Spies(monkeypatch)
     with JsonlSaver(tmp_path / "store", snapshot_every=3) as saver:
         graph = _chatty_graph(saver)
