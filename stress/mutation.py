@@ -67,6 +67,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "disk/index": ("test_format", "test_index_sources", "test_saver", "test_crash_index",
                    "test_mutation_regressions"),
     "disk/sidecar": ("test_sidecar", "test_sidecar_checks", "test_index_sources", "test_crash_index"),
+    "disk/sidecar_checks": ("test_sidecar_checks", "test_sidecar", "test_crash_index"),
     "disk/generations": ("test_log_lifecycle", "test_delete_runs", "test_retention", "test_crash_io_faults",
                          "test_mutation_regressions", "test_saver"),
     "disk/store": ("test_store_dir", "test_repair_result", "test_saver", "test_retention",

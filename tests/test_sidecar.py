@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.disk import framing, sidecar
+from langgraph_jsonl_checkpoint.disk import framing, sidecar, sidecar_checks
 from langgraph_jsonl_checkpoint.disk.index import ThreadIndex
 from langgraph_jsonl_checkpoint.disk.summaries import LAST_LINE_RECORDS, last_bounds
 from langgraph_jsonl_checkpoint.disk.summary import summarize
@@ -86,7 +86,7 @@ def test_blocks_hold_exactly_what_summarize_makes(ref) -> None:
         for data_ in (built, scanned):
             got, seq, offset = [], 1, offs[0]
             for line in data_.split(b"\n")[:-1]:
-                block = sidecar.decode_block(line, seq, offset)
+                block = sidecar_checks.decode_block(line, seq, offset)
                 assert block is not None
                 got += [block.summary(s) for s in range(seq, seq + block.count)]
                 seq, offset = seq + block.count, block.end
@@ -101,7 +101,7 @@ def test_merged_blocks_frame_as_the_lines_they_came_from(ref) -> None:
     data = b"".join(sidecar.encode(want[a:b]) for a, b in ((0, 3), (3, 4), (4, 20), (20, len(want))))
     blocks, seq, offset = [], 1, offs[1]
     for line in data.split(b"\n")[:-1]:
-        blocks.append(sidecar.decode_block(line, seq, offset))
+        blocks.append(sidecar_checks.decode_block(line, seq, offset))
         seq, offset = seq + blocks[-1].count, blocks[-1].end
     merged = sidecar.merge(blocks)
     assert merged.framed() == data

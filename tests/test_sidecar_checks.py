@@ -2,8 +2,9 @@
 
 A block line carries a valid checksum even when its columns are inconsistent (written by
 a bug, or by hand). ``decode_block`` must refuse it; the saver then scans the log. The
-mutants of ``disk/sidecar.py`` that survived the suite (stress/mutation.py) loosened
-such checks (``or`` made ``and``), which only a block breaking that one rule shows.
+mutants of the checks (then in ``disk/sidecar.py``, now ``disk/sidecar_checks.py``) that
+survived the suite (stress/mutation.py) loosened such checks (``or`` made ``and``),
+which only a block breaking that one rule shows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.disk import framing, sidecar
+from langgraph_jsonl_checkpoint.disk import framing, sidecar, sidecar_checks
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
 
@@ -51,7 +52,7 @@ def block(tmp_path_factory: pytest.TempPathFactory) -> tuple[Cols, int, int]:
 
 
 def _decode(cols: Cols, seq: int, offset: int) -> sidecar.Block | None:
-    return sidecar.decode_block(framing.frame(cols)[:-1], seq, offset)
+    return sidecar_checks.decode_block(framing.frame(cols)[:-1], seq, offset)
 
 
 def _first(kind: int) -> Callable[[Cols], int]:

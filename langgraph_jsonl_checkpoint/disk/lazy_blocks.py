@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Callable
 
-from . import files, sidecar
+from . import files, sidecar, sidecar_checks
 from .sidecar import Block
 
 #: The start of a block line: ``{"s0":<seq>,"o0":<offset>,``.
@@ -59,7 +59,7 @@ def _decoded(line: bytes) -> Block | None:
     m = _PREFIX.match(line, 0, 48)
     if m is None:
         return None
-    return sidecar.decode_block(line, int(m.group(1)), int(m.group(2)))
+    return sidecar_checks.decode_block(line, int(m.group(1)), int(m.group(2)))
 
 
 class LazyBlocks:

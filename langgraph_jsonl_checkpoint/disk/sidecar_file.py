@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import files, framing, sidecar
+from . import files, framing, sidecar, sidecar_checks
 from .entries import RecordRef
 from .index import ThreadIndex
 from .lazy_blocks import LazyBlocks, open_tail
@@ -148,7 +148,7 @@ class SidecarFile:
         blocks = []
         offset, seq = index.committed_end, index.last_seq + 1
         for line in lines[1:]:
-            block = sidecar.decode_block(line, seq, offset) if line else None
+            block = sidecar_checks.decode_block(line, seq, offset) if line else None
             if block is None:
                 break
             blocks.append(block)

@@ -148,7 +148,7 @@ def sidecar_in_use(store: str | os.PathLike, thread_id: str) -> bool:
 
 def sidecar_summaries(data: bytes) -> tuple[bytes, list[dict]]:
     """A sidecar's header line and the per-record summaries its blocks hold."""
-    from langgraph_jsonl_checkpoint.disk import sidecar
+    from langgraph_jsonl_checkpoint.disk import sidecar_checks
 
     lines = data.split(b"\n")
     assert lines[-1] == b""
@@ -157,7 +157,7 @@ def sidecar_summaries(data: bytes) -> tuple[bytes, list[dict]]:
     for line in lines[1:-1]:
         cols = framing.parse_line(line)
         assert cols is not None
-        block = sidecar.decode_block(line, seq, offset if offset is not None else cols["o0"])
+        block = sidecar_checks.decode_block(line, seq, offset if offset is not None else cols["o0"])
         assert block is not None
         out += [block.summary(s) for s in range(block.first, block.first + block.count)]
         seq, offset = seq + block.count, block.end
