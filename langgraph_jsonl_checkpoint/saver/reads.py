@@ -194,9 +194,10 @@ class CheckpointReads:
         of a batch but this module's reads (no caller code while the collector waits).
         """
         todo = [key for key in matches if key not in seen]
-        size = 1
-        while todo:
-            batch, todo = todo[:size], todo[size:]
+        start, size = 0, 1
+        while start < len(todo):
+            batch = todo[start:start + size]  # not todo[size:] each time: linear in the listing
+            start += size
             size = min(2 * size, LIST_BATCH)
             built = []
             with bulk_allocation():
