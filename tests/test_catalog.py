@@ -171,3 +171,25 @@ def test_kill_9_while_the_catalog_is_replaced(store: str) -> None:
         proc.stdout.close()
         assert list(JsonlSaver(store, read_only=True).store.thread_ids()) == _header_ids(store)
     assert list(JsonlSaver(store).store.thread_ids()) == _header_ids(store)
+
+
+def test_listing_threads_leaves_nothing_for_the_collector_per_thread(store: str) -> None:
+    """The listing is held in strings, integers and flat lists: a fresh process listing
+    10,000 threads once paid a full collection of its imports' objects for 10,000 tuples
+    (benchmarks/many_threads.py). Measured with the collector off, so only what the
+    listing keeps counts."""
+    import gc
+
+    saver = JsonlSaver(store, read_only=True)
+    list(saver.store.thread_ids())  # any first-use allocations (imports, caches)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        listing = saver.store._listed()
+        kept = len(gc.get_objects()) - before
+    finally:
+        if was:
+            gc.enable()
+    assert len(listing.ids) == 40 and listing.ids == _header_ids(store)
+    assert kept < 15, kept  # a few lists and the listing itself, not one object per thread

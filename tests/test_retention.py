@@ -379,6 +379,6 @@ def test_a_listing_leaves_out_a_log_removed_after_the_directory_was_read(tmp_pat
             raise FileNotFoundError(path)
         return "t2"
 
-    listed, now = catalog.list_logs(threads, {}, read_then_vanish)
-    assert [(os.path.basename(p)[:2], tid, err) for p, tid, err in listed] == [("t2", "t2", None)]
-    assert [tid for _, tid in now.values()] == ["t2"]
+    listing = catalog.list_logs(threads, catalog.Catalog(), read_then_vanish)
+    assert [(os.path.basename(p)[:2], tid, err) for p, tid, err in listing.entries()] == [("t2", "t2", None)]
+    assert listing.ids == ["t2"] and listing.changed

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
-from typing import TypeAlias
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from ..errors import JsonlCheckpointError
 from . import files, framing
@@ -31,37 +31,92 @@ from . import files, framing
 CATALOG = "CATALOG.idx"
 CATALOG_VERSION = 1
 
-#: A log of the store: ``(path, thread id, None)``, or ``(path, None, why not)``.
-Listed: TypeAlias = tuple[str, str | None, JsonlCheckpointError | None]
+
+class Catalog:
+    """What a catalog file says: log file name -> ``(inode, thread id)``.
+
+    Held as a name -> position map and two parallel lists: strings and integers, which
+    the cyclic collector does not track. A tuple per entry (10,000 of them for a store
+    of 10,000 threads) pushed a fresh process's listing into a full collection of
+    everything its imports had built, which cost more than the listing itself.
+    """
+
+    __slots__ = ("_at", "inodes", "ids")
+
+    def __init__(self, names: list[str] | None = None, inodes: list[int] | None = None,
+                 ids: list[str] | None = None) -> None:
+        names = names or []
+        self._at = dict(zip(names, range(len(names)), strict=True))
+        self.inodes = inodes or []
+        self.ids = ids or []
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def get(self, name: str) -> tuple[int, str] | None:
+        """``(inode, thread id)`` of the log file ``name``, if the catalog has it."""
+        i = self._at.get(name)
+        return None if i is None else (self.inodes[i], self.ids[i])
 
 
-def load(path: str) -> dict[str, tuple[int, str]]:
-    """File name -> ``(inode, thread id)`` as the catalog at ``path`` says (empty if it
-    is missing, damaged or of another version)."""
+def load(path: str) -> Catalog:
+    """The catalog at ``path`` (empty if it is missing, damaged or of another version)."""
     try:
         data = files.read_whole(path)
     except OSError:
-        return {}
+        return Catalog()
     rec = framing.parse_line(data[:-1]) if data.endswith(b"\n") else None
     if not rec or rec.get("t") != "catalog" or rec.get("v") != CATALOG_VERSION:
-        return {}
+        return Catalog()
     names, inos, ids = rec.get("names"), rec.get("ino"), rec.get("ids")
     if not (type(names) is list and type(inos) is list and type(ids) is list
             and len(names) == len(inos) == len(ids)):
-        return {}
+        return Catalog()
     if not all(type(x) is str for x in names) or not all(type(x) is str for x in ids):
-        return {}
+        return Catalog()
     if not all(type(x) is int for x in inos):
-        return {}
-    return {name: (ino, tid) for name, ino, tid in zip(names, inos, ids)}
+        return Catalog()
+    return Catalog(names, inos, ids)
 
 
-def save(path: str, temp_path: str, entries: dict[str, tuple[int, str]]) -> None:
-    """Replace the catalog (not fsynced: it is rebuilt whenever it is lost or wrong)."""
-    names = sorted(entries)
+@dataclass
+class Listing:
+    """Every log of a store's ``threads/`` folder, sorted by file name, with its thread
+    id (parallel lists, untracked by the collector: see :class:`Catalog`).
+
+    Attributes:
+        folder: The ``threads/`` folder.
+        names: The log file names, sorted.
+        ids: The thread id of each, ``None`` where its header could not be read.
+        inodes: The inode number of each.
+        errors: Why, by position in ``names``, for each ``None`` in ``ids``.
+        changed: Whether the catalog it was listed with did not describe it exactly
+            (it should be saved again).
+    """
+
+    folder: str
+    names: list[str] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)
+    inodes: list[int] = field(default_factory=list)
+    errors: dict[int, JsonlCheckpointError] = field(default_factory=dict)
+    changed: bool = False
+
+    def entries(self) -> Iterator[tuple[str, str | None, JsonlCheckpointError | None]]:
+        """``(path, thread id, None)`` or ``(path, None, why not)`` per log."""
+        prefix = os.path.join(self.folder, "")
+        for i, name in enumerate(self.names):
+            yield prefix + name, self.ids[i], self.errors.get(i)
+
+
+def save(path: str, temp_path: str, listing: Listing) -> None:
+    """Replace the catalog with what ``listing`` found (the logs whose header could be
+    read). Not fsynced: it is rebuilt whenever it is lost or wrong."""
+    keep = [i for i in range(len(listing.names)) if i not in listing.errors]
     line = framing.frame({
-        "t": "catalog", "v": CATALOG_VERSION, "names": names,
-        "ino": [entries[n][0] for n in names], "ids": [entries[n][1] for n in names],
+        "t": "catalog", "v": CATALOG_VERSION,
+        "names": [listing.names[i] for i in keep],
+        "ino": [listing.inodes[i] for i in keep],
+        "ids": [listing.ids[i] for i in keep],
     })
     files.replace_derived(path, temp_path, line)
 
@@ -78,34 +133,38 @@ def _names_thread(name: str, thread_id: str) -> bool:
 
 def list_logs(
     threads_path: str,
-    known: dict[str, tuple[int, str]],
+    known: Catalog,
     read_thread_id: Callable[[str, str], str],
-) -> tuple[list[Listed], dict[str, tuple[int, str]]]:
+) -> Listing:
     """Every log in ``threads_path``, sorted by file name, with its thread id: from
     ``known`` (a catalog) where the name, the inode and the id's hash agree, else read
-    from the log's header.
-
-    Returns:
-        The logs, and the catalog entries that describe them now.
-    """
+    from the log's header. A log removed after the folder was read is left out."""
+    inode_of: dict[str, int] = {}  # str -> int: untracked, unlike (name, inode) pairs
     with os.scandir(threads_path) as it:
-        found = sorted((e.name, e.inode()) for e in it if e.name.endswith(".jsonl"))
-    out: list[Listed] = []
-    now: dict[str, tuple[int, str]] = {}
+        for e in it:
+            if e.name.endswith(".jsonl"):
+                inode_of[e.name] = e.inode()
+    out = Listing(threads_path)
+    hits = 0
     prefix = os.path.join(threads_path, "")
-    for name, ino in found:
-        path = prefix + name
+    for name in sorted(inode_of):
+        ino = inode_of[name]
         hit = known.get(name)
         if hit is not None and hit[0] == ino and _names_thread(name, hit[1]):
-            tid = hit[1]
+            tid: str | None = hit[1]
+            hits += 1
         else:
             try:
-                tid = read_thread_id(path, name)
+                tid = read_thread_id(prefix + name, name)
+                out.changed = True  # a log the catalog does not describe
             except FileNotFoundError:
                 continue  # deleted, swept or archived since the directory was read
             except JsonlCheckpointError as exc:
-                out.append((path, None, exc))
-                continue
-        now[name] = (ino, tid)
-        out.append((path, tid, None))
-    return out, now
+                out.errors[len(out.names)] = exc  # not cataloged: read again next time
+                tid = None
+        out.names.append(name)
+        out.ids.append(tid)
+        out.inodes.append(ino)
+    if hits != len(known):
+        out.changed = True  # the catalog names logs that are gone
+    return out

@@ -31,7 +31,7 @@ import orjson
 
 from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
 from . import catalog, files, framing
-from .catalog import Listed
+from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
 from .log import ThreadLog
@@ -336,7 +336,7 @@ class Store:
     def catalog(self) -> Iterator[ThreadFile]:
         """Every log file of the store, with its thread id or why it cannot be read; one
         bad file does not hide the others (a CLI reports it and goes on)."""
-        for path, tid, error in self._listed():
+        for path, tid, error in self._listed().entries():
             yield ThreadFile(path, tid, error)
 
     def thread_ids(self) -> Iterator[str]:
@@ -346,27 +346,28 @@ class Store:
         Raises:
             ForeignFileError: A ``.jsonl`` file in the store is not one of ours.
         """
-        for _, tid, error in self._listed():
-            if error is not None:
-                raise error
-            assert tid is not None
+        listing = self._listed()
+        for i, tid in enumerate(listing.ids):
+            if tid is None:
+                raise listing.errors[i]
             yield tid
 
-    def _listed(self) -> list[Listed]:
+    def _listed(self) -> Listing:
         """Every log, sorted by file name, with its thread id; the catalog brought up to
         date if the store is writable and it was not."""
         if not os.path.isdir(self.threads_path):
-            return []
+            return Listing(self.threads_path)
         path = os.path.join(self.path, catalog.CATALOG)
-        known = catalog.load(path)
-        with bulk_allocation():  # thousands of small objects: no collector passes meanwhile
-            listed, now = catalog.list_logs(self.threads_path, known, self._read_thread_id)
-        if now != known and not self.read_only:
+        with bulk_allocation():  # no collector pass over the heap for the many strings
+            known = catalog.load(path)
+            listing = catalog.list_logs(self.threads_path, known, self._read_thread_id)
+        if listing.changed and not self.read_only:
             try:
-                catalog.save(path, os.path.join(self.temp_path, f"{catalog.CATALOG}.{files.owner()}"), now)
+                temp = os.path.join(self.temp_path, f"{catalog.CATALOG}.{files.owner()}")
+                catalog.save(path, temp, listing)
             except OSError:
                 pass  # derived data: listed from the headers next time
-        return listed
+        return listing
 
     def log_activity(self) -> Iterator[tuple[str, float]]:
         """Every log file of the store with its modification time (epoch seconds): when
