@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -58,7 +59,10 @@ class MemoryKeeper:
     def __init__(
         self, log: LogView, decode: Callable[[dict[str, Any]], Any], *, persist: bool = True
     ) -> None:
-        self.log = log
+        # Held weakly: the log holds its keeper (an observer), and a cycle between them
+        # would leave every log the store lets go to the cyclic collector (with its
+        # index: tens of objects per thread, over and over in a store of many threads).
+        self._log = weakref.ref(log)
         self.decode = decode
         self.persist = persist
         self.lock = threading.RLock()
@@ -67,6 +71,14 @@ class MemoryKeeper:
         self.end = 0  # byte offset just past the last record fed
         self.saved_seq = -1  # the seq the file on disk covers
         self.loaded = False  # the file was tried
+
+    @property
+    def log(self) -> LogView:
+        """The observed log (alive while it is observed: it holds this keeper)."""
+        log = self._log()
+        if log is None:  # pragma: no cover - only the log reaches its keeper
+            raise RuntimeError("the session memory's thread log was let go")
+        return log
 
     @staticmethod
     def attach(log: ThreadLog, decode: Callable[[dict[str, Any]], Any]) -> MemoryKeeper:
