@@ -98,6 +98,36 @@ def test_threads_filters_sorts_and_cuts(cli_store: BuiltStore, capsys) -> None:
     assert "--since: cannot read 'yesterday-ish'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("sort", ["id", "size"])
+@pytest.mark.parametrize("limit", [0, 1, 3, 100])
+def test_threads_first_page_is_the_full_listings_and_reads_only_its_threads(
+    cli_store: BuiltStore, capsys, monkeypatch: pytest.MonkeyPatch, sort: str, limit: int
+) -> None:
+    """``--limit`` sorted by id or size (no filter) reads only the threads it shows (the
+    order comes from the catalog and the file sizes): the same rows as summarising every
+    thread and cutting; the exit status covers the threads read."""
+    from langgraph_jsonl_checkpoint.inspection import threads as threads_module
+
+    store = str(cli_store.path)
+    _, everything = run_json(capsys, "threads", store, "--sort", sort)
+    read: list[str] = []
+    real = threads_module.summarize_thread
+
+    def counting(saver: JsonlSaver, thread_id: str):  # type: ignore[no-untyped-def]
+        read.append(thread_id)
+        return real(saver, thread_id)
+
+    monkeypatch.setattr(threads_module, "summarize_thread", counting)
+    code, rows = run_json(capsys, "threads", store, "--sort", sort, "--limit", str(limit))
+    assert rows == everything[:limit]
+    assert sorted(read) == sorted(r["thread_id"] for r in rows if r["thread_id"] is not None)
+    assert code == (1 if any(r["status"] == "damaged" for r in rows) else 0)
+    read.clear()
+    _, rows = run_json(capsys, "threads", store, "--sort", sort, "--limit", str(limit), "--status", "done")
+    assert len(read) == len(everything)  # a filter needs every thread's status
+    assert rows == [r for r in everything if r["status"] == "done"][:limit]
+
+
 # -- history and show -----------------------------------------------------------------------
 
 

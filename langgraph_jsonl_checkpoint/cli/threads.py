@@ -10,10 +10,18 @@ Examples::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from datetime import datetime
 
 from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
-from ..inspection.threads import SORT_KEYS, ThreadSummary, select_threads, thread_summaries
+from ..inspection.threads import (
+    SORT_KEYS,
+    ThreadSummary,
+    first_page,
+    select_threads,
+    summary_of,
+    thread_summaries,
+)
 from ..inspection.times import parse_since, shown_time
 from .common import (
     EXIT_OK,
@@ -64,14 +72,20 @@ def detail(s: ThreadSummary) -> str:
 
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    with open_saver(args) as saver:
-        total = len(saver.store.log_names())
-        summaries = list(progress(thread_summaries(saver), total=total, what="threads"))
-    damaged = any(s.status == DAMAGED for s in summaries)
     try:
-        rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
+        select_threads([], status=args.status, sort=args.sort)  # the choices, checked first
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    with open_saver(args) as saver:
+        page = first_page(saver, status=args.status, since=since, sort=args.sort, limit=args.limit)
+        if page is not None:  # only the threads shown are read
+            read: Iterator[ThreadSummary] = (summary_of(saver, entry) for entry in page)
+            total = len(page)
+        else:
+            read, total = thread_summaries(saver), len(saver.store.log_names())
+        summaries = list(progress(read, total=total, what="threads"))
+    damaged = any(s.status == DAMAGED for s in summaries)
+    rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
     if args.json:
         print_json([s.as_json() for s in rows])
     else:
@@ -102,7 +116,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "a breakpoint); waiting (an interrupt() waits for an "
             "answer, with its type, e.g. uncertain_tool_calls); damaged (the log cannot "
             "be read whole; see `langgraph-jsonl verify`); empty (no checkpoint). Reads "
-            "each log's index and two records, never the whole conversation."
+            "each log's index and two records, never the whole conversation; with --limit, "
+            "sorted by id or size and no --status or --since, only the threads shown are read "
+            "(and the exit status covers those)."
         ),
         examples=[
             "langgraph-jsonl threads ./checkpoints",
@@ -121,5 +137,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--sort", default="id", choices=SORT_KEYS,
                    help="order: id (default, ascending); updated, created, size, checkpoints: "
                    "newest/largest first; status: grouped")
-    p.add_argument("--limit", type=int, help="at most this many rows (after sorting)")
+    p.add_argument("--limit", type=int, help="at most this many rows (after sorting); with --sort "
+                   "id or size and no filter, only those threads are read")
     p.set_defaults(run=_threads)

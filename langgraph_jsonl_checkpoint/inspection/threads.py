@@ -22,6 +22,7 @@ from typing import Any
 from ..disk.paths import LogPaths
 from ..disk.processes import pid_alive
 from ..disk.runlock import RunLock
+from ..disk.store import ThreadFile
 from ..errors import JsonlCheckpointError
 from ..saver.jsonl_saver import JsonlSaver
 from .checkpoints import ThreadFacts, reading
@@ -160,11 +161,51 @@ def thread_summaries(saver: JsonlSaver) -> Iterator[ThreadSummary]:
         saver: A saver on the store (``read_only=True`` is enough).
     """
     for entry in saver.store.catalog():
-        if entry.thread_id is None:
-            problem = _first_line(entry.error) if entry.error else "unreadable"
-            yield ThreadSummary(None, entry.path, DAMAGED, size=_file_size(entry.path), problem=problem)
-        else:
-            yield summarize_thread(saver, entry.thread_id)
+        yield summary_of(saver, entry)
+
+
+def summary_of(saver: JsonlSaver, entry: ThreadFile) -> ThreadSummary:
+    """The summary of one log of the store's catalog (``damaged`` if its header could
+    not be read)."""
+    if entry.thread_id is None:
+        problem = _first_line(entry.error) if entry.error else "unreadable"
+        return ThreadSummary(None, entry.path, DAMAGED, size=_file_size(entry.path), problem=problem)
+    return summarize_thread(saver, entry.thread_id)
+
+
+def first_page(
+    saver: JsonlSaver,
+    *,
+    status: Sequence[str] | None = None,
+    since: datetime | None = None,
+    sort: str = "id",
+    limit: int | None = None,
+) -> list[ThreadFile] | None:
+    """The logs that ``select_threads`` over every thread's summary could return, in
+    order, when that is known without reading them; ``None`` when every thread must be
+    summarised.
+
+    With a ``limit``, no ``status`` or ``since`` filter and ``sort`` by ``id`` or
+    ``size``, the order needs no log: the ids are the store's catalog's, the sizes the
+    files'. Summarising only these gives the same rows (a first page of a store of
+    10,000 threads reads a handful of logs instead of all of them).
+    """
+    if limit is None or status or since is not None or sort not in ("id", "size"):
+        return None
+    entries = list(saver.store.catalog())
+    if sort == "id":  # select_threads' order, from what the catalog holds
+        entries.sort(key=lambda e: (e.thread_id is None, e.thread_id or "", e.path))
+    else:  # the size a summary gives, largest first, ties in file order (a stable sort)
+        entries.sort(key=lambda e: _entry_size(saver, e), reverse=True)
+    return entries[: max(0, limit)]
+
+
+def _entry_size(saver: JsonlSaver, entry: ThreadFile) -> int:
+    """The size a summary of ``entry`` gives (see :func:`summarize_thread`)."""
+    if entry.thread_id is None:
+        return _file_size(entry.path)
+    folder, name = os.path.split(entry.path)
+    return _size(LogPaths(folder, name[: -len(".jsonl")], saver.store.temp_path))
 
 
 def select_threads(
