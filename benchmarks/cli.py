@@ -13,7 +13,8 @@ graph runs would take an hour for 200,000 turns.
 
 1. ``threads``: 10,000 threads of 4 checkpoints each. Timed: the command in a fresh
    process (``langgraph-jsonl threads STORE --json``, imports included, output to a
-   pipe), and ``thread_summaries`` in this process. Baseline in the same run: the same
+   pipe), the same with ``--limit 20`` (a first page: only those threads are read), and
+   ``thread_summaries`` in this process. Baseline in the same run: the same
    10,000 threads in a ``SqliteSaver`` and what an inspection script does there (the
    distinct thread ids, then ``get_tuple`` of each thread's latest checkpoint), which
    gives neither status nor size.
@@ -125,8 +126,10 @@ def bench_threads(tmp: Path, n: int, reps: int, table: Table) -> dict:
             assert len(list(thread_summaries(reader))) == n
             in_process.append(time.perf_counter() - t)
     fresh = [cli(["threads", str(store), "--json"]) for _ in range(reps)]
+    first_page = [cli(["threads", str(store), "--json", "--limit", "20"]) for _ in range(reps)]
     case = f"{n:,} threads x 4 checkpoints"
     table.add(case, "threads (fresh process, --json)", "jsonl", summary(fresh), "s")
+    table.add(case, "threads --limit 20 (fresh process, --json)", "jsonl", summary(first_page), "s")
     table.add(case, "thread_summaries (in process)", "jsonl", summary(in_process), "s")
 
     sqlite_dir = tmp / "sqlite-threads"
@@ -146,7 +149,8 @@ def bench_threads(tmp: Path, n: int, reps: int, table: Table) -> dict:
     h.close()
     table.add(case, "thread_summaries (in process)", "sqlite", summary(baseline), "s",
               note="thread ids + latest get_tuple each")
-    return {"threads": n, "fresh": fresh, "in_process": in_process, "sqlite_script": baseline}
+    return {"threads": n, "fresh": fresh, "first_page": first_page, "in_process": in_process,
+            "sqlite_script": baseline}
 
 
 def bench_search(tmp: Path, n: int, turns: int, reps: int, table: Table) -> dict:
