@@ -6,6 +6,7 @@ Reproduce (from the repository root, with the venv active)::
 
     python benchmarks/profile_fill.py --threads 300 --turns 10            # jsonl and sqlite
     python benchmarks/profile_fill.py --threads 300 --savers jsonl --profile
+    python benchmarks/profile_fill.py --threads 1000 --turns 3 --savers jsonl --max-open 2000
 
 Prints one line per saver and, with ``--profile``, writes
 ``results/issue17-profile-fill-<saver>-<threads>x<turns>.txt``. Nothing else is written:
@@ -38,6 +39,9 @@ def main() -> None:
     p.add_argument("--savers", nargs="+", default=["jsonl", "sqlite"])
     p.add_argument("--profile", action="store_true")
     p.add_argument("--top", type=int, default=45)
+    p.add_argument("--max-open", type=int, default=None,
+                   help="JsonlSaver's max_open_threads (default: the saver's, 128); a bound above "
+                   "--threads keeps every log open (no reopening)")
     p.add_argument("--tmp", default=None)
     args = p.parse_args()
     counts = {"fdatasync": 0, "fsync": 0}
@@ -53,6 +57,12 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="bench-fill-", dir=args.tmp))
         try:
             h = open_saver(kind, tmp)
+            if kind == "jsonl" and args.max_open is not None:
+                h.close()
+                from langgraph_jsonl_checkpoint import JsonlSaver
+
+                saver = JsonlSaver(tmp / "jsonl-store", max_open_threads=args.max_open)
+                h = type(h)(kind, saver, [tmp / "jsonl-store"], saver.close)
             graph = build_agent_graph(h.saver)
             ids = thread_ids(args.threads)
             per_turn = []
@@ -78,7 +88,8 @@ def main() -> None:
                 threading.setprofile(None)
             h.close()
             n = len(per_turn)
-            print(f"{LABELS[kind]:12s} {args.threads}x{args.turns}: median "
+            bound = f" max_open_threads={args.max_open}" if kind == "jsonl" and args.max_open else ""
+            print(f"{LABELS[kind]:12s} {args.threads}x{args.turns}{bound}: median "
                   f"{quantile(per_turn, .5)*1e3:6.2f} ms "
                   f"mean {wall/n*1e3:6.2f} p90 {quantile(per_turn, .9)*1e3:6.2f} p99 "
                   f"{quantile(per_turn, .99)*1e3:7.2f} max {max(per_turn)*1e3:7.2f} ms; cpu/turn "
