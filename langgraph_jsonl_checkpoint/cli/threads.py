@@ -72,10 +72,6 @@ def detail(s: ThreadSummary) -> str:
 
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    try:
-        select_threads([], status=args.status, sort=args.sort)  # the choices, checked first
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     with open_saver(args) as saver:
         page = first_page(saver, status=args.status, since=since, sort=args.sort, limit=args.limit)
         if page is not None:  # only the threads shown are read
@@ -85,7 +81,10 @@ def _threads(args: argparse.Namespace) -> int:
             read, total = thread_summaries(saver), len(saver.store.log_names())
         summaries = list(progress(read, total=total, what="threads"))
     damaged = any(s.status == DAMAGED for s in summaries)
-    rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
+    try:
+        rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
         print_json([s.as_json() for s in rows])
     else:
