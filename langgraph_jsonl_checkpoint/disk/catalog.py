@@ -19,13 +19,13 @@ Format: one checksummed line (:func:`~.framing.frame`),
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import JsonlCheckpointError
 from . import files, framing
+from .paths import thread_digest
 
 #: The catalog file, in the store's directory.
 CATALOG = "CATALOG.idx"
@@ -125,10 +125,9 @@ def _names_thread(name: str, thread_id: str) -> bool:
     """Whether ``name`` is the log file name of ``thread_id``: its hash part is that of
     the id (see :func:`~.paths.thread_file_stem`; the slug before it follows from the id)."""
     try:
-        digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
+        return name.endswith("-" + thread_digest(thread_id) + ".jsonl")
     except UnicodeEncodeError:
         return False
-    return name.endswith("-" + digest + ".jsonl")
 
 
 def list_logs(

@@ -25,9 +25,17 @@ TRACE_ROTATIONS = 2
 
 def thread_file_stem(thread_id: str) -> str:
     """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
-    digest = hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
     slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
-    return f"{slug}-{digest}"
+    return f"{slug}-{thread_digest(thread_id)}"
+
+
+def thread_digest(thread_id: str) -> str:
+    """The hash part of a thread's file stem: what names the thread's files uniquely.
+
+    Raises:
+        UnicodeEncodeError: The id holds a lone surrogate.
+    """
+    return hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -258,11 +258,7 @@ class Store:
             if log is not None:
                 self._logs.move_to_end(thread_id)
                 return log
-            log = ThreadLog(
-                LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path),
-                thread_id,
-                read_only=self.read_only,
-            )
+            log = ThreadLog(self.log_paths(thread_id), thread_id, read_only=self.read_only)
             self._logs[thread_id] = log
             for attach in self.on_open:
                 attach(log)
@@ -280,18 +276,22 @@ class Store:
                 observer.closing(old)
         return log
 
+    def log_paths(self, thread_id: str) -> LogPaths:
+        """The paths of a thread's files in this store (nothing is opened or created)."""
+        return LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path)
+
     def run_lock(self, thread_id: str) -> RunLock:
         """A new attempt at a thread's live-run lock (see :mod:`.runlock`)."""
-        return RunLock(LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path), thread_id)
+        return RunLock(self.log_paths(thread_id), thread_id)
 
     def has_thread(self, thread_id: str) -> bool:
         """Whether the store holds a log for this thread (creates nothing)."""
-        return os.path.lexists(os.path.join(self.threads_path, thread_file_stem(thread_id) + ".jsonl"))
+        return os.path.lexists(self.log_paths(thread_id).log)
 
     def has_files(self, thread_id: str) -> bool:
         """Whether anything of this thread's data is on disk: its log, its index, bytes
         set aside from a torn write, its session memory or debug traces (creates nothing)."""
-        paths = LogPaths(self.threads_path, thread_file_stem(thread_id), self.temp_path)
+        paths = self.log_paths(thread_id)
         return any(os.path.lexists(p) for p in (paths.log, *paths.derived_files()))
 
     def keep_warm(self, log: LogView) -> None:

@@ -193,8 +193,8 @@ def first_page(
     if limit is None or status or since is not None or sort not in ("id", "size"):
         return None
     entries = list(saver.store.catalog())
-    if sort == "id":  # select_threads' order, from what the catalog holds
-        entries.sort(key=lambda e: (e.thread_id is None, e.thread_id or "", e.path))
+    if sort == "id":  # select_threads' order: a catalog entry has the id and the path
+        entries.sort(key=_sort_key("id"))
     else:  # the size a summary gives, largest first, ties in file order (a stable sort)
         entries.sort(key=lambda e: _entry_size(saver, e), reverse=True)
     return entries[: max(0, limit)]
@@ -204,8 +204,7 @@ def _entry_size(saver: JsonlSaver, entry: ThreadFile) -> int:
     """The size a summary of ``entry`` gives (see :func:`summarize_thread`)."""
     if entry.thread_id is None:
         return _file_size(entry.path)
-    folder, name = os.path.split(entry.path)
-    return _size(LogPaths(folder, name[: -len(".jsonl")], saver.store.temp_path))
+    return _size(saver.store.log_paths(entry.thread_id))
 
 
 def select_threads(
