@@ -35,7 +35,7 @@ MAINTENANCE = "maintenance"
 
 #: This host's name, recorded by every holder (asked once: a system call per run was
 #: measurable with many short runs).
-_HOST = socket.gethostname()
+HOST = socket.gethostname()
 
 
 class RunLock:
@@ -68,7 +68,7 @@ class RunLock:
         self._fd = fd
         holder = {
             "pid": os.getpid(),
-            "host": _HOST,
+            "host": HOST,
             "run": run,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -99,7 +99,7 @@ class RunLock:
         if self._fd is not None:
             return True
         holder = self.holder()
-        if not holder or holder.get("host") != _HOST:
+        if not holder or holder.get("host") != HOST:
             return bool(holder)
         pid = holder.get("pid")
         return isinstance(pid, int) and pid_alive(pid)

@@ -4,9 +4,21 @@ processes, threads and asyncio tasks.
 A run is *live* from its first read of the thread until its graph loop exits (finished,
 stopped at an ``interrupt()``, failed, cancelled) or its process dies. It holds the
 thread's live-run lock (:mod:`~..disk.runlock`) for that long: the kernel releases it if
-the process dies, and the run's graph loop releases it as it exits (a callback on the
-loop's exit stack, which LangGraph unwinds after the run's last save, on success,
-error, ``KeyboardInterrupt`` and task cancellation alike).
+the process dies. In the process, three things give it back, whichever comes first:
+
+- the run's graph loop, as it exits: a callback on the loop's exit stack, which
+  LangGraph unwinds after the run's last save, on success, error, ``KeyboardInterrupt``,
+  task cancellation and a ``stream`` generator closed early alike;
+- the run's end as LangGraph reports it to the run's callbacks (``on_chain_end`` /
+  ``on_chain_error``), when the error came out of the loop's ``__enter__``: a run that
+  LangGraph refuses at its start (an unknown interrupt id under strict resume, a bad
+  resume map) has read the thread, but its loop never entered, so its exit stack is
+  never unwound;
+- the loop object itself being freed (``weakref.finalize``): an ``astream`` generator
+  dropped after its event loop closed is never resumed to run its ``async with`` exit.
+  Its loop usually sits in a reference cycle, so a run that finds the thread held by a
+  run *of its own process* asks the cyclic collector first (:func:`_collect_gone_runs`):
+  a hold whose run is gone never refuses another run.
 
 A run is told by LangGraph's ``RunControl``: one object per invocation, shared by its
 subgraphs and parallel branches, so they are that run, not others. The root graph's
@@ -30,15 +42,21 @@ Waiting runs go before runs that have not waited (see :mod:`~..disk.runlock`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import closing, suppress
 from types import FrameType
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
+
+from ..disk.runlock import HOST as _HOST
 from ..disk.runlock import MAINTENANCE, RunLock
 from ..disk.store import Store
 from ..errors import ThreadBusyError
@@ -49,10 +67,17 @@ logger = logging.getLogger(__name__)
 #: Seconds between two attempts at a busy thread's lock (growing up to the last).
 _POLL = (0.001, 0.002, 0.005, 0.01)
 
-try:  # the loop class LangGraph runs a graph in (stable in langgraph 1.x)
+try:  # the loop classes LangGraph runs a graph in (stable in langgraph 1.x)
+    from langgraph.pregel._loop import AsyncPregelLoop as _AsyncPregelLoop
     from langgraph.pregel._loop import PregelLoop as _PregelLoop
+    from langgraph.pregel._loop import SyncPregelLoop as _SyncPregelLoop
+
+    #: The code of the loops' ``__enter__`` / ``__aenter__``: an error that came out of
+    #: one of them ended a run whose exit stack will never be unwound.
+    _ENTER_CODES = frozenset({_SyncPregelLoop.__enter__.__code__, _AsyncPregelLoop.__aenter__.__code__})
 except ImportError:  # pragma: no cover - a LangGraph organised otherwise
     _PregelLoop = None  # type: ignore[assignment,misc]
+    _ENTER_CODES = frozenset()
 
 
 def calling_loop(depth: int = 4) -> Any:
@@ -109,8 +134,16 @@ class LiveRuns:
             return False
         with self._lock:
             self._held[thread_id] = (token, lock)
-        # Released as the run's loop exits, after its last save (see module docstring).
-        loop.stack.callback(self._release, thread_id, token)
+        try:
+            # Released as the run's loop exits, after its last save; or as LangGraph
+            # reports the run ended without its loop entering; or with the loop (see
+            # the module docstring).
+            loop.stack.callback(self._release, thread_id, token)
+            _watch_run_end(loop, self._release, thread_id, token)
+            weakref.finalize(loop, self._release, thread_id, token).atexit = False
+        except BaseException:
+            self._release(thread_id, token)
+            raise
         return True
 
     def _release(self, thread_id: str, token: Any) -> None:
@@ -155,6 +188,7 @@ class LiveRuns:
             return  # the run reading its thread again: it holds the lock already
         lock = self.store.run_lock(thread_id)
         started = time.monotonic()
+        probed: float | None = None
         try:
             for pause in _pauses():
                 # A run that has not waited yet lets waiting runs go first.
@@ -162,9 +196,18 @@ class LiveRuns:
                 if not queue_ahead and self._take(thread_id, token, loop, lock):
                     return
                 waited = time.monotonic() - started
-                # Refusing modes still wait out a sweep or restore (a few file operations).
-                limit = self.busy_timeout if self.wait else MAINTENANCE_WAIT
-                if waited >= limit or not (self.wait or _maintenance(lock, waited)):
+                probe_due = probed is None or waited - probed >= GONE_PROBE_INTERVAL
+                holder = lock.holder() if probe_due or not self.wait else None
+                if probe_due and _of_this_process(holder):
+                    # Held by a run of this process: it may be a run that is gone but
+                    # not yet freed. Ask the collector, then try again at once.
+                    probed = waited
+                    if _collect_gone_runs() and self._take(thread_id, token, loop, lock):
+                        return
+                # Refusing modes still wait out a sweep or restore (a few file
+                # operations), and a run of this process that is ending.
+                limit = self.busy_timeout if self.wait else _grace(holder)
+                if waited >= limit:
                     if self.never_refuse:
                         logger.warning(
                             "thread %r: still busy after %.1f s (busy_timeout); this run goes "
@@ -242,16 +285,94 @@ class LiveRuns:
 #: Longest wait for a sweep or restore holding a thread, in a mode that refuses runs.
 MAINTENANCE_WAIT = 10.0
 
+#: Seconds between two collections on behalf of one waiting run (a run of this process
+#: holding the thread may be gone but not yet freed; see :func:`_collect_gone_runs`).
+GONE_PROBE_INTERVAL = 1.0
 
-def _maintenance(lock: RunLock, waited: float) -> bool:
-    """Whether the lock's holder is a sweep or restore (it lets go within moments), or
-    may be one: an empty record means the lock is changing hands (taken, record not yet
-    written; or being released: the record is cleared before the lock goes), so the
-    caller tries again, within its bound (``MAINTENANCE_WAIT``)."""
-    holder = lock.holder()
+
+class _RunEnd(BaseCallbackHandler):
+    """Told by LangGraph that a run ended (its ``on_chain_end`` / ``on_chain_error``):
+    gives the run's hold back when the run ended without its loop entering (an error
+    out of the loop's ``__enter__``), the one ending after which the loop's exit stack
+    is never unwound. Any other ending leaves the hold to the exit stack, which lets it
+    go only after the run's last save."""
+
+    run_inline = True  # called where the run ends, in order, never in an executor
+
+    def __init__(self, loop: Any, release: Any, thread_id: str, token: Any) -> None:
+        self._loop = weakref.ref(loop)
+        self._release = release
+        self._thread_id = thread_id
+        self._token = token
+
+    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
+        loop = self._loop()
+        if loop is None or _came_out_of_enter(error, loop):
+            self._release(self._thread_id, self._token)
+
+
+def _watch_run_end(loop: Any, release: Any, thread_id: str, token: Any) -> None:
+    """Add a :class:`_RunEnd` to the run's own callbacks (not inherited by its nodes)."""
+    manager = getattr(loop, "manager", None)
+    handlers = getattr(manager, "handlers", None)
+    if manager is not None and isinstance(handlers, list):
+        manager.handlers = [*handlers, _RunEnd(loop, release, thread_id, token)]
+
+
+def _came_out_of_enter(error: BaseException, loop: Any) -> bool:
+    """Whether ``error`` was raised in (or passed through) ``loop``'s ``__enter__``."""
+    tb = error.__traceback__
+    for _ in range(10_000):  # bounded: a traceback is finite, but never trust a walk
+        if tb is None:
+            return False
+        frame = tb.tb_frame
+        if frame.f_code in _ENTER_CODES and frame.f_locals.get("self") is loop:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _of_this_process(holder: dict[str, Any] | None) -> bool:
+    """Whether the lock's holder recorded that it is a run of this process."""
     if not holder:
-        return True
-    return holder.get("run") == MAINTENANCE
+        return False
+    ours = holder.get("pid") == os.getpid() and holder.get("host") == _HOST
+    return ours and holder.get("run") != MAINTENANCE
+
+
+#: One collection at a time for the whole process (runs waiting in several threads share it).
+_collecting = threading.Lock()
+
+
+def _collect_gone_runs() -> bool:
+    """Run the cyclic collector, so that a run that is gone but sits in a reference
+    cycle (its loop, dropped with its generator) is freed and gives its hold back.
+    ``False`` if another thread is collecting right now (its collection serves both)."""
+    if not _collecting.acquire(blocking=False):
+        return False
+    try:
+        gc.collect()
+    finally:
+        _collecting.release()
+    return True
+
+
+#: Longest wait for a run of this process, in a mode that refuses runs: a run ending
+#: as its event loop gets round to it (an ``astream`` generator its cancelled consumer
+#: left behind is closed by the loop's finalizer a few iterations later, and makes its
+#: last saves then) is over in moments; a run still working is refused after this.
+OWN_RUN_GRACE = 1.0
+
+
+def _grace(holder: dict[str, Any] | None) -> float:
+    """How long a refusing mode waits for this holder before it refuses: a sweep or
+    restore, or a lock changing hands (an empty record: taken and not yet written, or
+    being released: the record is cleared before the lock goes), up to
+    ``MAINTENANCE_WAIT``; a run of this process up to ``OWN_RUN_GRACE``; another
+    process's run not at all."""
+    if not holder or holder.get("run") == MAINTENANCE:
+        return MAINTENANCE_WAIT
+    return OWN_RUN_GRACE if _of_this_process(holder) else 0.0
 
 
 def _pauses() -> Iterator[float]:
