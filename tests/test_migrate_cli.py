@@ -186,3 +186,48 @@ def test_a_copy_killed_half_way_then_run_again_is_complete_without_duplicates(
             assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == total
     again = copy_threads(url(many_db), dst)
     assert again.ok and again.checkpoints == 0 and again.writes == 0
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its size and modification time (ns)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_copy_onto_its_own_source_is_refused_however_it_is_spelled(
+    app_db: Path, tmp_path: Path, pg_url: str, monkeypatch, capsys
+) -> None:
+    store = tmp_path / "s"
+    assert main(["import", url(app_db), str(store)]) == 0
+    mine = tmp_path / "mine.db"
+    mine.write_bytes(app_db.read_bytes())
+    (tmp_path / "up").symlink_to(tmp_path)  # a symlinked parent directory
+    monkeypatch.chdir(tmp_path)
+    before, db_before = _files(store), mine.read_bytes()
+    capsys.readouterr()
+    for argv in (["copy", str(store), str(store)], ["copy", "s", "./s"], ["copy", "./s", str(store) + "/"],
+                 ["copy", "s", "up/s"], ["copy", "s/../s", "s"], ["import", "./s", "s"],
+                 ["copy", url(mine), "mine.db"], ["copy", "mine.db", "sqlite:///up/mine.db"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and "the same" in err and "onto itself" in err, (argv, err)
+        assert "Traceback" not in err
+    assert _files(store) == before and mine.read_bytes() == db_before
+
+    assert main(["export", "s", pg_url, "--setup"]) == 0
+    capsys.readouterr()
+    other = pg_url.replace("postgresql://", "postgres://").replace(":5432/", "/")  # same database
+    assert main(["copy", pg_url, other]) == 2
+    err = capsys.readouterr().err
+    assert "the same PostgreSQL database" in err and "onto itself" in err
+    assert main(["copy", pg_url, "sqlite:///elsewhere.db"]) == 0  # another place: fine
+
+
+def test_copy_threads_refuses_one_saver_as_both_ends(tmp_path: Path) -> None:
+    from langgraph_jsonl_checkpoint.errors import MigrationError
+
+    with JsonlSaver(tmp_path / "s") as saver:
+        with pytest.raises(MigrationError, match="onto itself"):
+            copy_threads(saver, saver)
+        with pytest.raises(MigrationError, match="onto itself"):
+            copy_threads(saver, str(tmp_path / "s"))

@@ -31,10 +31,11 @@ from typing import Any
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
 
 from ..errors import MigrationError
+from . import databases
 from .endpoints import Endpoint, Track, WriteSlot, matching, thread_tuples
 from .journal import carry
 from .report import CopyReport, ThreadCopy
-from .urls import open_endpoint
+from .urls import open_endpoint, place_of, refuse_same_place
 from .verify import compare_threads
 from .versions import widen_checkpoint, widen_versions, width_of
 
@@ -74,10 +75,13 @@ def copy_threads(
         or differs after the copy.
 
     Raises:
-        MigrationError: An endpoint cannot be opened, or the target lacks its tables
-            and ``setup`` was not asked for.
+        MigrationError: An endpoint cannot be opened, the target lacks its tables
+            and ``setup`` was not asked for, or source and target are one place (a
+            store, SQLite file or database named twice, in any spelling).
     """
     started = time.perf_counter()
+    names = (_spec_name(source), _spec_name(target))
+    refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
     src = open_endpoint(source, role="source", workers=workers)
     try:
         dst = open_endpoint(target, role="target", workers=workers)
@@ -86,6 +90,7 @@ def copy_threads(
             src.close()
         raise
     try:
+        refuse_same_place(src.place(), dst.place(), (src.name, dst.name))  # databases
         return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started, workers)
     finally:
         for end, spec in ((dst, target), (src, source)):
@@ -168,6 +173,14 @@ def copy_thread(
         except Exception as exc:
             done.problem = f"cannot verify the copy on {dst.name}: {_reason(exc)}"
     return done
+
+
+def _spec_name(spec: Spec) -> str:
+    if isinstance(spec, Endpoint):
+        return spec.name
+    if isinstance(spec, BaseCheckpointSaver):
+        return type(spec).__name__
+    return databases.redacted(str(spec))
 
 
 def _reason(exc: BaseException) -> str:

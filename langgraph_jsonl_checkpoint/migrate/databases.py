@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import writes_sort_key
 
 from ..errors import MigrationError
-from .endpoints import Endpoint, WriteSlot
+from .endpoints import Endpoint, Place, WriteSlot, place_of_path
 from .journal import StoreJournalEnd
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -125,6 +125,9 @@ class SqliteEndpoint(Endpoint):
     def size(self) -> int | None:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
+    def place(self) -> Place | None:
+        return place_of_path(self.path)
+
     def close(self) -> None:
         self.conn.close()
         if self.store_conn is not None:
@@ -150,7 +153,7 @@ def open_sqlite(path: str, name: str, *, role: str) -> Endpoint:
     return SqliteEndpoint(path, name, role=role)
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
     """``url`` without its password (for messages and reports)."""
     parts = urlsplit(url)
     if parts.password is None:
@@ -175,7 +178,7 @@ class PostgresEndpoint(Endpoint):
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise _missing_extra("postgres", exc) from None
-        name = _redacted(url)
+        name = redacted(url)
         try:  # once by hand, for a clear error (a pool would retry until its timeout)
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.OperationalError as exc:
@@ -238,6 +241,16 @@ class PostgresEndpoint(Endpoint):
     def size(self) -> int | None:
         rows = self._query("SELECT pg_database_size(current_database()) AS n")
         return int(rows[0]["n"]) if rows else None
+
+    def place(self) -> Place | None:
+        """The server (its start time and port: any user may read them, unlike its
+        system identifier), the database and the schema the saver's tables are in."""
+        row = self._query(
+            "SELECT pg_postmaster_start_time() AS started, inet_server_port() AS port, "
+            "current_database() AS db, current_schema() AS schema"
+        )[0]
+        key = ("postgres", row["started"], row["port"], row["db"], row["schema"])
+        return Place("PostgreSQL database", key, f"database {row['db']}, schema {row['schema']}")
 
     def close(self) -> None:
         for pool in (getattr(self, "pool", None), getattr(self, "store_pool", None)):

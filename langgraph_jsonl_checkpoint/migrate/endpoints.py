@@ -19,13 +19,40 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ..saver.jsonl_saver import JsonlSaver
 from .journal import JournalEnd, LogJournal
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an endpoint's data lives: two spellings of one storage (``./x`` and ``x``, a
+    symlinked directory, ``postgres://`` and ``postgresql://``) have equal places.
+
+    Attributes:
+        what: What it is, for messages (``"store"``, ``"SQLite file"``, ...).
+        key: What identifies it: a path's device and inode, a database on its server,
+            an object's id.
+        shown: How a message names it (not compared).
+    """
+
+    what: str
+    key: tuple[Any, ...]
+    shown: str = field(default="", compare=False)
+
+
+def place_of_path(path: str) -> Place | None:
+    """The place of a store directory or SQLite file (``None``: nothing there yet)."""
+    try:
+        st = os.stat(path)  # follows symlinks: a link and its target are one place
+    except OSError:
+        return None
+    what = "store" if os.path.isdir(path) else "SQLite file"
+    return Place(what, ("path", st.st_dev, st.st_ino), os.path.realpath(path))
 
 
 class WriteSlot(NamedTuple):
@@ -84,6 +111,11 @@ class Endpoint:
         if self.journal is not None:
             self.journal.setup()
 
+    def place(self) -> Place | None:
+        """Where its data lives (here: the saver object itself), to refuse a copy onto
+        itself; ``None``: cannot tell."""
+        return Place("checkpointer", ("object", id(self.saver)), type(self.saver).__name__)
+
     def close(self) -> None:
         """Release what :func:`open_endpoint` opened (nothing for an object given)."""
 
@@ -118,6 +150,9 @@ class JsonlEndpoint(Endpoint):
 
     def size(self) -> int | None:
         return _tree_size(str(self.saver.store.path))
+
+    def place(self) -> Place | None:
+        return place_of_path(str(self.saver.store.path))
 
     def close(self) -> None:
         if self._owned:

@@ -17,7 +17,7 @@ from ..disk.store import MARKER
 from ..errors import MigrationError
 from ..saver.jsonl_saver import JsonlSaver
 from . import databases
-from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint
+from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, Place, place_of_path
 
 #: URL schemes of database endpoints (what ``export`` takes as a database target).
 DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
@@ -26,6 +26,37 @@ DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
 def is_database_url(text: str) -> bool:
     """Whether ``text`` is a URL of a database endpoint (``postgresql://``, ``sqlite://``)."""
     return "://" in text and text.split("://", 1)[0].lower() in DATABASE_SCHEMES
+
+
+def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
+    """Where a spec's data lives, found without opening it (a store directory or an
+    SQLite file that exists, a checkpointer object); ``None`` for a database server,
+    which only an open endpoint can tell (:meth:`Endpoint.place`)."""
+    if isinstance(spec, Endpoint):
+        return spec.place()
+    if isinstance(spec, JsonlSaver):
+        return place_of_path(str(spec.store.path))
+    if isinstance(spec, BaseCheckpointSaver):
+        return Place("checkpointer", ("object", id(spec)), type(spec).__name__)
+    text = os.fspath(spec)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme == "sqlite":
+        return place_of_path(databases.sqlite_path(text))
+    return None if scheme else place_of_path(text)
+
+
+def refuse_same_place(source: Place | None, target: Place | None, names: tuple[str, str]) -> None:
+    """Refuse a copy whose source and target are one place, however spelled.
+
+    Raises:
+        MigrationError: They are.
+    """
+    if source is None or source != target:
+        return
+    raise MigrationError(
+        f"{names[0]} and {names[1]} are the same {source.what} ({source.shown}): a copy onto "
+        "itself would change nothing. Name another target."
+    )
 
 
 def open_endpoint(
