@@ -27,7 +27,7 @@ ENDPOINTS_HELP = (
 )
 COPY_JSON = (
     "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
-    "journal_records, bytes, seconds, problems: [{thread_id, problem}], mismatches: "
+    "journal_records, bytes, creates, needs_setup, seconds, problems: [{thread_id, problem}], mismatches: "
     "[{thread_id, mismatches}], per_thread: [{thread_id, checkpoints, present, writes, "
     "journal_records, problem, mismatches}]}"
 )
@@ -38,7 +38,8 @@ def add_copy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", nargs="+", metavar="ID", action="extend",
                         help="copy only these thread ids or shell globs ('user-*')")
     parser.add_argument("--dry-run", action="store_true",
-                        help="read everything, write nothing: report what would be copied")
+                        help="read everything, write and create nothing (no store, file or table): "
+                        "report what would be copied and created")
     parser.add_argument("--setup", action="store_true",
                         help="create the target's tables first (the saver's and store's setup())")
     parser.add_argument("--no-verify", action="store_true",

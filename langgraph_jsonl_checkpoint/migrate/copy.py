@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, Check
 
 from ..errors import MigrationError
 from . import databases
-from .endpoints import Endpoint, Track, WriteSlot, matching, thread_tuples
+from .endpoints import Endpoint, NewTarget, Track, WriteSlot, matching, thread_tuples
 from .journal import carry
 from .report import CopyReport, ThreadCopy
 from .urls import open_endpoint, place_of, refuse_same_place
@@ -61,7 +61,8 @@ def copy_threads(
             ``postgresql://...``, a checkpointer or an :class:`Endpoint`.
         target: Where to (the same kinds; a new directory becomes a store).
         threads: Thread ids or shell globs (``"user-*"``) to copy; all when ``None``.
-        dry_run: Read everything, write nothing; the report says what would be copied.
+        dry_run: Read everything, write nothing and create nothing (no store directory,
+            file or table); the report says what would be copied and created.
         verify: After copying a thread, compare its whole history on both ends.
         journal: Carry the replay adapter's journal too.
         setup: Create the target's tables first (``setup()`` of its saver and store).
@@ -84,7 +85,7 @@ def copy_threads(
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
     src = open_endpoint(source, role="source", workers=workers)
     try:
-        dst = open_endpoint(target, role="target", workers=workers)
+        dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run)
     except BaseException:
         if src is not source:
             src.close()
@@ -112,6 +113,13 @@ def _copy(
             "store's own setup()."
         )
     report = CopyReport(src.name, dst.name, dry_run=dry_run, verified=verify and not dry_run)
+    report.creates = list(dst.creates)
+    if missing and setup:
+        report.creates.append(f"the tables {', '.join(missing)} (--setup)")
+    elif missing:  # a dry run: the real one would stop here
+        report.needs_setup = missing
+    if dry_run and not dst.readable():  # read it as it would be once set up: empty
+        dst = NewTarget(dst.name, dst.kind, journal=dst.journal is not None)
     ids = matching(src.thread_ids(), threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()

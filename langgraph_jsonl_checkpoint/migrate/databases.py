@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from langgraph.checkpoint.base import writes_sort_key
 
 from ..errors import MigrationError
-from .endpoints import Endpoint, Place, WriteSlot, place_of_path
+from .endpoints import Endpoint, NewTarget, Place, WriteSlot, place_of_path
 from .journal import StoreJournalEnd
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -53,30 +53,47 @@ def _missing_extra(extra: str, exc: ImportError) -> MigrationError:
 
 
 class SqliteEndpoint(Endpoint):
-    """A ``SqliteSaver`` file."""
+    """A ``SqliteSaver`` file (read-only: a dry run's target, opened so that SQLite makes
+    no file beside it)."""
 
     saver: Any
 
-    def __init__(self, path: str, name: str, *, role: str) -> None:
-        try:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-        except ImportError as exc:
-            raise _missing_extra("sqlite", exc) from None
-        if role == "source" and not os.path.isfile(path):
+    def __init__(self, path: str, name: str, *, role: str, read_only: bool = False) -> None:
+        SqliteSaver = _sqlite_saver_class()
+        exists = os.path.isfile(path)
+        if role == "source" and not exists:
             raise MigrationError(f"{name}: no such SQLite file ({os.path.abspath(path)})")
-        if role == "source" and not is_sqlite_file(path):
-            raise MigrationError(f"{name}: {path} is not an SQLite database")
+        if exists and (role == "source" or os.path.getsize(path) > 0) and not is_sqlite_file(path):
+            raise MigrationError(
+                f"{name}: {path} is not an SQLite database; give a new file or one SqliteSaver wrote"
+            )
         self.path = path
+        self.read_only = read_only
         self._task_path: bool | None = None
         self.store_conn: sqlite3.Connection | None = None
-        self.conn = sqlite3.connect(path, check_same_thread=False)
+        new_file = not os.path.exists(path)
+        self.conn = self._connect(isolation_level="DEFERRED")
         tables = self._tables()
         if role == "source" and "checkpoints" not in tables:
             self.conn.close()
             raise MigrationError(
                 f"{name}: {path} has no 'checkpoints' table: it is not a file SqliteSaver wrote"
             )
-        super().__init__(SqliteSaver(self.conn), name, "sqlite", self._journal(tables, role))
+        self._readable = {"checkpoints", "writes"} <= tables
+        creates = [f"the SQLite file {path}"] if new_file else []
+        if not new_file and not self._readable:
+            creates = [f"SqliteSaver's tables in {path}"]
+        super().__init__(SqliteSaver(self.conn), name, "sqlite", self._journal(tables, role), creates)
+
+    def _connect(self, *, isolation_level: Literal["DEFERRED"] | None) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(self.path, check_same_thread=False, isolation_level=isolation_level)
+        # Read-only; and immutable unless a write-ahead log is there: reading a WAL file
+        # makes its -wal and -shm files when they are missing, immutable reads make none
+        # (with no -wal file the database file holds every committed transaction).
+        immutable = "" if os.path.exists(self.path + "-wal") else "&immutable=1"
+        uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{immutable}"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=isolation_level)
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -89,9 +106,14 @@ class SqliteEndpoint(Endpoint):
         if role == "source" and "store" not in tables:
             return None
         # its own connection: the saver's and the store's transactions must not nest
-        self.store_conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.store_conn = self._connect(isolation_level=None)
         store = SqliteStore(self.store_conn)
-        return StoreJournalEnd(store, setup=store.setup, ready=role == "source")
+        if self.read_only:
+            store.is_setup = True  # its setup() would write (migrations); reading needs none
+        return StoreJournalEnd(store, setup=store.setup, ready="store" in tables)
+
+    def readable(self) -> bool:
+        return self._readable
 
     def thread_ids(self) -> list[str]:
         rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
@@ -148,9 +170,29 @@ def _sorted_slots(rows: list[Any]) -> list[WriteSlot]:
     return slots
 
 
-def open_sqlite(path: str, name: str, *, role: str) -> Endpoint:
-    """A ``SqliteSaver`` endpoint on the file ``path`` (a target file is created)."""
-    return SqliteEndpoint(path, name, role=role)
+def open_sqlite(path: str, name: str, *, role: str, dry_run: bool = False) -> Endpoint:
+    """A ``SqliteSaver`` endpoint on the file ``path`` (a target file is created, except
+    by a dry run: a :class:`~.endpoints.NewTarget` stands in for it)."""
+    if dry_run and role == "target" and not os.path.exists(path):
+        _sqlite_saver_class()  # the same error as a real run when the extra is missing
+        return NewTarget(name, "sqlite", journal=_has_sqlite_store(), creates=[f"the SQLite file {path}"])
+    return SqliteEndpoint(path, name, role=role, read_only=dry_run and role == "target")
+
+
+def _sqlite_saver_class() -> Any:
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise _missing_extra("sqlite", exc) from None
+    return SqliteSaver
+
+
+def _has_sqlite_store() -> bool:
+    try:
+        import langgraph.store.sqlite  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def redacted(url: str) -> str:
@@ -162,8 +204,14 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-#: The tables ``PostgresSaver.setup()`` and ``PostgresStore.setup()`` create.
-POSTGRES_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "store")
+#: The tables ``PostgresSaver.setup()`` and ``PostgresStore.setup()`` create (their
+#: migration bookkeeping last).
+POSTGRES_TABLES = (
+    "checkpoints", "checkpoint_blobs", "checkpoint_writes", "store",
+    "checkpoint_migrations", "store_migrations",
+)
+#: The tables ``PostgresSaver`` reads.
+SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
 
 class PostgresEndpoint(Endpoint):
@@ -218,6 +266,9 @@ class PostgresEndpoint(Endpoint):
     def missing_tables(self) -> list[str]:
         have = self._tables()
         return [t for t in POSTGRES_TABLES if t not in have]
+
+    def readable(self) -> bool:
+        return set(SAVER_TABLES) <= self._tables()
 
     def thread_ids(self) -> list[str]:
         return sorted(str(r["thread_id"]) for r in self._query("SELECT DISTINCT thread_id FROM checkpoints"))

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.memory import InMemorySaver
 
 from ..saver.jsonl_saver import JsonlSaver
-from .journal import JournalEnd, LogJournal
+from .journal import EmptyJournal, JournalEnd, LogJournal
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class Endpoint:
     name: str
     kind: str = "saver"
     journal: JournalEnd | None = None
+    #: What a copy into it makes that is not there yet, besides threads and the tables
+    #: of :meth:`missing_tables` (a new store directory, an SQLite file), for people.
+    creates: list[str] = field(default_factory=list)
 
     def thread_ids(self) -> list[str]:
         """Every thread id, sorted (here: found through ``list(None)``, which decodes
@@ -100,8 +104,14 @@ class Endpoint:
         return None
 
     def missing_tables(self) -> list[str]:
-        """Tables the saver (and its journal store) need that are not there yet."""
+        """Tables that only :meth:`setup` creates (``--setup``) and are not there yet: the
+        saver's and its journal store's, in the order setup creates them."""
         return []
+
+    def readable(self) -> bool:
+        """Whether the saver can be read now (a database without its tables cannot: a dry
+        run then reads it as empty, what it would be once set up)."""
+        return True
 
     def setup(self) -> None:
         """Create what the saver and its journal need (``setup()``)."""
@@ -125,8 +135,8 @@ class JsonlEndpoint(Endpoint):
 
     saver: JsonlSaver
 
-    def __init__(self, saver: JsonlSaver, name: str, *, owned: bool) -> None:
-        super().__init__(saver, name, "jsonl", LogJournal(saver))
+    def __init__(self, saver: JsonlSaver, name: str, *, owned: bool, creates: Sequence[str] = ()) -> None:
+        super().__init__(saver, name, "jsonl", LogJournal(saver), list(creates))
         self._owned = owned
         #: Log files whose thread could not be read (``path: why``), after :meth:`thread_ids`.
         self.unreadable: list[str] = []
@@ -157,6 +167,24 @@ class JsonlEndpoint(Endpoint):
     def close(self) -> None:
         if self._owned:
             self.saver.close()
+
+
+class NewTarget(Endpoint):
+    """A target as a dry run sees it before it exists: no threads, no journal events.
+
+    Stands in for a store directory or SQLite file not made yet, and for a database whose
+    tables are not set up, so that the dry run reads (and counts) what a real copy would
+    put, and creates nothing. Its saver is an empty ``InMemorySaver`` nothing writes to.
+    """
+
+    def __init__(self, name: str, kind: str, *, journal: bool, creates: Sequence[str] = ()) -> None:
+        super().__init__(InMemorySaver(), name, kind, EmptyJournal() if journal else None, list(creates))
+
+    def thread_ids(self) -> list[str]:
+        return []
+
+    def place(self) -> Place | None:
+        return None
 
 
 class MemoryEndpoint(Endpoint):

@@ -142,6 +142,23 @@ class StoreJournalEnd:
         self.ready = True
 
 
+class EmptyJournal:
+    """The journal of a target that is not there yet, as a dry run reads it: no events
+    (and nothing may be added)."""
+
+    def __init__(self) -> None:
+        self.codec = ValueCodec(JsonPlusSerializer())
+
+    def events(self, thread_id: str) -> Events:
+        return {}
+
+    def add(self, thread_id: str, new: Events, whole: Events) -> None:
+        raise RuntimeError("a dry run's stand-in journal cannot be written to")
+
+    def setup(self) -> None:
+        pass
+
+
 def _stamp(event: dict[str, Any]) -> tuple[Any, Any]:
     return (event.get("ev"), event.get("at"))
 
@@ -195,4 +212,6 @@ def events_count(events: Events) -> int:
     return sum(len(v) for v in events.values())
 
 
-__all__ = ["CELL_FIELDS", "JournalEnd", "LogJournal", "StoreJournalEnd", "carry", "events_count"]
+__all__ = [
+    "CELL_FIELDS", "EmptyJournal", "JournalEnd", "LogJournal", "StoreJournalEnd", "carry", "events_count",
+]

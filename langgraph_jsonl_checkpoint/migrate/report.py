@@ -42,6 +42,10 @@ class CopyReport:
         dry_run: Nothing was written.
         verified: Histories were compared after the copy.
         unreadable: Source files that could not even be named a thread (``path: why``).
+        creates: What the copy made on the target besides threads (with ``dry_run``:
+            would make): a new store, an SQLite file, tables (``--setup``).
+        needs_setup: Tables the target lacks that only ``--setup`` creates, when it was
+            not given: a dry run found that the copy would stop before copying anything.
     """
 
     source: str
@@ -52,6 +56,8 @@ class CopyReport:
     dry_run: bool = False
     verified: bool = False
     unreadable: list[str] = field(default_factory=list)
+    creates: list[str] = field(default_factory=list)
+    needs_setup: list[str] = field(default_factory=list)
 
     @property
     def checkpoints(self) -> int:
@@ -80,8 +86,9 @@ class CopyReport:
 
     @property
     def ok(self) -> bool:
-        """Every thread copied and (if verified) equal on both ends."""
-        return not self.problems and not self.mismatched and not self.unreadable
+        """Every thread copied and (if verified) equal on both ends (a dry run: the copy
+        would go through)."""
+        return not self.problems and not self.mismatched and not self.unreadable and not self.needs_setup
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (``--json``)."""
@@ -97,6 +104,8 @@ class CopyReport:
             "writes": self.writes,
             "journal_records": self.journal_records,
             "bytes": self.bytes,
+            "creates": self.creates,
+            "needs_setup": self.needs_setup,
             "seconds": round(self.seconds, 3),
             "problems": [{"thread_id": t.thread_id, "problem": t.problem} for t in self.problems]
             + [{"thread_id": None, "problem": u} for u in self.unreadable],
@@ -115,6 +124,13 @@ class CopyReport:
             f"{self.checkpoints} checkpoint(s), {self.writes} write(s), "
             f"{self.journal_records} journal record(s){size} in {self.seconds:.1f} s{rate}",
         ]
+        if self.creates and self.dry_run:
+            lines.append("would create " + "; ".join(self.creates))
+        if self.needs_setup:
+            lines.append(
+                f"the target has no {', '.join(self.needs_setup)} table(s) yet: without --setup "
+                "the copy would stop before copying anything"
+            )
         if present:
             lines.append(f"{present} checkpoint(s) were already on the target and left as they were")
         if self.verified:

@@ -17,7 +17,7 @@ from ..disk.store import MARKER
 from ..errors import MigrationError
 from ..saver.jsonl_saver import JsonlSaver
 from . import databases
-from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, Place, place_of_path
+from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, NewTarget, Place, place_of_path
 
 #: URL schemes of database endpoints (what ``export`` takes as a database target).
 DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
@@ -60,7 +60,7 @@ def refuse_same_place(source: Place | None, target: Place | None, names: tuple[s
 
 
 def open_endpoint(
-    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1
+    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1, dry_run: bool = False
 ) -> Endpoint:
     """An endpoint for a URL or an object.
 
@@ -70,6 +70,9 @@ def open_endpoint(
             SQLite file, ``postgresql://user@host:port/db``, or a checkpointer object.
         role: ``"source"`` or ``"target"`` (a source must exist).
         workers: How many threads will use it at once (PostgreSQL: the pool's size).
+        dry_run: A target is only read: a store or SQLite file is opened read-only, and
+            one that is not there yet is not made (a :class:`~.endpoints.NewTarget`
+            stands in for it).
 
     Raises:
         MigrationError: A URL of an unknown kind, a source that is not there, a
@@ -85,19 +88,20 @@ def open_endpoint(
         return Endpoint(spec, type(spec).__name__)
     text = os.fspath(spec)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    dry = dry_run and role == "target"
     if scheme in ("postgresql", "postgres"):
         return databases.open_postgres(text, role=role, workers=workers)
     if scheme == "sqlite":
-        return databases.open_sqlite(databases.sqlite_path(text), text, role=role)
+        return databases.open_sqlite(databases.sqlite_path(text), text, role=role, dry_run=dry)
     if scheme:
         raise MigrationError(
             f"{text}: unknown kind of {role} URL ({scheme}://). Give a store directory, "
             "sqlite:///path.db or postgresql://user@host:port/database."
         )
     if os.path.isfile(text) and databases.is_sqlite_file(text):
-        return databases.open_sqlite(text, text, role=role)
+        return databases.open_sqlite(text, text, role=role, dry_run=dry)
     if os.path.isdir(text) and os.path.isfile(os.path.join(text, MARKER)):
-        return JsonlEndpoint(JsonlSaver(text), text, owned=True)
+        return JsonlEndpoint(JsonlSaver(text, read_only=dry), text, owned=True)
     if role == "source":
         what = "a file that is not an SQLite database" if os.path.exists(text) else "nothing there"
         raise MigrationError(
@@ -109,4 +113,7 @@ def open_endpoint(
             f"{text}: exists and is not a langgraph-jsonl store; give a new or empty "
             "directory, sqlite:///path.db or postgresql://... as the target."
         )
-    return JsonlEndpoint(JsonlSaver(text), text, owned=True)
+    creates = [f"a new store in {text}"]
+    if dry:
+        return NewTarget(text, "jsonl", journal=True, creates=creates)
+    return JsonlEndpoint(JsonlSaver(text), text, owned=True, creates=creates)

@@ -1,0 +1,151 @@
+"""``--dry-run`` of ``import``, ``copy`` and ``export postgresql://...``: it creates nothing
+(no store directory, no file, no table, no file beside an SQLite database), changes no
+file of an existing target, and reports what the copy would put and create, counted as
+the copy then counts them; into a database without tables it says which tables
+``--setup`` would create, or that the copy needs ``--setup``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.migration import build_sqlite_app, cfg
+
+COUNTS = ("threads", "checkpoints", "writes", "journal_records")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the reference threads and two tool-call journal events."""
+    root = tmp_path_factory.mktemp("src")
+    db = build_sqlite_app(root / "app.db")
+    assert main(["import", "sqlite:///" + str(db), str(root / "s")]) == 0
+    with JsonlSaver(root / "s") as saver:
+        cid = saver.get_tuple(cfg("agent")).config["configurable"]["checkpoint_id"]
+        saver.record_tool_events("agent", [
+            {"ev": "requested", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:00+00:00",
+             "name": "send_email", "args": saver.codec.encode({"to": "bob"}, "args")},
+            {"ev": "started", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:01+00:00",
+             "proc": {"host": "gone", "pid": 1}},
+        ])
+    return root / "s"
+
+
+def files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every entry under ``root`` (directories too) with its size and mtime (ns)."""
+    return {str(p.relative_to(root)): (p.stat().st_size if p.is_file() else 0, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def counts(report: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(report[k] for k in COUNTS)
+
+
+def tables(url: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+@pytest.mark.parametrize("kind", ["new directory", "empty directory", "new SQLite file"])
+def test_a_dry_run_into_a_new_target_creates_nothing_and_counts_what_the_copy_puts(
+    source: Path, tmp_path: Path, kind: str, capsys
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = {"new directory": str(work / "d"), "empty directory": str(work / "e"),
+              "new SQLite file": "sqlite:///" + str(work / "new.db")}[kind]
+    if kind == "empty directory":
+        (work / "e").mkdir()
+    before = files(work)
+    code, dry = run(["copy", str(source), target, "--dry-run"], capsys)
+    assert files(work) == before  # no directory, no file, nothing inside the empty one
+    assert code == 0 and dry["ok"] and dry["dry_run"] and dry["needs_setup"] == []
+    assert dry["checkpoints"] > 0 and dry["writes"] > 0 and dry["journal_records"] == 2
+    assert len(dry["creates"]) == 1 and ("store" in dry["creates"][0] or "SQLite file" in dry["creates"][0])
+
+    assert main(["copy", str(source), target, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("would copy 6 thread(s)") and "would create " in out
+    assert files(work) == before
+
+    code, real = run(["copy", str(source), target], capsys)
+    assert code == 0 and real["ok"] and counts(real) == counts(dry)
+    assert real["creates"] == dry["creates"]
+
+
+@pytest.mark.parametrize("kind", ["store", "SQLite file"])
+def test_a_dry_run_into_an_existing_target_changes_no_file(source: Path, tmp_path: Path, kind: str,
+                                                           capsys) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = str(work / "t") if kind == "store" else "sqlite:///" + str(work / "t.db")
+    assert main(["copy", str(source), target, "--threads", "agent", "review"]) == 0
+    for leftover in work.glob("t.db-*"):  # as SQLite leaves a closed database: one file
+        leftover.unlink()
+    capsys.readouterr()
+    before = files(work)
+    code, dry = run(["copy", str(source), target, "--dry-run"], capsys)
+    assert files(work) == before, sorted(set(files(work)) ^ set(before))
+    assert code == 0 and dry["ok"] and dry["creates"] == []
+    assert dry["present"] > 0 and dry["journal_records"] == 0  # agent's journal is there already
+    code, real = run(["copy", str(source), target], capsys)
+    assert code == 0 and real["ok"] and counts(real) == counts(dry) and real["present"] == dry["present"]
+    code, again = run(["copy", str(source), target], capsys)  # nothing left, journal included
+    assert code == 0 and (again["checkpoints"], again["writes"], again["journal_records"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("setup", [True, False])
+def test_a_dry_run_into_a_database_without_tables(source: Path, pg_url: str, setup: bool, capsys) -> None:
+    flags = ["--setup"] if setup else []
+    code, dry = run(["export", str(source), pg_url, "--dry-run", *flags], capsys)
+    assert tables(pg_url) == []  # nothing created
+    assert not dry["problems"], dry["problems"]
+    assert dry["checkpoints"] > 0 and dry["writes"] > 0 and dry["journal_records"] == 2
+    wanted = ["checkpoints", "checkpoint_blobs", "checkpoint_writes", "store", "checkpoint_migrations",
+              "store_migrations"]
+    if setup:
+        assert code == 0 and dry["ok"] and dry["needs_setup"] == []
+        assert dry["creates"] == [f"the tables {', '.join(wanted)} (--setup)"]
+    else:
+        assert code == 1 and not dry["ok"] and dry["needs_setup"] == wanted and dry["creates"] == []
+
+    assert main(["export", str(source), pg_url, "--dry-run", *flags]) == (0 if setup else 1)
+    captured = capsys.readouterr()
+    assert "UndefinedTable" not in captured.out + captured.err and "PROBLEM" not in captured.err
+    if setup:
+        assert "would create the tables checkpoints, checkpoint_blobs" in captured.out
+    else:
+        assert "without --setup the copy would stop before copying anything" in captured.out
+    assert tables(pg_url) == []
+
+    code, real = run(["export", str(source), pg_url, "--setup"], capsys)
+    assert code == 0 and real["ok"] and counts(real) == counts(dry)
+    assert sorted(wanted) == tables(pg_url)
+    code, again = run(["export", str(source), pg_url, "--dry-run"], capsys)  # set up now: all present
+    assert code == 0 and again["ok"] and again["creates"] == [] and again["checkpoints"] == 0
+
+
+def test_a_target_file_that_is_not_an_sqlite_database_is_a_clear_error(source: Path, tmp_path: Path,
+                                                                      capsys) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    for flags in ([], ["--dry-run"]):
+        assert main(["copy", str(source), "sqlite:///" + str(notes), *flags]) == 2
+        err = capsys.readouterr().err
+        assert "is not an SQLite database" in err and "Traceback" not in err
+    assert notes.read_text() == "hello" and os.listdir(tmp_path) == ["notes.txt"]
