@@ -18,13 +18,20 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.errors import MigrationError
 from langgraph_jsonl_checkpoint.migrate import compare_threads, copy_threads, open_endpoint
 from tests.harness.bounded import within
-from tests.harness.migration import GRAPHS, build_sqlite_app, cfg, copy_of, histories, sqlite_write_slots
+from tests.harness.migration import (
+    GRAPHS,
+    build_sqlite_app,
+    cfg,
+    copy_of,
+    go_on,
+    histories,
+    sqlite_write_slots,
+)
 
 
 @pytest.fixture(scope="module")
@@ -101,21 +108,6 @@ def test_sqlite_to_jsonl_to_postgres_to_jsonl_reads_the_same_everywhere(
     assert jsonl_write_slots(tmp_path / "back") == sqlite_write_slots(sqlite_app)
 
 
-def _resume(saver: Any) -> dict[str, Any]:
-    """Go on with the waiting threads, as the app would."""
-    out = {}
-    review = GRAPHS["review"]().compile(checkpointer=saver)
-    review.invoke(Command(resume="yes"), cfg("review"))
-    out["review"] = review.get_state(cfg("review")).values
-    nested = GRAPHS["nested"]().compile(checkpointer=saver)
-    nested.invoke(Command(resume="42"), cfg("nested"))
-    out["nested"] = nested.get_state(cfg("nested")).values
-    agent = GRAPHS["agent"]().compile(checkpointer=saver)
-    agent.invoke({"messages": [("user", "add 1 1")]}, cfg("agent"))
-    out["agent"] = [(m.type, m.content) for m in agent.get_state(cfg("agent")).values["messages"]]
-    return out
-
-
 def test_a_graph_resumed_on_the_target_continues_as_on_the_source(
     sqlite_app: Path, tmp_path: Path, pg_url: str
 ) -> None:
@@ -123,11 +115,11 @@ def test_a_graph_resumed_on_the_target_continues_as_on_the_source(
     assert copy_threads(sqlite_url(mine), pg_url, setup=True).ok
     assert copy_threads(sqlite_url(mine), str(tmp_path / "store")).ok
     with closing(sqlite3.connect(mine, check_same_thread=False)) as conn, conn:
-        expected = _resume(SqliteSaver(conn))
+        expected = go_on(SqliteSaver(conn))
     with PostgresSaver.from_conn_string(pg_url) as saver:
-        assert _resume(saver) == expected
+        assert go_on(saver) == expected
     with JsonlSaver(tmp_path / "store") as saver:
-        assert _resume(saver) == expected
+        assert go_on(saver) == expected
     assert expected["review"]["approved"] is True and expected["nested"]["answer"] == "42"
 
 
@@ -161,9 +153,8 @@ def test_a_subset_by_glob_and_a_dry_run(sqlite_app: Path, tmp_path: Path) -> Non
 def test_verification_lists_what_differs(sqlite_app: Path, tmp_path: Path) -> None:
     assert copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s")).ok
     with JsonlSaver(tmp_path / "s") as saver:  # the target gains a write the source lacks
-        latest = saver.get_tuple(cfg("counter"))
-        assert latest is not None
-        saver.put_writes(latest.config, [("n", 7)], "task-x", "~x")
+        older = list(saver.list(cfg("counter")))[1]  # not the newest: no run adds writes to it
+        saver.put_writes(older.config, [("n", 7)], "task-x", "~x")
     report = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
     assert not report.ok and [t.thread_id for t in report.mismatched] == ["counter"]
     assert any("pending write" in m for m in report.mismatched[0].mismatches)

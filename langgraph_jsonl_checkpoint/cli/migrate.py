@@ -28,8 +28,9 @@ ENDPOINTS_HELP = (
 COPY_JSON = (
     "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
     "journal_records, bytes, creates, needs_setup, seconds, problems: [{thread_id, problem}], mismatches: "
-    "[{thread_id, mismatches}], per_thread: [{thread_id, checkpoints, present, writes, "
-    "journal_records, problem, mismatches}]}"
+    "[{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "
+    "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, "
+    "ahead_checkpoints, ahead_writes, ahead_journal_records}]}"
 )
 
 
@@ -67,6 +68,8 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
     for t in report.mismatched:
         for m in t.mismatches:
             print(f"DIFFERS thread {shown(t.thread_id)}: {m}", file=sys.stderr)
+    for t in report.ahead:
+        print(f"AHEAD thread {shown(t.thread_id)}: {t.ahead_text()}")
     print(report.summary())
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
@@ -90,7 +93,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Copy every thread (or --threads) of a LangGraph checkpointer into a store: "
         "all namespaces, checkpoint ids, parents, metadata, versions, pending writes with their "
         "task paths, and the replay adapter's journal; then compare each thread on both sides. "
-        "Running it again copies only what is missing (after a kill, too). " + ENDPOINTS_HELP,
+        "Running it again copies only what is missing (after a kill, too); a thread the app went on "
+        "with in the store since is reported AHEAD, not as a difference. " + ENDPOINTS_HELP,
         examples=["langgraph-jsonl import sqlite:///app.db ./checkpoints",
                   "langgraph-jsonl import postgresql://postgres@127.0.0.1:5432/app ./checkpoints --json"],
         json_shape=COPY_JSON,

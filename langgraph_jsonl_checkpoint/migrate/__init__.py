@@ -14,12 +14,14 @@ from .copy import copy_thread, copy_threads
 from .endpoints import Endpoint
 from .report import CopyReport, ThreadCopy
 from .urls import is_database_url, open_endpoint
-from .verify import compare_threads
+from .verify import HistoryComparison, compare_histories, compare_threads
 
 __all__ = [
     "CopyReport",
     "Endpoint",
+    "HistoryComparison",
     "ThreadCopy",
+    "compare_histories",
     "compare_threads",
     "copy_thread",
     "copy_threads",

@@ -18,7 +18,9 @@ duplicates a slot); so a copy killed half-way and run again ends with the same t
 as one run through. A thread that cannot be read is reported and the others copied.
 
 Verification (:mod:`.verify`) re-reads each copied thread from the target and compares
-every checkpoint, decoded, with the source's.
+every checkpoint, decoded, with the source's. A target the app went on with since an
+earlier copy is *ahead* (the source's history unchanged on it, and continued): that is
+reported, not a difference, and left as it is.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .endpoints import Endpoint, NewTarget, Track, WriteSlot, matching, thread_t
 from .journal import carry
 from .report import CopyReport, ThreadCopy
 from .urls import open_endpoint, place_of, refuse_same_place
-from .verify import compare_threads
+from .verify import compare_histories
 from .versions import widen_checkpoint, widen_versions, width_of
 
 Spec = str | BaseCheckpointSaver[Any] | Endpoint
@@ -169,15 +171,18 @@ def copy_thread(
                         slots = src.thread_write_slots(thread_id) or {}
                     _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
         if journal and src.journal is not None and dst.journal is not None:
-            added, conflicts = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
-            done.journal_records = added
-            done.mismatches += conflicts
+            carried = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
+            done.journal_records = carried.added
+            done.mismatches += carried.conflicts
+            done.ahead_journal_records = carried.ahead
     except Exception as exc:
         done.problem = f"copy to {dst.name} stopped: {_reason(exc)}"
         return done
     if verify and not dry_run:
         try:
-            done.mismatches += compare_threads(src, dst, thread_id, tuples, width=width_of(dst.saver))
+            found = compare_histories(tuples, thread_tuples(dst, thread_id), width=width_of(dst.saver))
+            done.mismatches += found.differences
+            done.ahead_checkpoints, done.ahead_writes = found.ahead_checkpoints, found.ahead_writes
         except Exception as exc:
             done.problem = f"cannot verify the copy on {dst.name}: {_reason(exc)}"
     return done

@@ -9,15 +9,16 @@ exactly as the source would: a finished call is not run again, a started one who
 process is gone is still uncertain and asked about, an answer given stays given.
 
 Carrying is idempotent: per call, events the target already holds (the same kinds at
-the same times, in order) are not added again; a target whose events for a call are
-not a prefix of the source's is reported, never overwritten. Values inside events
+the same times, in order) are not added again; a target whose events for a call go on
+from the source's (the app went on there) is ahead and left as it is; one whose events
+neither start nor extend the source's is reported, never overwritten. Values inside events
 (arguments, results, questions, answers) are cells of each end's own codec, so they
 are decoded with the source's and encoded again with the target's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
@@ -163,38 +164,54 @@ def _stamp(event: dict[str, Any]) -> tuple[Any, Any]:
     return (event.get("ev"), event.get("at"))
 
 
-def carry(
-    source: JournalEnd, target: JournalEnd, thread_id: str, *, dry_run: bool = False
-) -> tuple[int, list[str]]:
+class Carried(NamedTuple):
+    """What :func:`carry` did with a thread's journal.
+
+    Attributes:
+        added: Events added to the target (a dry run: that would be).
+        conflicts: A line per call whose events on the target are not a prefix of the
+            source's, nor go on from them (left alone).
+        ahead: Events only the target holds, going on from the source's (a call the
+            app went on with on the target, or a call only the target knows).
+    """
+
+    added: int
+    conflicts: list[str]
+    ahead: int
+
+
+def carry(source: JournalEnd, target: JournalEnd, thread_id: str, *, dry_run: bool = False) -> Carried:
     """Copy a thread's journal events the target does not hold yet.
 
-    Returns:
-        How many events were (or, with ``dry_run``, would be) added, and a line per call
-        whose events on the target are not a prefix of the source's (left alone).
+    Per call: the target's events a prefix of the source's: the rest is added; the
+    source's a prefix of the target's: the target went on (ahead), nothing is added;
+    otherwise a conflict, left alone.
     """
     theirs = source.events(thread_id)
-    if not theirs:
-        return 0, []
     ours = target.events(thread_id)
     new: Events = {}
     whole: Events = {}
     conflicts: list[str] = []
+    ahead = sum(len(events) for key, events in ours.items() if key not in theirs)
     for key, events in theirs.items():
         have = ours.get(key, [])
-        if [_stamp(e) for e in have] != [_stamp(e) for e in events[: len(have)]]:
+        shared = min(len(have), len(events))
+        if [_stamp(e) for e in have[:shared]] != [_stamp(e) for e in events[:shared]]:
             conflicts.append(
                 f"tool call {key.call_id} (checkpoint {key.checkpoint_id}, {key.ns}): the target's "
                 "journal differs from the source's; left as it is"
             )
             continue
-        if len(have) < len(events):
+        if len(have) > len(events):
+            ahead += len(have) - len(events)
+        elif len(have) < len(events):
             recoded = [_recode(e, source.codec, target.codec) for e in events]
             new[key] = recoded[len(have):]
             whole[key] = have + new[key]
     added = sum(len(v) for v in new.values())
     if not dry_run and new:
         target.add(thread_id, new, whole)
-    return added, conflicts
+    return Carried(added, conflicts, ahead)
 
 
 def _recode(event: dict[str, Any], source: ValueCodec, target: ValueCodec) -> dict[str, Any]:
@@ -213,5 +230,6 @@ def events_count(events: Events) -> int:
 
 
 __all__ = [
-    "CELL_FIELDS", "EmptyJournal", "JournalEnd", "LogJournal", "StoreJournalEnd", "carry", "events_count",
+    "CELL_FIELDS", "Carried", "EmptyJournal", "JournalEnd", "LogJournal", "StoreJournalEnd", "carry",
+    "events_count",
 ]

@@ -18,6 +18,10 @@ class ThreadCopy:
         journal_records: Tool-call journal events added.
         problem: Why the thread was not copied (whole or in part), if it was not.
         mismatches: Where the target's history differs from the source's after the copy.
+        ahead_checkpoints: Checkpoints only the target holds, going on from the
+            source's (the app went on there since an earlier copy; left as they are).
+        ahead_writes: Pending writes of such a run at the source's newest checkpoints.
+        ahead_journal_records: Tool-call journal events only the target holds.
     """
 
     thread_id: str
@@ -27,6 +31,23 @@ class ThreadCopy:
     journal_records: int = 0
     problem: str | None = None
     mismatches: list[str] = field(default_factory=list)
+    ahead_checkpoints: int = 0
+    ahead_writes: int = 0
+    ahead_journal_records: int = 0
+
+    @property
+    def ahead(self) -> bool:
+        """The target holds the source's history and goes on from it (no difference)."""
+        return not self.mismatches and not self.problem and bool(
+            self.ahead_checkpoints or self.ahead_writes or self.ahead_journal_records
+        )
+
+    def ahead_text(self) -> str:
+        """What only the target holds, for people."""
+        parts = [f"{n} {what}" for n, what in ((self.ahead_checkpoints, "checkpoint(s)"),
+                                                (self.ahead_writes, "pending write(s)"),
+                                                (self.ahead_journal_records, "journal record(s)")) if n]
+        return ", ".join(parts) + " on the target only: it goes on from the source's history"
 
 
 @dataclass
@@ -85,6 +106,11 @@ class CopyReport:
         return [t for t in self.threads if t.mismatches]
 
     @property
+    def ahead(self) -> list[ThreadCopy]:
+        """Threads the target holds further on than the source (not a difference)."""
+        return [t for t in self.threads if t.ahead]
+
+    @property
     def ok(self) -> bool:
         """Every thread copied and (if verified) equal on both ends (a dry run: the copy
         would go through)."""
@@ -110,6 +136,8 @@ class CopyReport:
             "problems": [{"thread_id": t.thread_id, "problem": t.problem} for t in self.problems]
             + [{"thread_id": None, "problem": u} for u in self.unreadable],
             "mismatches": [{"thread_id": t.thread_id, "mismatches": t.mismatches} for t in self.mismatched],
+            "ahead": [{"thread_id": t.thread_id, "checkpoints": t.ahead_checkpoints, "writes": t.ahead_writes,
+                       "journal_records": t.ahead_journal_records} for t in self.ahead],
             "per_thread": [vars(t) for t in self.threads],
         }
 
@@ -133,9 +161,14 @@ class CopyReport:
             )
         if present:
             lines.append(f"{present} checkpoint(s) were already on the target and left as they were")
-        if self.verified:
+        ahead = len(self.ahead)
+        if self.verified and self.mismatched:
+            lines.append(f"verify: {len(self.mismatched)} thread(s) differ")
+        elif self.verified and ahead:
             lines.append(
-                "verified: every copied thread's history equals the source's"
-                if not self.mismatched else f"verify: {len(self.mismatched)} thread(s) differ"
+                f"verified: every copied thread's history equals the source's, or goes on from it: {ahead} "
+                "thread(s) ahead on the target (the app went on there), left as they are"
             )
+        elif self.verified:
+            lines.append("verified: every copied thread's history equals the source's")
         return "\n".join(lines)

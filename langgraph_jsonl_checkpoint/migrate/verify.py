@@ -8,14 +8,34 @@ snapshots and the pending writes between them, both compared here, so equal tupl
 rebuild equal values (a snapshot one saver hands out at later checkpoints of the same
 version, and the other only where it was written, is not a difference). A difference
 is one line naming the checkpoint and what differs; values are never printed.
+
+A target the app went on with after the copy is *ahead*, not different
+(:func:`compare_histories`): per namespace, every source checkpoint is on the target
+and equal, and what only the target holds continues the source's newest checkpoint of
+that namespace, as a run going on from it leaves things:
+
+- checkpoints whose parent is that newest checkpoint or another such checkpoint (a
+  namespace the source lacks: a chain from no parent). A checkpoint branching from an
+  older one is a difference: it cannot be told apart from a source and a target that
+  both went on (the copy then puts the source's new checkpoints beside the target's);
+  so a time travel on the target is reported too.
+- at that newest checkpoint only, more pending writes: LangGraph adds the resume and the
+  tasks' writes of the run going on to the checkpoint it goes on from, and writes a
+  special channel (error, interrupt, resume, scheduled) into its task's fixed slot, so a
+  second ``interrupt()`` of the same task replaces the first. So each source task's
+  regular writes must start the target's writes of that task, in order and equal, and
+  each special write of the source must still have its slot (same task and channel; the
+  value may be newer). Older checkpoints get no writes from a run (LangGraph adds none
+  to them, time travel included), so theirs must be equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .endpoints import Endpoint, thread_tuples
@@ -26,11 +46,37 @@ from .versions import widen_checkpoint, width_of
 CHECKPOINT_KEYS = ("id", "ts", "channel_values", "channel_versions", "versions_seen")
 
 
+@dataclass
+class HistoryComparison:
+    """How a thread's history on the target stands to the source's.
+
+    Attributes:
+        differences: Where the target departs from the source, a line each (no values).
+        ahead: What only the target holds, going on from the source's history (see the
+            module docstring), a line each.
+        ahead_checkpoints: Checkpoints only the target holds, continuing the source's.
+        ahead_writes: Pending writes at the source's newest checkpoints that only the
+            target holds (a special write's newer value counted).
+    """
+
+    differences: list[str] = field(default_factory=list)
+    ahead: list[str] = field(default_factory=list)
+    ahead_checkpoints: int = 0
+    ahead_writes: int = 0
+
+    @property
+    def is_ahead(self) -> bool:
+        """The target holds the source's history unchanged, and goes on from it."""
+        return not self.differences and bool(self.ahead)
+
+
 def compare_threads(
     src: Endpoint, dst: Endpoint, thread_id: str, source_tuples: Sequence[CheckpointTuple] | None = None,
     *, width: int | None = None,
 ) -> list[str]:
-    """Differences between a thread on ``src`` and on ``dst`` (none: equal).
+    """Differences between a thread on ``src`` and on ``dst`` (none: equal). What a
+    target ahead of its source holds beyond it is listed too; :func:`compare_histories`
+    tells the two apart.
 
     Args:
         src: The source.
@@ -41,24 +87,114 @@ def compare_threads(
     """
     width = width_of(dst.saver) if width is None else width
     theirs = list(source_tuples) if source_tuples is not None else thread_tuples(src, thread_id)
-    ours = {_where(t): t for t in thread_tuples(dst, thread_id)}
-    found: list[str] = []
-    for tup in theirs:
-        ns, cid = _where(tup)
-        copy = ours.pop((ns, cid), None)
-        at = f"checkpoint {cid}" + (f" (namespace {ns})" if ns else "")
-        if copy is None:
-            found.append(f"{at}: missing on the target")
-            continue
-        found += [f"{at}: {d}" for d in compare_tuples(tup, copy, width=width)]
-    for ns, cid in sorted(ours):
-        found.append(f"checkpoint {cid}" + (f" (namespace {ns})" if ns else "") + ": on the target only")
-    return found
+    found = compare_histories(theirs, thread_tuples(dst, thread_id), width=width)
+    return found.differences + found.ahead
 
 
-def compare_tuples(a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0) -> list[str]:
+def compare_histories(
+    source: Sequence[CheckpointTuple], target: Sequence[CheckpointTuple], *, width: int = 0
+) -> HistoryComparison:
+    """Compare a thread's checkpoints on both ends (pure): equal, ahead or different
+    (the rule is in the module docstring).
+
+    Args:
+        source: The source's checkpoints (every namespace).
+        target: The target's.
+        width: The width the copy widened the source's versions to.
+    """
+    out = HistoryComparison()
+    theirs, ours = _by_namespace(source), _by_namespace(target)
+    for ns in sorted(set(theirs) | set(ours)):
+        mine = {_where(t)[1]: t for t in ours.get(ns, [])}
+        newest = _where(theirs[ns][-1])[1] if ns in theirs else None
+        for tup in theirs.get(ns, []):
+            cid = _where(tup)[1]
+            at = _at(ns, cid)
+            copy = mine.pop(cid, None)
+            if copy is None:
+                out.differences.append(f"{at}: missing on the target")
+                continue
+            last = cid == newest
+            out.differences += [f"{at}: {d}" for d in compare_tuples(tup, copy, width=width, writes=not last)]
+            if last:
+                _compare_newest_writes(tup, copy, at, out)
+        going_on = {newest}  # what a checkpoint only the target holds may continue
+        for cid in sorted(mine):  # oldest first: a parent before its children
+            at = _at(ns, cid)
+            if _parent(mine[cid]) in going_on:
+                going_on.add(cid)
+                out.ahead.append(f"{at}: on the target only")
+                out.ahead_checkpoints += 1
+            else:
+                continues = f" {newest}" if newest else ""
+                out.differences.append(
+                    f"{at}: on the target only, and it does not continue from the source's newest "
+                    f"checkpoint{continues} (its parent is {_parent(mine[cid])})"
+                )
+    return out
+
+
+def _compare_newest_writes(a: CheckpointTuple, b: CheckpointTuple, at: str, out: HistoryComparison) -> None:
+    """The writes of the source's newest checkpoint of a namespace: equal, more on the
+    target (a run went on from it), or different."""
+    wa, wb = list(a.pending_writes or []), list(b.pending_writes or [])
+    differs = _writes_difference(wa, wb)
+    if differs is None:
+        return
+    beyond = _writes_beyond(wa, wb)
+    if beyond is None:
+        out.differences.append(f"{at}: {differs}")
+    else:
+        out.ahead.append(f"{at}: {len(wb)} pending write(s) on the target, {len(wa)} on the source")
+        out.ahead_writes += beyond
+
+
+def _writes_beyond(a: list[Any], b: list[Any]) -> int | None:
+    """How many of ``b``'s writes a run going on from the checkpoint added to ``a``'s
+    (``None``: ``b`` does not hold ``a``'s; the rule is in the module docstring)."""
+    mine, theirs = _by_task(a), _by_task(b)
+    kept = 0
+    for task, (regular, special) in mine.items():
+        their_regular, their_special = theirs.get(task, ([], {}))
+        if len(their_regular) < len(regular) or not all(
+            x[0] == y[0] and _same(x[1], y[1]) for x, y in zip(regular, their_regular)
+        ):
+            return None
+        if not set(special) <= set(their_special):
+            return None
+        kept += len(regular) + sum(_same(v, their_special[ch]) for ch, v in special.items())
+    return len(b) - kept
+
+
+def _by_task(writes: list[Any]) -> dict[str, tuple[list[tuple[str, Any]], dict[str, Any]]]:
+    """Each task's regular writes in order, and its special writes by channel (one slot each)."""
+    out: dict[str, tuple[list[tuple[str, Any]], dict[str, Any]]] = {}
+    for task, channel, value in writes:
+        regular, special = out.setdefault(task, ([], {}))
+        if channel in WRITES_IDX_MAP:
+            special[channel] = value
+        else:
+            regular.append((channel, value))
+    return out
+
+
+def _by_namespace(tuples: Sequence[CheckpointTuple]) -> dict[str, list[CheckpointTuple]]:
+    out: dict[str, list[CheckpointTuple]] = {}
+    for t in sorted(tuples, key=lambda t: _where(t)[1]):
+        out.setdefault(_where(t)[0], []).append(t)
+    return out
+
+
+def _at(ns: str, cid: str) -> str:
+    return f"checkpoint {cid}" + (f" (namespace {ns})" if ns else "")
+
+
+def compare_tuples(
+    a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0, writes: bool = True
+) -> list[str]:
     """What differs between two tuples of one checkpoint (names of parts, no values);
-    ``a``'s versions are widened to ``width`` first (see :mod:`.versions`)."""
+    ``a``'s versions are widened to ``width`` first (see :mod:`.versions`); pending
+    writes are compared unless ``writes`` is false."""
     a = a._replace(checkpoint=widen_checkpoint(a.checkpoint, width))  # type: ignore[arg-type]
     out = []
     if _parent(a) != _parent(b):
@@ -76,12 +212,18 @@ def compare_tuples(a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0) ->
     if not _same(dict(a.metadata or {}), dict(b.metadata or {})):
         keys = _differing(dict(a.metadata or {}), dict(b.metadata or {}))
         out.append(f"metadata differs ({', '.join(map(str, keys))})")
-    wa, wb = list(a.pending_writes or []), list(b.pending_writes or [])
-    if len(wa) != len(wb):
-        out.append(f"{len(wb)} pending write(s) on the target, {len(wa)} on the source")
-    elif not all(x[0] == y[0] and x[1] == y[1] and _same(x[2], y[2]) for x, y in zip(wa, wb)):
-        out.append("pending writes differ (task, channel, value or order)")
+    if writes:
+        differs = _writes_difference(list(a.pending_writes or []), list(b.pending_writes or []))
+        out += [differs] if differs else []
     return out
+
+
+def _writes_difference(wa: list[Any], wb: list[Any]) -> str | None:
+    if len(wa) != len(wb):
+        return f"{len(wb)} pending write(s) on the target, {len(wa)} on the source"
+    if not all(x[0] == y[0] and x[1] == y[1] and _same(x[2], y[2]) for x, y in zip(wa, wb)):
+        return "pending writes differ (task, channel, value or order)"
+    return None
 
 
 def _without_delta_asymmetry(

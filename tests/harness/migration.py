@@ -82,6 +82,23 @@ def copy_of(path: Path, to: Path) -> Path:
     return to
 
 
+def go_on(saver: Any) -> dict[str, Any]:
+    """Go on with the threads :func:`build_sqlite_app` left waiting or done, as the app
+    would (answer the review and the nested interrupt, a new agent turn); returns what
+    each then holds."""
+    out = {}
+    review = GRAPHS["review"]().compile(checkpointer=saver)
+    review.invoke(Command(resume="yes"), cfg("review"))
+    out["review"] = review.get_state(cfg("review")).values
+    nested = GRAPHS["nested"]().compile(checkpointer=saver)
+    nested.invoke(Command(resume="42"), cfg("nested"))
+    out["nested"] = nested.get_state(cfg("nested")).values
+    agent = GRAPHS["agent"]().compile(checkpointer=saver)
+    agent.invoke({"messages": [("user", "add 1 1")]}, cfg("agent"))
+    out["agent"] = [(m.type, m.content) for m in agent.get_state(cfg("agent")).values["messages"]]
+    return out
+
+
 def _task(t: Any) -> tuple[Any, ...]:
     return (t.id, t.name, t.path, repr(t.error), tuple(i.value for i in t.interrupts), t.result)
 

@@ -1,0 +1,221 @@
+"""A target the app went on with after a copy is *ahead* of its source, not different.
+
+``import`` run again after the app continued on the store (or ``export`` after it
+continued on PostgreSQL) finds every source checkpoint on the target, unchanged, and
+more: new checkpoints that continue the source's newest checkpoint of their namespace,
+and, at that newest checkpoint, the writes of the run that went on from it (its resume,
+its tasks' writes, an interrupt slot holding the next question). That is reported as
+ahead (exit 0), and left as it is. A real divergence is still a difference (exit 1):
+both ends went on, a write added to an older checkpoint, a write changed. The rule
+itself is checked on hand-made histories (``compare_histories`` is pure).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.migrate import compare_histories, copy_threads, open_endpoint
+from tests.harness.bounded import within
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.migration import GRAPHS, build_sqlite_app, cfg, copy_of, go_on, histories
+
+WENT_ON = ["agent", "nested", "review"]  # the threads go_on continues
+
+
+@pytest.fixture(scope="module")
+def sqlite_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sqlite_app(tmp_path_factory.mktemp("app") / "app.db")
+
+
+def url(path: Path) -> str:
+    return "sqlite:///" + str(path)
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def lines_of(kind: str, text: str) -> list[str]:
+    """The thread ids of ``kind`` lines (``AHEAD``, ``DIFFERS``), each once, sorted."""
+    return sorted({line.split()[2].rstrip(":") for line in text.splitlines() if line.startswith(kind + " ")})
+
+
+def read_store(path: Path) -> dict[str, Any]:
+    with JsonlSaver(path) as saver, within(120, "reading the store"):
+        return histories(saver)
+
+
+def test_import_again_after_the_app_went_on_on_the_store_is_ahead(sqlite_app: Path, tmp_path: Path,
+                                                                 capsys) -> None:
+    store = tmp_path / "s"
+    assert main(["import", url(sqlite_app), str(store)]) == 0
+    with JsonlSaver(store) as saver:
+        go_on(saver)
+    went_on = read_store(store)
+    capsys.readouterr()
+
+    assert main(["import", url(sqlite_app), str(store)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and lines_of("AHEAD", out) == WENT_ON
+    assert "3 thread(s) ahead on the target" in out and "copied 6 thread(s)" in out
+
+    code, report = run_json(["import", url(sqlite_app), str(store)], capsys)
+    assert code == 0 and report["ok"] and report["mismatches"] == [] and report["checkpoints"] == 0
+    assert [a["thread_id"] for a in report["ahead"]] == WENT_ON
+    per = {t["thread_id"]: t for t in report["per_thread"]}
+    assert per["agent"]["ahead_checkpoints"] > 0 and per["review"]["ahead_checkpoints"] > 0
+    assert per["review"]["ahead_writes"] > 0 and per["nested"]["ahead_writes"] > 0  # the resumed checkpoints
+    assert all(per[t]["ahead_checkpoints"] == per[t]["ahead_writes"] == 0 for t in ("counter", "fan"))
+    assert read_store(store) == went_on  # left as the app left it
+
+
+def test_export_again_after_the_app_went_on_on_postgresql_is_ahead(sqlite_app: Path, tmp_path: Path,
+                                                                  pg_url: str, capsys) -> None:
+    store = str(tmp_path / "s")
+    assert main(["import", url(sqlite_app), store]) == 0
+    assert main(["export", store, pg_url, "--setup"]) == 0
+    with PostgresSaver.from_conn_string(pg_url) as saver:
+        go_on(saver)
+    capsys.readouterr()
+    assert main(["export", store, pg_url]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and lines_of("AHEAD", out) == WENT_ON
+    code, report = run_json(["export", store, pg_url], capsys)
+    assert code == 0 and report["ok"] and [a["thread_id"] for a in report["ahead"]] == WENT_ON
+
+
+def test_both_ends_went_on_is_a_difference(sqlite_app: Path, tmp_path: Path, capsys) -> None:
+    for first in ("source", "target"):  # whichever went on first, the ids interleave or not
+        mine = copy_of(sqlite_app, tmp_path / f"{first}.db")
+        store = tmp_path / f"s-{first}"
+        assert main(["import", url(mine), str(store)]) == 0
+        with JsonlSaver(store) as saver, closing(sqlite3.connect(mine, check_same_thread=False)) as conn:
+            ends = [SqliteSaver(conn), saver] if first == "source" else [saver, SqliteSaver(conn)]
+            for end in ends:
+                go_on(end)
+            conn.commit()
+        capsys.readouterr()
+        assert main(["import", url(mine), str(store)]) == 1, first
+        out, err = capsys.readouterr()
+        assert lines_of("DIFFERS", err) == WENT_ON and lines_of("AHEAD", out) == [], (first, err)
+        assert "does not continue from the source's newest checkpoint" in err
+
+
+def test_a_write_added_to_an_older_checkpoint_is_a_difference(sqlite_app: Path, tmp_path: Path) -> None:
+    assert copy_threads(url(sqlite_app), str(tmp_path / "s")).ok
+    with JsonlSaver(tmp_path / "s") as saver:
+        older = list(saver.list(cfg("counter")))[1]  # not the newest: no run goes on from it
+        saver.put_writes(older.config, [("n", 7)], "task-x", "~x")
+    report = copy_threads(url(sqlite_app), str(tmp_path / "s"))
+    assert not report.ok and [t.thread_id for t in report.mismatched] == ["counter"] and report.ahead == []
+    assert any("pending write(s) on the target" in m for m in report.mismatched[0].mismatches)
+
+
+def _event(codec: Any, cid: str, call: str, ev: str, second: int) -> dict[str, Any]:
+    """A journal event of the agent thread's tool call ``call``, cells in ``codec``."""
+    event = {"ev": ev, "ns": "tools:x", "cp": cid, "call": call, "at": f"2026-01-01T00:00:{second:02d}+00:00"}
+    if ev == "requested":
+        event |= {"name": "send_email", "args": codec.encode({"to": "bob"}, "args")}
+    if ev == "started":
+        event["proc"] = {"host": "gone", "pid": 1}
+    if ev == "finished":
+        event["result"] = codec.encode("sent", "result")
+    return event
+
+
+@pytest.mark.parametrize("target", ["store", "SQLite file"])
+def test_a_journal_that_went_on_is_ahead_and_one_that_went_elsewhere_differs(tmp_path: Path,
+                                                                             target: str) -> None:
+    with JsonlSaver(tmp_path / "src") as saver:
+        graph = GRAPHS["agent"]().compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "add 1 2")]}, cfg("agent"))
+        cid = saver.get_tuple(cfg("agent")).config["configurable"]["checkpoint_id"]
+        saver.record_tool_events("agent", [_event(saver.codec, cid, "k1", "requested", 0),
+                                           _event(saver.codec, cid, "k1", "started", 1)])
+    dst = str(tmp_path / "dst") if target == "store" else url(tmp_path / "dst.db")
+    assert copy_threads(str(tmp_path / "src"), dst).journal_records == 2
+    end = open_endpoint(dst, role="target")
+    try:  # the app went on there: k1 finished, k2 asked for
+        have = end.journal.events("agent")
+        (k1,) = have
+        k2 = type(k1)(k1.ns, k1.checkpoint_id, "k2")
+        finished = _event(end.journal.codec, cid, "k1", "finished", 2)
+        asked = _event(end.journal.codec, cid, "k2", "requested", 3)
+        end.journal.add("agent", {k1: [finished], k2: [asked]}, {k1: [*have[k1], finished], k2: [asked]})
+    finally:
+        end.close()
+    again = copy_threads(str(tmp_path / "src"), dst)
+    assert again.ok and again.journal_records == 0, again.to_json()
+    assert [t.thread_id for t in again.ahead] == ["agent"] and again.ahead[0].ahead_journal_records == 2
+
+    with JsonlSaver(tmp_path / "src") as saver:  # the source's k1 went on otherwise: a conflict
+        saver.record_tool_events("agent", [_event(saver.codec, cid, "k1", "failed", 5)])
+    third = copy_threads(str(tmp_path / "src"), dst)
+    assert not third.ok and third.ahead == []
+    assert any("journal differs" in m for m in third.mismatched[0].mismatches)
+
+
+# The rule, on hand-made histories: one namespace "" and a subgraph's "sub".
+
+def tup(i: int, parent: int | None, writes: list[tuple[str, str, Any]] = (), ns: str = "",
+        value: Any = None) -> CheckpointTuple:
+    cid = cp_id(i)
+    return CheckpointTuple(
+        config=config("t", ns, cid),
+        checkpoint=make_checkpoint(cid, {"x": i if value is None else value}, {"x": f"{i:032d}.0"}),
+        metadata={"step": i},
+        parent_config=config("t", ns, cp_id(parent)) if parent is not None else None,
+        pending_writes=list(writes),
+    )
+
+
+SOURCE = [tup(1, None), tup(2, 1, [("a", "x", 1)]),
+          tup(3, 2, [("b", "y", "kept"), ("c", "__interrupt__", "q1")]),
+          tup(10, None, ns="sub"), tup(11, 10, [("d", "__interrupt__", "q")], ns="sub")]
+
+
+def test_the_rule_ahead() -> None:
+    """Writes of the run that went on from the newest checkpoints (a resume, the task's
+    writes, the interrupt slot holding the next question), checkpoints continuing them,
+    a new namespace."""
+    target = [tup(1, None), tup(2, 1, [("a", "x", 1)]),
+              tup(3, 2, [("00", "__resume__", "yes"), ("b", "y", "kept"), ("b", "y2", 2),
+                         ("c", "__interrupt__", "q2"), ("c", "z", 3)]),
+              tup(4, 3), tup(5, 4),
+              tup(10, None, ns="sub"), tup(11, 10, [("d", "__interrupt__", "q"), ("d", "w", 1)], ns="sub"),
+              tup(12, 11, ns="sub"), tup(20, None, ns="other"), tup(21, 20, ns="other")]
+    c = compare_histories(SOURCE, target)
+    assert c.differences == [] and c.is_ahead
+    assert c.ahead_checkpoints == 5  # 4, 5, 12, 20, 21
+    assert c.ahead_writes == 5  # the resume, y2, the newer interrupt, z, w
+    assert compare_histories(SOURCE, SOURCE).ahead == [] and not compare_histories(SOURCE, SOURCE).is_ahead
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda t: t[:2] + [tup(3, 2, [("b", "y", "changed"), ("c", "__interrupt__", "q1")])] + t[3:],
+     "a regular write changed"),
+    (lambda t: t[:2] + [tup(3, 2, [("c", "__interrupt__", "q1")])] + t[3:], "a write gone"),
+    (lambda t: t[:2] + [tup(3, 2, [("b", "y", "kept"), ("c", "__error__", "boom")])] + t[3:],
+     "a special write's slot gone"),
+    (lambda t: [t[0], tup(2, 1, [("a", "x", 1), ("e", "x", 2)])] + t[2:], "a write on an older checkpoint"),
+    (lambda t: t + [tup(4, 2)], "a branch from an older checkpoint"),
+    (lambda t: t + [tup(4, None)], "a new root"),
+    (lambda t: t[:2] + t[3:] + [tup(4, 2)], "the newest checkpoint missing"),
+    (lambda t: t[:3], "a namespace missing"),
+    (lambda t: t[:2] + [tup(3, 2, t[2].pending_writes, value="other")] + t[3:], "a value changed"),
+])
+def test_the_rule_differences(change: Any, why: str) -> None:
+    c = compare_histories(SOURCE, change(list(SOURCE)))
+    assert c.differences and not c.is_ahead, why
