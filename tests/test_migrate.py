@@ -9,6 +9,7 @@ when a run resumed on the target goes on as it would have on the source.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.errors import MigrationError
-from langgraph_jsonl_checkpoint.migrate import compare_threads, copy_threads, open_endpoint
+from langgraph_jsonl_checkpoint.migrate import CopyInterrupted, compare_threads, copy_threads, open_endpoint
 from tests.harness.bounded import within
 from tests.harness.migration import (
     GRAPHS,
@@ -245,3 +246,34 @@ def test_the_journal_goes_into_sqlite_store_and_back(tmp_path: Path) -> None:
     assert back.ok and back.journal_records == 2
     with JsonlSaver(tmp_path / "back") as saver:
         assert [(r.key, r.state, r.effective_state, r.args) for r in saver.tool_calls("agent")] == before
+
+
+@pytest.mark.parametrize("how", ["KeyboardInterrupt", "stop"])
+def test_an_interrupted_copy_says_how_far_it_got_and_a_rerun_completes_it(
+    sqlite_app: Path, tmp_path: Path, how: str
+) -> None:
+    """Ctrl-C in the caller's thread (a ``KeyboardInterrupt`` while it waits) or ``stop``
+    set: the copies under way stop at their next step, ``CopyInterrupted`` (itself a
+    ``KeyboardInterrupt``) tells how many threads were done, and the copy run again ends
+    equal to one run through."""
+    stop = threading.Event()
+
+    def track(ids: list[str]) -> Any:
+        for n, thread_id in enumerate(ids):
+            if n == 2:
+                if how == "stop":
+                    stop.set()
+                else:
+                    raise KeyboardInterrupt
+            yield thread_id
+
+    with pytest.raises(CopyInterrupted) as caught:
+        copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"), track=track, stop=stop, workers=1)
+    assert isinstance(caught.value, KeyboardInterrupt) and caught.value.total == len(GRAPHS)
+    done = len(caught.value.report.threads)
+    assert 2 <= done < len(GRAPHS) and stop.is_set()
+    assert str(caught.value) == (f"interrupted after {done} of {len(GRAPHS)} threads; run the same command "
+                                 "again to continue")
+    rest = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
+    assert rest.ok and rest.verified and sum(t.present for t in rest.threads) > 0
+    assert read_store(tmp_path / "s") == read_sqlite(sqlite_app)

@@ -4,6 +4,7 @@ dry runs, exit codes, errors, and a copy SIGKILLed half-way then run again."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.migrate import copy_threads
+from tests.harness.bounded import run_bounded
 from tests.harness.migration import GRAPHS, build_sqlite_app, cfg
 from tests.harness.state_graphs import build_counter_graph
 
@@ -40,6 +42,14 @@ def many_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             for n in range(3):
                 graph.invoke({"n": n}, cfg(f"user-{i:03d}"))
     return path
+
+
+@pytest.fixture(scope="module")
+def many_store(many_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 150 threads of ``many_db`` in a store."""
+    store = tmp_path_factory.mktemp("many-store") / "s"
+    assert copy_threads(url(many_db), str(store)).ok
+    return store
 
 
 def url(path: Path) -> str:
@@ -229,3 +239,53 @@ def test_copy_threads_refuses_one_saver_as_both_ends(tmp_path: Path) -> None:
             copy_threads(saver, saver)
         with pytest.raises(MigrationError, match="onto itself"):
             copy_threads(saver, str(tmp_path / "s"))
+
+
+INTERRUPTED = re.compile(r"interrupted after (\d+) of 150 threads; run the same command again to continue\n")
+
+
+@pytest.mark.parametrize("command", ["import", "copy", "export"])
+def test_ctrl_c_stops_a_copy_with_one_line_and_a_rerun_completes_it(
+    many_db: Path, many_store: Path, tmp_path: Path, command: str, request: pytest.FixtureRequest
+) -> None:
+    """SIGINT (what Ctrl-C sends) in the middle of each copying command: one line on
+    stderr, exit status 130; the same command run again copies the rest and verifies."""
+    if command == "export":
+        dst = request.getfixturevalue("pg_url")
+        argv = ["export", str(many_store), dst, "--setup"]
+    else:
+        dst = str(tmp_path / "t")
+        argv = ["import", url(many_db), dst] if command == "import" else ["copy", str(many_store), dst]
+    total = _source_checkpoints(many_db)
+
+    def copied() -> int:
+        if command != "export":
+            return len(list((tmp_path / "t" / "threads").glob("*.jsonl"))) if (tmp_path / "t").exists() else 0
+        with psycopg.connect(dst) as conn:
+            tables = conn.execute("SELECT to_regclass('checkpoints') IS NOT NULL").fetchone()[0]
+            if not tables:
+                return 0
+            return int(conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0])
+
+    child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while copied() < 20 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert child.poll() is None, f"the copy ended before it could be interrupted: {child.stderr.read()!r}"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "Traceback" not in err and child.returncode == 130, err
+    match = INTERRUPTED.fullmatch(err)
+    assert match, err
+    assert 0 < int(match.group(1)) < 150 and out == ""
+
+    rerun = run_bounded([*CLI, *argv, "--json"], seconds=600)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    assert report["ok"] and report["verified"] and report["threads"] == 150 and report["mismatches"] == []
+    assert report["present"] > 0 and report["present"] + report["checkpoints"] == total

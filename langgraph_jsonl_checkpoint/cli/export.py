@@ -29,7 +29,7 @@ from .common import (
     shown,
     store_path,
 )
-from .migrate import COPY_JSON, ENDPOINTS_HELP, add_copy_options, run_copy
+from .migrate import COPY_JSON, ENDPOINTS_HELP, INTERRUPT_HELP, add_copy_options, run_copy
 from .progress import progress
 
 _COPY_FLAGS = ("threads", "dry_run", "setup", "no_verify", "no_journal")
@@ -102,7 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "nothing to the store.\n\nGiven a database URL instead of a THREAD, copies the store's "
         "threads (all, or --threads) into that database with the replay journal, as `copy` "
         "does, and verifies them: the way to PostgresSaver when one machine is not enough. "
-        + ENDPOINTS_HELP,
+        + INTERRUPT_HELP + ENDPOINTS_HELP,
         examples=["langgraph-jsonl export ./checkpoints t-1 --format md",
                   "langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html",
                   "langgraph-jsonl export ./checkpoints --all ./transcripts --format html",

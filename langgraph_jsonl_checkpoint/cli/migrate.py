@@ -12,19 +12,30 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..migrate.copy import copy_threads
+from ..migrate.report import CopyInterrupted
 from ..saver.config import STORE_ENV
 from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, add_command, print_json, shown
 from .progress import progress
 
+INTERRUPT_HELP = (
+    "Ctrl-C stops it once the threads under way reach their next step (exit status 130; "
+    "the same command again continues). "
+)
 ENDPOINTS_HELP = (
     "Endpoints: a store directory (a new one is created as a target), sqlite:///relative.db "
     "or sqlite:////absolute.db (a SqliteSaver file, its SqliteStore journal if any), "
     "postgresql://user@host:port/database (PostgresSaver, with the replay journal in "
     "PostgresStore in the same database)."
 )
+#: The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command it ended.
+EXIT_INTERRUPTED = 130
 COPY_JSON = (
     "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
     "journal_records, bytes, creates, needs_setup, seconds, problems: [{thread_id, problem}], mismatches: "
@@ -32,6 +43,34 @@ COPY_JSON = (
     "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, "
     "ahead_checkpoints, ahead_writes, ahead_journal_records}]}"
 )
+
+
+AGAIN = "interrupted; run the same command again to continue"
+
+
+@contextmanager
+def _ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
+    """While copying, the first Ctrl-C sets ``stop`` (each thread's copy stops at its next
+    step, then the copy says how far it got) instead of raising ``KeyboardInterrupt``
+    wherever the main thread is: in a destructor Python would print it as a traceback
+    and go on. A second Ctrl-C ends the process at once, one line and exit status 130:
+    safe, as after a kill (each put is durable or not there; the copy run again
+    continues)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set():
+            os.write(2, f"{AGAIN} (stopped at once)\n".encode())
+            os._exit(EXIT_INTERRUPTED)
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def add_copy_options(parser: argparse.ArgumentParser) -> None:
@@ -52,12 +91,22 @@ def add_copy_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
-    """Copy, print the report (or its JSON); exit 1 when a thread failed or differs."""
-    report = copy_threads(
-        source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
-        journal=not args.no_journal, setup=args.setup, workers=args.workers,
-        track=lambda ids: progress(ids, total=len(ids), what="threads"),
-    )
+    """Copy, print the report (or its JSON); exit 1 when a thread failed or differs, 130
+    after Ctrl-C (one line: how far it got; the same command again continues)."""
+    stop = threading.Event()
+    with _ctrl_c_stops(stop):
+        try:
+            report = copy_threads(
+                source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
+                journal=not args.no_journal, setup=args.setup, workers=args.workers,
+                track=lambda ids: progress(ids, total=len(ids), what="threads"), stop=stop,
+            )
+        except CopyInterrupted as stopped:
+            print(stopped, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except KeyboardInterrupt:  # main() called off the main thread: no handler of ours
+            print(AGAIN, file=sys.stderr)
+            return EXIT_INTERRUPTED
     if args.json:
         print_json(report.to_json())
         return EXIT_OK if report.ok else EXIT_PROBLEMS
@@ -94,7 +143,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "all namespaces, checkpoint ids, parents, metadata, versions, pending writes with their "
         "task paths, and the replay adapter's journal; then compare each thread on both sides. "
         "Running it again copies only what is missing (after a kill, too); a thread the app went on "
-        "with in the store since is reported AHEAD, not as a difference. " + ENDPOINTS_HELP,
+        "with in the store since is reported AHEAD, not as a difference. " + INTERRUPT_HELP
+        + ENDPOINTS_HELP,
         examples=["langgraph-jsonl import sqlite:///app.db ./checkpoints",
                   "langgraph-jsonl import postgresql://postgres@127.0.0.1:5432/app ./checkpoints --json"],
         json_shape=COPY_JSON,
@@ -110,7 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         summary="copy threads between any two checkpointers (stores, SQLite, PostgreSQL)",
         description="Copy threads from SOURCE to TARGET with everything LangGraph stores and the "
         "replay journal, idempotently (what the target has is left alone), then verify them. "
-        + ENDPOINTS_HELP,
+        + INTERRUPT_HELP + ENDPOINTS_HELP,
         examples=["langgraph-jsonl copy ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup",
                   "langgraph-jsonl copy postgresql://postgres@127.0.0.1:5432/app ./laptop --threads 'user-*'",
                   "langgraph-jsonl copy sqlite:///app.db ./checkpoints --dry-run"],

@@ -12,11 +12,12 @@ Modules: :mod:`.endpoints` (URLs to savers, what their storage tells beyond the 
 
 from .copy import copy_thread, copy_threads
 from .endpoints import Endpoint
-from .report import CopyReport, ThreadCopy
+from .report import CopyInterrupted, CopyReport, ThreadCopy
 from .urls import is_database_url, open_endpoint
 from .verify import HistoryComparison, compare_histories, compare_threads
 
 __all__ = [
+    "CopyInterrupted",
     "CopyReport",
     "Endpoint",
     "HistoryComparison",

@@ -25,9 +25,10 @@ reported, not a difference, and left as it is.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
@@ -36,7 +37,7 @@ from ..errors import MigrationError
 from . import databases
 from .endpoints import Endpoint, NewTarget, Track, WriteSlot, matching, thread_tuples
 from .journal import carry
-from .report import CopyReport, ThreadCopy
+from .report import CopyInterrupted, CopyReport, ThreadCopy
 from .urls import open_endpoint, place_of, refuse_same_place
 from .verify import compare_histories
 from .versions import widen_checkpoint, widen_versions, width_of
@@ -55,6 +56,7 @@ def copy_threads(
     setup: bool = False,
     track: Track | None = None,
     workers: int = 4,
+    stop: threading.Event | None = None,
 ) -> CopyReport:
     """Copy threads from ``source`` to ``target``.
 
@@ -72,12 +74,18 @@ def copy_threads(
         workers: Threads copied at once (each put is durable on its own, so copying
             several threads overlaps their syncs; a ``SqliteSaver`` target still
             writes one at a time, under its lock).
+        stop: Set it (from a signal handler, another thread) to stop the copy as Ctrl-C
+            does: each thread's copy stops at its next step, then ``CopyInterrupted``.
 
     Returns:
         What was done; ``report.ok`` is false when a thread could not be read or copied
         or differs after the copy.
 
     Raises:
+        CopyInterrupted: A ``KeyboardInterrupt`` (Ctrl-C) while threads were being copied,
+            or ``stop`` set: each copy under way stopped at its next step; what was
+            copied is durable, and the same call again continues. Its ``report`` holds
+            the threads done.
         MigrationError: An endpoint cannot be opened, the target lacks its tables
             and ``setup`` was not asked for, or source and target are one place (a
             store, SQLite file or database named twice, in any spelling).
@@ -94,7 +102,8 @@ def copy_threads(
         raise
     try:
         refuse_same_place(src.place(), dst.place(), (src.name, dst.name))  # databases
-        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started, workers)
+        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started, workers,
+                     stop if stop is not None else threading.Event())
     finally:
         for end, spec in ((dst, target), (src, source)):
             if end is not spec:
@@ -103,7 +112,7 @@ def copy_threads(
 
 def _copy(
     src: Endpoint, dst: Endpoint, threads: Sequence[str] | None, dry_run: bool, verify: bool,
-    journal: bool, setup: bool, track: Track | None, started: float, workers: int,
+    journal: bool, setup: bool, track: Track | None, started: float, workers: int, stop: threading.Event,
 ) -> CopyReport:
     missing = dst.missing_tables()
     if missing and setup and not dry_run:
@@ -125,13 +134,29 @@ def _copy(
     ids = matching(src.thread_ids(), threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
-    def one(thread_id: str) -> ThreadCopy:
-        return copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="copy") as pool:
-        results = pool.map(one, ids)  # in order, whatever order they finish in
-        for _ in (track(ids) if track else ids):
-            report.threads.append(next(results))
+    def one(thread_id: str) -> ThreadCopy:
+        return copy_thread(src, dst, thread_id, dry_run=dry_run, verify=verify, journal=journal, stop=stop)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="copy")
+    futures = [pool.submit(one, thread_id) for thread_id in ids]
+    walk = iter(track(ids) if track else ids)
+    try:
+        for i, _ in enumerate(walk):
+            report.threads.append(futures[i].result())  # in order, whatever order they finish in
+    except (KeyboardInterrupt, _Stopped):  # Ctrl-C, or stop set: every copy stops at its next step
+        stop.set()
+        for future in futures:
+            future.cancel()
+        _settle(futures)
+        report.threads = [f.result() for f in futures if _finished(f)]
+        report.seconds = time.perf_counter() - started
+        raise CopyInterrupted(report, len(ids)) from None
+    finally:
+        close = getattr(walk, "close", None)
+        if close is not None:  # a progress bar's generator: its bar goes now
+            close()
+        pool.shutdown(wait=True, cancel_futures=True)
     if size_before is not None:
         size_after = dst.size()
         report.bytes = None if size_after is None else size_after - size_before
@@ -139,12 +164,43 @@ def _copy(
     return report
 
 
+class _Stopped(BaseException):
+    """A thread's copy told to stop (not an ``Exception``: no handler of one may take it
+    for a problem of the thread). What it put is durable; a rerun completes the thread."""
+
+
+def _settle(futures: list[Future[ThreadCopy]]) -> None:
+    """Wait until every copy under way has stopped: each checks between two steps (a put
+    and its writes, a read), so this is short. Another Ctrl-C does not cut it short:
+    the worker threads would be waited for at exit all the same."""
+    while True:
+        try:
+            wait(futures)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+def _finished(future: Future[ThreadCopy]) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _go_on(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise _Stopped
+
+
 def copy_thread(
     src: Endpoint, dst: Endpoint, thread_id: str, *, dry_run: bool = False, verify: bool = True,
-    journal: bool = True,
+    journal: bool = True, stop: threading.Event | None = None,
 ) -> ThreadCopy:
-    """Copy one thread (see the module docstring); problems go into the result."""
+    """Copy one thread (see the module docstring); problems go into the result.
+
+    ``stop``, once set, ends the copy between two steps (raising an exception of its
+    own, a ``BaseException``): what was put stays, and a rerun completes the thread.
+    """
     done = ThreadCopy(thread_id)
+    _go_on(stop)
     try:
         tuples = thread_tuples(src, thread_id)
     except Exception as exc:  # a damaged thread: reported, the others still copied
@@ -156,6 +212,7 @@ def copy_thread(
         width = width_of(dst.saver)
         slots: dict[tuple[str, str], list[WriteSlot]] | None = None
         for tup in tuples:
+            _go_on(stop)
             where = _where(tup)
             wanted = len(tup.pending_writes or [])
             if where in have:
@@ -170,6 +227,7 @@ def copy_thread(
                     if slots is None:
                         slots = src.thread_write_slots(thread_id) or {}
                     _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
+        _go_on(stop)
         if journal and src.journal is not None and dst.journal is not None:
             carried = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
             done.journal_records = carried.added
@@ -178,6 +236,7 @@ def copy_thread(
     except Exception as exc:
         done.problem = f"copy to {dst.name} stopped: {_reason(exc)}"
         return done
+    _go_on(stop)
     if verify and not dry_run:
         try:
             found = compare_histories(tuples, thread_tuples(dst, thread_id), width=width_of(dst.saver))

@@ -172,3 +172,23 @@ class CopyReport:
         elif self.verified:
             lines.append("verified: every copied thread's history equals the source's")
         return "\n".join(lines)
+
+
+class CopyInterrupted(KeyboardInterrupt):
+    """A copy stopped by Ctrl-C (a ``KeyboardInterrupt`` in the caller's thread), after
+    the copies under way reached their next step. What was copied is durable and the
+    copy is idempotent, so the same copy run again continues where this one stopped.
+    A ``KeyboardInterrupt``, so code that lets Ctrl-C end the program still does.
+
+    Attributes:
+        report: The threads copied in full (and verified, if asked) before it stopped.
+        total: How many threads the copy had to do.
+    """
+
+    def __init__(self, report: CopyReport, total: int) -> None:
+        self.report = report
+        self.total = total
+        super().__init__(
+            f"interrupted after {len(report.threads)} of {total} threads; run the same command "
+            "again to continue"
+        )
