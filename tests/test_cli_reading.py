@@ -207,6 +207,50 @@ def test_the_store_may_come_from_the_environment(cli_store: BuiltStore, capsys, 
     assert "LANGGRAPH_JSONL_STORE" in capsys.readouterr().err
 
 
+def test_a_missing_operand_is_named_with_a_usage_line_that_marks_the_optional_ones(
+    cli_store: BuiltStore, capsys, monkeypatch
+) -> None:
+    store = str(cli_store.path)
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE", raising=False)
+    usage = "usage: langgraph-jsonl show [STORE] THREAD [CHECKPOINT]"
+    # The store is named, the thread is not: say the thread is missing, not the store.
+    assert main(["show", store]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and usage in err, err
+    assert "name the store" not in err and f"langgraph-jsonl threads {store}" in err
+    # Nothing named: the thread and the store are missing.
+    assert main(["show"]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and "STORE" in err and "LANGGRAPH_JSONL_STORE" in err
+    assert usage in err
+    # With the store in the environment, only the thread.
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)
+    assert main(["show"]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and "LANGGRAPH_JSONL_STORE" not in err
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    # Operands after the thread: each named, the store still taken for the store.
+    assert main(["diff", store, "agent"]) == 2
+    err = capsys.readouterr().err
+    assert "diff: name the checkpoints to compare (A B)" in err
+    assert "usage: langgraph-jsonl diff [STORE] THREAD A B" in err
+    assert main(["diff", store, "agent", "x"]) == 2
+    assert "diff: name the checkpoints to compare (B)" in capsys.readouterr().err
+    # --help's usage line marks the same operands optional.
+    help_usage = " ".join(main_help("show").split())
+    assert "[STORE] THREAD [CHECKPOINT]" in help_usage, help_usage
+    assert "[STORE] TEXT" in " ".join(main_help("search").split())
+    assert "[STORE] [THREAD]" in " ".join(main_help("export").split())
+
+
+def main_help(command: str) -> str:
+    """The usage line of a command's ``--help``."""
+    from langgraph_jsonl_checkpoint.cli import build_parser
+
+    (sub,) = (a for a in build_parser()._actions if a.dest == "command")
+    return sub.choices[command].format_usage()
+
+
 # -- diff, tools ----------------------------------------------------------------------------
 
 

@@ -53,10 +53,20 @@ def add_command(
         help=summary,
         description=f"{description}\n\nExample:\n{lines}",
         epilog=f"--json: {json_shape}\n\n{EXIT_STATUS_HELP}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts (shape below)")
     return parser
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help as written, with :func:`add_operands`' required operands shown without
+    brackets (argparse marks every ``nargs="?"`` positional optional)."""
+
+    def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
+        if getattr(action, "required_operand", False):
+            return str(action.metavar)
+        return super()._format_args(action, default_metavar)
 
 
 def print_json(data: Any) -> None:
@@ -92,9 +102,26 @@ def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optio
     positionals left to right, so :func:`settle_operands` places them after parsing."""
     parser.add_argument("store", nargs="?", metavar="STORE",
                         help=f"the store directory (default: ${STORE_ENV})")
-    for name in names:
-        parser.add_argument(name, nargs="?", metavar=name.upper())
+    for i, name in enumerate(names):
+        action = parser.add_argument(name, nargs="?", metavar=name.upper())
+        action.required_operand = i < len(names) - optional  # type: ignore[attr-defined]
     parser.set_defaults(operands=(tuple(names), optional))
+
+
+#: What a person is asked to name for an operand of :func:`add_operands`, by its name
+#: (others: the operand's own name).
+OPERAND_WORDS = {
+    "thread": "a thread", "checkpoint": "a checkpoint", "text": "the text to search for",
+    "a": "the checkpoints to compare", "b": "the checkpoints to compare",
+}
+
+
+def operands_usage(command: str, names: Sequence[str], optional: int) -> str:
+    """``langgraph-jsonl COMMAND [STORE] THREAD [CHECKPOINT]``: the operands, the ones
+    that may be left out in brackets."""
+    required = len(names) - optional
+    shown_names = [n.upper() if i < required else f"[{n.upper()}]" for i, n in enumerate(names)]
+    return f"langgraph-jsonl {command} [STORE] {' '.join(shown_names)}"
 
 
 def settle_operands(args: argparse.Namespace) -> None:
@@ -112,14 +139,29 @@ def settle_operands(args: argparse.Namespace) -> None:
     if len(given) > len(names) or (len(given) == len(names) and len(names) > required):
         with_store = len(given) == len(names) + 1 or is_store(given[0]) or not os.environ.get(STORE_ENV)
     else:
-        with_store = len(given) == len(names) + 1
+        # Too few to tell by count: a store directory is the store (`show ./checkpoints`
+        # lacks a thread, it does not name one).
+        with_store = len(given) == len(names) + 1 or (bool(given) and is_store(given[0]))
     store, rest = (given[0], given[1:]) if with_store else (None, given)
     if len(rest) < required:
-        missing = " ".join(n.upper() for n in names[len(rest):required])
-        raise UsageError(f"missing {missing} (usage: [STORE] {' '.join(n.upper() for n in names)})")
+        raise UsageError(_missing_operands(args.command, names, optional, len(rest), store))
     args.store = store
     for i, name in enumerate(names):
         setattr(args, name, rest[i] if i < len(rest) else None)
+
+
+def _missing_operands(
+    command: str, names: Sequence[str], optional: int, given: int, store: str | None
+) -> str:
+    """What a command lacks, with how to find it and its usage line."""
+    missing = names[given:len(names) - optional]
+    words = " and ".join(dict.fromkeys(OPERAND_WORDS.get(n, n.upper()) for n in missing))
+    text = f"{command}: name {words} ({' '.join(n.upper() for n in missing)})"
+    if store is None and not os.environ.get(STORE_ENV):
+        text += f", and the store directory (STORE) or set {STORE_ENV}"
+    elif "thread" in missing:
+        text += f"; `langgraph-jsonl threads{' ' + store if store else ''}` lists the threads"
+    return f"{text}. usage: {operands_usage(command, names, optional)}"
 
 
 def is_store(path: str) -> bool:
