@@ -292,6 +292,48 @@ def test_tools_table_follows_the_journal_and_the_persons_decision(cli_store: Bui
     assert decided["outcome"].startswith("This tool call was interrupted by a crash")
     assert main(["tools", str(cli_store.path), "decided"]) == 0
     assert "skip (person)" in capsys.readouterr().out
+    assert all(r["source"] == "journal" for table in rows.values() for r in table.values())
+
+
+def test_tools_without_a_journal_says_so_and_lists_the_calls_the_messages_hold(
+    cli_store: BuiltStore, tmp_path: Path, capsys
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        messages = graph.get_state(config("agent")).values["messages"]
+    answers = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(calls) >= 2 and {c["id"] for c in calls} == set(answers)
+    code, table = run_json(capsys, "tools", str(cli_store.path), "agent")
+    assert code == 0
+    listed = [(r["call_id"], r["name"], r["args"]) for r in table]
+    assert listed == [(c["id"], c["name"], c["args"]) for c in calls]
+    for r in table:
+        assert (r["source"], r["state"], r["answered"]) == ("messages", "answered", True)
+        assert r["outcome"] == answers[r["call_id"]].content
+        assert r["checkpoint_id"] and r["requested_at"]
+    assert main(["tools", str(cli_store.path), "agent"]) == 0
+    out = capsys.readouterr().out
+    assert "no tool journal (the thread did not run with ReplayAdapter)" in out
+    for c in calls:
+        line = next(line for line in out.splitlines() if line.startswith(c["id"]))
+        assert c["name"] in line and "answered" in line and answers[c["id"]].content in line, line
+
+    # A call nobody answered (the run stopped before its tool node), on a thread of its own.
+    store = tmp_path / "s"
+    with JsonlSaver(store) as writer:
+        g = flow_graphs.build_agent_graph().compile(checkpointer=writer, interrupt_before=["tools"])
+        g.invoke({"messages": [HumanMessage("add 2 3", id="h-1")]}, config("t"), durability="sync")
+        g.update_state(config("t"), {"messages": [
+            AIMessage("", id="ai-x", tool_calls=[{"name": "multiply", "args": {"a": 1}, "id": "call-x"}]),
+            ToolMessage("boom", tool_call_id="call-x", name="multiply", status="error", id="tm-x"),
+        ]})
+    code, table = run_json(capsys, "tools", str(store), "t")
+    assert code == 0 and capsys.readouterr().err == ""
+    states = {r["call_id"]: (r["state"], r["answered"], r["outcome"]) for r in table}
+    assert states == {"call-add-1": ("unanswered", False, ""), "call-x": ("failed", True, "boom")}
 
 
 # -- search ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
 from ..inspection.history import checkpoint_history
 from ..inspection.status import WAITING
 from ..inspection.times import shown_time
-from ..inspection.tool_table import tool_table
+from ..inspection.tool_table import tool_calls
 from ..inspection.transcript import Transcript, diff_checkpoints, read_transcript
 from .common import (
     EXIT_OK,
@@ -163,9 +163,22 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
-        rows = tool_table(saver, known_thread(saver, args.thread))
+        table = tool_calls(saver, known_thread(saver, args.thread))
+    rows = table.rows
     if args.json:
         print_json([r.as_json() for r in rows])
+        return EXIT_OK
+    if not table.journal:
+        note = f"thread {shown(args.thread)}: no tool journal (the thread did not run with ReplayAdapter)"
+        if not rows:
+            print(f"{note}, and its messages hold no tool call")
+            return EXIT_OK
+        print(f"{note}; the tool calls its messages hold:")
+        print_table(
+            ["CALL", "TOOL", "STATE", "ASKED", "ARGS -> ANSWER"],
+            [[shown(r.call_id), r.name, r.state, shown_time(r.requested_at),
+              shown(_args_and_outcome(r.args, r.outcome))[:100]] for r in rows],
+        )
         return EXIT_OK
     print_table(
         ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
@@ -304,16 +317,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = add_command(
         sub, "tools",
-        summary="the tool-call lifecycle table from the replay journal",
+        summary="the tool-call lifecycle table from the replay journal (or the messages)",
         description="List every tool call the ReplayAdapter journaled in a thread: its state "
         "(requested, started, finished, failed, uncertain: started by a process that is gone, "
         "decided: settled by a person), when it started, how long it ran, how many times its "
         "body ran, and who decided what after a crash (a person: retry, skip, result; the "
         "policy: re-run of an idempotent call; asked: waiting for an answer; lost run: started in "
-        "a run whose state was lost, asked about at the next tool node).",
+        "a run whose state was lost, asked about at the next tool node). A thread that did not run "
+        "with ReplayAdapter has no journal: it says so, and lists the tool calls the messages of its "
+        "latest state hold, each answered (by a tool message), failed (answered with an error) or "
+        "unanswered.",
         examples=["langgraph-jsonl tools ./checkpoints support-ticket-1042"],
         json_shape="a list of {call_id, name, args, state, ns, checkpoint_id, requested_at, started_at, "
-        "finished_at, seconds, attempts, decision, decided_by, outcome, lost_run}",
+        "finished_at, seconds, attempts, decision, decided_by, outcome, lost_run, source: journal|"
+        "messages, answered: bool | null}",
     )
     add_operands(p, ["thread"])
     p.set_defaults(run=_tools)
