@@ -37,17 +37,19 @@ def commands() -> dict[str, argparse.ArgumentParser]:
 
 
 class Stores:
-    """The store under test, and a second, empty store (the other end of a copy)."""
+    """The store under test, and a second, empty store (the other end of a copy); the
+    thread the command lines name."""
 
-    def __init__(self, store: Path, other: Path, database: Path) -> None:
+    def __init__(self, store: Path, other: Path, database: Path, thread: str = MISSING) -> None:
         self.store, self.other, self.database = str(store), str(other), f"sqlite:///{database}"
+        self.thread = thread
 
 
 #: What to pass for an operand, by its name: a function of the stores, or a list of
 #: them (one command line each). Operands not listed here and optional are left out.
 OPERANDS: dict[str, Callable[[Stores], str] | list[Callable[[Stores], str]]] = {
     "store": lambda s: s.store,
-    "thread": lambda s: MISSING,
+    "thread": lambda s: s.thread,
     "a": lambda s: NO_CHECKPOINT,
     "b": lambda s: NO_CHECKPOINT,
     "text": lambda s: "refund",
@@ -75,7 +77,7 @@ def command_lines(name: str, parser: argparse.ArgumentParser, s: Stores) -> list
             continue
         flag = next((o for o in action.option_strings if o in THREAD_OPTIONS), None)
         if flag is not None:
-            options += [flag, MISSING]
+            options += [flag, s.thread]
         elif action.required:
             pytest.fail(f"{name}: required option {action.option_strings} unknown to this test: "
                         "say in EXTRA what to pass")
@@ -95,7 +97,7 @@ def command_lines(name: str, parser: argparse.ArgumentParser, s: Stores) -> list
         names, *variants = ENDS[name]
         lines = [[name, *(f(s) for f in v), *options] for v in variants]
         if name == "export":  # a transcript export of the thread, and a database export
-            lines.insert(0, [name, s.store, MISSING])
+            lines.insert(0, [name, s.store, s.thread])
     return lines
 
 
@@ -124,16 +126,22 @@ def archived_store(cli_store: BuiltStore, tmp_path_factory: pytest.TempPathFacto
     return path
 
 
-@pytest.mark.parametrize("name", sorted(commands()))
-def test_a_command_on_a_missing_thread_leaves_the_store_as_it_was(
-    name: str, archived_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def stores(archived_store: Path, tmp_path: Path, thread: str) -> Stores:
+    """A copy of ``archived_store`` to run commands on, and the other end of a copy."""
     store = tmp_path / "store"
     shutil.copytree(archived_store, store, symlinks=True)
     with JsonlSaver(store) as saver:  # the catalog checks inodes: bring it to the copy's
         list(saver.store.thread_ids())
     JsonlSaver(tmp_path / "other").close()
-    s = Stores(store, tmp_path / "other", tmp_path / "copy.db")
+    return Stores(store, tmp_path / "other", tmp_path / "copy.db", thread)
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_a_command_on_a_missing_thread_leaves_the_store_as_it_was(
+    name: str, archived_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = stores(archived_store, tmp_path, MISSING)
+    store = Path(s.store)
     for argv in command_lines(name, commands()[name], s):
         before = snapshot(store)
         with within(60, " ".join(argv)):
@@ -146,3 +154,43 @@ def test_a_command_on_a_missing_thread_leaves_the_store_as_it_was(
         elif MISSING in argv[1:3] or "--thread" in argv:
             # A command that reads or changes one thread: it says that thread is missing.
             assert code == 2 and MISSING in err, (argv, code, err)
+
+
+#: Commands that do not read one thread (an archived one is theirs to list or restore).
+NOT_READING_ONE = FILTERS | {"restore", "threads", "sweep", "import", "copy"}
+
+
+@pytest.mark.parametrize("name", sorted(set(commands()) - NOT_READING_ONE))
+def test_a_command_on_an_archived_thread_says_when_it_was_archived_and_how_to_restore_it(
+    name: str, archived_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = stores(archived_store, tmp_path, "fan")
+    with JsonlSaver(s.store, read_only=True) as saver:
+        (entry,) = saver.archived("fan")
+    (argv,) = [a for a in command_lines(name, commands()[name], s) if "fan" in a and "--threads" not in a]
+    before = snapshot(Path(s.store))
+    with within(60, " ".join(argv)):
+        code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, (argv, err)
+    assert "thread fan is archived" in err and entry.archived_at.strftime("%Y-%m-%d %H:%M:%S") in err, err
+    assert f"`langgraph-jsonl restore {s.store} --thread fan`" in err, err
+    assert "has no thread" not in err
+    assert snapshot(Path(s.store)) == before
+
+
+def test_tail_f_of_an_archived_thread_says_so_while_it_waits(
+    archived_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_jsonl_checkpoint.cli import conversation
+
+    def ctrl_c(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    s = stores(archived_store, tmp_path, "fan")
+    monkeypatch.setattr(conversation.time, "sleep", ctrl_c)  # the first poll ends it, as Ctrl-C
+    with within(60, "tail -f"):
+        assert main(["tail", s.store, "fan", "-f"]) == 0
+    err = capsys.readouterr().err
+    assert "thread fan is archived" in err and f"langgraph-jsonl restore {s.store} --thread fan" in err
+    assert "waiting for thread fan to appear" in err

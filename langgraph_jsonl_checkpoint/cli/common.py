@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from typing import Any
 import orjson
 
 from ..disk.store import MARKER
+from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import STORE_ENV
 from ..saver.jsonl_saver import JsonlSaver
@@ -210,11 +212,33 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
     """``thread_id``, if the store has it.
 
     Raises:
-        UsageError: It does not (nothing is created for it).
+        UsageError: It does not (nothing is created for it); if it was archived, the
+            error says when and how to restore it.
     """
     if not saver.store.has_thread(thread_id):
+        archived = archived_note(saver, thread_id)
+        if archived:
+            raise UsageError(archived)
         raise UsageError(
             f"store {saver.store.path} has no thread {shown(thread_id)}; "
             f"`langgraph-jsonl threads {saver.store.path}` lists its threads."
         )
     return thread_id
+
+
+def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
+    """What to tell of a thread that has no log because a sweep archived it: when, and
+    the command that brings it back; ``None`` if it has no archive."""
+    try:
+        entries = saver.archived(thread_id)
+    except JsonlCheckpointError:  # an archive that cannot be read (or no zstandard): not known
+        return None
+    if not entries:
+        return None
+    newest = entries[-1]
+    command = f"langgraph-jsonl restore {shlex.quote(saver.store.path)} --thread {shlex.quote(thread_id)}"
+    return (
+        f"thread {shown(thread_id)} is archived (since "
+        f"{newest.archived_at.strftime('%Y-%m-%d %H:%M:%S')} UTC, in {newest.path}): it has no log "
+        f"in {saver.store.path} to read. Bring it back with `{command}`, then run this again."
+    )

@@ -28,6 +28,7 @@ from .common import (
     EXIT_OK,
     add_command,
     add_operands,
+    archived_note,
     is_store,
     known_thread,
     open_saver,
@@ -245,7 +246,9 @@ def _follow(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         if args.follow and not saver.store.has_thread(args.thread):
             # As `tail -F` waits for a file: a run may be about to start this thread.
-            print(f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
+            archived = archived_note(saver, args.thread)
+            print((f"{archived}\n" if archived else "")
+                  + f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
                   "(Ctrl-C ends)", file=sys.stderr, flush=True)
         else:
             known_thread(saver, args.thread)
