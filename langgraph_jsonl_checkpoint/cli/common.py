@@ -26,6 +26,7 @@ from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import STORE_ENV
 from ..saver.jsonl_saver import JsonlSaver
+from .columns import ID_WIDTH, clip, table_lines
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 EXIT_STATUS_HELP = (
@@ -83,11 +84,10 @@ def print_json_line(data: Any) -> None:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Rows in aligned columns under a header line (the last column is not padded)."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    for row in [list(headers), *rows]:
-        cells = [c.ljust(w) for c, w in zip(row[:-1], widths)] + [row[-1]]
-        print("  ".join(cells).rstrip())
+    """Rows in columns aligned in display cells under a header line (the last column
+    is not padded; see :mod:`.columns`)."""
+    for line in table_lines(headers, rows):
+        print(line)
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
@@ -185,6 +185,12 @@ def shown(text: str) -> str:
     if text and text.isprintable() and text.strip() == text:
         return text
     return json.dumps(text, ensure_ascii=False)
+
+
+def shown_id(text: str) -> str:
+    """An id for a table's cell: :func:`shown`, cut to :data:`~.columns.ID_WIDTH` cells
+    with an ellipsis (one long id must not widen every row; ``--json`` keeps it whole)."""
+    return clip(shown(text), ID_WIDTH)
 
 
 def first_line(exc: BaseException) -> str:

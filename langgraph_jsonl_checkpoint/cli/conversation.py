@@ -24,6 +24,7 @@ from ..inspection.status import WAITING
 from ..inspection.times import shown_time
 from ..inspection.tool_table import tool_calls
 from ..inspection.transcript import Transcript, diff_checkpoints, read_transcript
+from .columns import clip
 from .common import (
     EXIT_OK,
     add_command,
@@ -36,6 +37,7 @@ from .common import (
     print_json_line,
     print_table,
     shown,
+    shown_id,
     store_path,
 )
 from .threads import since_argument
@@ -177,17 +179,17 @@ def _tools(args: argparse.Namespace) -> int:
         print(f"{note}; the tool calls its messages hold:")
         print_table(
             ["CALL", "TOOL", "STATE", "ASKED", "ARGS -> ANSWER"],
-            [[shown(r.call_id), r.name, r.state, shown_time(r.requested_at),
-              shown(_args_and_outcome(r.args, r.outcome))[:100]] for r in rows],
+            [[shown_id(r.call_id), r.name, r.state, shown_time(r.requested_at),
+              clip(shown(_args_and_outcome(r.args, r.outcome)), 100)] for r in rows],
         )
         return EXIT_OK
     print_table(
         ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
         [
-            [shown(r.call_id), r.name, r.state, shown_time(r.started_at),
+            [shown_id(r.call_id), r.name, r.state, shown_time(r.started_at),
              "-" if r.seconds is None else f"{r.seconds:.3f}", str(r.attempts),
              f"{r.decision} ({r.decided_by})" if r.decided_by else (r.decision or "-"),
-             shown(_args_and_outcome(r.args, r.outcome))[:100]]
+             clip(shown(_args_and_outcome(r.args, r.outcome)), 100)]
             for r in rows
         ],
     )
