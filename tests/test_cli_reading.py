@@ -195,6 +195,49 @@ def test_show_of_an_older_checkpoint_and_its_text(cli_store: BuiltStore, capsys)
     assert "has no checkpoint 1f000000" in capsys.readouterr().err
 
 
+def test_show_of_a_past_checkpoint_gives_its_own_status_not_the_threads(
+    cli_store: BuiltStore, capsys
+) -> None:
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        history = list(graph.get_state_history(config("agent")))
+    latest, first = history[0], history[-1]
+    assert first.metadata["source"] == "input" and first.next == ("__start__",)
+    latest_id = latest.config["configurable"]["checkpoint_id"]
+    first_id = first.config["configurable"]["checkpoint_id"]
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent", first_id)
+    assert (shown["status"], shown["next"]) == ("past", ["__start__"])
+    assert shown["latest_checkpoint_id"] == latest_id
+    assert main(["show", str(cli_store.path), "agent", first_id]) == 0
+    text = capsys.readouterr().out
+    assert "interrupted" not in text, text
+    assert f"status: past checkpoint (the thread's latest is {latest_id}); next from it: __start__" in text
+    # The latest checkpoint named by its id is the thread's status, as without an id.
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent", latest_id)
+    assert (shown["status"], shown["latest_checkpoint_id"]) == ("done", latest_id)
+
+def test_show_of_a_past_checkpoint_that_asked_says_what_it_asked(tmp_path: Path, capsys) -> None:
+    """A question left behind (the state was updated instead of answering it) is what
+    that checkpoint asked, not something the thread waits for now."""
+    with JsonlSaver(tmp_path / "s") as saver:
+        graph = flow_graphs.build_review_graph().compile(checkpointer=saver)
+        graph.invoke({"topic": "teapots"}, config("r"), durability="sync")
+        asked = graph.get_state(config("r"))
+        assert asked.interrupts
+        graph.update_state(config("r"), {"topic": "kettles"})
+        latest_id = graph.get_state(config("r")).config["configurable"]["checkpoint_id"]
+    asked_id = asked.config["configurable"]["checkpoint_id"]
+    assert asked_id != latest_id
+    _, shown = run_json(capsys, "show", str(tmp_path / "s"), "r", asked_id)
+    assert shown["status"] == "past" and [q["interrupt_id"] for q in shown["waiting"]] == [
+        i.id for i in asked.interrupts
+    ]
+    assert main(["show", str(tmp_path / "s"), "r", asked_id]) == 0
+    text = capsys.readouterr().out
+    assert f"status: past checkpoint (the thread's latest is {latest_id})" in text
+    assert "waiting for an answer" not in text and "asked at this checkpoint:" in text, text
+
+
 def test_the_store_may_come_from_the_environment(cli_store: BuiltStore, capsys, monkeypatch) -> None:
     monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(cli_store.path))
     _, rows = run_json(capsys, "history", "agent", "--limit", "4")

@@ -77,7 +77,8 @@ def transcript_json(t: Transcript) -> dict[str, Any]:
     f = t.facts
     return {
         "thread_id": t.thread_id, "ns": t.ns, "checkpoint_id": t.checkpoint_id, "parent_id": f.parent_id,
-        "created_at": f.created_at, "metadata": f.metadata, "status": t.status, "next": list(f.next),
+        "created_at": f.created_at, "metadata": f.metadata, "status": t.status,
+        "latest_checkpoint_id": t.latest_id, "next": list(f.next),
         "messages_channel": t.channel,
         "messages": [
             {**e.utterance.as_json(), "checkpoint_id": e.checkpoint_id, "at": e.at} for e in t.entries
@@ -99,8 +100,12 @@ def _show(args: argparse.Namespace) -> int:
     where = f"  namespace {t.ns}" if t.ns else ""
     print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}{where}")
     print(f"step {f.step}, {f.source}, {shown_time(f.created_at)} UTC")
-    status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
-    print(f"status: {status}; next: {', '.join(f.next) or '-'}")
+    nexts = ", ".join(f.next) or "-"
+    if t.is_latest:
+        status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
+        print(f"status: {status}; next: {nexts}")
+    else:  # what it scheduled then, not the thread's status now
+        print(f"status: past checkpoint (the thread's latest is {t.latest_id}); next from it: {nexts}")
     for error in f.errors:
         print(f"failed: {error}")
     if t.channel:
@@ -113,7 +118,7 @@ def _show(args: argparse.Namespace) -> int:
         for channel, value in others.items():
             print(f"  {channel}: {compact_json(value)}")
     if t.waiting:
-        print("\nwaiting for an answer:")
+        print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
             print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
     return EXIT_OK
@@ -296,7 +301,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "channel's value.",
         examples=["langgraph-jsonl show ./checkpoints t-1",
                   "langgraph-jsonl show ./checkpoints t-1 1f0c3b9e-0f1a-6b4e-8002-5d1f2a3b4c5d --json"],
-        json_shape="{thread_id, ns, checkpoint_id, parent_id, created_at, metadata, status, next, "
+        json_shape="{thread_id, ns, checkpoint_id, parent_id, created_at, metadata, status (the "
+        "thread's; past for a checkpoint before the latest), latest_checkpoint_id, next, "
         "messages_channel, messages: [{role, text, id, name, tool_calls, tool_call_id, status, "
         "checkpoint_id, at}], values: {channel: value}, waiting: [{task_id, interrupt_id, type, "
         "value}], errors}",
