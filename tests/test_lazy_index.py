@@ -82,10 +82,14 @@ def _fresh(base: Path, name: str, fault: Callable[[list[bytes]], bytes] | None =
 
 
 def _check(store: str, full_scan: dict) -> JsonlSaver:
-    """First get_tuple, then everything: the answers of a full scan."""
+    """First get_tuple, then one of the oldest checkpoints (its block decoded on
+    demand, before anything decodes them all), then everything: the answers of a full
+    scan."""
     saver = JsonlSaver(store)
     first = saver.get_tuple(config(THREAD))
     assert normalize(first) == normalize(full_scan["latest"][""])
+    old = saver.get_tuple(config(THREAD, "", cp_id(3)))
+    assert normalize(old) == normalize(full_scan["list"][("", cp_id(3))])
     assert not diff_answers(answers(saver, THREAD), full_scan)
     return saver
 
@@ -127,7 +131,7 @@ def test_a_lazily_loaded_index_takes_appends(built) -> None:
 
 
 @pytest.mark.parametrize("fault", ["bitflip_older", "cut_older", "swap_older", "no_facts", "torn_append",
-                                   "old_format", "foreign_facts"])
+                                   "old_format", "foreign_facts", "drop_oldest"])
 def test_any_sidecar_answers_like_a_full_scan_from_the_first_get_tuple(built, fault: str) -> None:
     base, full_scan, _ = built
     rng = random.Random(f"lazy-{fault}")
@@ -152,6 +156,10 @@ def test_any_sidecar_answers_like_a_full_scan_from_the_first_get_tuple(built, fa
             head = framing.parse_line(lines[0])
             head["v"] = 2
             lines[0] = framing.frame(head)[:-1]
+        elif fault == "drop_oldest":
+            # The oldest block line gone: the others still chain (each ends where the next
+            # starts), but the first no longer starts right after the log's header.
+            del lines[1]
         elif fault == "foreign_facts":
             # facts naming a checkpoint that is not the newest: checked against the blocks
             cols = framing.parse_line(lines[-1])
