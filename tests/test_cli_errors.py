@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -15,6 +16,8 @@ import pytest
 from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.errors import ConfigError, DurabilityError, RestoreError
+from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
 
@@ -116,6 +119,27 @@ def test_library_maintenance_of_a_missing_thread_creates_no_files(tmp_path: Path
     assert saver.compact("typo") == (0, 0)
     saver.prune(["typo"])
     saver.delete_thread("typo")
+    with pytest.raises(RestoreError, match="has no archive of thread 'typo'"):
+        saver.restore("typo")
+    saver.close()
+    assert _files(tmp_path / "s") == before
+
+
+def test_a_read_only_saver_never_creates_lock_files(tmp_path: Path) -> None:
+    """A read-only saver refuses what would change a thread before taking its locks
+    (restore, repair), and so creates no file for it, whether the thread exists or not."""
+    _store(tmp_path / "s", ["a"])
+    with JsonlSaver(tmp_path / "s") as saver:
+        saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
+        assert [e.thread_id for e in saver.archived()] == ["a"]
+    _store(tmp_path / "s", ["b"])
+    before = _files(tmp_path / "s")
+    saver = JsonlSaver(tmp_path / "s", read_only=True)
+    for tid in ("a", "b", "typo"):
+        with pytest.raises(ConfigError, match="read-only"):
+            saver.restore(tid)
+    with pytest.raises(DurabilityError, match="read-only"):
+        repair(saver, "b")
     saver.close()
     assert _files(tmp_path / "s") == before
 

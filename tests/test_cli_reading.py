@@ -195,6 +195,49 @@ def test_show_of_an_older_checkpoint_and_its_text(cli_store: BuiltStore, capsys)
     assert "has no checkpoint 1f000000" in capsys.readouterr().err
 
 
+def test_show_of_a_past_checkpoint_gives_its_own_status_not_the_threads(
+    cli_store: BuiltStore, capsys
+) -> None:
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        history = list(graph.get_state_history(config("agent")))
+    latest, first = history[0], history[-1]
+    assert first.metadata["source"] == "input" and first.next == ("__start__",)
+    latest_id = latest.config["configurable"]["checkpoint_id"]
+    first_id = first.config["configurable"]["checkpoint_id"]
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent", first_id)
+    assert (shown["status"], shown["next"]) == ("past", ["__start__"])
+    assert shown["latest_checkpoint_id"] == latest_id
+    assert main(["show", str(cli_store.path), "agent", first_id]) == 0
+    text = capsys.readouterr().out
+    assert "interrupted" not in text, text
+    assert f"status: past checkpoint (the thread's latest is {latest_id}); next from it: __start__" in text
+    # The latest checkpoint named by its id is the thread's status, as without an id.
+    _, shown = run_json(capsys, "show", str(cli_store.path), "agent", latest_id)
+    assert (shown["status"], shown["latest_checkpoint_id"]) == ("done", latest_id)
+
+def test_show_of_a_past_checkpoint_that_asked_says_what_it_asked(tmp_path: Path, capsys) -> None:
+    """A question left behind (the state was updated instead of answering it) is what
+    that checkpoint asked, not something the thread waits for now."""
+    with JsonlSaver(tmp_path / "s") as saver:
+        graph = flow_graphs.build_review_graph().compile(checkpointer=saver)
+        graph.invoke({"topic": "teapots"}, config("r"), durability="sync")
+        asked = graph.get_state(config("r"))
+        assert asked.interrupts
+        graph.update_state(config("r"), {"topic": "kettles"})
+        latest_id = graph.get_state(config("r")).config["configurable"]["checkpoint_id"]
+    asked_id = asked.config["configurable"]["checkpoint_id"]
+    assert asked_id != latest_id
+    _, shown = run_json(capsys, "show", str(tmp_path / "s"), "r", asked_id)
+    assert shown["status"] == "past" and [q["interrupt_id"] for q in shown["waiting"]] == [
+        i.id for i in asked.interrupts
+    ]
+    assert main(["show", str(tmp_path / "s"), "r", asked_id]) == 0
+    text = capsys.readouterr().out
+    assert f"status: past checkpoint (the thread's latest is {latest_id})" in text
+    assert "waiting for an answer" not in text and "asked at this checkpoint:" in text, text
+
+
 def test_the_store_may_come_from_the_environment(cli_store: BuiltStore, capsys, monkeypatch) -> None:
     monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(cli_store.path))
     _, rows = run_json(capsys, "history", "agent", "--limit", "4")
@@ -205,6 +248,50 @@ def test_the_store_may_come_from_the_environment(cli_store: BuiltStore, capsys, 
     monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
     assert main(["show", "agent"]) == 2
     assert "LANGGRAPH_JSONL_STORE" in capsys.readouterr().err
+
+
+def test_a_missing_operand_is_named_with_a_usage_line_that_marks_the_optional_ones(
+    cli_store: BuiltStore, capsys, monkeypatch
+) -> None:
+    store = str(cli_store.path)
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE", raising=False)
+    usage = "usage: langgraph-jsonl show [STORE] THREAD [CHECKPOINT]"
+    # The store is named, the thread is not: say the thread is missing, not the store.
+    assert main(["show", store]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and usage in err, err
+    assert "name the store" not in err and f"langgraph-jsonl threads {store}" in err
+    # Nothing named: the thread and the store are missing.
+    assert main(["show"]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and "STORE" in err and "LANGGRAPH_JSONL_STORE" in err
+    assert usage in err
+    # With the store in the environment, only the thread.
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)
+    assert main(["show"]) == 2
+    err = capsys.readouterr().err
+    assert "show: name a thread (THREAD)" in err and "LANGGRAPH_JSONL_STORE" not in err
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    # Operands after the thread: each named, the store still taken for the store.
+    assert main(["diff", store, "agent"]) == 2
+    err = capsys.readouterr().err
+    assert "diff: name the checkpoints to compare (A B)" in err
+    assert "usage: langgraph-jsonl diff [STORE] THREAD A B" in err
+    assert main(["diff", store, "agent", "x"]) == 2
+    assert "diff: name the checkpoints to compare (B)" in capsys.readouterr().err
+    # --help's usage line marks the same operands optional.
+    help_usage = " ".join(main_help("show").split())
+    assert "[STORE] THREAD [CHECKPOINT]" in help_usage, help_usage
+    assert "[STORE] TEXT" in " ".join(main_help("search").split())
+    assert "[STORE] [THREAD]" in " ".join(main_help("export").split())
+
+
+def main_help(command: str) -> str:
+    """The usage line of a command's ``--help``."""
+    from langgraph_jsonl_checkpoint.cli import build_parser
+
+    (sub,) = (a for a in build_parser()._actions if a.dest == "command")
+    return sub.choices[command].format_usage()
 
 
 # -- diff, tools ----------------------------------------------------------------------------
@@ -248,6 +335,48 @@ def test_tools_table_follows_the_journal_and_the_persons_decision(cli_store: Bui
     assert decided["outcome"].startswith("This tool call was interrupted by a crash")
     assert main(["tools", str(cli_store.path), "decided"]) == 0
     assert "skip (person)" in capsys.readouterr().out
+    assert all(r["source"] == "journal" for table in rows.values() for r in table.values())
+
+
+def test_tools_without_a_journal_says_so_and_lists_the_calls_the_messages_hold(
+    cli_store: BuiltStore, tmp_path: Path, capsys
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    graph, saver = state_graph(cli_store.path, "agent")
+    with saver:
+        messages = graph.get_state(config("agent")).values["messages"]
+    answers = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert len(calls) >= 2 and {c["id"] for c in calls} == set(answers)
+    code, table = run_json(capsys, "tools", str(cli_store.path), "agent")
+    assert code == 0
+    listed = [(r["call_id"], r["name"], r["args"]) for r in table]
+    assert listed == [(c["id"], c["name"], c["args"]) for c in calls]
+    for r in table:
+        assert (r["source"], r["state"], r["answered"]) == ("messages", "answered", True)
+        assert r["outcome"] == answers[r["call_id"]].content
+        assert r["checkpoint_id"] and r["requested_at"]
+    assert main(["tools", str(cli_store.path), "agent"]) == 0
+    out = capsys.readouterr().out
+    assert "no tool journal (the thread did not run with ReplayAdapter)" in out
+    for c in calls:
+        line = next(line for line in out.splitlines() if line.startswith(c["id"]))
+        assert c["name"] in line and "answered" in line and answers[c["id"]].content in line, line
+
+    # A call nobody answered (the run stopped before its tool node), on a thread of its own.
+    store = tmp_path / "s"
+    with JsonlSaver(store) as writer:
+        g = flow_graphs.build_agent_graph().compile(checkpointer=writer, interrupt_before=["tools"])
+        g.invoke({"messages": [HumanMessage("add 2 3", id="h-1")]}, config("t"), durability="sync")
+        g.update_state(config("t"), {"messages": [
+            AIMessage("", id="ai-x", tool_calls=[{"name": "multiply", "args": {"a": 1}, "id": "call-x"}]),
+            ToolMessage("boom", tool_call_id="call-x", name="multiply", status="error", id="tm-x"),
+        ]})
+    code, table = run_json(capsys, "tools", str(store), "t")
+    assert code == 0 and capsys.readouterr().err == ""
+    states = {r["call_id"]: (r["state"], r["answered"], r["outcome"]) for r in table}
+    assert states == {"call-add-1": ("unanswered", False, ""), "call-x": ("failed", True, "boom")}
 
 
 # -- search ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from langgraph_jsonl_checkpoint.disk import framing, sidecar
 from langgraph_jsonl_checkpoint.disk.columns import BulkRecords
 from tests.harness.answers import answers, diff_answers, normalize
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
-from tests.harness.raw_log import ThreadFiles, copy_store, record_spans, sidecar_summaries
+from tests.harness.raw_log import ThreadFiles, copy_store, record_spans, sidecar_in_use, sidecar_summaries
 
 THREAD = "lazy-thread"
 CHECKPOINTS = 1400  # with one writes record each: three blocks of 1024 records
@@ -82,10 +82,14 @@ def _fresh(base: Path, name: str, fault: Callable[[list[bytes]], bytes] | None =
 
 
 def _check(store: str, full_scan: dict) -> JsonlSaver:
-    """First get_tuple, then everything: the answers of a full scan."""
+    """First get_tuple, then one of the oldest checkpoints (its block decoded on
+    demand, before anything decodes them all), then everything: the answers of a full
+    scan."""
     saver = JsonlSaver(store)
     first = saver.get_tuple(config(THREAD))
     assert normalize(first) == normalize(full_scan["latest"][""])
+    old = saver.get_tuple(config(THREAD, "", cp_id(3)))
+    assert normalize(old) == normalize(full_scan["list"][("", cp_id(3))])
     assert not diff_answers(answers(saver, THREAD), full_scan)
     return saver
 
@@ -127,7 +131,7 @@ def test_a_lazily_loaded_index_takes_appends(built) -> None:
 
 
 @pytest.mark.parametrize("fault", ["bitflip_older", "cut_older", "swap_older", "no_facts", "torn_append",
-                                   "old_format", "foreign_facts"])
+                                   "old_format", "foreign_facts", "drop_oldest"])
 def test_any_sidecar_answers_like_a_full_scan_from_the_first_get_tuple(built, fault: str) -> None:
     base, full_scan, _ = built
     rng = random.Random(f"lazy-{fault}")
@@ -152,6 +156,10 @@ def test_any_sidecar_answers_like_a_full_scan_from_the_first_get_tuple(built, fa
             head = framing.parse_line(lines[0])
             head["v"] = 2
             lines[0] = framing.frame(head)[:-1]
+        elif fault == "drop_oldest":
+            # The oldest block line gone: the others still chain (each ends where the next
+            # starts), but the first no longer starts right after the log's header.
+            del lines[1]
         elif fault == "foreign_facts":
             # facts naming a checkpoint that is not the newest: checked against the blocks
             cols = framing.parse_line(lines[-1])
@@ -163,6 +171,32 @@ def test_any_sidecar_answers_like_a_full_scan_from_the_first_get_tuple(built, fa
         return data
 
     _check(_fresh(base, f"fault-{fault}", damage), full_scan)
+
+
+@pytest.mark.parametrize("field", ["gen", "ino", "log"])
+def test_a_sidecar_naming_another_log_is_not_used_even_lazily(built, field: str) -> None:
+    """A sidecar's header names the generation, inode and header checksum of the log it
+    indexes; one naming another log (a stale sidecar of a deleted or replaced log, a
+    copied file) is never loaded, lazily or whole: the index comes from the log, and a
+    writable saver replaces the file with one naming this log."""
+    base, full_scan, _ = built
+
+    def other_log(lines: list[bytes]) -> bytes:
+        head = framing.parse_line(lines[0])
+        head[field] = head[field] + 1 if field != "log" else "0" * len(head[field])
+        lines[0] = framing.frame(head)[:-1]
+        return b"\n".join(lines) + b"\n"
+
+    store = _fresh(base, f"other-{field}", other_log)
+    saver = JsonlSaver(store)
+    log = saver.store.thread_log(THREAD)
+    assert normalize(saver.get_tuple(config(THREAD))) == normalize(full_scan["latest"][""])
+    assert not log.index.lazy and not log.sidecar.trusted
+    assert not diff_answers(answers(saver, THREAD), full_scan)
+    saver.close()
+    assert sidecar_in_use(store, THREAD)
+    head = framing.parse_line(Path(ThreadFiles.of(store, THREAD).idx).read_bytes().split(b"\n")[0])
+    assert head["gen"] == log.gen and head["log"] == log.identity().header_crc
 
 
 def test_a_log_that_is_not_plain_is_loaded_whole(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ behaviour the mutant changed.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -33,6 +34,28 @@ def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None
     left = files.left_on_disk()
     assert left <= AFTER_DELETE and ".quarantine" not in left, left
     assert not any(b"secret" in p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    saver.close()
+
+
+def test_archiving_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
+    """Hand-made bug (issue 27): archiving (``Tombstone.move_log``) left the
+    ``.quarantine`` file behind in ``threads/``: an archived thread's torn bytes stayed
+    beside the store's live threads, and a restore found them there."""
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "t", 1)
+    files = ThreadFiles.of(tmp_path / "s", "t")
+    with open(files.log, "ab") as f:
+        f.write(b'{"t":"checkpoint","ns":"","id":"torn, with a secret","pa')
+    _put(saver, "t", 2)  # the next append cuts the torn tail into the quarantine file
+    assert ".quarantine" in files.left_on_disk()
+    report = saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
+    assert report.swept == [("t", "archive")] and [e.thread_id for e in saver.archived()] == ["t"]
+    left = files.left_on_disk()
+    assert left <= AFTER_DELETE and ".quarantine" not in left, left
+    threads = tmp_path / "s" / "threads"
+    assert not any(b"secret" in p.read_bytes() for p in threads.iterdir() if p.is_file())
+    saver.restore("t")
+    assert ".quarantine" not in files.left_on_disk()
     saver.close()
 
 

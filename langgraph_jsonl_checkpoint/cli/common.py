@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,9 +22,11 @@ from typing import Any
 import orjson
 
 from ..disk.store import MARKER
+from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import STORE_ENV
 from ..saver.jsonl_saver import JsonlSaver
+from .columns import ID_WIDTH, clip, table_lines
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 EXIT_STATUS_HELP = (
@@ -53,10 +56,20 @@ def add_command(
         help=summary,
         description=f"{description}\n\nExample:\n{lines}",
         epilog=f"--json: {json_shape}\n\n{EXIT_STATUS_HELP}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts (shape below)")
     return parser
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help as written, with :func:`add_operands`' required operands shown without
+    brackets (argparse marks every ``nargs="?"`` positional optional)."""
+
+    def _format_args(self, action: argparse.Action, default_metavar: str) -> str:
+        if getattr(action, "required_operand", False):
+            return str(action.metavar)
+        return super()._format_args(action, default_metavar)
 
 
 def print_json(data: Any) -> None:
@@ -71,11 +84,10 @@ def print_json_line(data: Any) -> None:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """Rows in aligned columns under a header line (the last column is not padded)."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    for row in [list(headers), *rows]:
-        cells = [c.ljust(w) for c, w in zip(row[:-1], widths)] + [row[-1]]
-        print("  ".join(cells).rstrip())
+    """Rows in columns aligned in display cells under a header line (the last column
+    is not padded; see :mod:`.columns`)."""
+    for line in table_lines(headers, rows):
+        print(line)
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
@@ -92,9 +104,26 @@ def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optio
     positionals left to right, so :func:`settle_operands` places them after parsing."""
     parser.add_argument("store", nargs="?", metavar="STORE",
                         help=f"the store directory (default: ${STORE_ENV})")
-    for name in names:
-        parser.add_argument(name, nargs="?", metavar=name.upper())
+    for i, name in enumerate(names):
+        action = parser.add_argument(name, nargs="?", metavar=name.upper())
+        action.required_operand = i < len(names) - optional  # type: ignore[attr-defined]
     parser.set_defaults(operands=(tuple(names), optional))
+
+
+#: What a person is asked to name for an operand of :func:`add_operands`, by its name
+#: (others: the operand's own name).
+OPERAND_WORDS = {
+    "thread": "a thread", "checkpoint": "a checkpoint", "text": "the text to search for",
+    "a": "the checkpoints to compare", "b": "the checkpoints to compare",
+}
+
+
+def operands_usage(command: str, names: Sequence[str], optional: int) -> str:
+    """``langgraph-jsonl COMMAND [STORE] THREAD [CHECKPOINT]``: the operands, the ones
+    that may be left out in brackets."""
+    required = len(names) - optional
+    shown_names = [n.upper() if i < required else f"[{n.upper()}]" for i, n in enumerate(names)]
+    return f"langgraph-jsonl {command} [STORE] {' '.join(shown_names)}"
 
 
 def settle_operands(args: argparse.Namespace) -> None:
@@ -112,14 +141,29 @@ def settle_operands(args: argparse.Namespace) -> None:
     if len(given) > len(names) or (len(given) == len(names) and len(names) > required):
         with_store = len(given) == len(names) + 1 or is_store(given[0]) or not os.environ.get(STORE_ENV)
     else:
-        with_store = len(given) == len(names) + 1
+        # Too few to tell by count: a store directory is the store (`show ./checkpoints`
+        # lacks a thread, it does not name one).
+        with_store = len(given) == len(names) + 1 or (bool(given) and is_store(given[0]))
     store, rest = (given[0], given[1:]) if with_store else (None, given)
     if len(rest) < required:
-        missing = " ".join(n.upper() for n in names[len(rest):required])
-        raise UsageError(f"missing {missing} (usage: [STORE] {' '.join(n.upper() for n in names)})")
+        raise UsageError(_missing_operands(args.command, names, optional, len(rest), store))
     args.store = store
     for i, name in enumerate(names):
         setattr(args, name, rest[i] if i < len(rest) else None)
+
+
+def _missing_operands(
+    command: str, names: Sequence[str], optional: int, given: int, store: str | None
+) -> str:
+    """What a command lacks, with how to find it and its usage line."""
+    missing = names[given:len(names) - optional]
+    words = " and ".join(dict.fromkeys(OPERAND_WORDS.get(n, n.upper()) for n in missing))
+    text = f"{command}: name {words} ({' '.join(n.upper() for n in missing)})"
+    if store is None and not os.environ.get(STORE_ENV):
+        text += f", and the store directory (STORE) or set {STORE_ENV}"
+    elif "thread" in missing:
+        text += f"; `langgraph-jsonl threads{' ' + store if store else ''}` lists the threads"
+    return f"{text}. usage: {operands_usage(command, names, optional)}"
 
 
 def is_store(path: str) -> bool:
@@ -141,6 +185,12 @@ def shown(text: str) -> str:
     if text and text.isprintable() and text.strip() == text:
         return text
     return json.dumps(text, ensure_ascii=False)
+
+
+def shown_id(text: str) -> str:
+    """An id for a table's cell: :func:`shown`, cut to :data:`~.columns.ID_WIDTH` cells
+    with an ellipsis (one long id must not widen every row; ``--json`` keeps it whole)."""
+    return clip(shown(text), ID_WIDTH)
 
 
 def first_line(exc: BaseException) -> str:
@@ -168,11 +218,33 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
     """``thread_id``, if the store has it.
 
     Raises:
-        UsageError: It does not (nothing is created for it).
+        UsageError: It does not (nothing is created for it); if it was archived, the
+            error says when and how to restore it.
     """
     if not saver.store.has_thread(thread_id):
+        archived = archived_note(saver, thread_id)
+        if archived:
+            raise UsageError(archived)
         raise UsageError(
             f"store {saver.store.path} has no thread {shown(thread_id)}; "
             f"`langgraph-jsonl threads {saver.store.path}` lists its threads."
         )
     return thread_id
+
+
+def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
+    """What to tell of a thread that has no log because a sweep archived it: when, and
+    the command that brings it back; ``None`` if it has no archive."""
+    try:
+        entries = saver.archived(thread_id)
+    except JsonlCheckpointError:  # an archive that cannot be read (or no zstandard): not known
+        return None
+    if not entries:
+        return None
+    newest = entries[-1]
+    command = f"langgraph-jsonl restore {shlex.quote(saver.store.path)} --thread {shlex.quote(thread_id)}"
+    return (
+        f"thread {shown(thread_id)} is archived (since "
+        f"{newest.archived_at.strftime('%Y-%m-%d %H:%M:%S')} UTC, in {newest.path}): it has no log "
+        f"in {saver.store.path} to read. Bring it back with `{command}`, then run this again."
+    )

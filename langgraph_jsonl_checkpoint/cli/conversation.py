@@ -22,12 +22,14 @@ from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
 from ..inspection.history import checkpoint_history
 from ..inspection.status import WAITING
 from ..inspection.times import shown_time
-from ..inspection.tool_table import tool_table
+from ..inspection.tool_table import tool_calls
 from ..inspection.transcript import Transcript, diff_checkpoints, read_transcript
+from .columns import clip
 from .common import (
     EXIT_OK,
     add_command,
     add_operands,
+    archived_note,
     is_store,
     known_thread,
     open_saver,
@@ -35,6 +37,7 @@ from .common import (
     print_json_line,
     print_table,
     shown,
+    shown_id,
     store_path,
 )
 from .threads import since_argument
@@ -74,7 +77,8 @@ def transcript_json(t: Transcript) -> dict[str, Any]:
     f = t.facts
     return {
         "thread_id": t.thread_id, "ns": t.ns, "checkpoint_id": t.checkpoint_id, "parent_id": f.parent_id,
-        "created_at": f.created_at, "metadata": f.metadata, "status": t.status, "next": list(f.next),
+        "created_at": f.created_at, "metadata": f.metadata, "status": t.status,
+        "latest_checkpoint_id": t.latest_id, "next": list(f.next),
         "messages_channel": t.channel,
         "messages": [
             {**e.utterance.as_json(), "checkpoint_id": e.checkpoint_id, "at": e.at} for e in t.entries
@@ -96,8 +100,12 @@ def _show(args: argparse.Namespace) -> int:
     where = f"  namespace {t.ns}" if t.ns else ""
     print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}{where}")
     print(f"step {f.step}, {f.source}, {shown_time(f.created_at)} UTC")
-    status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
-    print(f"status: {status}; next: {', '.join(f.next) or '-'}")
+    nexts = ", ".join(f.next) or "-"
+    if t.is_latest:
+        status = t.status + (f" ({', '.join(q.type for q in t.waiting)})" if t.status == WAITING else "")
+        print(f"status: {status}; next: {nexts}")
+    else:  # what it scheduled then, not the thread's status now
+        print(f"status: past checkpoint (the thread's latest is {t.latest_id}); next from it: {nexts}")
     for error in f.errors:
         print(f"failed: {error}")
     if t.channel:
@@ -110,7 +118,7 @@ def _show(args: argparse.Namespace) -> int:
         for channel, value in others.items():
             print(f"  {channel}: {compact_json(value)}")
     if t.waiting:
-        print("\nwaiting for an answer:")
+        print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
             print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
     return EXIT_OK
@@ -163,17 +171,30 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
-        rows = tool_table(saver, known_thread(saver, args.thread))
+        table = tool_calls(saver, known_thread(saver, args.thread))
+    rows = table.rows
     if args.json:
         print_json([r.as_json() for r in rows])
+        return EXIT_OK
+    if not table.journal:
+        note = f"thread {shown(args.thread)}: no tool journal (the thread did not run with ReplayAdapter)"
+        if not rows:
+            print(f"{note}, and its messages hold no tool call")
+            return EXIT_OK
+        print(f"{note}; the tool calls its messages hold:")
+        print_table(
+            ["CALL", "TOOL", "STATE", "ASKED", "ARGS -> ANSWER"],
+            [[shown_id(r.call_id), r.name, r.state, shown_time(r.requested_at),
+              clip(shown(_args_and_outcome(r.args, r.outcome)), 100)] for r in rows],
+        )
         return EXIT_OK
     print_table(
         ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
         [
-            [shown(r.call_id), r.name, r.state, shown_time(r.started_at),
+            [shown_id(r.call_id), r.name, r.state, shown_time(r.started_at),
              "-" if r.seconds is None else f"{r.seconds:.3f}", str(r.attempts),
              f"{r.decision} ({r.decided_by})" if r.decided_by else (r.decision or "-"),
-             shown(_args_and_outcome(r.args, r.outcome))[:100]]
+             clip(shown(_args_and_outcome(r.args, r.outcome)), 100)]
             for r in rows
         ],
     )
@@ -232,7 +253,9 @@ def _follow(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         if args.follow and not saver.store.has_thread(args.thread):
             # As `tail -F` waits for a file: a run may be about to start this thread.
-            print(f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
+            archived = archived_note(saver, args.thread)
+            print((f"{archived}\n" if archived else "")
+                  + f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
                   "(Ctrl-C ends)", file=sys.stderr, flush=True)
         else:
             known_thread(saver, args.thread)
@@ -278,7 +301,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "channel's value.",
         examples=["langgraph-jsonl show ./checkpoints t-1",
                   "langgraph-jsonl show ./checkpoints t-1 1f0c3b9e-0f1a-6b4e-8002-5d1f2a3b4c5d --json"],
-        json_shape="{thread_id, ns, checkpoint_id, parent_id, created_at, metadata, status, next, "
+        json_shape="{thread_id, ns, checkpoint_id, parent_id, created_at, metadata, status (the "
+        "thread's; past for a checkpoint before the latest), latest_checkpoint_id, next, "
         "messages_channel, messages: [{role, text, id, name, tool_calls, tool_call_id, status, "
         "checkpoint_id, at}], values: {channel: value}, waiting: [{task_id, interrupt_id, type, "
         "value}], errors}",
@@ -304,16 +328,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = add_command(
         sub, "tools",
-        summary="the tool-call lifecycle table from the replay journal",
+        summary="the tool-call lifecycle table from the replay journal (or the messages)",
         description="List every tool call the ReplayAdapter journaled in a thread: its state "
         "(requested, started, finished, failed, uncertain: started by a process that is gone, "
         "decided: settled by a person), when it started, how long it ran, how many times its "
         "body ran, and who decided what after a crash (a person: retry, skip, result; the "
         "policy: re-run of an idempotent call; asked: waiting for an answer; lost run: started in "
-        "a run whose state was lost, asked about at the next tool node).",
+        "a run whose state was lost, asked about at the next tool node). A thread that did not run "
+        "with ReplayAdapter has no journal: it says so, and lists the tool calls the messages of its "
+        "latest state hold, each answered (by a tool message), failed (answered with an error) or "
+        "unanswered.",
         examples=["langgraph-jsonl tools ./checkpoints support-ticket-1042"],
         json_shape="a list of {call_id, name, args, state, ns, checkpoint_id, requested_at, started_at, "
-        "finished_at, seconds, attempts, decision, decided_by, outcome, lost_run}",
+        "finished_at, seconds, attempts, decision, decided_by, outcome, lost_run, source: journal|"
+        "messages, answered: bool | null}",
     )
     add_operands(p, ["thread"])
     p.set_defaults(run=_tools)

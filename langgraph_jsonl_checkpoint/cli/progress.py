@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
-tqdm: Any
+# Any to mypy whether or not it is installed (pyproject.toml's [tool.mypy] overrides).
 try:
     from tqdm import tqdm
 except ImportError:  # the optional ``cli`` extra is not installed: no bar

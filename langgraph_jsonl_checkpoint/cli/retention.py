@@ -29,6 +29,7 @@ from .common import (
     print_json,
     print_table,
     shown,
+    shown_id,
 )
 
 
@@ -89,7 +90,7 @@ def _archived(args: argparse.Namespace) -> int:
         return EXIT_OK
     print_table(
         ["THREAD", "ARCHIVED", "SIZE", "FILE"],
-        [[shown(e.thread_id), e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path]
+        [[shown_id(e.thread_id), e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path]
          for e in entries],
     )
     return EXIT_OK

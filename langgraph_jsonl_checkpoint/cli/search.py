@@ -22,7 +22,7 @@ from .common import (
     open_saver,
     print_json,
     print_table,
-    shown,
+    shown_id,
 )
 from .progress import on_terminal, progress
 from .threads import since_argument
@@ -54,7 +54,7 @@ def _search(args: argparse.Namespace) -> int:
         print_table(
             ["THREAD", "CHECKPOINT", "TIME", "ROLE", "MATCH"],
             [
-                [shown(h.thread_id), h.checkpoint_id, shown_time(h.at), h.utterance.role,
+                [shown_id(h.thread_id), h.checkpoint_id, shown_time(h.at), h.utterance.role,
                  f"{h.before}{BOLD}{h.match}{PLAIN}{h.after}" if bold else h.snippet]
                 for h in hits
             ],

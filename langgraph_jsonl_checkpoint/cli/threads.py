@@ -33,6 +33,7 @@ from .common import (
     print_json,
     print_table,
     shown,
+    shown_id,
 )
 from .progress import progress
 
@@ -92,7 +93,7 @@ def _threads(args: argparse.Namespace) -> int:
             ["THREAD", "STATUS", "CHECKPOINTS", "CREATED", "UPDATED", "SIZE", "DETAIL"],
             [
                 [
-                    shown(s.thread_id) if s.thread_id is not None else shown(s.path.rsplit("/", 1)[-1]),
+                    shown_id(s.thread_id if s.thread_id is not None else s.path.rsplit("/", 1)[-1]),
                     s.status, str(s.checkpoints), shown_time(s.created_at), shown_time(s.updated_at),
                     size_text(s.size), shown(detail(s).split("\n", 1)[0]) if detail(s) else "",
                 ]

@@ -41,10 +41,10 @@ from .log import ThreadLog
 from .paths import thread_file_stem
 from .store import ARCHIVE_DIR, Store
 
-try:  # optional: only archiving and restoring need it
+try:  # optional: only archiving and restoring need it (Any to mypy: pyproject.toml)
     import zstandard
 except ImportError:  # pragma: no cover - exercised only without the extra
-    zstandard = None  # type: ignore[assignment]
+    zstandard = None
 
 #: A log moved into the archive, not yet compressed.
 MOVED = ".jsonl.swept"
@@ -165,7 +165,8 @@ class ThreadArchive:
             return raw
         require_zstandard()
         try:
-            return zstandard.ZstdDecompressor().decompress(raw)
+            data: bytes = zstandard.ZstdDecompressor().decompress(raw)
+            return data
         except zstandard.ZstdError as exc:
             raise CorruptLogError(
                 f"thread {entry.thread_id!r}: archive {entry.path} is damaged ({exc}); "
@@ -258,7 +259,8 @@ class ThreadArchive:
         require_zstandard()
         with open(path, "rb") as fh:
             try:
-                return zstandard.ZstdDecompressor().stream_reader(fh).read(_HEADER_BYTES)
+                head: bytes = zstandard.ZstdDecompressor().stream_reader(fh).read(_HEADER_BYTES)
+                return head
             except zstandard.ZstdError:
                 return b""
 

@@ -137,7 +137,14 @@ class ThreadLog(LogView):
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the in-process lock and the cross-process writer lock (nothing else)."""
+        """Hold the in-process lock and the cross-process writer lock (nothing else).
+
+        Raises:
+            DurabilityError: The store was opened read-only (taking the lock would
+                create its file, and whoever holds it means to write).
+        """
+        if self.read_only:
+            raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
         with self.mutex:
             if self._lock_fd is None:
                 self._lock_fd = files.open_refusing_links(

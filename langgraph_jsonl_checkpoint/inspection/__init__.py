@@ -23,7 +23,7 @@ from .html_page import transcript_html
 from .search import SearchHit, search_messages
 from .status import STATUSES, next_tasks, thread_status, waiting_interrupts
 from .threads import ThreadSummary, select_threads, summarize_thread, thread_summaries
-from .tool_table import ToolCallRow, tool_table
+from .tool_table import ToolCallRow, ToolCallTable, tool_calls, tool_table
 from .transcript import Transcript, diff_checkpoints, read_transcript
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "ThreadFollower",
     "ThreadSummary",
     "ToolCallRow",
+    "ToolCallTable",
     "Transcript",
     "checkpoint_history",
     "diff_checkpoints",
@@ -49,6 +50,7 @@ __all__ = [
     "summarize_thread",
     "thread_status",
     "thread_summaries",
+    "tool_calls",
     "tool_table",
     "transcript_html",
     "transcript_jsonl",

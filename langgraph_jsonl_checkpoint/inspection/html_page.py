@@ -38,6 +38,7 @@ h1 { font-size: 20px; margin: 0 0 6px; }
   font-weight: 600; }
 .status.waiting, .status.interrupted { background: #fff4d6; color: #7a5300; }
 .status.damaged { background: var(--error); color: #9b1c1c; }
+.status.past { background: var(--line); color: var(--muted); }
 section.checkpoint { border-left: 3px solid var(--line); margin: 18px 0; padding: 2px 0 2px 14px; }
 section.checkpoint:target { border-left-color: var(--accent); }
 a.anchor { display: block; color: var(--muted); font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace;

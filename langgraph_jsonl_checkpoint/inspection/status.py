@@ -56,6 +56,9 @@ WAITING = "waiting"
 DAMAGED = "damaged"
 EMPTY = "empty"
 STATUSES = (DONE, RUNNING, INTERRUPTED, WAITING, DAMAGED, EMPTY)
+#: The status of a checkpoint that is not its namespace's latest: the thread went on
+#: from it (or from a later one), so what it scheduled is history, not a thread status.
+PAST = "past"
 
 
 @dataclass(frozen=True)

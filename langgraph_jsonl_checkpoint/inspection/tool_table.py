@@ -12,21 +12,34 @@ ran again without asking). A call that was asked about and not answered yet show
 (decided by the ``new input``: the adapter answered it from the journal). A started
 call whose checkpoint is not in the thread (its run died and its state was lost, as
 under ``durability="exit"``) is marked ``lost run`` until a person answers about it.
+
+A thread that did not run with the replay adapter has no journal; its table is read
+from the messages of its latest state instead (``source`` ``messages``): each tool call
+an AI message asked for, ``answered`` when a tool message answers it (``failed`` when
+that answer has ``status="error"``), else ``unanswered``. What the messages do not say
+(when a call started, how long it ran, how many times) is left empty.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import NotFoundError
 from ..replay.lifecycle import ASKS_CALL_ID, RELEASED, STARTED, SUPERSEDED, ToolCallKey, ToolCallRecord
 from ..saver.jsonl_saver import JsonlSaver
-from .conversation import content_text
+from .conversation import Utterance, content_text
 from .times import duration
+from .transcript import TranscriptEntry, read_transcript
 from .values import jsonable
 
 DECIDED = "decided"
 PERSON, POLICY, INPUT = "person", "policy", "new input"
+#: Where a row comes from: the replay adapter's journal, or the thread's messages.
+JOURNAL, MESSAGES = "journal", "messages"
+#: States of a call read from the messages (see the module docstring).
+ANSWERED, FAILED, UNANSWERED = "answered", "failed", "unanswered"
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,9 @@ class ToolCallRow:
         decided_by: ``person``, ``policy`` or ``new input``.
         outcome: The result's text or the error, shortened.
         lost_run: Started in a run whose checkpoint is not in the thread.
+        source: ``journal`` or ``messages`` (see the module docstring).
+        answered: Whether a tool message answers the call (``None``: not read from
+            the messages; the journal's state says).
     """
 
     call_id: str
@@ -67,6 +83,8 @@ class ToolCallRow:
     decided_by: str | None
     outcome: str
     lost_run: bool = False
+    source: str = JOURNAL
+    answered: bool | None = None
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready data (an item of ``tools --json``)."""
@@ -75,8 +93,22 @@ class ToolCallRow:
             "ns": self.ns, "checkpoint_id": self.checkpoint_id, "requested_at": self.requested_at,
             "started_at": self.started_at, "finished_at": self.finished_at, "seconds": self.seconds,
             "attempts": self.attempts, "decision": self.decision, "decided_by": self.decided_by,
-            "outcome": self.outcome, "lost_run": self.lost_run,
+            "outcome": self.outcome, "lost_run": self.lost_run, "source": self.source,
+            "answered": self.answered,
         }
+
+
+@dataclass(frozen=True)
+class ToolCallTable:
+    """A thread's tool calls, from its journal or, without one, from its messages.
+
+    Attributes:
+        journal: Whether the thread has a replay journal (the rows come from it).
+        rows: The calls, in the order they were first seen.
+    """
+
+    journal: bool
+    rows: list[ToolCallRow]
 
 
 def tool_rows(
@@ -135,7 +167,8 @@ def tool_rows(
 
 
 def tool_table(saver: JsonlSaver, thread_id: str) -> list[ToolCallRow]:
-    """The lifecycle table of a thread's tool calls (see the module docstring).
+    """The lifecycle table of a thread's tool calls from its journal (see the module
+    docstring; empty without one: :func:`tool_calls` then reads the messages).
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough).
@@ -143,6 +176,55 @@ def tool_table(saver: JsonlSaver, thread_id: str) -> list[ToolCallRow]:
     """
     lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
     return tool_rows(saver.tool_call_records(thread_id), lost)
+
+
+def tool_calls(saver: JsonlSaver, thread_id: str) -> ToolCallTable:
+    """A thread's tool calls: the journal's table, or, for a thread that has no journal
+    (it did not run with the replay adapter), the calls its latest state's messages hold.
+
+    Args:
+        saver: A saver on the store (``read_only=True`` is enough).
+        thread_id: The thread.
+
+    Raises:
+        CorruptLogError: The log cannot be read.
+    """
+    records = saver.tool_call_records(thread_id)
+    if records:
+        lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
+        return ToolCallTable(journal=True, rows=tool_rows(records, lost))
+    try:
+        entries = read_transcript(saver, thread_id).entries
+    except NotFoundError:
+        entries = ()  # no checkpoint yet: no messages
+    return ToolCallTable(journal=False, rows=message_rows(entries))
+
+
+def message_rows(entries: Sequence[TranscriptEntry]) -> list[ToolCallRow]:
+    """Rows for the tool calls of a conversation's AI messages, each with the tool
+    message answering it, if any (pure).
+
+    Args:
+        entries: A transcript's messages, oldest first.
+    """
+    answers: dict[str, Utterance] = {}
+    for e in entries:
+        u = e.utterance
+        if u.role == "tool" and u.tool_call_id is not None:
+            answers.setdefault(u.tool_call_id, u)
+    rows = []
+    for e in entries:
+        for call in e.utterance.tool_calls if e.utterance.role == "ai" else ():
+            answer = answers.get(call.call_id) if call.call_id is not None else None
+            state = UNANSWERED if answer is None else FAILED if answer.status == "error" else ANSWERED
+            rows.append(ToolCallRow(
+                call_id=call.call_id or "", name=call.name, args=call.args, state=state, ns="",
+                checkpoint_id=e.checkpoint_id or "", requested_at=e.at, started_at=None,
+                finished_at=None, seconds=None, attempts=0, decision=None, decided_by=None,
+                outcome=answer.text if answer is not None else "", source=MESSAGES,
+                answered=answer is not None,
+            ))
+    return rows
 
 
 def _outcome(rec: ToolCallRecord) -> str:

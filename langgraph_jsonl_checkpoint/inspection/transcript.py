@@ -25,7 +25,7 @@ from ..values.cells import list_items
 from .checkpoints import CheckpointFacts, Question, ThreadFacts, reading
 from .conversation import Utterance, message_channels, utterance
 from .diff import ChannelDiff, diff_states
-from .status import thread_status
+from .status import PAST, thread_status
 from .threads import live_run
 
 #: LangGraph's bookkeeping channels, hidden unless asked for.
@@ -61,7 +61,10 @@ class Transcript:
         channel: The channel holding the conversation (``messages`` first), if any.
         entries: Its messages, oldest first.
         values: Every channel's value at the checkpoint.
-        status: The thread's status as of this checkpoint (done, interrupted, waiting).
+        status: The thread's status (done, running, interrupted, waiting) when the
+            checkpoint is its namespace's latest; ``past`` for an earlier one (its
+            ``next`` and questions are what it had then).
+        latest_id: The namespace's latest checkpoint id.
     """
 
     thread_id: str
@@ -72,10 +75,17 @@ class Transcript:
     entries: tuple[TranscriptEntry, ...]
     values: dict[str, Any]
     status: str
+    latest_id: str | None = None
+
+    @property
+    def is_latest(self) -> bool:
+        """Whether this is the namespace's latest checkpoint (else a past one)."""
+        return self.status != PAST
 
     @property
     def waiting(self) -> tuple[Question, ...]:
-        """The questions waiting for an answer."""
+        """The questions waiting for an answer (of a past checkpoint: those it had
+        then, answered or left behind since)."""
         return self.facts.waiting
 
     def other_channels(self, *, internal: bool = False) -> dict[str, Any]:
@@ -117,13 +127,16 @@ def read_transcript(
     channels = message_channels(values)
     channel = channels[0] if channels else None
 
-    def work(facts: ThreadFacts) -> tuple[CheckpointFacts, dict[str, tuple[str, str | None]]]:
+    def work(facts: ThreadFacts) -> tuple[CheckpointFacts, dict[str, tuple[str, str | None]], str | None]:
         here = facts.facts(ns, cid)
-        return here, first_seen(facts, ns, cid, channel) if channel else {}
+        latest = facts.index.latest_id(ns)
+        return here, first_seen(facts, ns, cid, channel) if channel else {}, latest
 
-    facts, seen = reading(saver, thread_id, work)
+    facts, seen, latest = reading(saver, thread_id, work)
     log = saver.store.thread_log(thread_id)
-    live = checkpoint_id is None and live_run(log.paths, thread_id) is not None
+    # A checkpoint written after get_tuple's read is newer still: this one is past then.
+    past = latest is not None and latest != cid
+    live = not past and live_run(log.paths, thread_id) is not None
     entries = []
     for message in values.get(channel, []) if channel else []:
         at = seen.get(getattr(message, "id", None) or "")
@@ -133,7 +146,8 @@ def read_transcript(
     return Transcript(
         thread_id=thread_id, ns=ns, checkpoint_id=cid, facts=facts, channel=channel,
         entries=tuple(entries), values=values,
-        status=thread_status(facts.next, facts.waiting, live=live),
+        status=PAST if past else thread_status(facts.next, facts.waiting, live=live),
+        latest_id=latest,
     )
 
 

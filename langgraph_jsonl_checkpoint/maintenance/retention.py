@@ -322,16 +322,26 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
     """Bring a thread's newest archive back into ``threads/``; the thread then reads
     exactly as it did when it was archived.
 
+    The archive is looked at before any lock is taken (taking one creates the thread's
+    lock files: a thread with no archive must be left without them), and again under
+    the locks (another process may have restored or settled it meanwhile).
+
     Returns:
         The archive it came from (the file is gone now).
 
     Raises:
+        ConfigError: The store was opened read-only.
         RestoreError: No archive of this thread, the thread has a log again, or a run
             is working on it.
         CorruptLogError: The archive is damaged (it is kept).
     """
     store = access.store
+    if store.read_only:
+        raise ConfigError(f"store {store.path} was opened read-only: restoring thread {thread_id!r} "
+                          "needs a writable saver")
     shelf = ThreadArchive(store)
+    if not shelf.entries(thread_id):  # a log a crash left half moved is listed too
+        raise _no_archive(store.path, thread_id)
     run_lock = store.run_lock(thread_id)
     if not run_lock.try_acquire(MAINTENANCE):
         raise RestoreError(
@@ -345,10 +355,7 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
                     shelf.settle(log, moved)
             entries = shelf.entries(thread_id)
             if not entries:
-                raise RestoreError(
-                    f"store {store.path} has no archive of thread {thread_id!r}; "
-                    f"`langgraph-jsonl archived {store.path}` lists the archived threads."
-                )
+                raise _no_archive(store.path, thread_id)
             log.refresh()
             if log.exists():
                 raise RestoreError(
@@ -362,3 +369,10 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
     finally:
         run_lock.release()
         store.forget(thread_id)
+
+
+def _no_archive(store: str, thread_id: str) -> RestoreError:
+    return RestoreError(
+        f"store {store} has no archive of thread {thread_id!r}; "
+        f"`langgraph-jsonl archived {store}` lists the archived threads."
+    )

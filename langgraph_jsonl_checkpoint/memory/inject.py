@@ -138,7 +138,8 @@ def session_memory_middleware(
 
     from langgraph.config import get_config
 
-    class SessionMemoryMiddleware(AgentMiddleware):
+    # AgentMiddleware is Any to mypy, installed or not (pyproject.toml's [tool.mypy]).
+    class SessionMemoryMiddleware(AgentMiddleware):  # type: ignore[misc]
         """Gives the model the thread's session memory before the history."""
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:

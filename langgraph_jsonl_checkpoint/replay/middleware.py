@@ -48,7 +48,8 @@ def replay_middleware(adapter: ToolCallHooks) -> Any:
 
     from langgraph.config import get_config
 
-    class ReplayMiddleware(AgentMiddleware):
+    # AgentMiddleware is Any to mypy, installed or not (pyproject.toml's [tool.mypy]).
+    class ReplayMiddleware(AgentMiddleware):  # type: ignore[misc]
         """Journals every tool call of the agent and replays it safely after a crash;
         answers calls left pending by new input before the model sees the history."""
 
