@@ -1,8 +1,8 @@
-"""The session memory is fed the records a write just appended, as the writer hands
-them, without reading them back from the log; what it is fed is exactly what a scan of
-the log gives, and it falls back to reading the log whenever the handed records do not
-continue where it stopped (another process appended). Sync, async group commits, and a
-group that is abandoned."""
+"""Once a thread's memory was asked for, the session memory is fed the records a write
+just appended, as the writer hands them, without reading them back from the log; what
+it is fed is exactly what a scan of the log gives, and it falls back to reading the log
+whenever the handed records do not continue where it stopped (another process
+appended). Sync, async group commits, and a group that is abandoned."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def test_sync_appends_are_fed_without_reading_the_log(
     spies = Spies(monkeypatch)
     with JsonlSaver(tmp_path / "store", snapshot_every=3) as saver:
         graph = _chatty_graph(saver)
+        saver.session_memory("a")  # asked once: from now on the keeper follows the appends
         for i in range(6):
             _turn(graph, "a", i)
             [keeper] = [o for o in saver.store.thread_log("a").observers if isinstance(o, MemoryKeeper)]
@@ -87,6 +88,7 @@ async def test_async_group_commits_are_fed_without_reading_the_log(
     spies = Spies(monkeypatch)
     with JsonlSaver(tmp_path / "store") as saver:
         graph = _chatty_graph(saver)
+        await saver.asession_memory("a")  # asked once: from now on the keeper follows
         for i in range(10):
             await graph.ainvoke({"messages": [HumanMessage(f"q{i}", id=f"h-{i}")]},
                                 {"configurable": {"thread_id": "a"}}, durability="async")
@@ -105,7 +107,9 @@ def test_another_writer_in_between_falls_back_to_reading_the_log(
     spies = Spies(monkeypatch)
     with JsonlSaver(tmp_path / "store") as first, JsonlSaver(tmp_path / "store") as second:
         g1, g2 = _chatty_graph(first), _chatty_graph(second)
+        first.session_memory("a")  # asked once: from now on the keeper follows
         _turn(g1, "a", 0)
+        second.session_memory("a")  # reads the log from its start
         _turn(g2, "a", 1)
         assert spies.reads_past_start == []  # the second saver's keeper read its log from 0
         _turn(g1, "a", 2)
@@ -121,6 +125,7 @@ def test_an_abandoned_group_feeds_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     spies = Spies(monkeypatch)
     with JsonlSaver(tmp_path / "store") as saver:
         graph = _chatty_graph(saver)
+        saver.session_memory("a")  # asked once: from now on the keeper follows
         _turn(graph, "a", 0)
         log = saver.store.thread_log("a")
         [keeper] = [o for o in log.observers if isinstance(o, MemoryKeeper)]

@@ -60,6 +60,9 @@ def real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
     monkeypatch.setattr(MemoryKeeper, "appended", spy)
     saver, adapter = open_store(s)
     with saver, within(120, "the real run"):
+        # The keeper follows a thread's appends once its memory was asked for (as the
+        # memory middleware does at the first model call of a run).
+        saver.session_memory("t1")
         graph = graph_for(s, saver, adapter, handle_tool_errors=True)
         graph.invoke(None, config("t1"))
         graph.invoke(ReplayAdapter.resume_command(graph.get_state(config("t1")).interrupts, {"e1": "skip"}),
@@ -296,6 +299,7 @@ async def test_async_group_commits_keep_the_memory_equal_to_a_rebuild(
     monkeypatch.setattr(MemoryKeeper, "appended", spy)
     with JsonlSaver(tmp_path / "store") as saver:
         graph = _chatty_graph(saver)
+        await saver.asession_memory("a")  # asked once: from now on the keeper follows
         for i in range(15):
             await graph.ainvoke({"messages": [HumanMessage(f"q{i}", id=f"h-{i}")]},
                                 {"configurable": {"thread_id": "a"}}, durability="async")
@@ -335,9 +339,10 @@ def test_a_long_log_without_memory_file_is_rebuilt_by_a_read_not_by_a_put(
 def test_a_log_dropped_from_the_open_set_keeps_its_memory_without_a_rebuild(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Many threads taking turns (more than the open set holds): a log dropped from the
-    open set writes its memory file, so its next append continues from it instead of
-    reading the whole log again, and the memory still equals a rebuild."""
+    """Many threads taking turns (more than the open set holds), each turn asking for
+    the thread's memory (as the memory middleware does): a log dropped from the open
+    set writes its memory file, so its next ask continues from it instead of reading the
+    whole log again, and the memory still equals a rebuild."""
     rebuilt_from_start: list[str] = []
     original = MemoryKeeper._feed_from
 
@@ -353,6 +358,7 @@ def test_a_log_dropped_from_the_open_set_keeps_its_memory_without_a_rebuild(
             for t in ("a", "b", "c"):
                 graph.invoke({"messages": [HumanMessage(f"{t} question {turn}", id=f"h-{t}-{turn}")]},
                              {"configurable": {"thread_id": t}}, durability="sync")
+                saver.session_memory(t)
         assert sorted(rebuilt_from_start) == ["a", "b", "c"]  # each new log once, no more
         for t in ("a", "b", "c"):
             memory = saver.session_memory(t, budget=None)

@@ -71,6 +71,9 @@ class MemoryKeeper:
         self.end = 0  # byte offset just past the last record fed
         self.saved_seq = -1  # the seq the file on disk covers
         self.loaded = False  # the file was tried
+        #: The thread's memory was asked for (before the thread had a log, maybe): from
+        #: then on every append is followed.
+        self.wanted = False
 
     @property
     def log(self) -> LogView:
@@ -97,7 +100,12 @@ class MemoryKeeper:
         acknowledged whatever happens here; the next read rebuilds). A rebuild of a log
         past :data:`REBUILD_ON_APPEND` bytes (no usable ``.mem``: a log written before
         this release, or just compacted) is left to the next read, outside the writer
-        lock."""
+        lock. Nothing at all until the thread's memory was first asked for in this
+        process (a builder exists): most threads are never asked, and the appends of a
+        server's many threads should not pay for it; the first ask catches up from the
+        ``.mem`` file, or the log."""
+        if self.builder is None and not self.wanted:
+            return
         try:
             self.catch_up(rebuild_limit=REBUILD_ON_APPEND, handed=log.just_appended)
         except Exception:  # noqa: BLE001 - derived data: dropped, rebuilt on next read

@@ -2,9 +2,9 @@
 of :class:`~.jsonl_saver.JsonlSaver`).
 
 The memory is kept by a :class:`~..memory.keeper.MemoryKeeper` on each thread log, which
-the saver attaches as the store opens the log; it follows every append. These methods
-only bring it up to date with the log (another process may have appended) and apply the
-budget.
+the saver attaches as the store opens the log; once the thread's memory was asked for,
+it follows every append. These methods bring it up to date with the log (the records
+appended before it was asked for, or by another process) and apply the budget.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ class SessionMemoryMethods:
             The memory, as of the log's last committed record.
         """
         thread_id = str(thread_id)
-        if not self.store.has_thread(thread_id):
-            return SessionMemory(thread_id)
         log = self.store.thread_log(thread_id)
         keeper = MemoryKeeper.attach(log, self.codec.decode)
+        keeper.wanted = True  # asked for: its appends are followed from now on
+        if not self.store.has_thread(thread_id):
+            return SessionMemory(thread_id)
         memory = healing(keeper.memory)
         return memory if budget is None else fit_budget(memory, budget)
 
