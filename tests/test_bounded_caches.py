@@ -27,6 +27,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer, ReplayAdapter
+from langgraph_jsonl_checkpoint.disk import store as store_module
 from langgraph_jsonl_checkpoint.disk.view import LogView
 from langgraph_jsonl_checkpoint.memory.keeper import MemoryKeeper
 from langgraph_jsonl_checkpoint.replay import adapter as adapter_module
@@ -95,6 +96,7 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(adapter_module, "_MAX_LIVE_BATCHES", BOUND)
     monkeypatch.setattr(tool_log_module, "_SETTLED_THREADS", BOUND)
     monkeypatch.setattr(tracer_module, "MAX_OPEN_FILES", BOUND, raising=False)
+    monkeypatch.setattr(store_module, "MAX_PARKED", BOUND)  # what the store keeps of let-go logs
     r = Rig(tmp_path)
     yield r
     r.tracer.close()

@@ -135,6 +135,12 @@ class ThreadIndex:
 
     # -- building --------------------------------------------------------------------
 
+    def forget_lookups(self) -> None:
+        """Drop the entries materialized from bulk columns by lookups (made again on
+        the next lookup): what an idle log need not keep."""
+        if self._bulk is not None:
+            self._bulk.slot_entries.clear()
+
     def load_blocks(self, blocks: list[Block]) -> None:
         """Add the records of consecutive blocks, which follow the header directly.
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from ..errors import DurabilityError
+from ..errors import DurabilityError, JsonlCheckpointError
 from . import files, framing
 from .entries import RecordRef
 from .generations import install, numbered
@@ -34,7 +35,7 @@ from .header import new_header
 from .index import ThreadIndex
 from .paths import LogPaths
 from .summary import summarize
-from .view import LogView
+from .view import LOADED_RECORDS_BYTES, LogView
 
 #: Records just written, in file order: ``(record, offset, framed line)``.
 Written = list[tuple[dict[str, Any], int, bytes]]
@@ -60,6 +61,37 @@ class AppendObserver(Protocol):
         ...
 
 
+class Parked(NamedTuple):
+    """What a store remembers of a log it let go of (past its open-log bound), so that
+    opening it again costs little: which generation of which file it was, how far its
+    records' checksums were checked, and that the thread's stale temp files were swept.
+    Used only if the file is still that generation (inode, generation and header
+    checksum all match). Kept packed (:meth:`pack`): one ``bytes`` object per thread,
+    which the cyclic collector never walks."""
+
+    ino: int
+    gen: int
+    header_crc: str
+    #: Every committed record before this byte offset had its checksum checked (by a
+    #: scan, the first writer's check, or because this process wrote it).
+    verified_end: int
+    swept: bool
+
+    def pack(self) -> bytes:
+        """The values as bytes (see :meth:`unpack`)."""
+        crc = self.header_crc.encode("ascii")
+        return _PARKED.pack(self.ino, self.gen, self.verified_end, self.swept, crc)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> Parked:
+        """The values :meth:`pack` packed."""
+        ino, gen, verified_end, swept, crc = _PARKED.unpack(data)
+        return cls(ino, gen, crc.decode("ascii"), verified_end, swept)
+
+
+_PARKED = struct.Struct("<QQQ?8s")
+
+
 class ThreadLog(LogView):
     """The log, index and lock of one thread: a :class:`~.view.LogView` that can write.
 
@@ -67,10 +99,15 @@ class ThreadLog(LogView):
         paths: The thread's files.
         thread_id: The thread id, checked against the log's header.
         read_only: Never repair, create or rewrite.
+        parked: What an earlier object of this log left (see :class:`Parked`).
     """
 
-    def __init__(self, paths: LogPaths, thread_id: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self, paths: LogPaths, thread_id: str, *, read_only: bool = False, parked: Parked | None = None
+    ) -> None:
         super().__init__(paths, thread_id, read_only=read_only)
+        self._parked = parked
+        self._verified_end = 0  # committed records before this offset were checked
         self._wfd: int | None = None
         self._lock_fd: int | None = None
         self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
@@ -94,7 +131,67 @@ class ThreadLog(LogView):
             files.os.close(self._wfd)
             self._wfd = None
         self._verified_for_writing = False
+        self._verified_end = 0
         super()._reset()
+
+    def _load(self, ino: int, *, use_sidecar: bool = True) -> None:
+        super()._load(ino, use_sidecar=use_sidecar)
+        parked, self._parked = self._parked, None
+        if (
+            parked is not None and self._ino == parked.ino and self.gen == parked.gen
+            and self._header_crc == parked.header_crc
+        ):
+            self._verified_end = min(parked.verified_end, self.index.committed_end)
+            self.recovery.swept = self.recovery.swept or parked.swept
+
+    def parked(self) -> Parked | None:
+        """What to remember of this log once it is let go (``None``: no log)."""
+        with self.mutex:
+            if self._ino is None:
+                return None
+            checked = self._verified_for_writing or not self.sidecar.trusted
+            verified = self.index.committed_end if checked else self._verified_end
+            return Parked(self._ino, self.gen, self._header_crc, verified, self.recovery.swept)
+
+    def let_go(self) -> Parked | None:
+        """The store lets this log go: bring its sidecar up to date, so that the next
+        open (in this process or another) loads the index instead of scanning the log,
+        if the log is longer than :data:`~.view.LOADED_RECORDS_BYTES` (a shorter one is
+        scanned faster than its sidecar is loaded and its entries checked: measured on
+        10-turn agent threads, writing the sidecar on every let-go cost more than the
+        scans it saved) and no one is using the log right now (never waits: a log in use, or whose
+        writer lock another process holds, is left as it is); and say what to
+        remember of it (``None``: nothing, it is in use or has no file)."""
+        if not self.mutex.acquire(blocking=False):
+            return None
+        try:
+            if (
+                not self.read_only and self._ino is not None and self.sidecar_lag() > 0
+                and self.index.committed_end > LOADED_RECORDS_BYTES
+            ):
+                self._write_sidecar_unless_locked()
+            return self.parked()
+        finally:
+            self.mutex.release()
+
+    def _write_sidecar_unless_locked(self) -> None:
+        try:
+            if self._lock_fd is None:
+                self._lock_fd = files.open_refusing_links(self.paths.lock, os.O_RDWR, self.thread_id)
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another process is appending: it writes the sidecar in time
+            try:
+                self.refresh()
+                if self._ino is not None and self.sidecar_lag() > 0:
+                    # Compact: a log let go after every turn would otherwise gain a short
+                    # line each time, and its next open decode them one by one.
+                    self.write_sidecar(compact=True)
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        except (OSError, JsonlCheckpointError):
+            pass  # only a cache: the next open scans the log
 
     def _rebuild_without_sidecar(self) -> None:
         # Inside a group commit the write handle must outlive the reload: the group's
@@ -157,19 +254,23 @@ class ThreadLog(LogView):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _verify_checksums(self) -> None:
-        """Before the first append: every committed record's checksum, once per load.
+        """Before the first append: every committed record's checksum, once per load
+        (past what this process already checked of this very file, see :class:`Parked`).
 
         Entries from the sidecar were never read; a writer must not append after damage
         it did not see (the log would look healthy up to its end). If the sidecar's
         offsets are what is wrong, the index is rebuilt by a full scan instead, which
         raises on real damage.
         """
-        data = files.os.pread(self._rfd, self.index.committed_end, 0)  # type: ignore[arg-type]
-        for o, n in self.sidecar.summaries.spans():
-            if not framing.check_line(data[o : o + n - 1]):
-                self._rebuild_without_sidecar()  # the scan checks every record
-                break
+        start, end = self._verified_end, self.index.committed_end
+        if start < end:
+            data = files.os.pread(self._rfd, end - start, start)  # type: ignore[arg-type]
+            for o, n in self.sidecar.summaries.spans():
+                if o >= start and not framing.check_line(data[o - start : o - start + n - 1]):
+                    self._rebuild_without_sidecar()  # the scan checks every record
+                    break
         self._verified_for_writing = True
+        self._verified_end = self.index.committed_end
 
     def _write_fd(self) -> int:
         if self._wfd is None:

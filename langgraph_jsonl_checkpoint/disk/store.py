@@ -34,7 +34,7 @@ from . import catalog, files, framing
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
-from .log import ThreadLog
+from .log import Parked, ThreadLog
 from .paths import LogPaths, thread_file_stem
 from .processes import pid_alive
 from .runlock import RunLock
@@ -50,11 +50,22 @@ STORE_FORMAT = 1
 THREADS_DIR = "threads"
 TEMP_DIR = "tmp"
 ARCHIVE_DIR = "archive"
-#: Thread logs kept open at once; each holds up to three descriptors, and a fourth while
-#: its sidecar is loaded lazily (:mod:`.lazy_blocks`: until its older lines are decoded).
-DEFAULT_MAX_OPEN_THREADS = 128
+#: Thread logs kept open at once besides those a live run holds (which stay open while
+#: it runs, however many); each holds up to three descriptors, and a fourth while its
+#: sidecar is loaded lazily (:mod:`.lazy_blocks`: until its older lines are decoded).
+#: A log let go of is opened again on its next use (a short log is scanned, a long one
+#: loads its sidecar, which it wrote as it was let go). 16 idle logs keep the objects
+#: the cyclic collector walks because of them in the low thousands (about 180 each for
+#: a 10-turn agent thread once its run ended); more made a server of many short
+#: threads pay for full collections over their indexes (issue 28).
+DEFAULT_MAX_OPEN_THREADS = 16
 logger = logging.getLogger(__name__)
 
+
+#: Logs let go of that the store remembers (see :class:`~.log.Parked`): 33 bytes packed
+#: each, about 200 with the thread id and the mapping's entry (10 MB at most); the least
+#: recently let go are forgotten first.
+MAX_PARKED = 50_000
 
 #: Items (messages, list entries) the value caches of all logs may hold together. A
 #: message counts twice (the object a witness holds, its stored form); measured on an
@@ -108,6 +119,10 @@ class Store:
         # bounded and the least recently used logs drop theirs first.
         self._warm: OrderedDict[str, tuple[LogView, int]] = OrderedDict()
         self._warm_items = 0
+        #: Threads a live run holds (how many runs): their logs are never let go.
+        self._pinned: dict[str, int] = {}
+        #: What the store remembers of logs it let go of (by thread id, oldest first).
+        self._parked: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
         #: Called with each thread log as it is opened (a layer above attaches the
         #: observers it keeps derived data with, see ``ThreadLog.observers``).
@@ -258,23 +273,80 @@ class Store:
             if log is not None:
                 self._logs.move_to_end(thread_id)
                 return log
-            log = ThreadLog(self.log_paths(thread_id), thread_id, read_only=self.read_only)
+            packed = self._parked.pop(thread_id, None)
+            log = ThreadLog(
+                self.log_paths(thread_id), thread_id, read_only=self.read_only,
+                parked=Parked.unpack(packed) if packed is not None else None,
+            )
             self._logs[thread_id] = log
             for attach in self.on_open:
                 attach(log)
-            dropped = []
-            while len(self._logs) > self._max_open:
-                old_id, old = self._logs.popitem(last=False)
-                self._cool(old_id)
-                dropped.append(old)
+            dropped = self._over_bound()
+        self._let_go(dropped)
+        return log
+
+    def _over_bound(self) -> list[ThreadLog]:
+        """Take the least recently used logs that no live run holds out of the open set
+        while more than ``max_open_threads`` of them are open (under the lock)."""
+        idle = len(self._logs) - len(self._pinned)
+        if idle <= self._max_open:
+            return []
+        dropped = []
+        for old_id in list(self._logs):
+            if idle <= self._max_open:
+                break
+            if old_id in self._pinned:
+                continue
+            dropped.append(self._logs.pop(old_id))
+            self._cool(old_id)
+            idle -= 1
+        return dropped
+
+    def _let_go(self, dropped: list[ThreadLog]) -> None:
         # Not closed here: another thread may be using it; its descriptors close when
-        # the last reference goes. What its observers keep in memory is written down
-        # (the session memory file), outside the store's lock, so that the next open
-        # continues from it instead of reading the whole log again.
+        # the last reference goes. What it and its observers keep in memory is written
+        # down (its sidecar, the session memory file), outside the store's lock, so that
+        # the next open continues from it instead of reading the whole log again.
         for old in dropped:
             for observer in old.observers:
                 observer.closing(old)
-        return log
+            parked = old.let_go()
+            if parked is not None:
+                self._park(old.thread_id, parked)
+
+    def pin(self, thread_id: str) -> None:
+        """A live run holds the thread (see ``saver/liveness.py``): its log stays open,
+        whatever the bound, until :meth:`unpin`."""
+        with self._lock:
+            self._pinned[thread_id] = self._pinned.get(thread_id, 0) + 1
+
+    def unpin(self, thread_id: str) -> None:
+        """The run that held the thread ended: what only a run uses is dropped from its
+        log's caches, and the log counts against ``max_open_threads`` again."""
+        with self._lock:
+            held = self._pinned.get(thread_id, 0) - 1
+            if held > 0:
+                self._pinned[thread_id] = held
+                return
+            self._pinned.pop(thread_id, None)
+            log = self._logs.get(thread_id)
+            dropped = self._over_bound()
+        if log is not None:
+            log.idle()
+            if log.derived is not None:
+                log.derived.run_ended()
+                self.keep_warm(log)  # counted again, without what was dropped
+        self._let_go(dropped)
+
+    def _park(self, thread_id: str, parked: Parked) -> None:
+        """Remember what a log let go of left (unless it was opened again meanwhile)."""
+        with self._lock:
+            if thread_id in self._logs:
+                return
+            self._parked[thread_id] = parked.pack()
+            self._parked.move_to_end(thread_id)
+            while len(self._parked) > MAX_PARKED:
+                self._parked.popitem(last=False)
 
     def log_paths(self, thread_id: str) -> LogPaths:
         """The paths of a thread's files in this store (nothing is opened or created)."""
@@ -324,6 +396,7 @@ class Store:
         """Drop a thread log from the cache (after it was deleted)."""
         with self._lock:
             self._logs.pop(thread_id, None)
+            self._parked.pop(thread_id, None)
             self._cool(thread_id)
 
     def log_names(self) -> list[str]:
@@ -452,6 +525,7 @@ class Store:
         with self._lock:
             logs = list(self._logs.values())
             self._logs.clear()
+            self._parked.clear()
             self._warm.clear()
             self._warm_items = 0
         for log in logs:

@@ -55,6 +55,10 @@ class DerivedCache(Protocol):
         """How many items it holds, for the store's memory budget."""
         ...
 
+    def run_ended(self) -> None:
+        """The run that held the thread ended: drop what only a run uses."""
+        ...
+
 
 def _kept(
     records: Iterator[tuple[dict[str, Any], int, int]], into: dict[int, dict[str, Any]]
@@ -164,6 +168,19 @@ class LogView:
         """What names this generation of this log file (as of the last refresh): data
         derived from another generation must not be used for this one."""
         return self._identity()
+
+    def idle(self) -> None:
+        """The run that held the thread ended: hold what the log keeps in its fewest
+        objects (the summaries appended one at a time folded into a packed block, the
+        index's cache of entries looked up on the way dropped), unless the log is in use
+        right now (never waits)."""
+        if not self.mutex.acquire(blocking=False):
+            return
+        try:
+            self.sidecar.summaries.fold(self.sidecar.written[1])
+            self.index.forget_lookups()
+        finally:
+            self.mutex.release()
 
     def _drop_derived(self) -> None:
         if self.derived is not None:

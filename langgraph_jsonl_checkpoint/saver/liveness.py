@@ -134,6 +134,7 @@ class LiveRuns:
             return False
         with self._lock:
             self._held[thread_id] = (token, lock)
+        self.store.pin(thread_id)
         try:
             # Released as the run's loop exits, after its last save; or as LangGraph
             # reports the run ended without its loop entering; or with the loop (see
@@ -153,6 +154,7 @@ class LiveRuns:
                 return
             del self._held[thread_id]
         held[1].release()
+        self.store.unpin(thread_id)
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
         holder = self.store.run_lock(thread_id).holder()
@@ -277,9 +279,10 @@ class LiveRuns:
     def close(self) -> None:
         """Let every lock go (the saver is closed)."""
         with self._lock:
-            held, self._held = list(self._held.values()), {}
-        for _, lock in held:
+            held, self._held = list(self._held.items()), {}
+        for thread_id, (_, lock) in held:
             lock.release()
+            self.store.unpin(thread_id)
 
 
 #: Longest wait for a sweep or restore holding a thread, in a mode that refuses runs.

@@ -49,6 +49,13 @@ class ValueCache:
         self._proofs.clear()
         self._kept.clear()
 
+    def run_ended(self) -> None:
+        """The run that held the thread ended: its proofs go. A witness holds the very
+        objects the run read or stored, which no later run has (each read hands out
+        objects of its own, and proves them anew); only the kept items, in stored form,
+        serve the next run's first read."""
+        self._proofs.clear()
+
     def held(self) -> int:
         """How many list items the cache holds (a message counts once per form)."""
         n = sum(len(items) for _, _, items in list(self._kept.values()))
