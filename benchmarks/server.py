@@ -603,7 +603,10 @@ def main() -> None:
         "so a pair of batches ran seconds apart under the same load: the per-repeat and "
         "per-batch ratios are the paired figures; the pooled rows are all runs over all time.",
         "JsonlSaver runs/s ÷ AsyncSqliteSaver runs/s per repeat: "
-        + (", ".join(f"{x:.2f}" for x in rep_ratios) or "–") + ".",
+        + (", ".join(f"{x:.2f}" for x in rep_ratios) or "–") + "; per batch pair: "
+        + (f"median {quantile(batch_ratios, 0.5):.2f}, p10 {quantile(batch_ratios, 0.1):.2f}, "
+           f"min {min(batch_ratios):.2f}, {sum(x < 1 for x in batch_ratios)} of "
+           f"{len(batch_ratios)} below 1" if batch_ratios else "–") + ".",
         "Latency is a runs.wait call from the client's side: the server's queue "
         f"({args.concurrency} in flight, {args.jobs} jobs), the run, its answer.",
         "Server and client share a 2-core machine with other work; CPU per run shows where "
