@@ -48,7 +48,7 @@ client's, the server's resident memory at the end and its peak, the bytes of the
 database. Server and client share the machine (2 cores here). The full run takes about
 4-5 minutes.
 
-``--profile DIR``: ``py-spy record --gil --threads`` of each server over the batches
+``--profile DIR``: ``py-spy record --gil --threads --nonblocking`` of each server over the batches
 (raw folded stacks in ``DIR``), summarised in ``results/<name>-profile.txt``: the
 samples of the thread holding the GIL (the server is one Python process) by part (the
 checkpointer, LangGraph's loop, the graph's nodes, the server's runtime and HTTP), and
@@ -406,11 +406,17 @@ def run_repeat(rep: int, kinds: list[str], args: argparse.Namespace, n_threads: 
 
 
 def start_profiler(server: DevServer, out: Path) -> subprocess.Popen[bytes]:
-    """``py-spy record`` of the server until SIGINT: the GIL holder's stacks, folded."""
+    """``py-spy record`` of the server until SIGINT: the GIL holder's stacks, folded.
+
+    ``--nonblocking``: py-spy's default pauses the whole process for every sample, which
+    costs more the more OS threads it has (JsonlSaver's server has its saver's worker
+    threads besides the server's): in a trial with pauses JsonlSaver's server ran 0.85x
+    AsyncSqliteSaver's runs/s, against 1.16-1.23x unprofiled."""
     if shutil.which("py-spy") is None:
         raise SystemExit("--profile needs py-spy: pip install py-spy")
     return subprocess.Popen(["py-spy", "record", "--pid", str(server.pid), "--format", "raw",
-                             "--rate", str(PROFILE_RATE), "--threads", "--gil", "--output", str(out)],
+                             "--rate", str(PROFILE_RATE), "--threads", "--gil", "--nonblocking",
+                             "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -633,7 +639,7 @@ def main() -> None:
     if profile_dir is not None:
         env = environment()
         ppath = write_profile(args.name + ("-quick" if args.quick else ""), profile_dir, results,
-                              f"py-spy record --gil --threads --rate {PROFILE_RATE} of each "
+                              f"py-spy record --gil --threads --nonblocking --rate {PROFILE_RATE} of each "
                               f"langgraph dev server over its timed part ({case}); "
                               f"{env['when']}, package git {env['git']}, "
                               f"load avg {env['loadavg'][0]:.2f}. "
