@@ -43,7 +43,8 @@ batches, every thread lists ``--runs`` runs, all ``success``, and its final stat
 ``4 * --runs`` messages and nothing next; nothing in the server's output reads
 ``Traceback``, ``BlockingError``, ``ThreadBusyError`` or ``ConcurrentRunError``.
 
-Also reported: the server's CPU seconds per run over its batches (``/proc``), the
+Also reported: the server's CPU seconds per run over its batches (``/proc``; and of it the
+kernel's, where the file system's syncs show), the
 client's, the server's resident memory at the end and its peak, the bytes of the store or
 database. Server and client share the machine (2 cores here). The full run takes about
 4-5 minutes.
@@ -205,11 +206,11 @@ class DevServer:
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the server process so far."""
+    def cpu_seconds(self) -> tuple[float, float]:
+        """``(user, system)`` CPU seconds of the server process so far."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         tick = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / tick
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def memory_mib(self) -> tuple[float, float]:
         """``(resident now, peak resident)`` of the server process, MiB."""
@@ -315,7 +316,7 @@ async def drive(servers: dict[str, DevServer], rep: int, n_threads: int, n_runs:
     kinds = list(servers)
     out: dict[str, dict[str, Any]] = {
         k: {"saver": k, "rep": rep, "batch_walls": [], "latencies": [], "server_cpu": 0.0,
-            "client_cpu": 0.0} for k in kinds}
+            "server_system_cpu": 0.0, "client_cpu": 0.0} for k in kinds}
     failures: list[str] = []
     async with AsyncExitStack() as stack:
         clients = {k: await stack.enter_async_context(get_client(url=s.url, timeout=300))
@@ -332,10 +333,12 @@ async def drive(servers: dict[str, DevServer], rep: int, n_threads: int, n_runs:
         try:
             for b, numbers in enumerate(batches(n_threads, args.batches)):
                 for k in (kinds if (rep + b) % 2 == 0 else kinds[::-1]):
-                    cpu0, client0 = servers[k].cpu_seconds(), _client_cpu()
+                    (user0, sys0), client0 = servers[k].cpu_seconds(), _client_cpu()
                     wall, latencies, failed = await run_batch(
                         clients[k], [(i, thread_ids[k][i]) for i in numbers], n_runs, args.concurrency)
-                    out[k]["server_cpu"] += servers[k].cpu_seconds() - cpu0
+                    user1, sys1 = servers[k].cpu_seconds()
+                    out[k]["server_cpu"] += user1 - user0 + sys1 - sys0
+                    out[k]["server_system_cpu"] += sys1 - sys0
                     out[k]["client_cpu"] += _client_cpu() - client0
                     out[k]["batch_walls"].append(wall)
                     out[k]["latencies"] += latencies
@@ -578,6 +581,7 @@ def main() -> None:
         ("run latency, runs.wait (all runs)", lambda rs: summary(all_latencies(rs)), "s"),
         ("run latency p99 (all runs)", lambda rs: quantile(all_latencies(rs), 0.99), "s"),
         ("server CPU per run", lambda rs: summary([r["server_cpu"] / r["runs"] for r in rs]), "s"),
+        ("server CPU per run, of it system", per_server("server_system_cpu", n_threads * n_runs), "s"),
         ("client CPU per run", lambda rs: summary([r["client_cpu"] / r["runs"] for r in rs]), "s"),
         ("threads.create (per thread)", per_server("create_seconds", n_threads), "s"),
         ("server RSS after the runs", per_server("server_rss_mib"), "MiB"),
