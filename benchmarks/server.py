@@ -507,9 +507,9 @@ def write_profile(name: str, profile_dir: Path, results: list[dict[str, Any]], h
         rows = [row for f in files for row in read_folded(f)]
         rs = [r for r in results if r["saver"] == kind]
         cpu_per_run = sum(r["server_cpu"] for r in rs) / sum(r["runs"] for r in rs)
-        lines += [f"== {LABELS[kind]}: {len(files)} server(s), "
-                  + ", ".join(f"{r['runs_per_s']:.1f} runs/s" for r in rs)
-                  + f" while profiled, server CPU {cpu_per_run * 1e3:.1f} ms per run", ""]
+        lines += [f"== {LABELS[kind]}: {len(files)} server(s); runs/s while profiled, one a server: "
+                  + ", ".join(f"{r['runs_per_s']:.1f}" for r in rs)
+                  + f"; server CPU {cpu_per_run * 1e3:.1f} ms per run", ""]
         lines += profile_summary(rows, {marks[kind]: 25, "langgraph_runtime_inmem/": 12}) + [""]
     path = RESULTS / f"{name}-profile.txt"
     path.write_text("\n".join(lines) + "\n")
