@@ -68,17 +68,22 @@ class CheckpointReads:
             # value cache and the tuple.
             with log.mutex, bulk_allocation():
                 loaded: dict[int, dict[str, Any]] = {}
-                idx = log.refresh(loaded)
-                checkpoint_id = requested or idx.latest_id(ns)
-                if checkpoint_id is None:
-                    return None
-                entry = idx.entry(ns, checkpoint_id)
-                if entry is None:
-                    return None
-                reader = ValueReader(log, self.codec, records=loaded)
-                return self.build_tuple(
-                    log, idx, thread_id, ns, checkpoint_id, entry, reader, witness=witness
-                )
+                try:
+                    idx = log.refresh(loaded)
+                    checkpoint_id = requested or idx.latest_id(ns)
+                    if checkpoint_id is None:
+                        return None
+                    entry = idx.entry(ns, checkpoint_id)
+                    if entry is None:
+                        return None
+                    reader = ValueReader(log, self.codec, records=loaded)
+                    return self.build_tuple(
+                        log, idx, thread_id, ns, checkpoint_id, entry, reader, witness=witness
+                    )
+                finally:
+                    # Freed before the collector resumes: they were counted as they were
+                    # made, and would have set off a collection over them as it did.
+                    loaded.clear()
 
         tup = healing(read)
         if tup is not None and requested:
