@@ -1,11 +1,12 @@
-"""The LangGraph server's checkpointer: one line in ``langgraph.json``.
-
-::
+"""The LangGraph server's checkpointer: one line in ``langgraph.json``::
 
     {
       "graphs": {"agent": "./agent.py:graph"},
-      "checkpointer": {"path": "langgraph_jsonl_checkpoint.server:checkpointer"}
+      "checkpointer": {"path": "langgraph_jsonl_checkpoint.server.checkpointer"}
     }
+
+The path is written with dots: the server (langgraph-api 0.16) loads an installed
+module's attribute from ``module.attr``, and reads ``module:attr`` as a file path.
 
 The server (``langgraph dev``, or a self-hosted deployment) enters :func:`checkpointer`
 once per OS thread that needs a checkpointer, and calls only the async methods. What
@@ -46,11 +47,11 @@ from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_
 from .saver.config import STORE_ENV
 from .saver.jsonl_saver import JsonlSaver
 
-#: The store directory when ``LANGGRAPH_JSONL_STORE`` is not set (relative to the
-#: server's working directory, the project's).
 DEFAULT_STORE = "checkpoints"
-#: Seconds a run waits for a thread another run still holds before going ahead.
+"""The store directory when ``LANGGRAPH_JSONL_STORE`` is not set (relative to the
+server's working directory, the project's)."""
 BUSY_TIMEOUT = 30.0
+"""Seconds a run waits for a thread another run still holds before going ahead."""
 
 logger = logging.getLogger(__name__)
 _sweeper_lock = threading.Lock()

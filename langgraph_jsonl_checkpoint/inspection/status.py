@@ -56,6 +56,10 @@ WAITING = "waiting"
 DAMAGED = "damaged"
 EMPTY = "empty"
 STATUSES = (DONE, RUNNING, INTERRUPTED, WAITING, DAMAGED, EMPTY)
+"""Every status a thread can have, as ``langgraph-jsonl threads`` shows them: ``done``,
+``running`` (a live run holds the thread), ``interrupted`` (tasks left, no run going),
+``waiting`` (an ``interrupt()`` awaits an answer), ``damaged`` (the log could not be
+read), ``empty``."""
 #: The status of a checkpoint that is not its namespace's latest: the thread went on
 #: from it (or from a later one), so what it scheduled is history, not a thread status.
 PAST = "past"

@@ -130,6 +130,21 @@ class _Effects:
 class ReplayAdapter:
     """Journals tool calls and replays them safely after a crash.
 
+    Each call is recorded ``requested``, ``started`` (durable before the tool body runs),
+    then ``finished`` or ``failed``. When LangGraph runs the tool node again for the same
+    checkpoint (a resume after a crash), a finished call returns its recorded result, a
+    failed one raises its recorded error (:class:`RecordedToolError`), and a
+    side-effecting call that started but never finished is held behind one
+    ``interrupt()`` of type ``"uncertain_tool_calls"`` until a person answers
+    ``"retry"``, ``"skip"`` or ``{"result": ...}``. Idempotent tools run again.
+
+    In a graph::
+
+        saver = JsonlSaver("./checkpoints")
+        adapter = ReplayAdapter(saver, idempotent=["lookup_order"])
+        builder.add_node("tools", adapter.tool_node([lookup_order, send_email]))
+        graph = builder.compile(checkpointer=saver)
+
     Args:
         saver: A ``JsonlSaver``: events go into each thread's log.
         store: Any LangGraph ``BaseStore``, for graphs that use another checkpointer.
@@ -142,7 +157,8 @@ class ReplayAdapter:
             :class:`~..errors.CheckpointNotSavedError` and the tool is not started.
 
     Raises:
-        ConfigError: Neither or both of ``saver`` and ``store`` were given.
+        ConfigError: Neither or both of ``saver`` and ``store`` were given, or
+            ``durable_timeout`` is not a positive number.
     """
 
     def __init__(
@@ -170,7 +186,16 @@ class ReplayAdapter:
     # -- plugging in -------------------------------------------------------------
 
     def tool_node(self, tools: Sequence[Any], **kwargs: Any) -> ToolNode:
-        """A ``langgraph.prebuilt.ToolNode`` whose calls go through this adapter."""
+        """A ``langgraph.prebuilt.ToolNode`` whose calls go through this adapter.
+
+        Args:
+            tools: The tools, as ``ToolNode`` takes them.
+            **kwargs: Passed to ``ToolNode`` (``handle_tool_errors``, ``name``, ...).
+
+        Returns:
+            The node; a call it runs raises ``ConfigError`` when the graph runs without
+            a thread id or the model's tool call has no id (the journal is keyed by both).
+        """
         from langgraph.prebuilt import ToolNode
 
         return ToolNode(
@@ -244,7 +269,15 @@ class ReplayAdapter:
         return Command(resume={i: answers for i in ids})
 
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
-        """Every journaled tool call of a thread with its lifecycle."""
+        """Every journaled tool call of a thread with its lifecycle.
+
+        Args:
+            thread_id: The thread.
+
+        Returns:
+            One :class:`ToolCallRecord` per call, in the order calls were first seen
+            (``effective_state`` tells the ``uncertain`` ones).
+        """
         return self.journal.all(str(thread_id))
 
     async def atool_calls(self, thread_id: str) -> list[ToolCallRecord]:

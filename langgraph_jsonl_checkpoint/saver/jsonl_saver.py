@@ -87,8 +87,9 @@ class JsonlSaver(
 
     Use it wherever ``SqliteSaver`` or ``InMemorySaver`` goes::
 
-        graph = builder.compile(checkpointer=JsonlSaver("./checkpoints"))
-        graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
+        with JsonlSaver.from_conn_string("./checkpoints") as saver:
+            graph = builder.compile(checkpointer=saver)
+            graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
 
     Every method has an async twin (``aget_tuple``, ``aput``, ...), so the same instance
     serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` (and their async twins)
@@ -107,8 +108,10 @@ class JsonlSaver(
         snapshot_ratio: Minimum delta bytes between snapshot records, as a fraction of
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
-        max_open_threads: Thread logs (and their file descriptors) kept open at once.
-            The most recently used also keep their newest lists in memory (the objects
+        max_open_threads: Thread logs (and their file descriptors) kept open at once
+            besides those a live run holds (a run's log stays open while it runs); one
+            let go of is opened again on its next use. The most recently used also keep
+            their newest lists in memory (the objects
             last stored or read, and their stored form; 100,000 items in all, about
             110 MB at most), which makes the next put and read of a conversation cheap.
         concurrent_runs: What a LangGraph run gets when another run is still working
@@ -148,7 +151,9 @@ class JsonlSaver(
             Off, the memory is built from the log when asked for.
 
     Raises:
-        ConfigError: ``path`` is not a directory.
+        ConfigError: ``path`` is not a directory, or an option is out of range (an
+            unknown ``concurrent_runs``, ``snapshot_every`` below 1, a ``ttl`` the
+            policy does not know).
         StoreError: The directory is not a store, or is writable by other users.
     """
 
@@ -282,6 +287,12 @@ class JsonlSaver(
         Returns:
             The checkpoint tuple with pending writes in ``writes_sort_key`` order, or
             ``None`` if there is no such checkpoint.
+
+        Raises:
+            ConfigError: The config names no ``thread_id``.
+            CorruptLogError: A record the read needs is damaged (a ``read_only`` saver
+                serves the log's valid prefix instead); the message names the file, the
+                offset and the ``langgraph-jsonl repair`` command.
         """
         if self._live is not None:
             configurable = (config or {}).get("configurable") or {}
@@ -358,6 +369,8 @@ class JsonlSaver(
             DurabilityError: The record could not be made durable; nothing was stored.
             ConcurrentRunError: Another run advanced this thread meanwhile (see
                 ``concurrent_runs``); nothing was stored.
+            ThreadDeletedError: The thread was deleted after this checkpoint was made (a
+                late write of a run still saving); nothing was stored.
         """
         writes = self._writes
         stored: RunnableConfig = writes.run_alone(
@@ -378,6 +391,18 @@ class JsonlSaver(
         A regular write slot ``(task_id, index)`` is stored once: a retried call does not
         duplicate it. Special channels (errors, interrupts, resume values) replace the
         earlier write in their slot.
+
+        Args:
+            config: The config of the checkpoint the task ran from (its ``checkpoint_id``).
+            writes: ``(channel, value)`` pairs, in the task's order.
+            task_id: The task that wrote them.
+            task_path: The task's path (orders parallel tasks' writes).
+
+        Raises:
+            ConfigError: The config names no ``thread_id`` or no ``checkpoint_id``.
+            EncodeError: A value cannot be encoded; nothing was stored.
+            DurabilityError: The record could not be made durable; nothing was stored.
+            ThreadDeletedError: The thread was deleted after the checkpoint was made.
         """
         ops = self._writes
         ops.run_alone(ops.prepare_put_writes(config, writes, task_id, task_path))

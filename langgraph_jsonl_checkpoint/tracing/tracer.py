@@ -145,6 +145,17 @@ class JsonlTracer(BaseCallbackHandler):
     """Writes graph, node, model and tool events of every traced run to a per-thread
     trace file in the store's ``traces/`` folder.
 
+    Each event is one JSON line: a start, an end (with its duration and the token usage a
+    model reported) or an error. Nothing in the saver, recovery or replay reads the
+    trace; it is safe to delete, and ``langgraph-jsonl trace`` prints it as a timeline.
+
+    With a graph::
+
+        tracer = JsonlTracer(saver)  # or JsonlTracer("./checkpoints")
+        config = {"configurable": {"thread_id": "t-1"}, "callbacks": [tracer]}
+        graph.invoke(inputs, config)
+        tracer.close()
+
     Args:
         store: The store directory (or a ``JsonlSaver``, whose store is used).
         max_bytes: Size at which a thread's trace file is rotated (two rotated files
