@@ -1,5 +1,5 @@
 """Every ``langgraph-jsonl`` command is documented: ``--help`` with an example, its
-``--json`` shape and the exit codes, and a place in the README's CLI section; the
+``--json`` shape and the exit codes, and a section of its own on the CLI page (docs/cli.md); the
 commands come from the registry of command modules; the progress bar shows only on a
 terminal and the CLI works without ``tqdm``."""
 
@@ -16,7 +16,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import COMMAND_MODULES, build_parser, main, progress
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CLI_PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -25,11 +25,9 @@ def commands() -> dict[str, argparse.ArgumentParser]:
     return dict(sub.choices)
 
 
-def cli_section() -> str:
-    text = README.read_text()
-    start = text.index("## The `langgraph-jsonl` command")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else None]
+def cli_headings() -> list[str]:
+    """The CLI page's section headings (``### `threads```, ...)."""
+    return re.findall(r"^### (.+)$", CLI_PAGE.read_text(), re.M)
 
 
 def test_the_commands_are_those_the_registered_modules_add() -> None:
@@ -53,8 +51,12 @@ def test_every_command_has_help_with_an_example_its_json_shape_and_exit_codes(na
 
 
 @pytest.mark.parametrize("name", sorted(commands()))
-def test_every_command_is_in_the_readme_cli_section(name: str) -> None:
-    assert f"langgraph-jsonl {name}" in cli_section(), f"README's CLI section does not show `{name}`"
+def test_every_command_has_a_section_on_the_cli_page(name: str) -> None:
+    assert any(h.startswith(f"`{name}`") for h in cli_headings()), (
+        f"docs/cli.md has no section for `{name}` (a heading ### `{name}`; "
+        "tests/test_cli_transcripts.py checks each section's transcript)"
+    )
+    assert f"langgraph-jsonl {name}" in CLI_PAGE.read_text()
 
 
 # -- the progress bar ---------------------------------------------------------------------

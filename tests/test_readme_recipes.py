@@ -1,8 +1,8 @@
-"""The README's shell recipes, run as a user would run them."""
+"""The docs' shell recipes, run as a user would run them (the jq recipe of
+docs/getting-started.md, on a forked thread)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,14 +10,13 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.doc_blocks import blocks
 from tests.harness.flow_graphs import build_agent_graph
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _bash_block_with(text: str) -> str:
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
-    (found,) = [b for b in blocks if text in b]
+    """The one shell block of README.md or docs/ holding ``text``."""
+    (found,) = [b.text for b in blocks("bash") if text in b.text]
     return found
 
 

@@ -1,4 +1,5 @@
-"""The code blocks of README.md and docs/*.md, for the test that runs them.
+"""The code blocks of README.md and every page of the documentation site (docs/**/*.md),
+for the test that runs them.
 
 A block is fenced with its language (```python, ```bash, ```json). Its first line may
 say why it is not run as a whole program:
@@ -11,6 +12,9 @@ say why it is not run as a whole program:
   (``THREAD``, ``[--option value]``, ``a|b``); each line is parsed by the CLI's own
   parser with the placeholders filled in (:func:`synopsis_argv`), so every command and
   option shown exists.
+
+A ``console`` block is a transcript of ``langgraph-jsonl`` commands and what they printed
+(docs/cli.md); ``tests/test_cli_transcripts.py`` runs those again.
 
 Shell steps that need the network (creating a venv and ``pip install``) or that would
 run this test suite inside itself are left out of a block by name (:data:`SKIPPED_STEPS`),
@@ -67,8 +71,8 @@ class DocBlock:
 
 
 def doc_files() -> list[Path]:
-    """README.md and every Markdown file in docs/."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md and every Markdown file in docs/ and its folders (the site's pages)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def blocks(lang: str) -> list[DocBlock]:
