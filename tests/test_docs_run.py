@@ -1,4 +1,5 @@
-"""Docs that run: every Python and shell block of README.md and docs/*.md.
+"""Docs that run: every Python and shell block of README.md and of every page of the
+documentation site (docs/**/*.md; every page of mkdocs.yml's nav is one of them).
 
 A Python block runs as a program in a fresh folder (exit 0 within the time limit), or,
 marked ``# fragment: <reason>``, is compiled. A shell block runs with ``bash -e`` in a
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.graph import START, MessagesState, StateGraph
 
@@ -35,6 +37,7 @@ from tests.harness.doc_blocks import (
     SYNOPSIS,
     DocBlock,
     blocks,
+    doc_files,
     runnable_shell,
     synopsis_argv,
 )
@@ -57,6 +60,44 @@ def test_the_docs_have_blocks_to_run() -> None:
     assert len(PYTHON_BLOCKS) >= 5 and len(BASH_BLOCKS) >= 4
     runnable = [b for b in PYTHON_BLOCKS if not FRAGMENT.match(b.first_line)]
     assert runnable, "no Python block of the docs runs as a program"
+
+
+def _nav_pages(entry: object) -> list[str]:
+    if isinstance(entry, str):
+        return [entry]
+    if isinstance(entry, dict):
+        return [p for v in entry.values() for p in _nav_pages(v)]
+    if isinstance(entry, list):
+        return [p for v in entry for p in _nav_pages(v)]
+    return []
+
+
+def test_every_page_of_the_site_is_run_and_every_page_is_in_the_site() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    nav = {f"docs/{page}" for page in _nav_pages(config["nav"])}
+    pages = {str(p.relative_to(ROOT)) for p in doc_files()} - {"README.md"}
+    assert nav == pages, (
+        f"pages not in mkdocs.yml's nav: {sorted(pages - nav)}; "
+        f"nav entries without a page: {sorted(nav - pages)}"
+    )
+    run = {b.path for b in PYTHON_BLOCKS + BASH_BLOCKS}
+    assert run > {"README.md", "docs/cli.md", "docs/getting-started.md"}
+
+
+def test_a_page_whose_block_breaks_fails(tmp_path: Path) -> None:
+    def block(lang: str, text: str) -> DocBlock:
+        return DocBlock("docs/some-page.md", 3, lang, text)
+
+    with pytest.raises(AssertionError, match="docs/some-page.md:3 failed"):
+        test_python_block(block("python", "raise SystemExit('broken')\n"), tmp_path)
+    with pytest.raises(SyntaxError):
+        test_python_block(block("python", "# fragment: a piece of a program\nif\n"), tmp_path)
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    with pytest.raises(AssertionError, match="docs/some-page.md:3 failed"):
+        test_shell_block(block("bash", "langgraph-jsonl show ./checkpoints no-such-thread\n"), shell)
+    with pytest.raises(AssertionError, match="does not parse"):
+        test_shell_block(block("bash", "# synopsis: usage\nlanggraph-jsonl shw THREAD\n"), tmp_path)
 
 
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda b: b.name)
