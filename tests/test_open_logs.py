@@ -92,7 +92,8 @@ def test_a_run_that_ended_leaves_no_proof_of_its_objects(tmp_path: Path) -> None
             cache = saver.store._logs["t"].derived
             assert isinstance(cache, ValueCache)
             assert not [p for _, p in cache._proofs.values() if isinstance(p, ListWitness)]
-            assert cache.kept("", "messages", saver.get_tuple(_cfg("t")).checkpoint["channel_versions"]["messages"])
+            head = saver.get_tuple(_cfg("t"))
+            assert cache.kept("", "messages", head.checkpoint["channel_versions"]["messages"])
             assert len(out["messages"]) == 2 * (i + 1)
         oracle = g.compile(checkpointer=InMemorySaver())
         for i in range(3):
