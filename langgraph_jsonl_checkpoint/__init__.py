@@ -18,6 +18,7 @@ Public names:
 - :class:`JsonlCheckpointError` and its subclasses — every error raised on purpose.
 """
 
+from ._version import __version__ as __version__  # the one source: _version.py
 from .errors import (
     CheckpointNotSavedError,
     ConcurrentRunError,
@@ -68,5 +69,3 @@ __all__ = [
     "session_memory_middleware",
     "with_session_memory",
 ]
-
-__version__ = "0.1.0"

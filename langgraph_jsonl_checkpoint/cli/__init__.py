@@ -1,7 +1,9 @@
 """``langgraph-jsonl``: look inside a store and look after it, from the shell.
 
-A thin layer over the library: each module here registers its commands
-(``register(subparsers)``) and calls the saver and :mod:`~..maintenance`; every command
+A thin layer over the library: the commands are the rows of one table
+(:mod:`.commands`: name, group, module, purpose) from which :mod:`.parser` builds the
+parser; each command's module defines its arguments (``define_<name>``), is imported
+only when that command runs, and calls the saver and :mod:`~..maintenance`; every command
 takes the store directory first (or ``LANGGRAPH_JSONL_STORE``). Exit status: 0 when
 all is well, 1 when a command found problems (a damaged thread, ``verify`` findings), 2
 on bad usage or an error (printed without a traceback). One bad thread is reported and
@@ -11,37 +13,21 @@ printed as JSON strings, so one id stays one row.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
 from ..errors import JsonlCheckpointError
-from . import conversation, export, maintenance, memory, migrate, retention, search, threads
-from .common import EXIT_ERROR, EXIT_OK, EXIT_STATUS_HELP, UsageError, settle_operands
+from .commands import COMMANDS, GROUPS, Command
+from .common import EXIT_ERROR, EXIT_OK, UsageError, settle_operands
+from .parser import build_parser
 
-#: The modules whose commands make up the CLI, in the order ``--help`` lists them.
-COMMAND_MODULES = (threads, conversation, memory, search, export, maintenance, retention, migrate)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (documented commands; tests check each has help)."""
-    parser = argparse.ArgumentParser(
-        prog="langgraph-jsonl",
-        description="Look inside a JsonlSaver store, and look after it.",
-        epilog=EXIT_STATUS_HELP,
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMAND_MODULES:
-        module.register(sub)
-    return parser
+__all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(define=False).parse_args(argv)  # only the command run is imported
     try:
         if hasattr(args, "operands"):
             settle_operands(args)

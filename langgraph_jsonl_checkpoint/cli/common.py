@@ -39,27 +39,21 @@ class UsageError(Exception):
     """A command was given something it cannot work on (exit status 2)."""
 
 
-def add_command(
-    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
-    name: str,
+def describe(
+    parser: argparse.ArgumentParser,
     *,
-    summary: str,
     description: str,
     examples: Sequence[str],
     json_shape: str,
-) -> argparse.ArgumentParser:
-    """Add a command with its help: what it does, examples (each a whole command line),
-    its ``--json`` shape and the exit status; tests check every command has them."""
+) -> None:
+    """Give a command (its parser, named in :mod:`.commands`) its help: what it does,
+    examples (each a whole command line), its ``--json`` shape and the exit status, and
+    the ``--json`` option; tests check every command has them."""
     lines = "\n".join(f"  {e}" for e in examples)
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name,
-        help=summary,
-        description=f"{description}\n\nExample:\n{lines}",
-        epilog=f"--json: {json_shape}\n\n{EXIT_STATUS_HELP}",
-        formatter_class=_HelpFormatter,
-    )
+    parser.description = f"{description}\n\nExample:\n{lines}"
+    parser.epilog = f"--json: {json_shape}\n\n{EXIT_STATUS_HELP}"
+    parser.formatter_class = _HelpFormatter
     parser.add_argument("--json", action="store_true", help="print JSON for scripts (shape below)")
-    return parser
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -27,9 +27,9 @@ from ..inspection.transcript import Transcript, diff_checkpoints, read_transcrip
 from .columns import clip
 from .common import (
     EXIT_OK,
-    add_command,
     add_operands,
     archived_note,
+    describe,
     is_store,
     known_thread,
     open_saver,
@@ -273,11 +273,10 @@ def _follow(args: argparse.Namespace) -> int:
 # -- registration ---------------------------------------------------------------------
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add history, show, diff, tools and tail to the parser."""
-    p = add_command(
-        sub, "history",
-        summary="a thread's checkpoints, newest first: step, source, writers, time, next",
+def define_history(p: argparse.ArgumentParser) -> None:
+    """``history``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="List a thread's checkpoints newest first: id, step, source (input, loop, "
         "update, fork), the node(s) whose writes made it, its time (UTC) and the tasks it "
         "schedules next (with the questions waiting there).",
@@ -292,9 +291,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--since", help="only checkpoints made since then: 30m, 2h, 7d, or a date/time")
     p.set_defaults(run=_history)
 
-    p = add_command(
-        sub, "show",
-        summary="the state at a checkpoint: the conversation, other channels, waiting questions",
+
+def define_show(p: argparse.ArgumentParser) -> None:
+    """``show``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Show a thread's state at a checkpoint (default: the latest): its messages "
         "as a conversation (role, text, tool calls with arguments, tool results), the other "
         "channels as JSON, and the interrupts waiting for an answer. --json gives every "
@@ -313,9 +314,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="also show LangGraph's bookkeeping channels (branch:to:*, join:*, __*)")
     p.set_defaults(run=_show)
 
-    p = add_command(
-        sub, "diff",
-        summary="what changed between two checkpoints, per channel",
+
+def define_diff(p: argparse.ArgumentParser) -> None:
+    """``diff``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Compare two checkpoints of a thread channel by channel: messages added, "
         "removed or edited (by id), other values as a JSON diff (path: old -> new).",
         examples=["langgraph-jsonl diff ./checkpoints t-1 1f0c3b9e-...-0001 1f0c3b9e-...-0004"],
@@ -326,9 +329,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--ns", default="", help="namespace (default: the root graph)")
     p.set_defaults(run=_diff)
 
-    p = add_command(
-        sub, "tools",
-        summary="the tool-call lifecycle table from the replay journal (or the messages)",
+
+def define_tools(p: argparse.ArgumentParser) -> None:
+    """``tools``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="List every tool call the ReplayAdapter journaled in a thread: its state "
         "(requested, started, finished, failed, uncertain: started by a process that is gone, "
         "decided: settled by a person), when it started, how long it ran, how many times its "
@@ -346,9 +351,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_operands(p, ["thread"])
     p.set_defaults(run=_tools)
 
-    p = add_command(
-        sub, "tail",
-        summary="the last messages and tool events; -f follows a run in another process",
+
+def define_tail(p: argparse.ArgumentParser) -> None:
+    """``tail``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Print a thread's last messages and tool-call events in log order; with -f, "
         "keep printing each new one as another process appends it, until Ctrl-C (a store or "
         "thread that does not exist yet is waited for). Takes no lock: the writer is never "

@@ -21,8 +21,8 @@ from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
-    add_command,
     add_operands,
+    describe,
     known_thread,
     open_saver,
     print_json,
@@ -90,11 +90,10 @@ def _database_target(args: argparse.Namespace) -> str | None:
     return None
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``export`` to the parser."""
-    p = add_command(
-        sub, "export",
-        summary="a transcript to read or share: Markdown, self-contained HTML, JSON Lines",
+def define_export(p: argparse.ArgumentParser) -> None:
+    """``export``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Write a thread's conversation at its latest checkpoint (or --checkpoint) "
         "as Markdown, one self-contained HTML page (no script, nothing fetched; tool calls "
         "fold open and closed; each checkpoint's id is an anchor, #cp-<id>), or JSON Lines "

@@ -21,8 +21,8 @@ from ..memory.keeper import memory_file_problems
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    add_command,
     add_store_argument,
+    describe,
     first_line,
     known_thread,
     open_saver,
@@ -122,11 +122,10 @@ def _compact(args: argparse.Namespace) -> int:
     return status
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add this module's commands to the parser."""
-    p = add_command(
-        sub, "verify",
-        summary="check checksums, sequence numbers, deltas and snapshot hashes (read-only)",
+def define_verify(p: argparse.ArgumentParser) -> None:
+    """``verify``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Check a store without changing it: every record's checksum and sequence "
         "number, each header, that every delta can be rebuilt, and each snapshot's state hash.",
         examples=["langgraph-jsonl verify ./checkpoints",
@@ -137,9 +136,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_store_argument(p)
     p.add_argument("--thread", help="check only this thread id")
     p.set_defaults(run=_verify)
-    p = add_command(
-        sub, "repair",
-        summary="archive a damaged log, then keep every record that can still be read",
+
+
+def define_repair(p: argparse.ArgumentParser) -> None:
+    """``repair``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Repair one thread's log: the original is copied to <store>/archive/ "
         "first; damaged lines, an unfinished final batch and checkpoints whose values were "
         "in them are dropped, each listed.",
@@ -149,9 +151,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_store_argument(p)
     p.add_argument("--thread", required=True, help="the thread id to repair")
     p.set_defaults(run=_repair)
-    p = add_command(
-        sub, "compact",
-        summary="rewrite logs without superseded records (same answers)",
+
+
+def define_compact(p: argparse.ArgumentParser) -> None:
+    """``compact``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Rewrite thread logs atomically without snapshots, retried or replaced "
         "writes and duplicates; every checkpoint stays unless --keep-latest.",
         examples=["langgraph-jsonl compact ./checkpoints",

@@ -17,8 +17,8 @@ from ..tracing.timeline import read_events, timeline
 from .common import (
     EXIT_OK,
     UsageError,
-    add_command,
     add_operands,
+    describe,
     known_thread,
     open_saver,
     print_json,
@@ -27,11 +27,10 @@ from .common import (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``memory`` and ``trace``."""
-    p = add_command(
-        sub, "memory",
-        summary="the thread's session memory: goal, work done, failures, decisions, open items",
+def define_memory(p: argparse.ArgumentParser) -> None:
+    """``memory``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Print the session memory derived from a thread's log, as a model is given it "
         "after a resume: the current goal (the latest human request), open items (uncertain tool "
         "calls, interrupts waiting for an answer, tool calls without a result, steps not finished), "
@@ -46,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
                    help=f"most characters of the text; older items are folded into counts ({DEFAULT_BUDGET})")
     p.set_defaults(run=_memory)
-    register_trace(sub)
 
 
 def _memory(args: argparse.Namespace) -> int:
@@ -61,11 +59,10 @@ def _memory(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``trace``."""
-    p = add_command(
-        sub, "trace",
-        summary="the debug trace's timeline: graph runs, nodes, model and tool calls, durations, tokens",
+def define_trace(p: argparse.ArgumentParser) -> None:
+    """``trace``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Print the timeline a JsonlTracer wrote for a thread (the store's traces/ folder, "
         "kept apart from the log and never read by recovery): each graph run, node, model call and "
         "tool call indented under what ran it, when it started, how long it took, the tokens a "

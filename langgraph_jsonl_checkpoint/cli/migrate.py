@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from ..migrate.copy import copy_threads
 from ..migrate.report import CopyInterrupted
 from ..saver.config import STORE_ENV
-from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, add_command, print_json, shown
+from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, describe, print_json, shown
 from .progress import progress
 
 INTERRUPT_HELP = (
@@ -134,11 +134,10 @@ def _copy(args: argparse.Namespace) -> int:
     return run_copy(args, args.source, args.target)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``import`` and ``copy`` to the parser."""
-    p = add_command(
-        sub, "import",
-        summary="bring threads into a store from SqliteSaver or PostgresSaver",
+def define_import(p: argparse.ArgumentParser) -> None:
+    """``import``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Copy every thread (or --threads) of a LangGraph checkpointer into a store: "
         "all namespaces, checkpoint ids, parents, metadata, versions, pending writes with their "
         "task paths, and the replay adapter's journal; then compare each thread on both sides. "
@@ -155,9 +154,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_copy_options(p)
     p.set_defaults(run=_import)
 
-    p = add_command(
-        sub, "copy",
-        summary="copy threads between any two checkpointers (stores, SQLite, PostgreSQL)",
+
+def define_copy(p: argparse.ArgumentParser) -> None:
+    """``copy``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Copy threads from SOURCE to TARGET with everything LangGraph stores and the "
         "replay journal, idempotently (what the target has is left alone), then verify them. "
         + INTERRUPT_HELP + ENDPOINTS_HELP,

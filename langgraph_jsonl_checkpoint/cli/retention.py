@@ -23,8 +23,8 @@ from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
-    add_command,
     add_store_argument,
+    describe,
     open_saver,
     print_json,
     print_table,
@@ -106,11 +106,10 @@ def _restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add this module's commands to the parser."""
-    p = add_command(
-        sub, "sweep",
-        summary="delete, prune or archive threads idle longer than a TTL",
+def define_sweep(p: argparse.ArgumentParser) -> None:
+    """``sweep``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Apply a retention policy: every thread idle (no write) for the TTL is "
         "deleted, pruned to its latest checkpoints (keep_latest) or archived (compressed into "
         "<store>/archive/), unless pinned (\"pinned\": true in its latest checkpoint's metadata) "
@@ -127,9 +126,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="what happens to an expired thread (default: delete)")
     p.add_argument("--dry-run", action="store_true", help="list what would be done; change nothing")
     p.set_defaults(run=_sweep)
-    p = add_command(
-        sub, "archived",
-        summary="list archived threads",
+
+
+def define_archived(p: argparse.ArgumentParser) -> None:
+    """``archived``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="List the threads a sweep archived, oldest first.",
         examples=["langgraph-jsonl archived ./checkpoints",
                   "langgraph-jsonl archived ./checkpoints --thread t-1"],
@@ -138,9 +140,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_store_argument(p)
     p.add_argument("--thread", help="only this thread id's archives")
     p.set_defaults(run=_archived)
-    p = add_command(
-        sub, "restore",
-        summary="bring an archived thread back",
+
+
+def define_restore(p: argparse.ArgumentParser) -> None:
+    """``restore``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Move a thread's newest archive back into the store; the thread then "
         "reads as it did when it was archived.",
         examples=["langgraph-jsonl restore ./checkpoints --thread t-1"],

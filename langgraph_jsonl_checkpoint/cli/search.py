@@ -16,8 +16,8 @@ from ..inspection.times import shown_time
 from .common import (
     EXIT_OK,
     UsageError,
-    add_command,
     add_operands,
+    describe,
     known_thread,
     open_saver,
     print_json,
@@ -63,11 +63,10 @@ def _search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``search`` to the parser."""
-    p = add_command(
-        sub, "search",
-        summary="find text in the messages of every thread",
+def define_search(p: argparse.ArgumentParser) -> None:
+    """``search``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description="Search message contents (each text, each tool call's name and arguments) "
         "across all threads, or those given with --thread; case-insensitive. Each message is "
         "listed once, with its thread, the checkpoint that stored it, its time, its role and "

@@ -27,8 +27,8 @@ from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
-    add_command,
     add_store_argument,
+    describe,
     open_saver,
     print_json,
     print_table,
@@ -103,11 +103,10 @@ def _threads(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if damaged else EXIT_OK
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``threads`` to the parser."""
-    p = add_command(
-        sub, "threads",
-        summary="list threads: checkpoints, created, updated, size, status",
+def define_threads(p: argparse.ArgumentParser) -> None:
+    """``threads``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
+    describe(
+        p,
         description=(
             "List the store's threads, one row each: id, checkpoints (all namespaces), "
             "when its first and latest checkpoints were made (UTC), bytes on disk, and its "

@@ -1,0 +1,111 @@
+"""The ``langgraph-jsonl`` argument parser, built from the table in :mod:`.commands`.
+
+The top-level ``--help`` lists the commands under their groups (see, maintain, move)
+with their purpose, instead of argparse's flat ``{a,b,c}`` list. Each command's parser
+is a :class:`CommandParser` that imports its module and defines its arguments the first
+time it is used: ``langgraph-jsonl threads`` imports ``cli/threads.py`` and no other
+command's module. The trade-off: a parser built lazily declares no arguments until it is
+used; :func:`build_parser` defines them all unless asked not to (``main`` asks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+from .._version import __version__
+from .commands import COMMANDS, GROUPS, Command
+from .common import EXIT_STATUS_HELP
+
+
+class CommandParser(argparse.ArgumentParser):
+    """One command's parser; its help and arguments come from its module's
+    ``define_<name>`` when it first parses, or formats its help or usage."""
+
+    def __init__(self, *args: Any, command: Command | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command = command
+        self._defined = command is None
+
+    def define(self) -> CommandParser:
+        """Import the command's module and let it define the command (once); returns self."""
+        if not self._defined and self.command is not None:
+            self._defined = True
+            module = importlib.import_module(f"{__package__}.{self.command.module}")
+            getattr(module, self.command.define)(self)
+        return self
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        self.define()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self.define()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self.define()
+        return super().format_help()
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """The top-level parser: its help lists the commands of ``commands`` by group."""
+
+    def __init__(self, *args: Any, commands: Sequence[Command] = COMMANDS, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = tuple(commands)
+
+    def format_help(self) -> str:
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
+        formatter.add_text(self.description)
+        for group, about in GROUPS.items():
+            formatter.start_section(group)
+            formatter.add_text(about)
+            formatter.add_arguments([
+                argparse.Action(option_strings=[], dest=c.name, metavar=c.name, help=c.summary)
+                for c in self.commands if c.group == group
+            ])
+            formatter.end_section()
+        for action_group in self._action_groups:  # options (the commands' action is hidden)
+            formatter.start_section(action_group.title)
+            formatter.add_text(action_group.description)
+            formatter.add_arguments(action_group._group_actions)
+            formatter.end_section()
+        formatter.add_text(self.epilog)
+        return formatter.format_help()
+
+
+def build_parser(*, define: bool = True, commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    """The argument parser: one subcommand per row of ``commands`` (the table of
+    :mod:`.commands`), in its order; tests check each has help.
+
+    Args:
+        define: Define every command's arguments now (importing every command's module);
+            ``False`` leaves each to be defined when it is used, as ``main`` does.
+        commands: The table to build from.
+
+    Raises:
+        ValueError: A row names a group that is not one of the groups.
+    """
+    parser = CommandLineParser(
+        prog="langgraph-jsonl",
+        usage="%(prog)s [-h] [--version] COMMAND ...",
+        description="Look inside a JsonlSaver store, and look after it.",
+        epilog=EXIT_STATUS_HELP,
+        commands=commands,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, prog=parser.prog,
+                                help=argparse.SUPPRESS, parser_class=CommandParser)
+    for row in commands:
+        if row.group not in GROUPS:
+            raise ValueError(f"command {row.name}: group {row.group!r} is not one of {list(GROUPS)}")
+        command = sub.add_parser(row.name, help=row.summary, command=row)
+        if define:
+            command.define()
+    return parser
