@@ -35,6 +35,7 @@ SAVERS = ("jsonl", "sqlite", "memory")
 
 def child(kind: str, threads: int, turns: int, workdir: Path) -> None:
     """The counted process: fill ``threads`` x ``turns`` round-robin."""
+    workdir.mkdir(parents=True, exist_ok=True)
     h = open_saver(kind, workdir)
     graph = build_agent_graph(h.saver)
     ids = thread_ids(threads)
