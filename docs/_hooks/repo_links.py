@@ -34,7 +34,9 @@ def _repo_root(config: Any) -> Path:
     return Path(config["config_file_path"]).resolve().parent
 
 
-def _outside_links(src_uri: str, markdown: str, docs_dir: Path, root: Path) -> list[tuple[re.Match[str], str]]:
+def _outside_links(
+    src_uri: str, markdown: str, docs_dir: Path, root: Path
+) -> list[tuple[re.Match[str], str]]:
     """Each link of a page that leaves docs/, with the repository path it names."""
     out = []
     for m in LINK.finditer(markdown):
