@@ -42,3 +42,27 @@ def test_importing_the_package_imports_no_langgraph() -> None:
 
 def test_a_public_name_imports_what_it_needs() -> None:
     assert "langgraph.checkpoint.base" in _imported_after("from langgraph_jsonl_checkpoint import JsonlSaver")
+
+
+def test_the_command_line_imports_no_langgraph() -> None:
+    """``langgraph-jsonl`` imports every command module; none of them imports LangGraph,
+    LangChain or the saver until a command reads a log (a listing served from its cache
+    never does)."""
+    assert _imported_after("import langgraph_jsonl_checkpoint.cli") == []
+    assert _imported_after("import langgraph_jsonl_checkpoint.inspection.listing") == []
+
+
+def test_the_lazy_subpackages_resolve_their_names() -> None:
+    from langgraph_jsonl_checkpoint import migrate, tracing
+
+    for module in (migrate, tracing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, (module.__name__, name)
+            assert name in dir(module)
+    assert tracing.JsonlTracer.__module__ == "langgraph_jsonl_checkpoint.tracing.tracer"
+    try:
+        migrate.nothing_here  # noqa: B018
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("an unknown name resolved")
