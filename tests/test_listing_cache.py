@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
@@ -24,6 +25,7 @@ from langgraph_jsonl_checkpoint.disk import files
 from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
 from langgraph_jsonl_checkpoint.inspection import listing
 from langgraph_jsonl_checkpoint.inspection.threads import thread_summaries
+from langgraph_jsonl_checkpoint.inspection.values import jsonable
 from tests.harness.cli_store import EXPECTED_STATUS, BuiltStore
 
 CP = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(40)]
@@ -115,6 +117,10 @@ def test_a_cached_listing_is_the_uncached_one_and_reads_no_log(
     with JsonlSaver(varied, read_only=True) as saver:  # the library's listing agrees
         by_path = sorted(before[1], key=lambda r: r["path"])
         assert [s.as_json() for s in thread_summaries(saver)] == by_path  # in file name order
+    # --json prints its rows without jsonable's walk: the same bytes as with it
+    assert main(["threads", str(varied), "--json"]) == before[0]
+    printed = capsys.readouterr().out
+    assert printed == orjson.dumps(jsonable(before[1]), option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 def test_a_thread_another_process_wrote_since_is_shown_as_it_is_now(

@@ -74,9 +74,18 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_args(action, default_metavar)
 
 
-def print_json(data: Any) -> None:
-    """Print one JSON document (``--json``); values that are not JSON are made so."""
-    sys.stdout.write(orjson.dumps(jsonable(data), option=orjson.OPT_INDENT_2).decode() + "\n")
+def print_json(data: Any, *, plain: bool = False) -> None:
+    """Print one JSON document (``--json``); values that are not JSON are made so.
+
+    Args:
+        data: What to print.
+        plain: ``data`` is JSON already (dicts with str keys, lists, str, 64-bit ints,
+            finite floats, bools, ``None``), as ``threads`` rows are: printed without
+            :func:`~..inspection.values.jsonable`'s walk (about a tenth of a second for
+            10,000 rows), the same bytes.
+    """
+    out = data if plain else jsonable(data)
+    sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def print_json_line(data: Any) -> None:

@@ -101,7 +101,7 @@ def _threads(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print_json([s.as_json() for s in rows])
+        print_json([s.as_json() for s in rows], plain=True)  # as_json: plain JSON by construction
     else:
         print_table(
             ["THREAD", "STATUS", "CHECKPOINTS", "CREATED", "UPDATED", "SIZE", "DETAIL"],
