@@ -13,8 +13,11 @@ graph runs would take an hour for 200,000 turns.
 
 1. ``threads``: 10,000 threads of 4 checkpoints each. Timed: the command in a fresh
    process (``langgraph-jsonl threads STORE --json``, imports included, output to a
-   pipe), the same with ``--limit 20`` (a first page: only those threads are read), and
-   ``thread_summaries`` in this process. Baseline in the same run: the same
+   pipe) without the listing cache (``LISTING.idx`` removed before each run: every log
+   read), with the cache the previous listing left (no log read), and after another
+   process appended a checkpoint to 100 threads (those 100 read again); the same with
+   ``--limit 20`` (a first page: only those threads are read), and
+   ``thread_summaries`` in this process (the library: no cache). Baseline in the same run: the same
    10,000 threads in a ``SqliteSaver`` and what an inspection script does there (the
    distinct thread ids, then ``get_tuple`` of each thread's latest checkpoint), which
    gives neither status nor size.
@@ -44,6 +47,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.inspection.listing import LISTING
 from langgraph_jsonl_checkpoint.inspection.search import search_messages
 from langgraph_jsonl_checkpoint.inspection.threads import thread_summaries
 
@@ -110,6 +114,26 @@ def cli(args: list[str]) -> float:
     return elapsed
 
 
+APPEND = """
+import sys
+from langgraph.checkpoint.base import create_checkpoint
+from langgraph_jsonl_checkpoint import JsonlSaver
+with JsonlSaver(sys.argv[1]) as saver:
+    for tid in sys.argv[2:]:
+        latest = saver.get_tuple({"configurable": {"thread_id": tid}})
+        cp = create_checkpoint(latest.checkpoint, None, latest.metadata["step"] + 1)
+        new = {"step": saver.get_next_version(cp["channel_versions"].get("step"), None)}
+        cp["channel_values"] = {**cp["channel_values"], "step": latest.metadata["step"] + 1}
+        cp["channel_versions"] = {**cp["channel_versions"], **new}
+        saver.put(latest.config, cp, {**latest.metadata, "step": latest.metadata["step"] + 1}, new)
+"""
+
+
+def append_elsewhere(store: Path, thread_ids: list[str]) -> None:
+    """One checkpoint more on each of ``thread_ids``, put by another process."""
+    subprocess.run([sys.executable, "-c", APPEND, str(store), *thread_ids], check=True, timeout=600)
+
+
 def bench_threads(tmp: Path, n: int, reps: int, table: Table) -> dict:
     store = tmp / "threads"
     t0 = time.perf_counter()
@@ -125,10 +149,25 @@ def bench_threads(tmp: Path, n: int, reps: int, table: Table) -> dict:
             t = time.perf_counter()
             assert len(list(thread_summaries(reader))) == n
             in_process.append(time.perf_counter() - t)
-    fresh = [cli(["threads", str(store), "--json"]) for _ in range(reps)]
+    cache = store / LISTING
+    cold = []
+    for _ in range(reps):  # no listing cache: every log is read
+        cache.unlink(missing_ok=True)
+        cold.append(cli(["threads", str(store), "--json"]))
+    cli(["threads", str(store), "--json"])  # makes the cache
+    warm = [cli(["threads", str(store), "--json"]) for _ in range(reps)]
+    appended = []
+    for rep in range(reps):  # another process appends to 100 threads, then a listing
+        touched = [f"thread-{i:05d}" for i in range(rep * 100, rep * 100 + 100)]
+        append_elsewhere(store, touched)
+        appended.append(cli(["threads", str(store), "--json"]))
     first_page = [cli(["threads", str(store), "--json", "--limit", "20"]) for _ in range(reps)]
     case = f"{n:,} threads x 4 checkpoints"
-    table.add(case, "threads (fresh process, --json)", "jsonl", summary(fresh), "s")
+    table.add(case, "threads, no listing cache (fresh process, --json)", "jsonl", summary(cold), "s")
+    table.add(case, "threads, cache of the previous listing (fresh process, --json)", "jsonl",
+              summary(warm), "s")
+    table.add(case, "threads, 100 threads appended by another process since (fresh process, --json)",
+              "jsonl", summary(appended), "s")
     table.add(case, "threads --limit 20 (fresh process, --json)", "jsonl", summary(first_page), "s")
     table.add(case, "thread_summaries (in process)", "jsonl", summary(in_process), "s")
 
@@ -149,8 +188,8 @@ def bench_threads(tmp: Path, n: int, reps: int, table: Table) -> dict:
     h.close()
     table.add(case, "thread_summaries (in process)", "sqlite", summary(baseline), "s",
               note="thread ids + latest get_tuple each")
-    return {"threads": n, "fresh": fresh, "first_page": first_page, "in_process": in_process,
-            "sqlite_script": baseline}
+    return {"threads": n, "cold": cold, "warm": warm, "appended_100": appended, "first_page": first_page,
+            "in_process": in_process, "sqlite_script": baseline}
 
 
 def bench_search(tmp: Path, n: int, turns: int, reps: int, table: Table) -> dict:

@@ -18,6 +18,11 @@ Public names:
 - :class:`JsonlCheckpointError` and its subclasses — every error raised on purpose.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__ as __version__  # the one source: _version.py
 from .errors import (
     CheckpointNotSavedError,
@@ -35,13 +40,46 @@ from .errors import (
     ThreadBusyError,
     ThreadDeletedError,
 )
-from .memory import SessionMemory, session_memory_middleware, with_session_memory
-from .replay.adapter import ReplayAdapter
-from .replay.lifecycle import ToolCallKey, ToolCallRecord
-from .replay.plan import RecordedToolError
-from .saver.async_saver import AsyncJsonlSaver
-from .saver.jsonl_saver import JsonlSaver
-from .tracing import JsonlTracer
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and the API reference
+    from .memory import SessionMemory, session_memory_middleware, with_session_memory
+    from .replay.adapter import ReplayAdapter
+    from .replay.lifecycle import ToolCallKey, ToolCallRecord
+    from .replay.plan import RecordedToolError
+    from .saver.async_saver import AsyncJsonlSaver
+    from .saver.jsonl_saver import JsonlSaver
+    from .tracing import JsonlTracer
+
+#: The public names imported on first use, by the module that defines them: importing
+#: the package (``langgraph-jsonl threads``, the errors) must not import LangGraph and
+#: LangChain, which take about a second (issue 28).
+_LAZY = {
+    "SessionMemory": ".memory",
+    "session_memory_middleware": ".memory",
+    "with_session_memory": ".memory",
+    "ReplayAdapter": ".replay.adapter",
+    "ToolCallKey": ".replay.lifecycle",
+    "ToolCallRecord": ".replay.lifecycle",
+    "RecordedToolError": ".replay.plan",
+    "AsyncJsonlSaver": ".saver.async_saver",
+    "JsonlSaver": ".saver.jsonl_saver",
+    "JsonlTracer": ".tracing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "CheckpointNotSavedError",

@@ -113,13 +113,17 @@ def command_lines(
 
 
 def snapshot(path: Path) -> dict[str, str]:
-    """Every entry under ``path``: directories by name, files with their bytes' hash."""
+    """Every entry under ``path``: directories by name, files with their bytes' hash; but
+    the listing cache (``LISTING.idx``, derived and store-wide, not a thread's file: the
+    one file ``threads`` writes, see ``tests/test_listing_cache.py``)."""
     out = {}
     for root, dirs, files in os.walk(path):
         for d in dirs:
             out[os.path.relpath(os.path.join(root, d), path) + "/"] = "dir"
         for f in files:
             full = os.path.join(root, f)
+            if full == os.path.join(path, "LISTING.idx"):
+                continue
             with open(full, "rb") as fh:
                 out[os.path.relpath(full, path)] = hashlib.sha256(fh.read()).hexdigest()
     return out

@@ -184,3 +184,14 @@ def test_an_answered_question_no_longer_waits() -> None:
     assert thread_status(["review"], asked) == "waiting"
     assert thread_status(["review"], []) == "interrupted"
     assert thread_status([], []) == "done"
+
+
+def test_reserved_channel_names_are_langgraphs() -> None:
+    """status.py spells LangGraph's reserved channels itself (so a listing need not import
+    LangGraph); they must stay LangGraph's."""
+    from langgraph.checkpoint.serde import types
+
+    from langgraph_jsonl_checkpoint.inspection import status
+
+    assert (status.ERROR, status.INTERRUPT, status.RESUME, status.TASKS) == (
+        types.ERROR, types.INTERRUPT, types.RESUME, types.TASKS)

@@ -17,16 +17,18 @@ import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..disk.store import MARKER
+from ..disk.store import MARKER, Store
 from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import STORE_ENV
-from ..saver.jsonl_saver import JsonlSaver
 from .columns import ID_WIDTH, clip, table_lines
+
+if TYPE_CHECKING:  # imported by open_saver: a command served without it imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 EXIT_STATUS_HELP = (
@@ -66,9 +68,18 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_args(action, default_metavar)
 
 
-def print_json(data: Any) -> None:
-    """Print one JSON document (``--json``); values that are not JSON are made so."""
-    sys.stdout.write(orjson.dumps(jsonable(data), option=orjson.OPT_INDENT_2).decode() + "\n")
+def print_json(data: Any, *, plain: bool = False) -> None:
+    """Print one JSON document (``--json``); values that are not JSON are made so.
+
+    Args:
+        data: What to print.
+        plain: ``data`` is JSON already (dicts with str keys, lists, str, 64-bit ints,
+            finite floats, bools, ``None``), as ``threads`` rows are: printed without
+            :func:`~..inspection.values.jsonable`'s walk (about a tenth of a second for
+            10,000 rows), the same bytes.
+    """
+    out = data if plain else jsonable(data)
+    sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def print_json_line(data: Any) -> None:
@@ -192,16 +203,38 @@ def first_line(exc: BaseException) -> str:
     return str(exc).strip().split("\n", 1)[0]
 
 
-@contextmanager
-def open_saver(args: argparse.Namespace, *, write: bool = False) -> Iterator[JsonlSaver]:
-    """Open the command's existing store (read-only unless ``write``); closed when done."""
+def existing_store(args: argparse.Namespace) -> str:
+    """The command's store directory, which must be a store (a typo must not create one).
+
+    Raises:
+        UsageError: No store named, or the directory is not a store.
+    """
     store = store_path(args)
     if not os.path.isfile(os.path.join(store, MARKER)):
         raise UsageError(
             f"{store} is not a langgraph-jsonl-checkpoint store (no {MARKER} in it). "
             "Pass the directory given to JsonlSaver(...)."
         )
-    saver = JsonlSaver(store, read_only=not write)
+    return store
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The command's existing store directory, opened read-only without a saver (the
+    same checks as :func:`open_saver`: marker, format, permissions; no LangGraph import).
+
+    Raises:
+        UsageError: No store named, or the directory is not a store.
+        StoreError: The store is unsafe or of an unknown format.
+    """
+    return Store(existing_store(args), read_only=True)
+
+
+@contextmanager
+def open_saver(args: argparse.Namespace, *, write: bool = False) -> Iterator[JsonlSaver]:
+    """Open the command's existing store (read-only unless ``write``); closed when done."""
+    from ..saver.jsonl_saver import JsonlSaver
+
+    saver = JsonlSaver(existing_store(args), read_only=not write)
     try:
         yield saver
     finally:

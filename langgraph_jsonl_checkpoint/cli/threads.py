@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import datetime
 
+from ..disk.store import ThreadFile
+from ..inspection.listing import listed_summaries
 from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
 from ..inspection.threads import (
     SORT_KEYS,
     ThreadSummary,
     first_page,
+    reads_first_page_only,
     select_threads,
     summary_of,
-    thread_summaries,
 )
 from ..inspection.times import parse_since, shown_time
 from .common import (
@@ -30,6 +33,7 @@ from .common import (
     add_store_argument,
     describe,
     open_saver,
+    open_store,
     print_json,
     print_table,
     shown,
@@ -73,21 +77,31 @@ def detail(s: ThreadSummary) -> str:
 
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    with open_saver(args) as saver:
-        page = first_page(saver, status=args.status, since=since, sort=args.sort, limit=args.limit)
-        if page is not None:  # only the threads shown are read
-            read: Iterator[ThreadSummary] = (summary_of(saver, entry) for entry in page)
-            total = len(page)
-        else:
-            read, total = thread_summaries(saver), len(saver.store.log_names())
-        summaries = list(progress(read, total=total, what="threads"))
+    if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
+        with open_saver(args) as saver:  # only the threads shown are read
+            page = first_page(saver, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
+            summaries = list(progress((summary_of(saver, e) for e in page), total=len(page), what="threads"))
+    else:
+        # Every row, from the listing cache where a log did not change; the saver (and
+        # LangGraph) is imported only if some log must be read.
+        store = open_store(args)
+        with ExitStack() as opened:
+
+            def summarise(logs: list[ThreadFile]) -> Iterator[ThreadSummary]:
+                if not logs:
+                    return
+                saver = opened.enter_context(open_saver(args))
+                for entry in progress(logs, total=len(logs), what="threads"):
+                    yield summary_of(saver, entry)
+
+            summaries = listed_summaries(store, summarise)
     damaged = any(s.status == DAMAGED for s in summaries)
     try:
         rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print_json([s.as_json() for s in rows])
+        print_json([s.as_json() for s in rows], plain=True)  # as_json: plain JSON by construction
     else:
         print_table(
             ["THREAD", "STATUS", "CHECKPOINTS", "CREATED", "UPDATED", "SIZE", "DETAIL"],

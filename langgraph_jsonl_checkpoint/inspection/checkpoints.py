@@ -16,15 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..disk.index import ThreadIndex
 from ..disk.summary import EMPTY
 from ..disk.view import LogView
 from ..saver.config import healing
-from ..saver.jsonl_saver import JsonlSaver
-from ..values.reader import ValueReader
 from .status import PendingWrite, interrupt_type, next_tasks, task_errors, waiting_interrupts
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
+    from ..values.reader import ValueReader
 
 T = TypeVar("T")
 
@@ -220,6 +222,8 @@ def reading(saver: JsonlSaver, thread_id: str, work: Callable[[ThreadFacts], T])
     Raises:
         CorruptLogError: The log cannot be read.
     """
+    from ..values.reader import ValueReader  # imported with the saver, not with this module
+
     log = saver.store.thread_log(thread_id)
 
     def read() -> T:

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from langchain_core.messages import BaseMessage
 
-from .values import jsonable
+from .values import is_message, jsonable
 
 #: Aliases a person may use for a role (``--role user``).
 ROLE_ALIASES = {"user": "human", "assistant": "ai", "developer": "system"}
@@ -116,7 +115,7 @@ def content_text(content: Any) -> str:
 
 def utterance(message: Any) -> Utterance:
     """A message (a LangChain message, or its stored dump) for reading."""
-    if isinstance(message, BaseMessage):
+    if is_message(message):
         data: dict[str, Any] = {"type": message.type, **message.__dict__}
     elif isinstance(message, dict):
         data = message
@@ -139,7 +138,7 @@ def utterance(message: Any) -> Utterance:
 
 def is_message_list(value: Any) -> bool:
     """Whether a channel value is a conversation (a non-empty list of messages)."""
-    return isinstance(value, list) and bool(value) and all(isinstance(m, BaseMessage) for m in value)
+    return isinstance(value, list) and bool(value) and all(is_message(m) for m in value)
 
 
 def message_channels(values: dict[str, Any]) -> list[str]:

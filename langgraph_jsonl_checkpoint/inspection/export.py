@@ -15,19 +15,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..disk.paths import thread_file_stem
 from ..errors import JsonlCheckpointError
-from ..saver.jsonl_saver import JsonlSaver
 from .conversation import compact_json
 from .html_page import index_html, transcript_html
 from .threads import ThreadSummary, thread_summaries
 from .times import shown_time
 from .transcript import Transcript, read_transcript
 from .values import jsonable
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 FORMATS = ("md", "html", "jsonl")
 

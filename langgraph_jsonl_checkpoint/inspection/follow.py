@@ -15,15 +15,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from langchain_core.messages import BaseMessage
+from typing import TYPE_CHECKING, Any
 
 from ..replay.lifecycle import ANSWER, ASK, ASKS_CALL_ID, FAILED, FINISHED, REQUESTED
-from ..saver.jsonl_saver import JsonlSaver
 from ..values.cells import list_items
 from .checkpoints import ThreadFacts, reading
 from .conversation import Utterance, utterance
+from .values import is_message
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 MESSAGE, TOOL = "message", "tool"
 
@@ -138,7 +139,7 @@ class ThreadFollower:
                 value = facts.reader.decode(cell)
             except ValueError:
                 continue
-            if isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value):
+            if isinstance(value, list) and all(is_message(m) for m in value):
                 out.extend(value)
         return out
 

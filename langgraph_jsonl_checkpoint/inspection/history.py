@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..saver.jsonl_saver import JsonlSaver
 from .checkpoints import ThreadFacts, reading, writers
 from .times import at_or_after
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 
 @dataclass(frozen=True)

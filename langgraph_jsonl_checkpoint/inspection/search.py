@@ -22,16 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from langchain_core.messages import BaseMessage
 
 from ..disk import framing
 from ..errors import JsonlCheckpointError
-from ..saver.jsonl_saver import JsonlSaver
 from .conversation import Utterance, compact_json, role_of, utterance
 from .times import at_or_after
+from .values import is_message
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 #: Characters of context on each side of a match in a snippet.
 CONTEXT = 40
@@ -186,7 +188,7 @@ class ThreadSearch:
     def _find(self, message: Any, u: Utterance) -> tuple[str, int] | None:
         """The field of a message holding the text, and where (see the module docstring)."""
         content: Any
-        if isinstance(message, BaseMessage):
+        if is_message(message):
             content = message.content
         else:
             content = message.get("content") if isinstance(message, Mapping) else None
@@ -221,10 +223,10 @@ class ThreadSearch:
                 value = self.saver.codec.decode(cell)
             except Exception:  # the serializer's own errors vary; such a value holds no text to show
                 return []
-            if isinstance(value, BaseMessage):
+            if is_message(value):
                 return [value]
             if isinstance(value, list):
-                return [m for m in value if isinstance(m, BaseMessage)]
+                return [m for m in value if is_message(m)]
         return []
 
     def _time(self, log: Any, idx: Any, ns: str, cid: str, times: dict[Any, Any]) -> str | None:

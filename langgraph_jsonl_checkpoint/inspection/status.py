@@ -33,8 +33,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME, TASKS
-
+#: LangGraph's reserved channels (``langgraph.checkpoint.serde.types``), spelled here so
+#: that reading a store's statuses does not import LangGraph (``langgraph-jsonl threads``
+#: from its cache imports none of it); ``tests/test_inspection_status.py`` checks they
+#: are LangGraph's.
+ERROR = "__error__"
+INTERRUPT = "__interrupt__"
+RESUME = "__resume__"
+TASKS = "__pregel_tasks"
 #: LangGraph's task id of input and ``Command`` writes (``langgraph._internal``).
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 #: Written with ``__error__`` by the node that failed (``langgraph._internal``).

@@ -17,17 +17,19 @@ import socket
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..disk.paths import LogPaths
 from ..disk.processes import pid_alive
 from ..disk.runlock import RunLock
 from ..disk.store import ThreadFile
 from ..errors import JsonlCheckpointError
-from ..saver.jsonl_saver import JsonlSaver
-from .checkpoints import ThreadFacts, reading
 from .status import DAMAGED, EMPTY, STATUSES, thread_status
 from .times import at_or_after, parse_stored
+
+if TYPE_CHECKING:  # imported where a log is read: a listing from its cache imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
+    from .checkpoints import ThreadFacts
 
 #: What ``select_threads`` can sort by; all but ``id`` put the largest (newest) first.
 SORT_KEYS = ("id", "updated", "created", "size", "checkpoints", "status")
@@ -95,6 +97,8 @@ def summarize_thread(saver: JsonlSaver, thread_id: str) -> ThreadSummary:
         saver: A saver on the store (``read_only=True`` is enough: nothing is written).
         thread_id: The thread (it should exist: see ``saver.store.has_thread``).
     """
+    from .checkpoints import reading
+
     log = saver.store.thread_log(thread_id)
     try:
         summary = reading(saver, thread_id, lambda facts: _summary(facts))
@@ -190,7 +194,7 @@ def first_page(
     files'. Summarising only these gives the same rows (a first page of a store of
     10,000 threads reads a handful of logs instead of all of them).
     """
-    if limit is None or status or since is not None or sort not in ("id", "size"):
+    if limit is None or not reads_first_page_only(status=status, since=since, sort=sort, limit=limit):
         return None
     entries = list(saver.store.catalog())
     if sort == "id":  # select_threads' order: a catalog entry has the id and the path
@@ -198,6 +202,14 @@ def first_page(
     else:  # the size a summary gives, largest first, ties in file order (a stable sort)
         entries.sort(key=lambda e: _entry_size(saver, e), reverse=True)
     return entries[: max(0, limit)]
+
+
+def reads_first_page_only(
+    *, status: Sequence[str] | None, since: datetime | None, sort: str, limit: int | None
+) -> bool:
+    """Whether a listing with these choices reads only the logs it shows
+    (:func:`first_page`): a ``limit``, no filter, sorted by ``id`` or ``size``. Pure."""
+    return limit is not None and not status and since is None and sort in ("id", "size")
 
 
 def _entry_size(saver: JsonlSaver, entry: ThreadFile) -> int:

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..replay.lifecycle import ASKS_CALL_ID, RELEASED, STARTED, SUPERSEDED, ToolCallKey, ToolCallRecord
-from ..saver.jsonl_saver import JsonlSaver
 from .conversation import Utterance, content_text
 from .times import duration
 from .transcript import TranscriptEntry, read_transcript
 from .values import jsonable
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from ..saver.jsonl_saver import JsonlSaver
 
 DECIDED = "decided"
 PERSON, POLICY, INPUT = "person", "policy", "new input"

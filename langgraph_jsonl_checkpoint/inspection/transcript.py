@@ -14,19 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
+from typing import TYPE_CHECKING, Any
 
 from ..disk.summary import EMPTY
 from ..errors import NotFoundError
-from ..saver.jsonl_saver import JsonlSaver
 from ..values.cells import list_items
 from .checkpoints import CheckpointFacts, Question, ThreadFacts, reading
 from .conversation import Utterance, message_channels, utterance
 from .diff import ChannelDiff, diff_states
 from .status import PAST, thread_status
 from .threads import live_run
+
+if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
+    from langchain_core.runnables import RunnableConfig
+
+    from ..saver.jsonl_saver import JsonlSaver
 
 #: LangGraph's bookkeeping channels, hidden unless asked for.
 INTERNAL_PREFIXES = ("branch:", "join:", "__")

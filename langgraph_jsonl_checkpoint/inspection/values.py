@@ -13,16 +13,35 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
+import sys
 from collections.abc import Mapping
 from datetime import date, datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from uuid import UUID
 
-from langchain_core.messages import BaseMessage
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+    from pydantic import BaseModel
 
 _DEPTH = 64
+
+
+def is_message(value: Any) -> TypeGuard[BaseMessage]:
+    """Whether ``value`` is a LangChain message, without importing LangChain: an object
+    can be one only once the module defining ``BaseMessage`` was imported (a listing
+    served from its cache imports none of LangChain)."""
+    return _is_instance(value, "langchain_core.messages.base", "BaseMessage")
+
+
+def _is_model(value: Any) -> TypeGuard[BaseModel]:
+    """Whether ``value`` is a pydantic model (pydantic not imported for it)."""
+    return _is_instance(value, "pydantic.main", "BaseModel")
+
+
+def _is_instance(value: Any, module: str, name: str) -> bool:
+    cls = getattr(sys.modules.get(module), name, None)
+    return cls is not None and isinstance(value, cls)
 
 
 def jsonable(value: Any, _depth: int = 0) -> Any:
@@ -44,7 +63,7 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
         return value if -(2**63) <= value < 2**64 else str(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if isinstance(value, BaseMessage):
+    if is_message(value):
         fields = value.model_dump()
         return {"type": value.type, **{k: jsonable(v, d) for k, v in fields.items() if k != "type"}}
     if isinstance(value, Mapping):
@@ -54,7 +73,7 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, (set, frozenset)):
         items = [jsonable(v, d) for v in value]
         return sorted(items, key=repr)
-    if isinstance(value, BaseModel):
+    if _is_model(value):
         return {k: jsonable(v, d) for k, v in value.model_dump().items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name, None), d) for f in dataclasses.fields(value)}

@@ -6,11 +6,13 @@ saver beyond them, and never imports the saver (the saver calls maintenance).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..disk.store import Store
-from ..values.codec import ValueCodec
-from ..values.records import SnapshotPolicy
+
+if TYPE_CHECKING:  # annotations only: `langgraph-jsonl` imports maintenance without LangGraph
+    from ..values.codec import ValueCodec
+    from ..values.records import SnapshotPolicy
 
 
 class StoreAccess(Protocol):

@@ -15,7 +15,7 @@ rebuilds those channels from its ancestors' writes back to their last snapshot.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,11 +23,11 @@ from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
 from ..disk.summary import EMPTY, version_key
 from ..errors import CorruptLogError, DeltaHistoryError
-from ..values.fingerprint import ListFingerprint
-from ..values.reader import ValueReader
-from ..values.records import value_entry
 from .access import StoreAccess
 from .checks import value_problems
+
+if TYPE_CHECKING:
+    from ..values.fingerprint import ListFingerprint
 
 #: In a rewritten file (no snapshots), a delta chain holds at most this many times
 #: ``snapshot_every`` records; then a value is stored in full.
@@ -69,6 +69,8 @@ def _rebuilt_records(
     With ``live_writes_only``, write entries the index no longer serves (a retried
     regular slot's later copies, a special slot's replaced writes) are left out.
     """
+    from ..values.reader import ValueReader  # the values layer imports LangGraph: on first use
+
     reader = ValueReader(log, saver.codec)
     # version -> (delta depth, delta bytes since, bytes of the full value) in the new file
     emitted: dict[tuple[str, str, Any], tuple[int, int, int]] = {}
@@ -182,6 +184,9 @@ def _entry(
     value: Any,
 ) -> dict[str, Any]:
     """Re-emit a value, as a delta on the channel's previous re-emitted list if it can."""
+    from ..values.fingerprint import ListFingerprint
+    from ..values.records import value_entry
+
     fp = ListFingerprint.of(value)
     prev = last.get((ns, ch))
     # No snapshots in a rewritten file: keep chains short instead.

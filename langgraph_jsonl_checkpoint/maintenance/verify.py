@@ -18,8 +18,6 @@ from ..disk.index import ThreadIndex
 from ..disk.summary import summarize
 from ..disk.view import IndexRebuilt, LogView
 from ..errors import JsonlCheckpointError
-from ..values.fingerprint import state_hash
-from ..values.reader import ValueReader
 from .access import StoreAccess
 from .checks import value_problems
 
@@ -177,6 +175,9 @@ def _check_snapshots(saver: StoreAccess, tid: str, result: framing.ScanResult, r
             report.findings.append(Finding(tid, log.path, log.damaged_at, _served_part(log)))
             return 0
         # From the records alone, never from the values a put or read kept in memory.
+        from ..values.fingerprint import state_hash  # the values layer imports LangGraph: here, not
+        from ..values.reader import ValueReader  # with the module (the CLI imports this module)
+
         reader = ValueReader(log, saver.codec, kept=False)
         before = ThreadIndex()  # the records before the snapshot being checked
         for r in result.records:

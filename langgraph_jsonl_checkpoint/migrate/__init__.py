@@ -10,11 +10,41 @@ Modules: :mod:`.endpoints` (URLs to savers, what their storage tells beyond the 
 :mod:`.copy` (the engine), :mod:`.verify` (decoded comparison), :mod:`.report`.
 """
 
-from .copy import copy_thread, copy_threads
-from .endpoints import Endpoint
-from .report import CopyInterrupted, CopyReport, ThreadCopy
-from .urls import is_database_url, open_endpoint
-from .verify import HistoryComparison, compare_histories, compare_threads
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .copy import copy_thread, copy_threads
+    from .endpoints import Endpoint
+    from .report import CopyInterrupted, CopyReport, ThreadCopy
+    from .urls import is_database_url, open_endpoint
+    from .verify import HistoryComparison, compare_histories, compare_threads
+
+#: The public names, imported on first use by the module defining them (PEP 562): the
+#: endpoints import LangGraph and the saver, which `langgraph-jsonl threads` does without.
+_LAZY = {
+    "copy_thread": ".copy", "copy_threads": ".copy", "Endpoint": ".endpoints",
+    "CopyInterrupted": ".report", "CopyReport": ".report", "ThreadCopy": ".report",
+    "is_database_url": ".urls", "open_endpoint": ".urls",
+    "HistoryComparison": ".verify", "compare_histories": ".verify", "compare_threads": ".verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "CopyInterrupted",

@@ -29,20 +29,22 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
-
-from langgraph.checkpoint.base import WRITES_IDX_MAP, BaseCheckpointSaver, CheckpointTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MigrationError
-from . import databases
-from .endpoints import Endpoint, NewTarget, Track, WriteSlot, matching, thread_tuples
-from .journal import carry
 from .report import CopyInterrupted, CopyReport, ThreadCopy
-from .urls import open_endpoint, place_of, refuse_same_place
-from .verify import compare_histories
 from .versions import widen_checkpoint, widen_versions, width_of
 
-Spec = str | BaseCheckpointSaver[Any] | Endpoint
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+    from .endpoints import Endpoint, Track, WriteSlot
+
+    Spec = str | BaseCheckpointSaver[Any] | Endpoint
+
+# The endpoints, URLs, journal and verification import LangGraph and the saver; they are
+# imported where a copy runs, so that importing this module (as `langgraph-jsonl` does
+# for every command) does not.
 
 
 def copy_threads(
@@ -90,6 +92,8 @@ def copy_threads(
             and ``setup`` was not asked for, or source and target are one place (a
             store, SQLite file or database named twice, in any spelling).
     """
+    from .urls import open_endpoint, place_of, refuse_same_place
+
     started = time.perf_counter()
     names = (_spec_name(source), _spec_name(target))
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
@@ -114,6 +118,8 @@ def _copy(
     src: Endpoint, dst: Endpoint, threads: Sequence[str] | None, dry_run: bool, verify: bool,
     journal: bool, setup: bool, track: Track | None, started: float, workers: int, stop: threading.Event,
 ) -> CopyReport:
+    from .endpoints import NewTarget, matching
+
     missing = dst.missing_tables()
     if missing and setup and not dry_run:
         dst.setup()
@@ -199,6 +205,10 @@ def copy_thread(
     ``stop``, once set, ends the copy between two steps (raising an exception of its
     own, a ``BaseException``): what was put stays, and a rerun completes the thread.
     """
+    from .endpoints import thread_tuples
+    from .journal import carry
+    from .verify import compare_histories
+
     done = ThreadCopy(thread_id)
     _go_on(stop)
     try:
@@ -248,6 +258,11 @@ def copy_thread(
 
 
 def _spec_name(spec: Spec) -> str:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from . import databases
+    from .endpoints import Endpoint
+
     if isinstance(spec, Endpoint):
         return spec.name
     if isinstance(spec, BaseCheckpointSaver):
@@ -295,6 +310,8 @@ def _put_writes(
     if slots is None:
         slots = src.write_slots(thread_id, ns, checkpoint_id)
     if slots is None or not _fits(slots, writes):
+        from .endpoints import WriteSlot
+
         # Unknown storage: positions in the task for idx, no task_path.
         slots = [WriteSlot(task, "", i, channel) for i, (task, channel, _) in enumerate(writes)]
     tasks: dict[str, list[tuple[WriteSlot, Any]]] = {}
@@ -315,6 +332,8 @@ def _calls(items: list[tuple[WriteSlot, Any]]) -> list[list[tuple[str, Any]]]:
     position 0, then the node's writes at 1, 2...) are filled with the task's special
     writes, as the original call had them. Each special write left is a call of its own.
     """
+    from langgraph.checkpoint.base import WRITES_IDX_MAP
+
     regular = sorted((s.idx, s.channel, v) for s, v in items if s.channel not in WRITES_IDX_MAP)
     special = [(s.channel, v) for s, v in items if s.channel in WRITES_IDX_MAP]
     calls: list[list[tuple[str, Any]]] = []

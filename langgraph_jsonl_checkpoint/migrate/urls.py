@@ -8,16 +8,15 @@ that says what is accepted.
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
+from typing import TYPE_CHECKING, Any
 
 from ..disk.store import MARKER
 from ..errors import MigrationError
-from ..saver.jsonl_saver import JsonlSaver
-from . import databases
-from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, NewTarget, Place, place_of_path
+
+if TYPE_CHECKING:  # imported where an endpoint is opened: `is_database_url` needs none of it
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from .endpoints import Endpoint, Place
 
 #: URL schemes of database endpoints (what ``export`` takes as a database target).
 DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
@@ -32,6 +31,12 @@ def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
     """Where a spec's data lives, found without opening it (a store directory or an
     SQLite file that exists, a checkpointer object); ``None`` for a database server,
     which only an open endpoint can tell (:meth:`Endpoint.place`)."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from ..saver.jsonl_saver import JsonlSaver
+    from . import databases
+    from .endpoints import Endpoint, Place, place_of_path
+
     if isinstance(spec, Endpoint):
         return spec.place()
     if isinstance(spec, JsonlSaver):
@@ -78,6 +83,13 @@ def open_endpoint(
         MigrationError: A URL of an unknown kind, a source that is not there, a
             database that cannot be reached.
     """
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from ..saver.jsonl_saver import JsonlSaver
+    from . import databases
+    from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, NewTarget
+
     if isinstance(spec, Endpoint):
         return spec
     if isinstance(spec, JsonlSaver):

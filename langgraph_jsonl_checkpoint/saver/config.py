@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TypeVar
-
-from langchain_core.runnables import RunnableConfig
+from typing import TYPE_CHECKING, TypeVar
 
 from ..disk.view import IndexRebuilt
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # annotations only: the CLI reads STORE_ENV without importing LangChain
+    from langchain_core.runnables import RunnableConfig
 
 #: The environment variable naming the store, read by ``langgraph-jsonl`` and by the
 #: LangGraph server factory (``langgraph_jsonl_checkpoint.server``).

@@ -8,13 +8,15 @@ duration.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import orjson
 
 from ..disk import files
-from .tracer import trace_paths
+from ..disk.paths import LogPaths, thread_file_stem
+from ..disk.store import TEMP_DIR, THREADS_DIR
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,13 @@ class TimelineRow:
     def as_json(self) -> dict[str, Any]:
         """The row as JSON-able data."""
         return asdict(self)
+
+
+def trace_paths(store_path: str, thread_id: str) -> LogPaths:
+    """The files of a thread in a store, for finding its trace files."""
+    store_path = os.path.abspath(store_path)
+    return LogPaths(os.path.join(store_path, THREADS_DIR), thread_file_stem(thread_id),
+                    os.path.join(store_path, TEMP_DIR))
 
 
 def read_events(store_path: str, thread_id: str) -> list[dict[str, Any]]:

@@ -34,8 +34,8 @@ import orjson
 from langchain_core.callbacks import BaseCallbackHandler
 
 from ..disk import files
-from ..disk.paths import TRACES_DIR, LogPaths, thread_file_stem
-from ..disk.store import TEMP_DIR, THREADS_DIR
+from ..disk.paths import TRACES_DIR, LogPaths
+from .timeline import trace_paths
 
 #: Default size at which a thread's trace file is rotated.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -69,13 +69,6 @@ def _tokens(response: Any) -> dict[str, int] | None:
                  "total_tokens": "total_tokens"}
         return {names[k]: int(v) for k, v in raw.items() if k in names and isinstance(v, int)}
     return None
-
-
-def trace_paths(store_path: str, thread_id: str) -> LogPaths:
-    """The files of a thread in a store, for finding its trace files."""
-    store_path = os.path.abspath(store_path)
-    return LogPaths(os.path.join(store_path, THREADS_DIR), thread_file_stem(thread_id),
-                    os.path.join(store_path, TEMP_DIR))
 
 
 class TraceFile:

@@ -1,0 +1,277 @@
+"""The listing cache (``LISTING.idx``, ``inspection/listing.py``): ``langgraph-jsonl
+threads`` gives the same rows with and without it, reads no log that did not change since
+the last listing, and shows what other processes did since: appends, new and deleted
+threads, a run holding a thread now. A damaged or forged cache is ignored and replaced; a
+store where it cannot be written still lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk import files
+from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
+from langgraph_jsonl_checkpoint.inspection import listing
+from langgraph_jsonl_checkpoint.inspection.threads import thread_summaries
+from langgraph_jsonl_checkpoint.inspection.values import jsonable
+from tests.harness.cli_store import EXPECTED_STATUS, BuiltStore
+
+CP = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(40)]
+
+
+def put_checkpoints(store: Path, thread_id: str, n: int, start: int = 0) -> None:
+    """``n`` checkpoints on ``thread_id`` (ids from ``CP[start]``), each after the last."""
+    with JsonlSaver(store) as saver:
+        cfg: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        latest = saver.get_tuple(cfg)
+        if latest is not None:
+            cfg = latest.config
+        for i in range(start, start + n):
+            version = f"{i + 1:012d}.0"
+            cp = {"v": 4, "id": CP[i], "ts": f"2026-01-01T00:00:{i:02d}+00:00", "channel_values": {"m": [i]},
+                  "channel_versions": {"m": version}, "versions_seen": {}, "updated_channels": ["m"]}
+            cfg = saver.put(cfg, cp, {"step": i}, {"m": version})
+
+
+class LogOpens:
+    """Counts the thread logs opened through the disk layer's one door to the OS."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        real = files.os
+
+        class Door:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def open(door, path: Any, *args: Any, **kwargs: Any) -> int:  # noqa: N805
+                if str(path).endswith(".jsonl"):
+                    self.paths.append(str(path))
+                return real.open(path, *args, **kwargs)
+
+        monkeypatch.setattr(files, "os", Door())
+
+
+def listed(capsys: pytest.CaptureFixture[str], store: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """``threads --json`` and ``threads`` (the table) of ``store``: exit status, rows, table."""
+    code = main(["threads", str(store), "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert main(["threads", str(store)]) == code
+    return code, rows, capsys.readouterr().out
+
+
+def uncached(capsys: pytest.CaptureFixture[str], store: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """The listing without a cache (and the cache it leaves removed again)."""
+    (store / listing.LISTING).unlink(missing_ok=True)
+    out = listed(capsys, store)
+    (store / listing.LISTING).unlink(missing_ok=True)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logs written a moment ago are cached too (the racy window has its own test)."""
+    monkeypatch.setattr(listing, "RACY_SECONDS", 0.0)
+
+
+@pytest.fixture
+def varied(cli_store: BuiltStore, tmp_path: Path) -> Path:
+    """A copy of the CLI store (done, waiting, interrupted, damaged threads), with a
+    file that is not a log, a thread with no checkpoint left and a deleted thread."""
+    store = tmp_path / "store"
+    shutil.copytree(cli_store.path, store)
+    (store / listing.LISTING).unlink(missing_ok=True)
+    (store / "threads" / "stray-0000.jsonl").write_bytes(b"not a log\n")
+    put_checkpoints(store, "gone", 2)
+    with JsonlSaver(store) as saver:
+        saver.delete_thread("gone")
+    return store
+
+
+def test_a_cached_listing_is_the_uncached_one_and_reads_no_log(
+    varied: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = uncached(capsys, varied)
+    statuses = {r["thread_id"]: r["status"] for r in before[1]}
+    assert statuses.keys() == {*EXPECTED_STATUS, None}  # the stray file: no id
+    assert statuses[None] == "damaged" and "gone" not in statuses
+    assert {"done", "waiting", "interrupted", "damaged"} <= set(statuses.values())
+    assert listed(capsys, varied) == before  # makes the cache
+    assert listing.load(str(varied / listing.LISTING)).keys() == {
+        os.path.basename(r["path"]) for r in before[1]}
+    opens = LogOpens(monkeypatch)
+    assert listed(capsys, varied) == before
+    assert opens.paths == []
+    with JsonlSaver(varied, read_only=True) as saver:  # the library's listing agrees
+        by_path = sorted(before[1], key=lambda r: r["path"])
+        assert [s.as_json() for s in thread_summaries(saver)] == by_path  # in file name order
+    # --json prints its rows without jsonable's walk: the same bytes as with it
+    assert main(["threads", str(varied), "--json"]) == before[0]
+    printed = capsys.readouterr().out
+    assert printed == orjson.dumps(jsonable(before[1]), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def test_a_thread_another_process_wrote_since_is_shown_as_it_is_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    for tid in ("a", "b", "c"):
+        put_checkpoints(store, tid, 3)
+    _, rows, _ = listed(capsys, store)
+    assert [r["checkpoints"] for r in rows] == [3, 3, 3]
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
+        from tests.test_listing_cache import put_checkpoints
+        from pathlib import Path
+        put_checkpoints(Path({str(store)!r}), "b", 2, start=3)
+        put_checkpoints(Path({str(store)!r}), "d", 1)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    opens = LogOpens(monkeypatch)
+    now = listed(capsys, store)
+    by_id = {r["thread_id"]: r for r in now[1]}
+    assert {t: r["checkpoints"] for t, r in by_id.items()} == {"a": 3, "b": 5, "c": 3, "d": 1}
+    assert by_id["b"]["latest"] == CP[4] and by_id["b"]["updated_at"] == "2026-01-01T00:00:04+00:00"
+    assert {os.path.basename(p) for p in opens.paths} == {
+        thread_file_stem(t) + ".jsonl" for t in ("b", "d")}  # only what changed was read
+    monkeypatch.undo()
+    assert uncached(capsys, store) == now
+
+
+def test_a_deleted_thread_disappears_without_reading_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    for tid in ("a", "b"):
+        put_checkpoints(store, tid, 2)
+    listed(capsys, store)
+    with JsonlSaver(store) as saver:
+        saver.delete_thread("a")
+    opens = LogOpens(monkeypatch)
+    _, rows, _ = listed(capsys, store)
+    assert [r["thread_id"] for r in rows] == ["b"] and opens.paths == []
+    assert list(listing.load(str(store / listing.LISTING))) == [thread_file_stem("b") + ".jsonl"]
+
+
+def test_a_live_run_shows_running_though_the_row_is_cached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    listed(capsys, store)
+    run_file = store / "threads" / (thread_file_stem("a") + ".run")
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "run": "r-1", "since": "2026-01-01T00:00:00Z"}
+    run_file.write_bytes(json.dumps(holder).encode())
+    opens = LogOpens(monkeypatch)
+    _, rows, table = listed(capsys, store)
+    assert (rows[0]["status"], rows[0]["run"]) == ("running", holder)
+    assert f"run by pid {os.getpid()}" in table and opens.paths == []
+    monkeypatch.undo()
+    assert uncached(capsys, store)[1] == rows
+    run_file.write_bytes(b"")  # the run let go of the thread
+    _, rows, _ = listed(capsys, store)
+    assert (rows[0]["status"], rows[0]["run"]) == ("done", None)
+
+
+@pytest.mark.parametrize("garbage", [
+    b"",
+    b"not json at all",
+    b'{"t":"listing","v":1,"names":["x"]}\n',  # no checksum
+    b"\x00" * 100,
+])
+def test_a_damaged_cache_is_ignored_and_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], garbage: bytes
+) -> None:
+    store = tmp_path / "store"
+    for tid in ("a", "b"):
+        put_checkpoints(store, tid, 2)
+    expected = uncached(capsys, store)
+    (store / listing.LISTING).write_bytes(garbage)
+    assert listed(capsys, store) == expected
+    assert len(listing.load(str(store / listing.LISTING))) == 2
+
+
+def test_a_forged_row_with_a_valid_checksum_is_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cache whose checksum holds but whose row has another shape (a hand edit, another
+    release's) is not served: that row is read from the log again."""
+    from langgraph_jsonl_checkpoint.disk import framing
+
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    expected = uncached(capsys, store)
+    listed(capsys, store)
+    data = listing.load(str(store / listing.LISTING))
+    ((name, (proof, row)),) = data.items()
+    forged = {**row, "checkpoints": "many"}
+    (store / listing.LISTING).write_bytes(framing.frame(
+        {"t": "listing", "v": 1, "names": [name], "proofs": [proof], "rows": [forged]}))
+    assert listed(capsys, store) == expected
+    (store / listing.LISTING).write_bytes(framing.frame(
+        {"t": "listing", "v": 99, "names": [name], "proofs": [proof], "rows": [row]}))
+    assert listing.load(str(store / listing.LISTING)) == {}  # another version: ignored
+
+
+def test_a_store_where_the_cache_cannot_be_written_still_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    expected = uncached(capsys, store)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(files, "replace_derived", refused)
+    assert listed(capsys, store) == expected
+    assert not (store / listing.LISTING).exists()
+    shutil.rmtree(store / "tmp")  # a store copied without its temp folder: no place for the temp file
+    monkeypatch.undo()
+    assert listed(capsys, store) == expected
+
+
+def test_a_log_changed_within_the_racy_window_is_read_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row is not kept while its log changed less than RACY_SECONDS before the listing
+    (a change within one tick of the file system's clock could keep size and times)."""
+    monkeypatch.setattr(listing, "RACY_SECONDS", 3600.0)
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    listed(capsys, store)
+    assert listing.load(str(store / listing.LISTING)) == {}
+    opens = LogOpens(monkeypatch)
+    listed(capsys, store)
+    assert opens.paths  # read again
+
+
+def test_the_cache_does_not_change_what_verify_and_copies_see(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cache is not a log: verify does not report it, and a copy of the store to
+    another directory (whose inodes differ) reads every log again."""
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    expected = uncached(capsys, store)
+    listed(capsys, store)
+    assert main(["verify", str(store)]) == 0
+    assert "LISTING" not in capsys.readouterr().out
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    _, rows, _ = listed(capsys, copy)
+    assert [{**r, "path": None} for r in rows] == [{**r, "path": None} for r in expected[1]]
+    assert rows[0]["path"].startswith(str(copy))
