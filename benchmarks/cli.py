@@ -239,6 +239,8 @@ def main() -> None:
     p.add_argument("--turns", type=int, default=None, help="turns per thread for search (200)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--tmp", default=None)
+    p.add_argument("--threads-only", action="store_true",
+                   help="only the threads case; results in results/cli-threads.*")
     args = p.parse_args()
     n_threads = args.threads or (500 if args.quick else 10_000)
     n_search = args.search_threads or (50 if args.quick else 1_000)
@@ -247,12 +249,15 @@ def main() -> None:
     table = Table()
     try:
         threads = bench_threads(tmp, n_threads, args.reps, table)
-        search = bench_search(tmp, n_search, turns, args.reps, table)
+        search = None if args.threads_only else bench_search(tmp, n_search, turns, args.reps, table)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(table.markdown())
     header = (f"`langgraph-jsonl threads` over {n_threads:,} threads and `search` over {n_search:,} "
               f"threads x {turns} turns ({LABELS['jsonl']}; SqliteSaver where a script is the baseline).")
+    if args.threads_only:
+        header = (f"`langgraph-jsonl threads` over {n_threads:,} threads ({LABELS['jsonl']}; "
+                  "SqliteSaver where a script is the baseline).")
     notes = [
         "The ratio column compares with SqliteSaver's row of the same case and metric: for "
         "threads, a script listing the thread ids and reading each one's latest checkpoint "
@@ -260,7 +265,8 @@ def main() -> None:
         "about 6 GB): the 'script' row is the same search done with JsonlSaver.get_tuple.",
         "Fresh-process rows include Python start-up and imports (about 1 s).",
     ]
-    jpath, mpath = write_results(NAME, {"threads_case": threads, "search_case": search}, table,
+    name = NAME + ("-threads" if args.threads_only else "")
+    jpath, mpath = write_results(name, {"threads_case": threads, "search_case": search}, table,
                                  header=header, notes=notes, quick=args.quick)
     print(f"wrote {jpath} and {mpath}")
     print(json.dumps({"ok": True}))

@@ -6,10 +6,12 @@ load (the wall-clock ratios of ``many_threads.py`` do, by tens of percent).
     python benchmarks/fill_instructions.py                # 24 threads, turn 10
     python benchmarks/fill_instructions.py --threads 40 --turns 5
 
-For each saver, two runs of the benchmark agent in a fresh process under callgrind: N
-threads filled round-robin for T-1 turns, and for T turns (durability "sync"). The
-difference of their totals over N is the instructions of one turn at turn T, imports and
-set-up cancelled out. With N above ``max_open_threads`` (16) every JsonlSaver turn reopens
+For each saver, one run of the benchmark agent in a fresh process under callgrind, with
+instrumentation off: N threads filled round-robin for T-1 turns (durability "sync");
+then ``callgrind_control`` turns it on for round T alone and dumps the count, over N the
+instructions of one turn at turn T. A round is counted whole, so the cyclic collector's
+passes that fall in it are too: with few threads a full pass more or less moves the
+figure (more threads, steadier). With N above ``max_open_threads`` (16) every JsonlSaver turn reopens
 its thread's log, as in a server with more threads than the open bound. Instructions are
 not time (a system call, an fsync or a cache miss counts little), so read this beside
 ``many_threads.py``'s wall times. Needs valgrind. Results in ``results/fill_instructions.md``.
@@ -18,6 +20,7 @@ not time (a system call, an fsync or a cache miss counts little), so read this b
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -31,34 +34,75 @@ from _common import Table, build_agent_graph, open_saver, user_message, write_re
 
 NAME = "fill_instructions"
 SAVERS = ("jsonl", "sqlite", "memory")
+#: The counted process's environment: fixed hashing; PYTHONPATH kept, so another
+#: checkout's package can be counted with these scripts (an A/B of two commits).
+CHILD_ENV = {"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin",
+             **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
 
 
 def child(kind: str, threads: int, turns: int, workdir: Path) -> None:
-    """The counted process: fill ``threads`` x ``turns`` round-robin."""
+    """The counted process: fill ``threads`` x ``turns - 1`` round-robin, say ``ready`` and
+    wait for a line; then round ``turns``, say ``done`` and wait for a line."""
     workdir.mkdir(parents=True, exist_ok=True)
     h = open_saver(kind, workdir)
     graph = build_agent_graph(h.saver)
     ids = thread_ids(threads)
-    for t in range(turns):
+
+    def round_(t: int) -> None:
         for i in range(threads):
             graph.invoke({"messages": [user_message(i, t)]}, {"configurable": {"thread_id": ids[i]}},
                          durability="sync")
+
+    for t in range(turns - 1):
+        round_(t)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    round_(turns - 1)
+    print("done", flush=True)
+    sys.stdin.readline()
     h.close()
 
 
 def instructions(kind: str, threads: int, turns: int, tmp: Path) -> int:
-    """Callgrind's total instruction count of one :func:`child` run."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"{kind}-{turns}-", dir=tmp))
+    """Callgrind's instruction count of round ``turns`` of one :func:`child` run."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=tmp))
     out = workdir / "callgrind.out"
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                    sys.executable, __file__, "--child", kind, "--threads", str(threads),
-                    "--turns", str(turns), "--workdir", str(workdir / "store")],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"})
-    m = re.search(r"^(?:summary|totals): (\d+)", out.read_text(errors="replace"), re.M)
-    if m is None:
-        raise SystemExit(f"{out}: no instruction total")
-    return int(m.group(1))
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                             f"--callgrind-out-file={out}", sys.executable, __file__, "--child", kind,
+                             "--threads", str(threads), "--turns", str(turns),
+                             "--workdir", str(workdir / "store")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=CHILD_ENV)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def control(*flags: str) -> None:
+        subprocess.run(["callgrind_control", *flags, str(proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def step(expected: str) -> None:
+        line = proc.stdout.readline().strip() if proc.stdout else ""
+        if line != expected:
+            proc.kill()
+            raise SystemExit(f"{kind}: the counted process said {line!r}, not {expected!r}")
+
+    step("ready")
+    control("--instr=on")
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    step("done")
+    control("--dump=round")
+    control("--instr=off")
+    proc.stdin.write("end\n")
+    proc.stdin.flush()
+    proc.wait(timeout=3600)
+    dumps = sorted(workdir.glob("callgrind.out*"))
+    for dump in dumps:
+        text = dump.read_text(errors="replace")
+        if "round" in text.split("\nevents:", 1)[0]:
+            m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+            if m:
+                return int(m.group(1))
+    raise SystemExit(f"{kind}: no dump of the counted round among {[d.name for d in dumps]}")
 
 
 def main() -> None:
@@ -78,16 +122,9 @@ def main() -> None:
     results = []
     try:
         for kind in args.savers:
-            # once outside valgrind first: modules compiled to .pyc, so neither counted run
-            # pays for compiling (the first would, and the difference would be off by that)
-            warm = Path(tempfile.mkdtemp(prefix=f"{kind}-warm-", dir=tmp))
-            subprocess.run([sys.executable, __file__, "--child", kind, "--threads", "2", "--turns", "2",
-                            "--workdir", str(warm / "store")], check=True, stdout=subprocess.DEVNULL)
-            before = instructions(kind, args.threads, args.turns - 1, tmp)
-            after = instructions(kind, args.threads, args.turns, tmp)
-            per_turn = (after - before) / args.threads
-            results.append({"saver": kind, "instructions_before": before, "instructions_after": after,
-                            "per_turn": per_turn})
+            count = instructions(kind, args.threads, args.turns, tmp)
+            per_turn = count / args.threads
+            results.append({"saver": kind, "instructions_round": count, "per_turn": per_turn})
             print(f"[{NAME}] {kind}: {per_turn / 1e6:.2f} M instructions per turn at turn {args.turns}",
                   flush=True)
     finally:
