@@ -12,8 +12,9 @@ Modules: :mod:`.endpoints` (URLs to savers, what their storage tells beyond the 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from .copy import copy_thread, copy_threads
@@ -32,19 +33,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name imported on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "CopyInterrupted",

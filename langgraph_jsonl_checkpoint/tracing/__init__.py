@@ -9,26 +9,17 @@ Nothing in the saver, recovery or replay reads it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from .timeline import TimelineRow, read_events, timeline
 
 if TYPE_CHECKING:
     from .tracer import JsonlTracer
 
 
-def __getattr__(name: str) -> Any:
-    """``JsonlTracer``, imported on first use (PEP 562): it subclasses LangChain's callback
-    handler, and reading a trace back (``langgraph-jsonl trace``) needs no LangChain."""
-    if name == "JsonlTracer":
-        value = importlib.import_module(".tracer", __name__).JsonlTracer
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+#: ``JsonlTracer`` is imported on first use: it subclasses LangChain's callback handler,
+#: and reading a trace back (``langgraph-jsonl trace``) needs no LangChain.
+__getattr__, __dir__ = lazy_names(__name__, {"JsonlTracer": ".tracer"})
 
 __all__ = ["JsonlTracer", "TimelineRow", "read_events", "timeline"]
