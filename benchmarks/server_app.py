@@ -5,7 +5,7 @@
   model, one tool, no network), compiled without a checkpointer: the server gives it
   the one ``langgraph.json`` names.
 - ``sqlite_checkpointer``: ``AsyncSqliteSaver`` on the file ``$BENCH_SQLITE_DB``, in the
-  shape of this package's own factory (``langgraph_jsonl_checkpoint.server:checkpointer``):
+  shape of this package's own factory (``langgraph_jsonl_checkpoint.server.checkpointer``):
   an async context manager the server enters once per OS thread that needs a
   checkpointer and leaves at shutdown. ``AsyncSqliteSaver``'s defaults: WAL, Python's
   ``synchronous=FULL``, tables made on first use.

@@ -16,12 +16,12 @@ and writes nothing.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..disk.processes import pid_alive
+from ..disk.runlock import HOST
 
 REQUESTED = "requested"
 STARTED = "started"
@@ -42,9 +42,6 @@ ASKS_CALL_ID = "__asks__"
 
 EVENTS = (REQUESTED, STARTED, FINISHED, FAILED, RELEASED, SUPERSEDED)
 
-_HOST = socket.gethostname()
-
-
 def parent_namespace(ns: str) -> str:
     """The namespace of the graph a task runs in (where the checkpoint it runs from is):
     ``"tools:<id>"`` -> ``""``, ``"sub:<id>|tools:<id>"`` -> ``"sub:<id>"``."""
@@ -63,11 +60,11 @@ def event_for(key: ToolCallKey, ev: str, **fields: Any) -> dict[str, Any]:
 
 def process_stamp() -> dict[str, Any]:
     """Who is running a call: host and pid, so a reader can tell a dead process."""
-    return {"host": _HOST, "pid": os.getpid()}
+    return {"host": HOST, "pid": os.getpid()}
 
 
 def _process_alive(stamp: dict[str, Any] | None) -> bool:
-    if not stamp or stamp.get("host") != _HOST:
+    if not stamp or stamp.get("host") != HOST:
         return False
     pid = stamp.get("pid")
     return isinstance(pid, int) and pid > 0 and pid_alive(pid)
