@@ -1,4 +1,4 @@
-"""The store directory: its marker and permissions, the thread catalog, open logs.
+"""A store: its directory (opened by :mod:`.store_dir`), the thread catalog, open logs.
 
 Layout (see ``docs/format.md``)::
 
@@ -18,38 +18,30 @@ file descriptors); an evicted one is reopened, index and all, on next use.
 
 from __future__ import annotations
 
-import logging
 import os
-import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import orjson
-
-from ..errors import ConfigError, ForeignFileError, FormatVersionError, JsonlCheckpointError, StoreError
+from ..errors import ConfigError, ForeignFileError, JsonlCheckpointError
 from . import catalog, files, framing
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
 from .log import Parked, ThreadLog
 from .paths import LogPaths, thread_file_stem
-from .processes import pid_alive
 from .runlock import RunLock
+from .store_dir import ARCHIVE_DIR as ARCHIVE_DIR
+from .store_dir import MARKER as MARKER
+from .store_dir import MARKER_TEMP as MARKER_TEMP
+from .store_dir import STORE_FORMAT as STORE_FORMAT
+from .store_dir import TEMP_DIR as TEMP_DIR
+from .store_dir import THREADS_DIR as THREADS_DIR
+from .store_dir import open_directory
 from .view import LogView
 
-MARKER = "STORE.json"
-#: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
-#: when a store's creation was cut short.
-MARKER_TEMP = MARKER + ".tmp"
-#: The layout of the store directory (the marker's ``format``); each log's header
-#: carries the format of the log itself.
-STORE_FORMAT = 1
-THREADS_DIR = "threads"
-TEMP_DIR = "tmp"
-ARCHIVE_DIR = "archive"
 #: Thread logs kept open at once besides those a live run holds (which stay open while
 #: it runs, however many); each holds up to three descriptors, and a fourth while its
 #: sidecar is loaded lazily (:mod:`.lazy_blocks`: until its older lines are decoded).
@@ -59,7 +51,6 @@ ARCHIVE_DIR = "archive"
 #: a 10-turn agent thread once its run ended); more made a server of many short
 #: threads pay for full collections over their indexes (issue 28).
 DEFAULT_MAX_OPEN_THREADS = 16
-logger = logging.getLogger(__name__)
 
 
 #: Logs let go of that the store remembers (see :class:`~.log.Parked`): 33 bytes packed
@@ -127,131 +118,7 @@ class Store:
         #: Called with each thread log as it is opened (a layer above attaches the
         #: observers it keeps derived data with, see ``ThreadLog.observers``).
         self.on_open: list[Callable[[ThreadLog], None]] = []
-        self._open_directory()
-
-    def _open_directory(self) -> None:
-        if os.path.lexists(self.path) and not os.path.isdir(self.path):
-            raise ConfigError(
-                f"JsonlSaver path {self.path} exists and is not a directory. Pass a "
-                "directory (it is created if missing); each thread gets its own file in it."
-            )
-        marker = os.path.join(self.path, MARKER)
-        if not os.path.isdir(self.path):
-            if self.read_only:
-                raise StoreError(f"store {self.path} does not exist (opened read-only).")
-            files.os.makedirs(self.path, mode=0o700, exist_ok=True)
-        if not os.path.exists(marker):
-            self._become_store(marker)
-        if os.path.exists(marker):
-            self._check_marker(marker)
-        if self.read_only:
-            if os.path.isdir(self.threads_path):
-                self._check_permissions()
-            return
-        for sub in (self.threads_path, self.temp_path):
-            if not os.path.isdir(sub):
-                files.os.makedirs(sub, mode=0o700, exist_ok=True)
-                files.os.chmod(sub, 0o700)
-                fsync_dir(self.path)
-        self._check_permissions()
-        self._sweep_dead_temp_files()
-
-    def _become_store(self, marker: str) -> None:
-        """Make an empty directory a store (several processes may do it at once).
-
-        The marker is written before anything else, so a directory holding anything but
-        marker temp files and no marker is not a store; entries seen while another
-        process is creating the store are only taken as foreign if the marker is still
-        missing after they were listed.
-        """
-        entries = [
-            e for e in files.os.listdir(self.path)
-            if not e.startswith(".") and e != MARKER and not e.startswith(MARKER_TEMP)
-        ]
-        if os.path.exists(marker):
-            return  # another process finished creating it meanwhile
-        if entries:
-            raise StoreError(
-                f"directory {self.path} is not empty and is not a "
-                f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
-                "an empty or new directory."
-            )
-        if self.read_only:
-            return
-        # An empty directory becomes a store: private first, whatever umask or mount
-        # it was created under.
-        mode = stat.S_IMODE(files.os.stat(self.path).st_mode)
-        if mode != 0o700:
-            logger.info("store %s: changing the directory's mode from %o to 700", self.path, mode)
-            files.os.chmod(self.path, 0o700)
-        self._write_marker(marker)
-
-    def _sweep_dead_temp_files(self) -> None:
-        """Remove temp files of processes that are gone (a crash mid-rewrite)."""
-        for entry in files.os.listdir(self.temp_path):
-            pid_part = entry.rsplit(".", 1)[-1].split("-", 1)[0]
-            if pid_part.isdigit() and not pid_alive(int(pid_part)):
-                try:
-                    files.os.unlink(os.path.join(self.temp_path, entry))
-                except FileNotFoundError:
-                    pass
-        for entry in files.os.listdir(self.path):  # marker temp files of creations cut short
-            pid_part = entry[len(MARKER_TEMP) + 1 :].split("-", 1)[0]
-            if entry.startswith(MARKER_TEMP) and not (pid_part.isdigit() and pid_alive(int(pid_part))):
-                try:
-                    files.os.unlink(os.path.join(self.path, entry))
-                except FileNotFoundError:
-                    pass
-
-    def _write_marker(self, marker: str) -> None:
-        """Write the marker under a temp name of this process and thread, then rename it
-        in place: creators racing each other rename identical markers, and no one's temp
-        file is another's."""
-        tmp = os.path.join(self.path, f"{MARKER_TEMP}.{files.owner()}")
-        fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        try:
-            files.os.write(
-                fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n"
-            )
-            files.os.fsync(fd)
-        finally:
-            files.os.close(fd)
-        files.os.replace(tmp, marker)
-        fsync_dir(self.path)
-
-    def _check_marker(self, marker: str) -> None:
-        try:
-            with open(marker, "rb") as f:
-                data = orjson.loads(f.read())
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise StoreError(
-                f"store marker {marker} is unreadable ({exc}); restore it or point "
-                "JsonlSaver at another directory."
-            ) from exc
-        if not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint":
-            raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
-        fmt = data.get("format")
-        if type(fmt) is not int or not 1 <= fmt <= STORE_FORMAT:
-            raise FormatVersionError(
-                f"store {self.path}: {marker} says store format {fmt!r}, but this version "
-                f"of langgraph-jsonl-checkpoint reads store format {STORE_FORMAT}. The "
-                "store was written by a newer release: upgrade the package "
-                "(pip install -U langgraph-jsonl-checkpoint) to open it."
-            )
-
-    def _check_permissions(self) -> None:
-        for p in (self.path, self.threads_path, self.temp_path):
-            if not os.path.lexists(p):
-                continue
-            st = files.os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
-            if st.st_mode & 0o022:
-                raise StoreError(
-                    f"store directory {p} is writable by other users (mode "
-                    f"{stat.S_IMODE(st.st_mode):o}); anyone could plant records. Run "
-                    f"`chmod 700 {p}` and check who else wrote to it."
-                )
+        open_directory(self.path, read_only=read_only)
 
     # -- thread logs ---------------------------------------------------------
 

@@ -1,0 +1,166 @@
+"""The store directory itself: its marker (``STORE.json``), its folders and their
+permissions, and the temp files of processes that are gone. :class:`~.store.Store` opens
+a directory through :func:`open_directory`; the names of the layout live here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+
+import orjson
+
+from ..errors import ConfigError, FormatVersionError, StoreError
+from . import files
+from .files import fsync_dir
+from .processes import pid_alive
+
+#: The file that makes a directory a store (``{"store": ..., "format": N}``).
+MARKER = "STORE.json"
+#: Prefix of the marker's temp files (``STORE.json.tmp.<pid>-<thread>``): left behind
+#: when a store's creation was cut short.
+MARKER_TEMP = MARKER + ".tmp"
+#: The layout of the store directory (the marker's ``format``); each log's header
+#: carries the format of the log itself.
+STORE_FORMAT = 1
+THREADS_DIR = "threads"
+TEMP_DIR = "tmp"
+ARCHIVE_DIR = "archive"
+logger = logging.getLogger(__name__)
+
+
+def open_directory(path: str, *, read_only: bool) -> None:
+    """Check ``path`` is a store of this package (making an empty or new directory one,
+    unless ``read_only``), its folders private and present, and remove the temp files
+    of processes that are gone.
+
+    Raises:
+        ConfigError: ``path`` exists and is not a directory.
+        StoreError: The directory is not a store of this package, or is unsafe.
+        FormatVersionError: The store was written by a newer release.
+    """
+    threads_path = os.path.join(path, THREADS_DIR)
+    temp_path = os.path.join(path, TEMP_DIR)
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ConfigError(
+            f"JsonlSaver path {path} exists and is not a directory. Pass a "
+            "directory (it is created if missing); each thread gets its own file in it."
+        )
+    marker = os.path.join(path, MARKER)
+    if not os.path.isdir(path):
+        if read_only:
+            raise StoreError(f"store {path} does not exist (opened read-only).")
+        files.os.makedirs(path, mode=0o700, exist_ok=True)
+    if not os.path.exists(marker):
+        _become_store(path, marker, read_only)
+    if os.path.exists(marker):
+        _check_marker(path, marker)
+    if read_only:
+        if os.path.isdir(threads_path):
+            _check_permissions(path, threads_path, temp_path)
+        return
+    for sub in (threads_path, temp_path):
+        if not os.path.isdir(sub):
+            files.os.makedirs(sub, mode=0o700, exist_ok=True)
+            files.os.chmod(sub, 0o700)
+            fsync_dir(path)
+    _check_permissions(path, threads_path, temp_path)
+    _sweep_dead_temp_files(path, temp_path)
+
+def _become_store(path: str, marker: str, read_only: bool) -> None:
+    """Make an empty directory a store (several processes may do it at once).
+
+    The marker is written before anything else, so a directory holding anything but
+    marker temp files and no marker is not a store; entries seen while another
+    process is creating the store are only taken as foreign if the marker is still
+    missing after they were listed.
+    """
+    entries = [
+        e for e in files.os.listdir(path)
+        if not e.startswith(".") and e != MARKER and not e.startswith(MARKER_TEMP)
+    ]
+    if os.path.exists(marker):
+        return  # another process finished creating it meanwhile
+    if entries:
+        raise StoreError(
+            f"directory {path} is not empty and is not a "
+            f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
+            "an empty or new directory."
+        )
+    if read_only:
+        return
+    # An empty directory becomes a store: private first, whatever umask or mount
+    # it was created under.
+    mode = stat.S_IMODE(files.os.stat(path).st_mode)
+    if mode != 0o700:
+        logger.info("store %s: changing the directory's mode from %o to 700", path, mode)
+        files.os.chmod(path, 0o700)
+    _write_marker(path, marker)
+
+def _sweep_dead_temp_files(path: str, temp_path: str) -> None:
+    """Remove temp files of processes that are gone (a crash mid-rewrite)."""
+    for entry in files.os.listdir(temp_path):
+        pid_part = entry.rsplit(".", 1)[-1].split("-", 1)[0]
+        if pid_part.isdigit() and not pid_alive(int(pid_part)):
+            try:
+                files.os.unlink(os.path.join(temp_path, entry))
+            except FileNotFoundError:
+                pass
+    for entry in files.os.listdir(path):  # marker temp files of creations cut short
+        pid_part = entry[len(MARKER_TEMP) + 1 :].split("-", 1)[0]
+        if entry.startswith(MARKER_TEMP) and not (pid_part.isdigit() and pid_alive(int(pid_part))):
+            try:
+                files.os.unlink(os.path.join(path, entry))
+            except FileNotFoundError:
+                pass
+
+def _write_marker(path: str, marker: str) -> None:
+    """Write the marker under a temp name of this process and thread, then rename it
+    in place: creators racing each other rename identical markers, and no one's temp
+    file is another's."""
+    tmp = os.path.join(path, f"{MARKER_TEMP}.{files.owner()}")
+    fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        files.os.write(
+            fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n"
+        )
+        files.os.fsync(fd)
+    finally:
+        files.os.close(fd)
+    files.os.replace(tmp, marker)
+    fsync_dir(path)
+
+def _check_marker(path: str, marker: str) -> None:
+    try:
+        with open(marker, "rb") as f:
+            data = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise StoreError(
+            f"store marker {marker} is unreadable ({exc}); restore it or point "
+            "JsonlSaver at another directory."
+        ) from exc
+    if not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint":
+        raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
+    fmt = data.get("format")
+    if type(fmt) is not int or not 1 <= fmt <= STORE_FORMAT:
+        raise FormatVersionError(
+            f"store {path}: {marker} says store format {fmt!r}, but this version "
+            f"of langgraph-jsonl-checkpoint reads store format {STORE_FORMAT}. The "
+            "store was written by a newer release: upgrade the package "
+            "(pip install -U langgraph-jsonl-checkpoint) to open it."
+        )
+
+def _check_permissions(path: str, threads_path: str, temp_path: str) -> None:
+    for p in (path, threads_path, temp_path):
+        if not os.path.lexists(p):
+            continue
+        st = files.os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
+        if st.st_mode & 0o022:
+            raise StoreError(
+                f"store directory {p} is writable by other users (mode "
+                f"{stat.S_IMODE(st.st_mode):o}); anyone could plant records. Run "
+                f"`chmod 700 {p}` and check who else wrote to it."
+            )
