@@ -31,6 +31,7 @@ from tests.harness.migration import (
     copy_of,
     go_on,
     histories,
+    record_uncertain_call,
     sqlite_write_slots,
 )
 
@@ -230,12 +231,7 @@ def test_the_journal_goes_into_sqlite_store_and_back(tmp_path: Path) -> None:
         graph = GRAPHS["agent"]().compile(checkpointer=saver)
         graph.invoke({"messages": [("user", "add 1 2")]}, cfg("agent"))
         cid = saver.get_tuple(cfg("agent")).config["configurable"]["checkpoint_id"]
-        saver.record_tool_events("agent", [
-            {"ev": "requested", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:00+00:00",
-             "name": "send_email", "args": saver.codec.encode({"to": "bob"}, "args")},
-            {"ev": "started", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:01+00:00",
-             "proc": {"host": "gone", "pid": 1}},
-        ])
+        record_uncertain_call(saver, cid)
         before = [(r.key, r.state, r.effective_state, r.args) for r in saver.tool_calls("agent")]
     report = copy_threads(str(tmp_path / "s"), sqlite_url(tmp_path / "app.db"))
     assert report.ok and report.journal_records == 2

@@ -16,7 +16,7 @@ import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
-from tests.harness.migration import build_sqlite_app, cfg
+from tests.harness.migration import build_sqlite_app, cfg, record_uncertain_call
 
 COUNTS = ("threads", "checkpoints", "writes", "journal_records")
 
@@ -29,12 +29,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert main(["import", "sqlite:///" + str(db), str(root / "s")]) == 0
     with JsonlSaver(root / "s") as saver:
         cid = saver.get_tuple(cfg("agent")).config["configurable"]["checkpoint_id"]
-        saver.record_tool_events("agent", [
-            {"ev": "requested", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:00+00:00",
-             "name": "send_email", "args": saver.codec.encode({"to": "bob"}, "args")},
-            {"ev": "started", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:01+00:00",
-             "proc": {"host": "gone", "pid": 1}},
-        ])
+        record_uncertain_call(saver, cid)
     return root / "s"
 
 

@@ -20,9 +20,9 @@ def _put(saver, thread: str, i: int) -> dict:
     return saver.put(config(thread), make_checkpoint(cp_id(i), {"m": [f"v{i}"]}, v), {}, v)
 
 
-def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
-    """Mutant: ``delete_thread`` left the ``.quarantine`` file behind, keeping a deleted
-    thread's torn bytes on disk (privacy: delete means every checkpoint and write)."""
+def _with_quarantined_tail(tmp_path: Path) -> tuple[JsonlSaver, ThreadFiles]:
+    """A saver whose thread ``t`` has a torn tail (holding "secret") cut into its
+    ``.quarantine`` file by the next append."""
     saver = JsonlSaver(tmp_path / "s")
     _put(saver, "t", 1)
     files = ThreadFiles.of(tmp_path / "s", "t")
@@ -30,6 +30,13 @@ def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None
         f.write(b'{"t":"checkpoint","ns":"","id":"torn, with a secret","pa')
     _put(saver, "t", 2)  # the next append cuts the torn tail into the quarantine file
     assert ".quarantine" in files.left_on_disk()
+    return saver, files
+
+
+def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
+    """Mutant: ``delete_thread`` left the ``.quarantine`` file behind, keeping a deleted
+    thread's torn bytes on disk (privacy: delete means every checkpoint and write)."""
+    saver, files = _with_quarantined_tail(tmp_path)
     saver.delete_thread("t")
     left = files.left_on_disk()
     assert left <= AFTER_DELETE and ".quarantine" not in left, left
@@ -41,13 +48,7 @@ def test_archiving_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
     """Hand-made bug (issue 27): archiving (``Tombstone.move_log``) left the
     ``.quarantine`` file behind in ``threads/``: an archived thread's torn bytes stayed
     beside the store's live threads, and a restore found them there."""
-    saver = JsonlSaver(tmp_path / "s")
-    _put(saver, "t", 1)
-    files = ThreadFiles.of(tmp_path / "s", "t")
-    with open(files.log, "ab") as f:
-        f.write(b'{"t":"checkpoint","ns":"","id":"torn, with a secret","pa')
-    _put(saver, "t", 2)  # the next append cuts the torn tail into the quarantine file
-    assert ".quarantine" in files.left_on_disk()
+    saver, files = _with_quarantined_tail(tmp_path)
     report = saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
     assert report.swept == [("t", "archive")] and [e.thread_id for e in saver.archived()] == ["t"]
     left = files.left_on_disk()

@@ -76,6 +76,17 @@ def build_sqlite_app(path: Path) -> Path:
     return path
 
 
+def record_uncertain_call(saver: Any, cid: str) -> None:
+    """Journal, on thread ``agent``'s checkpoint ``cid``, a ``send_email`` call that was
+    requested and started by a process that is gone: a call whose outcome is unknown."""
+    saver.record_tool_events("agent", [
+        {"ev": "requested", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:00+00:00",
+         "name": "send_email", "args": saver.codec.encode({"to": "bob"}, "args")},
+        {"ev": "started", "ns": "tools:x", "cp": cid, "call": "k1", "at": "2026-01-01T00:00:01+00:00",
+         "proc": {"host": "gone", "pid": 1}},
+    ])
+
+
 def copy_of(path: Path, to: Path) -> Path:
     """A copy of an SQLite file (so a test may resume threads without touching the shared one)."""
     shutil.copyfile(path, to)
