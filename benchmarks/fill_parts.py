@@ -1,0 +1,213 @@
+"""Where a turn of the round-robin fill goes, saver by saver: what bounds the server shape.
+
+    python benchmarks/fill_parts.py                 # 200 threads, turn 10
+    python benchmarks/fill_parts.py --threads 40 --turns 5
+
+Each saver runs in a fresh process (``--worker``): the benchmark agent fills N threads
+round-robin for T-1 turns (durability "sync"), then round T is measured:
+
+- CPU time per turn spent in each saver method (``time.thread_time`` of the calling
+  thread around ``get_tuple``, ``put``, ``put_writes``): where the reopen of a let-go
+  log lands (JsonlSaver with the default bound reopens every log when N > 16; the
+  ``jsonl-open`` row keeps every log open, ``max_open_threads`` above N);
+- the cyclic garbage collector: passes per generation in the round and their time, and
+  how many tracked objects each turn moved into the oldest generation (objects found
+  there after each middle-generation pass that were not there before it; counted in
+  round T+1, since listing the generation around each pass costs time). A full pass
+  is due once a quarter as many objects as the oldest generation holds were moved
+  there, and walks every tracked object of the process: the more a saver's objects
+  outlive a turn, the more often a server pays a full pass (tens of milliseconds);
+- tracked objects reachable from one idle open log (JsonlSaver only), by type.
+
+CPU times move with a shared machine's load; the object counts do not. Read the
+instruction counts of ``fill_instructions.py`` beside it. Results in
+``results/fill_parts.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import json
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from many_threads import thread_ids
+
+from _common import Table, build_agent_graph, open_saver, run_worker, user_message, write_results
+
+NAME = "fill_parts"
+KINDS = ("jsonl", "jsonl-open", "sqlite", "memory")
+METHODS = ("get_tuple", "put", "put_writes")
+
+
+def _saver(kind: str, workdir: Path, threads: int) -> Any:
+    if kind == "jsonl-open":
+        from langgraph_jsonl_checkpoint import JsonlSaver
+
+        return JsonlSaver(workdir / "jsonl-store", max_open_threads=threads + 1)
+    return open_saver(kind, workdir).saver
+
+
+def _timed_methods(saver: Any, cpu: collections.Counter[str], on: list[bool]) -> None:
+    for name in METHODS:
+        method = getattr(saver, name)
+
+        def wrapper(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            if not on[0]:
+                return _method(*args, **kwargs)
+            t0 = time.thread_time()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                cpu[_name] += time.thread_time() - t0
+
+        setattr(saver, name, wrapper)
+
+
+class Passes:
+    """The collector's passes per generation and their time (cheap: no object listing)."""
+
+    def __init__(self) -> None:
+        self.passes: collections.Counter[int] = collections.Counter()
+        self.seconds: collections.Counter[int] = collections.Counter()
+        self._t0 = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.passes[info["generation"]] += 1
+            self.seconds[info["generation"]] += time.perf_counter() - self._t0
+
+
+class Promotions:
+    """Counts the tracked objects each middle-generation pass moves into the oldest
+    (lists the oldest generation around each such pass: slow, so run on its own round)."""
+
+    def __init__(self) -> None:
+        self.moved = 0
+        self._before: set[int] | None = None
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 1:
+            return
+        if phase == "start":
+            self._before = {id(o) for o in gc.get_objects(2)}
+        elif self._before is not None:
+            before = self._before
+            self.moved += sum(1 for o in gc.get_objects(2) if id(o) not in before)
+            self._before = None
+
+
+def _idle_log_objects(saver: Any) -> dict[str, Any]:
+    """Tracked objects reachable from the most recently let-alone open log (not through
+    the saver, the store, types, modules or functions)."""
+    logs = list(saver.store._logs.values())
+    if not logs:
+        return {}
+    skip = {id(saver), id(saver.store)}
+    root = logs[0]
+    seen, stack, kinds = {id(root)}, [root], collections.Counter()
+    while stack:
+        for ref in gc.get_referents(stack.pop()):
+            if id(ref) in seen or id(ref) in skip or not gc.is_tracked(ref):
+                continue
+            if isinstance(ref, (type, types.ModuleType, types.FunctionType)):
+                continue
+            seen.add(id(ref))
+            stack.append(ref)
+            kinds[type(ref).__name__] += 1
+    return {"objects": len(seen), "by_type": dict(kinds.most_common(8))}
+
+
+def worker(args: argparse.Namespace) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix=f"fill-parts-{args.saver}-"))
+    saver = _saver(args.saver, workdir, args.threads)
+    cpu: collections.Counter[str] = collections.Counter()
+    on = [False]
+    _timed_methods(saver, cpu, on)
+    graph = build_agent_graph(saver)
+    ids = thread_ids(args.threads)
+
+    def round_(t: int) -> None:
+        for i in range(args.threads):
+            graph.invoke({"messages": [user_message(i, t)]}, {"configurable": {"thread_id": ids[i]}},
+                         durability="sync")
+
+    for t in range(args.turns - 1):
+        round_(t)
+    gc.collect()
+    passes = Passes()
+    gc.callbacks.append(passes)
+    on[0] = True
+    c0 = time.process_time()
+    round_(args.turns - 1)
+    process_cpu = time.process_time() - c0
+    on[0] = False
+    gc.callbacks.remove(passes)
+    idle = _idle_log_objects(saver) if args.saver.startswith("jsonl") else None
+    promotions = Promotions()  # one more round, counted on its own
+    gc.callbacks.append(promotions)
+    round_(args.turns)
+    gc.callbacks.remove(promotions)
+    n = args.threads
+    print(json.dumps({
+        "process_cpu_per_turn": process_cpu / n,
+        "method_cpu_per_turn": {k: v / n for k, v in cpu.items()},
+        "gc_passes": {str(g): passes.passes[g] for g in range(3)},
+        "gc_seconds_per_turn": {str(g): passes.seconds[g] / n for g in range(3)},
+        "moved_to_oldest_per_turn": promotions.moved / n,
+        "idle_log": idle,
+    }))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=200)
+    p.add_argument("--turns", type=int, default=10, help="the turn measured (T)")
+    p.add_argument("--savers", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--saver", choices=KINDS, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    results: dict[str, Any] = {}
+    for kind in args.savers:
+        r = results[kind] = run_worker(Path(__file__), ["--saver", kind, "--threads", str(args.threads),
+                                                        "--turns", str(args.turns)])
+        print(f"[{NAME}] {kind:10s} CPU {r['process_cpu_per_turn'] * 1e3:6.2f} ms/turn; "
+              + ", ".join(f"{m} {v * 1e3:.2f}" for m, v in r["method_cpu_per_turn"].items())
+              + f"; moved to the oldest generation {r['moved_to_oldest_per_turn']:.0f}/turn, "
+              f"full passes {r['gc_passes']['2']}; idle log {r['idle_log']}", flush=True)
+    label = {"jsonl": "jsonl", "jsonl-open": "jsonl (every log open)", "sqlite": "sqlite", "memory": "memory"}
+    table = Table()
+    case = f"{args.threads} threads round-robin, turn {args.turns}"
+    for kind, r in results.items():
+        saver = label[kind]
+        table.add(case, "process CPU per turn", saver, r["process_cpu_per_turn"], "s")
+        for m in METHODS:
+            table.add(case, f"{m}: CPU per turn", saver, r["method_cpu_per_turn"].get(m, 0.0), "s")
+        table.add(case, "collector: full passes in the round", saver, r["gc_passes"]["2"], "passes")
+        table.add(case, "collector: time per turn, all passes", saver,
+                  sum(r["gc_seconds_per_turn"].values()), "s")
+        table.add(case, "tracked objects moved to the oldest generation per turn", saver,
+                  r["moved_to_oldest_per_turn"], "objects")
+        if r["idle_log"]:
+            table.add(case, "tracked objects one idle open log holds", saver, r["idle_log"]["objects"],
+                      "objects")
+    notes = [f"idle open log, by type ({label[k]}): {r['idle_log']['by_type']}"
+             for k, r in results.items() if r.get("idle_log")]
+    write_results(NAME, {"threads": args.threads, "turns": args.turns, "results": results}, table,
+                  header="Where a turn of the round-robin fill goes: CPU per saver method, and the "
+                  "cyclic collector (what each saver's objects cost it).", notes=notes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
