@@ -12,6 +12,8 @@ puts ``benchmarks/`` first on ``sys.path``).
 
 from __future__ import annotations
 
+import collections
+import gc
 import json
 import math
 import os
@@ -22,6 +24,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 import uuid
 import zlib
 from collections.abc import Iterable, Sequence
@@ -180,6 +183,26 @@ class SaverHandle:
         if self._closer is not None:
             self._closer()
             self._closer = None
+
+
+def tracked_reachable(
+    root: object, *, stop: Iterable[object] = (), shared: bool = True
+) -> collections.Counter[str]:
+    """Tracked objects reachable from ``root`` (itself not counted), by type name: what
+    the cyclic collector walks because of it. The walk does not pass through ``stop``
+    objects nor, with ``shared=False``, through types, modules and functions."""
+    skip = {id(o) for o in stop}
+    seen, stack, kinds = {id(root)}, [root], collections.Counter[str]()
+    while stack:
+        for ref in gc.get_referents(stack.pop()):
+            if id(ref) in seen or id(ref) in skip or not gc.is_tracked(ref):
+                continue
+            if not shared and isinstance(ref, (type, types.ModuleType, types.FunctionType)):
+                continue
+            seen.add(id(ref))
+            stack.append(ref)
+            kinds[type(ref).__name__] += 1
+    return kinds
 
 
 def path_bytes(p: Path) -> int:

@@ -33,13 +33,20 @@ import json
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 from typing import Any
 
 from many_threads import thread_ids
 
-from _common import Table, build_agent_graph, open_saver, run_worker, user_message, write_results
+from _common import (
+    Table,
+    build_agent_graph,
+    open_saver,
+    run_worker,
+    tracked_reachable,
+    user_message,
+    write_results,
+)
 
 NAME = "fill_parts"
 KINDS = ("jsonl", "jsonl-open", "sqlite", "memory")
@@ -106,24 +113,13 @@ class Promotions:
 
 
 def _idle_log_objects(saver: Any) -> dict[str, Any]:
-    """Tracked objects reachable from the most recently let-alone open log (not through
+    """Tracked objects reachable from the least recently used open log (not through
     the saver, the store, types, modules or functions)."""
     logs = list(saver.store._logs.values())
     if not logs:
         return {}
-    skip = {id(saver), id(saver.store)}
-    root = logs[0]
-    seen, stack, kinds = {id(root)}, [root], collections.Counter()
-    while stack:
-        for ref in gc.get_referents(stack.pop()):
-            if id(ref) in seen or id(ref) in skip or not gc.is_tracked(ref):
-                continue
-            if isinstance(ref, (type, types.ModuleType, types.FunctionType)):
-                continue
-            seen.add(id(ref))
-            stack.append(ref)
-            kinds[type(ref).__name__] += 1
-    return {"objects": len(seen), "by_type": dict(kinds.most_common(8))}
+    kinds = tracked_reachable(logs[0], stop=(saver, saver.store), shared=False)
+    return {"objects": 1 + sum(kinds.values()), "by_type": dict(kinds.most_common(8))}
 
 
 def worker(args: argparse.Namespace) -> None:

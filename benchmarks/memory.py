@@ -36,7 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import LABELS, Table, build_agent_graph, open_saver, user_message, write_results
+from _common import (
+    LABELS,
+    Table,
+    build_agent_graph,
+    open_saver,
+    tracked_reachable,
+    user_message,
+    write_results,
+)
 
 NAME = "memory"
 
@@ -49,14 +57,7 @@ def rss_mib() -> float:
 
 def reachable(root: object) -> int:
     """Tracked objects reachable from ``root`` (itself included)."""
-    seen = {id(root)}
-    stack = [root]
-    while stack:
-        for ref in gc.get_referents(stack.pop()):
-            if gc.is_tracked(ref) and id(ref) not in seen:
-                seen.add(id(ref))
-                stack.append(ref)
-    return len(seen)
+    return 1 + sum(tracked_reachable(root).values())
 
 
 def worker(args: argparse.Namespace) -> None:
