@@ -507,6 +507,41 @@ def test_run_ids_in_metadata_refuse_a_put_behind_another_runs_checkpoint(tmp_pat
         CP_IDS[3], CP_IDS[1], CP_IDS[0]]
 
 
+def test_a_run_at_the_address_of_a_finished_run_is_not_held_to_its_head(tmp_path: Path) -> None:
+    """Runs are told apart by their Runtime, and a finished run's Runtime address can be
+    taken by a later one. LangGraph replays a subgraph without reading its checkpoint (the
+    parent hands the state over) and puts after an old one: with the Runtime of an
+    earlier run of that subgraph at the same address, the put was refused as a moved head
+    (LangGraph's test_stateful_subgraph_loads_latest_after_replay, now and then). The
+    same object stands for the reused address here; each run has a task of its own."""
+    from langgraph_jsonl_checkpoint import ConcurrentRunError
+    from langgraph_jsonl_checkpoint.saver.runs import CONFIG_KEY_RUNTIME, CONFIG_KEY_TASK_ID
+
+    saver = JsonlSaver(tmp_path / "s")
+    reused, other = object(), object()
+
+    def config(runtime: object, task: str, parent: str | None = None) -> dict:
+        cfg = {"thread_id": "t", "checkpoint_ns": "sub", CONFIG_KEY_RUNTIME: runtime,
+               CONFIG_KEY_TASK_ID: task}
+        if parent:
+            cfg["checkpoint_id"] = parent
+        return {"configurable": cfg}
+
+    def put(i: int, cfg: dict) -> None:
+        versions = {"a": saver.get_next_version(None, None)}
+        saver.put(cfg, _checkpoint(i, {"a": i}, versions), {"step": i}, versions)
+
+    saver.get_tuple(config(reused, "task-1"))  # the first invocation's subgraph run
+    put(0, config(reused, "task-1"))
+    saver.get_tuple(config(other, "task-2"))  # the second invocation's
+    put(1, config(other, "task-2", CP_IDS[0]))
+    put(2, config(reused, "task-3", CP_IDS[0]))  # the replay's: from checkpoint 0, no read
+    listed = saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": "sub"}})
+    assert [t.checkpoint["id"] for t in listed] == [CP_IDS[2], CP_IDS[1], CP_IDS[0]]
+    with pytest.raises(ConcurrentRunError):  # one run behind another is still refused
+        put(3, config(other, "task-2", CP_IDS[1]))
+
+
 def test_a_saver_driven_directly_may_branch_anywhere(tmp_path: Path) -> None:
     """Without a LangGraph run (no Runtime in the config) and without run ids, puts on
     an old checkpoint are deliberate branches, even right after a latest read."""

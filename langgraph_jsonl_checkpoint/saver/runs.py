@@ -17,11 +17,14 @@ A run is recognised by the ``Runtime`` object LangGraph puts into every config o
 invocation (``configurable["__pregel_runtime"]``, the same object from the first read
 to the last put of that run, a different one for each subgraph and each invocation).
 Calls without it (a saver driven directly) are never checked. The tracker keeps the
-last :data:`MAX_RUNS` runs it has seen, by the ``id`` of their ``Runtime`` only: it
+last :data:`MAX_RUNS` runs it has seen, by the ``id`` of their ``Runtime`` and the id of
+the task that runs them (``configurable["__pregel_task_id"]``; none for a root run): it
 holds no reference to them (a ``Runtime`` carries the run's context and previous
 result, which must not outlive the run; it supports no weak references). A forgotten
-run is simply not checked. A finished run's id may be reused by a later object; a later
-run always reads before its first put in a namespace, which replaces what was noted.
+run is simply not checked. A finished run's ``Runtime`` address may be taken by a later
+one. A root run always reads before its first put, which replaces what was noted; a
+subgraph replayed by LangGraph does not (its parent hands it its state), but it runs
+in a task of another id, so it never finds the notes of an earlier run at its address.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-try:  # the key LangGraph stores the run's Runtime under (stable in langgraph 1.x)
+try:  # the keys LangGraph stores the run's Runtime and task id under (stable in langgraph 1.x)
     from langgraph._internal._constants import CONFIG_KEY_RUNTIME as CONFIG_KEY_RUNTIME
+    from langgraph._internal._constants import CONFIG_KEY_TASK_ID as CONFIG_KEY_TASK_ID
 except ImportError:  # pragma: no cover - older or reorganised langgraph
     CONFIG_KEY_RUNTIME = "__pregel_runtime"
+    CONFIG_KEY_TASK_ID = "__pregel_task_id"
 
 def in_run(configurable: Mapping[str, Any]) -> bool:
     """Whether a saver call comes from a running graph (not ``get_state`` and the like)."""
@@ -60,7 +65,7 @@ class RunTracker:
     """
 
     def __init__(self, *, enabled: bool = True, max_runs: int = MAX_RUNS) -> None:
-        self._runs: OrderedDict[int, dict[tuple[str, str], Any]] = OrderedDict()
+        self._runs: OrderedDict[tuple[int, Any], dict[tuple[str, str], Any]] = OrderedDict()
         self._enabled = enabled
         self._max = max_runs
         self._lock = threading.Lock()
@@ -69,7 +74,7 @@ class RunTracker:
         runtime = configurable.get(CONFIG_KEY_RUNTIME) if self._enabled else None
         if runtime is None:
             return None
-        key = id(runtime)
+        key = (id(runtime), configurable.get(CONFIG_KEY_TASK_ID))
         tips = self._runs.get(key)
         if tips is not None:
             self._runs.move_to_end(key)
