@@ -275,3 +275,40 @@ def test_the_cache_does_not_change_what_verify_and_copies_see(
     _, rows, _ = listed(capsys, copy)
     assert [{**r, "path": None} for r in rows] == [{**r, "path": None} for r in expected[1]]
     assert rows[0]["path"].startswith(str(copy))
+
+
+LISTING_PROBE = """
+import contextlib, io, json, sys
+from langgraph_jsonl_checkpoint.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+rows = json.loads(out.getvalue())
+heavy = ("langgraph.pregel", "langgraph_jsonl_checkpoint.saver.jsonl_saver")
+saver = sorted(m for m in sys.modules if m.startswith(heavy))
+print(json.dumps([code, {r["thread_id"]: [r["status"], r["checkpoints"], r["latest"]] for r in rows}, saver]))
+"""
+
+
+@pytest.mark.parametrize("limit", [[], ["--limit", "2"]])
+def test_logs_read_for_a_listing_need_no_saver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: list[str]
+) -> None:
+    """A listing that must read logs (changed since the cache, or a first page) reads
+    them without opening a saver: no import of the saver or of LangGraph's graph
+    runtime (most of a second of a fresh process); the rows are what a saver reads."""
+    store = tmp_path / "store"
+    for tid in ("a", "b"):
+        put_checkpoints(store, tid, 2)
+    listed(capsys, store)  # the cache
+    put_checkpoints(store, "b", 1, start=2)
+    argv = ["threads", str(store), "--json", *limit]
+    run = subprocess.run([sys.executable, "-c", LISTING_PROBE, *argv],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    code, rows, imported = json.loads(run.stdout.strip().splitlines()[-1])
+    assert imported == []
+    assert rows == {"a": ["done", 2, CP[1]], "b": ["done", 3, CP[2]]}
+    assert code == main(argv)
+    assert {r["thread_id"]: [r["status"], r["checkpoints"], r["latest"]]
+            for r in json.loads(capsys.readouterr().out)} == rows

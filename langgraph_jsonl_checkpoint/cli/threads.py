@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from contextlib import ExitStack
 from datetime import datetime
 
 from ..disk.store import ThreadFile
+from ..inspection.checkpoints import StoreReader
 from ..inspection.listing import listed_summaries
 from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
 from ..inspection.threads import (
@@ -32,7 +32,6 @@ from .common import (
     UsageError,
     add_store_argument,
     describe,
-    open_saver,
     open_store,
     print_json,
     print_table,
@@ -77,24 +76,23 @@ def detail(s: ThreadSummary) -> str:
 
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
-        with open_saver(args) as saver:  # only the threads shown are read
-            page = first_page(saver, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
-            summaries = list(progress((summary_of(saver, e) for e in page), total=len(page), what="threads"))
-    else:
-        # Every row, from the listing cache where a log did not change; the saver (and
-        # LangGraph) is imported only if some log must be read.
-        store = open_store(args)
-        with ExitStack() as opened:
+    # Logs are read through the store alone, never a saver: a saver imports LangGraph's
+    # graph runtime, most of a second of a fresh process.
+    reader = StoreReader(open_store(args))
+    try:
+        if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
+            page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
+            summaries = list(progress((summary_of(reader, e) for e in page), total=len(page), what="threads"))
+        else:
+            # Every row, from the listing cache where a log did not change.
 
             def summarise(logs: list[ThreadFile]) -> Iterator[ThreadSummary]:
-                if not logs:
-                    return
-                saver = opened.enter_context(open_saver(args))
-                for entry in progress(logs, total=len(logs), what="threads"):
-                    yield summary_of(saver, entry)
+                for entry in progress(logs, total=len(logs), what="threads") if logs else ():
+                    yield summary_of(reader, entry)
 
-            summaries = listed_summaries(store, summarise)
+            summaries = listed_summaries(reader.store, summarise)
+    finally:
+        reader.store.close()
     damaged = any(s.status == DAMAGED for s in summaries)
     try:
         rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)

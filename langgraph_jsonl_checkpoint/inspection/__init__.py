@@ -12,9 +12,12 @@ transcripts to share. What the ``langgraph-jsonl`` command shows, as a library::
 
 Every function takes a :class:`~..saver.jsonl_saver.JsonlSaver` (open it with
 ``read_only=True``: nothing here writes, or takes a writer lock) and reads through its
-public reads or the same read-only log views they use.
+public reads or the same read-only log views they use. ``thread_summaries`` and
+``summarize_thread`` also take a :class:`~.checkpoints.StoreReader` (a store read without
+a saver, as ``langgraph-jsonl threads`` does: no LangGraph graph runtime imported).
 """
 
+from .checkpoints import StoreReader
 from .diff import ChannelDiff, diff_states
 from .export import export_store, export_thread, transcript_jsonl, transcript_markdown
 from .follow import FollowEvent, ThreadFollower, follow
@@ -32,6 +35,7 @@ __all__ = [
     "FollowEvent",
     "HistoryEntry",
     "SearchHit",
+    "StoreReader",
     "ThreadFollower",
     "ThreadSummary",
     "ToolCallRow",

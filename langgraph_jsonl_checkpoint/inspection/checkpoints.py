@@ -16,19 +16,59 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..disk.index import ThreadIndex
+from ..disk.store import Store
 from ..disk.summary import EMPTY
 from ..disk.view import LogView
 from ..saver.config import healing
 from .status import PendingWrite, interrupt_type, next_tasks, task_errors, waiting_interrupts
 
 if TYPE_CHECKING:  # annotations only: importing this module imports no LangGraph
-    from ..saver.jsonl_saver import JsonlSaver
+    from ..values.codec import ValueCodec
     from ..values.reader import ValueReader
 
 T = TypeVar("T")
+
+
+class StoreReading(Protocol):
+    """What reading a store for people needs: its thread logs and how values are
+    encoded. A ``JsonlSaver`` is one; so is a :class:`StoreReader`."""
+
+    @property
+    def store(self) -> Store:
+        """The store directory and its thread logs."""
+        ...
+
+    @property
+    def codec(self) -> ValueCodec:
+        """Values to cells and back."""
+        ...
+
+
+class StoreReader:
+    """A store read without a saver, with LangGraph's default serializer (what a
+    ``JsonlSaver`` without ``serde`` uses): what the command line reads logs through.
+    Opening a saver imports LangGraph's graph runtime (most of a second of a fresh
+    process); this imports only the serializer, and that on the first value decoded.
+
+    Args:
+        store: The store (opened read-only for a listing).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @cached_property
+    def codec(self) -> ValueCodec:
+        """The value codec (made, and the serializer imported, on first use)."""
+        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+        from ..values.codec import ValueCodec
+
+        return ValueCodec(JsonPlusSerializer())
 
 
 @dataclass(frozen=True)
@@ -206,13 +246,14 @@ class ThreadFacts:
         return self.facts(facts.ns, facts.parent_id)
 
 
-def reading(saver: JsonlSaver, thread_id: str, work: Callable[[ThreadFacts], T]) -> T:
+def reading(saver: StoreReading, thread_id: str, work: Callable[[ThreadFacts], T]) -> T:
     """Run ``work`` on a thread's facts, under the thread's in-process lock (never the
     writer lock), after bringing the index up to date with the file (another process
     may be appending); once more if the sidecar index had to be rebuilt.
 
     Args:
-        saver: A saver on the store (``read_only=True`` is enough).
+        saver: A saver on the store (``read_only=True`` is enough), or a
+            :class:`StoreReader`.
         thread_id: The thread.
         work: What to read.
 

@@ -28,8 +28,7 @@ from .status import DAMAGED, EMPTY, STATUSES, thread_status
 from .times import at_or_after, parse_stored
 
 if TYPE_CHECKING:  # imported where a log is read: a listing from its cache imports no LangGraph
-    from ..saver.jsonl_saver import JsonlSaver
-    from .checkpoints import ThreadFacts
+    from .checkpoints import StoreReading, ThreadFacts
 
 #: What ``select_threads`` can sort by; all but ``id`` put the largest (newest) first.
 SORT_KEYS = ("id", "updated", "created", "size", "checkpoints", "status")
@@ -89,12 +88,13 @@ class ThreadSummary:
         }
 
 
-def summarize_thread(saver: JsonlSaver, thread_id: str) -> ThreadSummary:
+def summarize_thread(saver: StoreReading, thread_id: str) -> ThreadSummary:
     """A thread's summary. A log that cannot be read is a ``damaged`` summary, never
     an exception.
 
     Args:
-        saver: A saver on the store (``read_only=True`` is enough: nothing is written).
+        saver: A saver on the store (``read_only=True`` is enough: nothing is written),
+            or a :class:`~.checkpoints.StoreReader`.
         thread_id: The thread (it should exist: see ``saver.store.has_thread``).
     """
     from .checkpoints import reading
@@ -156,19 +156,20 @@ def live_run(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
     return holder
 
 
-def thread_summaries(saver: JsonlSaver) -> Iterator[ThreadSummary]:
+def thread_summaries(saver: StoreReading) -> Iterator[ThreadSummary]:
     """A summary of every thread of the store, in file name order; a file that is not a
     readable log is a ``damaged`` summary (its ``thread_id`` is ``None`` when its header
     cannot be read), and the others are still summarised.
 
     Args:
-        saver: A saver on the store (``read_only=True`` is enough).
+        saver: A saver on the store (``read_only=True`` is enough), or a
+            :class:`~.checkpoints.StoreReader`.
     """
     for entry in saver.store.catalog():
         yield summary_of(saver, entry)
 
 
-def summary_of(saver: JsonlSaver, entry: ThreadFile) -> ThreadSummary:
+def summary_of(saver: StoreReading, entry: ThreadFile) -> ThreadSummary:
     """The summary of one log of the store's catalog (``damaged`` if its header could
     not be read)."""
     if entry.thread_id is None:
@@ -178,7 +179,7 @@ def summary_of(saver: JsonlSaver, entry: ThreadFile) -> ThreadSummary:
 
 
 def first_page(
-    saver: JsonlSaver,
+    saver: StoreReading,
     *,
     status: Sequence[str] | None = None,
     since: datetime | None = None,
@@ -212,7 +213,7 @@ def reads_first_page_only(
     return limit is not None and not status and since is None and sort in ("id", "size")
 
 
-def _entry_size(saver: JsonlSaver, entry: ThreadFile) -> int:
+def _entry_size(saver: StoreReading, entry: ThreadFile) -> int:
     """The size a summary of ``entry`` gives (see :func:`summarize_thread`)."""
     if entry.thread_id is None:
         return _file_size(entry.path)
