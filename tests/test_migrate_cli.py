@@ -157,7 +157,8 @@ def test_a_copy_killed_half_way_then_run_again_is_complete_without_duplicates(
     dst = str(tmp_path / "s") if target == "store" else request.getfixturevalue("pg_url")
     total = _source_checkpoints(many_db)
     if target == "postgres":
-        assert copy_threads(url(many_db), dst, threads=["none"], setup=True).ok  # tables only
+        tables_only = copy_threads(url(many_db), dst, threads=["none"], setup=True)
+        assert tables_only.unmatched == ["none"] and not tables_only.threads and not tables_only.problems
 
     def copied() -> int:
         if target == "store":
@@ -289,3 +290,25 @@ def test_ctrl_c_stops_a_copy_with_one_line_and_a_rerun_completes_it(
     report = json.loads(rerun.stdout)
     assert report["ok"] and report["verified"] and report["threads"] == 150 and report["mismatches"] == []
     assert report["present"] > 0 and report["present"] + report["checkpoints"] == total
+
+
+def test_a_threads_pattern_that_matches_nothing_is_a_problem(app_db: Path, tmp_path: Path, capsys) -> None:
+    """A typo in --threads must not pass for a copy of nothing: each pattern that matched
+    no thread of the source is named, and the copy exits 1 (the others are copied)."""
+    argv = ["copy", url(app_db), str(tmp_path / "s"), "--threads", "fan", "zzz*", "no-such-thread"]
+    code, dry = run_json([*argv, "--dry-run"], capsys)
+    assert code == 1 and not dry["ok"] and dry["unmatched"] == ["zzz*", "no-such-thread"]
+    assert [t["thread_id"] for t in dry["per_thread"]] == ["fan"]
+    assert {p["problem"] for p in dry["problems"]} == {
+        "no thread of the source matches --threads 'zzz*'",
+        "no thread of the source matches --threads 'no-such-thread'"}
+    assert not (tmp_path / "s").exists()
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "PROBLEM no thread of the source matches --threads 'zzz*'" in captured.err
+    assert "PROBLEM no thread of the source matches --threads 'no-such-thread'" in captured.err
+    assert "copied 1 thread(s)" in captured.out
+    with JsonlSaver(tmp_path / "s", read_only=True) as saver:
+        assert list(saver.store.thread_ids()) == ["fan"]
+    report = copy_threads(url(app_db), str(tmp_path / "s"), threads=["fan"])
+    assert report.ok and report.unmatched == []

@@ -38,8 +38,8 @@ ENDPOINTS_HELP = (
 EXIT_INTERRUPTED = 130
 COPY_JSON = (
     "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
-    "journal_records, bytes, creates, needs_setup, seconds, problems: [{thread_id, problem}], mismatches: "
-    "[{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "
+    "journal_records, bytes, creates, needs_setup, unmatched, seconds, problems: [{thread_id, problem}], "
+    "mismatches: [{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "
     "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, "
     "ahead_checkpoints, ahead_writes, ahead_journal_records}]}"
 )
@@ -76,7 +76,8 @@ def _ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
 def add_copy_options(parser: argparse.ArgumentParser) -> None:
     """The options every copy takes (``import``, ``copy``, ``export DATABASE``)."""
     parser.add_argument("--threads", nargs="+", metavar="ID", action="extend",
-                        help="copy only these thread ids or shell globs ('user-*')")
+                        help="copy only these thread ids or shell globs ('user-*'); one that matches "
+                        "no thread is a problem (exit status 1)")
     parser.add_argument("--dry-run", action="store_true",
                         help="read everything, write and create nothing (no store, file or table): "
                         "report what would be copied and created")
@@ -110,7 +111,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
     if args.json:
         print_json(report.to_json())
         return EXIT_OK if report.ok else EXIT_PROBLEMS
-    for line in report.unreadable:
+    for line in report.unreadable + report.unmatched_text():
         print(f"PROBLEM {line}", file=sys.stderr)
     for t in report.problems:
         print(f"PROBLEM thread {shown(t.thread_id)}: {t.problem}", file=sys.stderr)

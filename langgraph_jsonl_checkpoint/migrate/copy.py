@@ -66,7 +66,9 @@ def copy_threads(
         source: Where from: a store directory, ``sqlite:///path.db``,
             ``postgresql://...``, a checkpointer or an :class:`Endpoint`.
         target: Where to (the same kinds; a new directory becomes a store).
-        threads: Thread ids or shell globs (``"user-*"``) to copy; all when ``None``.
+        threads: Thread ids or shell globs (``"user-*"``) to copy; all when ``None``. One
+            that matches no thread of the source is named in the report's ``unmatched``
+            (and the report is not ``ok``).
         dry_run: Read everything, write nothing and create nothing (no store directory,
             file or table); the report says what would be copied and created.
         verify: After copying a thread, compare its whole history on both ends.
@@ -137,7 +139,7 @@ def _copy(
         report.needs_setup = missing
     if dry_run and not dst.readable():  # read it as it would be once set up: empty
         dst = NewTarget(dst.name, dst.kind, journal=dst.journal is not None)
-    ids = matching(src.thread_ids(), threads)
+    ids, report.unmatched = matching(src.thread_ids(), threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
 

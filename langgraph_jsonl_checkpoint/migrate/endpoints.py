@@ -219,13 +219,21 @@ def thread_tuples(endpoint: Endpoint, thread_id: str) -> list[CheckpointTuple]:
     return tuples
 
 
-def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> list[str]:
-    """The ids that equal, or match as a shell glob, one of ``patterns`` (all: ``None``)."""
+def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The ids that equal, or match as a shell glob, one of ``patterns`` (all: ``None``),
+    and the patterns that matched none of them (in the order given)."""
     if not patterns:
-        return list(thread_ids)
+        return list(thread_ids), []
     from fnmatch import fnmatchcase
 
-    return [t for t in thread_ids if any(t == p or fnmatchcase(t, p) for p in patterns)]
+    matched: set[str] = set()
+    ids = []
+    for t in thread_ids:
+        hits = [p for p in patterns if t == p or fnmatchcase(t, p)]
+        if hits:
+            ids.append(t)
+            matched.update(hits)
+    return ids, list(dict.fromkeys(p for p in patterns if p not in matched))
 
 
 #: A function that wraps the thread ids a copy works through (a progress bar).

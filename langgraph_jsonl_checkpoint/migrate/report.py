@@ -63,6 +63,8 @@ class CopyReport:
         dry_run: Nothing was written.
         verified: Histories were compared after the copy.
         unreadable: Source files that could not even be named a thread (``path: why``).
+        unmatched: The ``threads`` patterns (ids or globs) that matched no thread of the
+            source: a typo must not pass for a copy of nothing.
         creates: What the copy made on the target besides threads (with ``dry_run``:
             would make): a new store, an SQLite file, tables (``--setup``).
         needs_setup: Tables the target lacks that only ``--setup`` creates, when it was
@@ -77,6 +79,7 @@ class CopyReport:
     dry_run: bool = False
     verified: bool = False
     unreadable: list[str] = field(default_factory=list)
+    unmatched: list[str] = field(default_factory=list)
     creates: list[str] = field(default_factory=list)
     needs_setup: list[str] = field(default_factory=list)
 
@@ -112,9 +115,14 @@ class CopyReport:
 
     @property
     def ok(self) -> bool:
-        """Every thread copied and (if verified) equal on both ends (a dry run: the copy
-        would go through)."""
-        return not self.problems and not self.mismatched and not self.unreadable and not self.needs_setup
+        """Every thread copied and (if verified) equal on both ends, and every ``threads``
+        pattern matched a thread (a dry run: the copy would go through)."""
+        return (not self.problems and not self.mismatched and not self.unreadable and not self.unmatched
+                and not self.needs_setup)
+
+    def unmatched_text(self) -> list[str]:
+        """One line per ``threads`` pattern that matched no thread of the source."""
+        return [f"no thread of the source matches --threads {p!r}" for p in self.unmatched]
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (``--json``)."""
@@ -132,9 +140,11 @@ class CopyReport:
             "bytes": self.bytes,
             "creates": self.creates,
             "needs_setup": self.needs_setup,
+            "unmatched": self.unmatched,
             "seconds": round(self.seconds, 3),
             "problems": [{"thread_id": t.thread_id, "problem": t.problem} for t in self.problems]
-            + [{"thread_id": None, "problem": u} for u in self.unreadable],
+            + [{"thread_id": None, "problem": u} for u in self.unreadable]
+            + [{"thread_id": None, "problem": u} for u in self.unmatched_text()],
             "mismatches": [{"thread_id": t.thread_id, "mismatches": t.mismatches} for t in self.mismatched],
             "ahead": [{"thread_id": t.thread_id, "checkpoints": t.ahead_checkpoints, "writes": t.ahead_writes,
                        "journal_records": t.ahead_journal_records} for t in self.ahead],
