@@ -133,7 +133,7 @@ class CheckpointFacts:
 
 
 def read_facts(
-    log: LogView, idx: ThreadIndex, reader: ValueReader, ns: str, checkpoint_id: str
+    log: LogView, idx: ThreadIndex, reader: FactsReader, ns: str, checkpoint_id: str
 ) -> CheckpointFacts:
     """The facts of one checkpoint (call under ``log.mutex``, after ``log.refresh()``).
 
@@ -221,7 +221,7 @@ class ThreadFacts:
         reader: Reads the log's records and values for this call.
     """
 
-    def __init__(self, log: LogView, index: ThreadIndex, reader: ValueReader) -> None:
+    def __init__(self, log: LogView, index: ThreadIndex, reader: FactsReader) -> None:
         self.log = log
         self.index = index
         self.reader = reader
@@ -253,7 +253,7 @@ def reading(saver: StoreReading, thread_id: str, work: Callable[[ThreadFacts], T
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough), or a
-            :class:`StoreReader`.
+            :class:`StoreReader` (whose values are decoded by a :class:`PlainFirstReader`).
         thread_id: The thread.
         work: What to read.
 
@@ -263,13 +263,84 @@ def reading(saver: StoreReading, thread_id: str, work: Callable[[ThreadFacts], T
     Raises:
         CorruptLogError: The log cannot be read.
     """
-    from ..values.reader import ValueReader  # imported with the saver, not with this module
-
     log = saver.store.thread_log(thread_id)
 
     def read() -> T:
         with log.mutex:
             idx = log.refresh()
-            return work(ThreadFacts(log, idx, ValueReader(log, saver.codec, kept=False)))
+            if isinstance(saver, StoreReader):
+                reader: FactsReader = PlainFirstReader(log, saver)
+            else:
+                from ..values.reader import ValueReader  # imported with the saver, not with this module
+
+                reader = ValueReader(log, saver.codec, kept=False)
+            return work(ThreadFacts(log, idx, reader))
 
     return healing(read)
+
+
+class FactsReader(Protocol):
+    """What reading facts needs of a reader of one log (a
+    :class:`~..values.reader.ValueReader` is one): records, each read once, and values."""
+
+    def record(self, ref: Any) -> dict[str, Any]:
+        """The record at ``ref`` (read and checked once per call)."""
+        ...
+
+    def decode(self, cell: Mapping[str, Any]) -> Any:
+        """A cell's value."""
+        ...
+
+    def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
+        """A channel version's stored value."""
+        ...
+
+    def write_value(self, entry: Any) -> Any:
+        """A pending write's value."""
+        ...
+
+
+class PlainFirstReader:
+    """A :class:`FactsReader` for a :class:`StoreReader` that decodes plain JSON cells
+    itself (what a thread's summary mostly reads: metadata, the checkpoint's time and
+    the versions its nodes saw), and everything else through a
+    :class:`~..values.reader.ValueReader` made on first need: that one imports the value
+    codec, LangChain's messages and LangGraph's serializer (about 0.3 s of a fresh
+    process), which a listing of threads that wait for nothing never needs. A plain
+    JSON cell decodes the same either way (the store reader's serializer is LangGraph's
+    default, which reads such cells as their value).
+
+    Args:
+        log: The thread's log.
+        store: The store reader (its ``codec`` is made on first need).
+    """
+
+    def __init__(self, log: LogView, store: StoreReader) -> None:
+        self.log = log
+        self._store = store
+        self._records: dict[int, dict[str, Any]] = {}
+        self._values: ValueReader | None = None
+
+    def record(self, ref: Any) -> dict[str, Any]:
+        rec = self._records.get(ref.offset)
+        if rec is None:
+            rec = self._records[ref.offset] = self.log.read_record(ref)
+        return rec
+
+    def decode(self, cell: Mapping[str, Any]) -> Any:
+        if len(cell) == 1 and "json" in cell:
+            return cell["json"]
+        return self._reader().decode(cell)
+
+    def value(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> Any:
+        return self._reader().value(idx, ns, channel, version)
+
+    def write_value(self, entry: Any) -> Any:
+        return self._reader().write_value(entry)
+
+    def _reader(self) -> ValueReader:
+        if self._values is None:
+            from ..values.reader import ValueReader
+
+            self._values = ValueReader(self.log, self._store.codec, kept=False, records=self._records)
+        return self._values
