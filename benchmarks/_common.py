@@ -160,6 +160,14 @@ def user_message(thread_seed: int, turn: int) -> HumanMessage:
     return HumanMessage(content=text(thread_seed * 100_003 + turn, 100), id=f"user-{thread_seed}-{turn}")
 
 
+def agent_round(graph: Any, thread_ids: Sequence[str], turn: int) -> None:
+    """Turn ``turn`` of every thread, in order (durability "sync"): one round of a
+    round-robin fill; thread ``i`` gets ``user_message(i, turn)``."""
+    for i, tid in enumerate(thread_ids):
+        graph.invoke({"messages": [user_message(i, turn)]}, {"configurable": {"thread_id": tid}},
+                     durability="sync")
+
+
 # --------------------------------------------------------------------------------------
 # savers
 # --------------------------------------------------------------------------------------

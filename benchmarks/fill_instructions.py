@@ -30,7 +30,7 @@ from pathlib import Path
 
 from many_threads import thread_ids
 
-from _common import Table, build_agent_graph, open_saver, user_message, write_results
+from _common import Table, agent_round, build_agent_graph, open_saver, write_results
 
 NAME = "fill_instructions"
 SAVERS = ("jsonl", "sqlite", "memory")
@@ -49,9 +49,7 @@ def child(kind: str, threads: int, turns: int, workdir: Path) -> None:
     ids = thread_ids(threads)
 
     def round_(t: int) -> None:
-        for i in range(threads):
-            graph.invoke({"messages": [user_message(i, t)]}, {"configurable": {"thread_id": ids[i]}},
-                         durability="sync")
+        agent_round(graph, ids, t)
 
     for t in range(turns - 1):
         round_(t)

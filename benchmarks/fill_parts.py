@@ -40,11 +40,11 @@ from many_threads import thread_ids
 
 from _common import (
     Table,
+    agent_round,
     build_agent_graph,
     open_saver,
     run_worker,
     tracked_reachable,
-    user_message,
     write_results,
 )
 
@@ -132,9 +132,7 @@ def worker(args: argparse.Namespace) -> None:
     ids = thread_ids(args.threads)
 
     def round_(t: int) -> None:
-        for i in range(args.threads):
-            graph.invoke({"messages": [user_message(i, t)]}, {"configurable": {"thread_id": ids[i]}},
-                         durability="sync")
+        agent_round(graph, ids, t)
 
     for t in range(args.turns - 1):
         round_(t)

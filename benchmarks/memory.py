@@ -39,10 +39,10 @@ from pathlib import Path
 from _common import (
     LABELS,
     Table,
+    agent_round,
     build_agent_graph,
     open_saver,
     tracked_reachable,
-    user_message,
     write_results,
 )
 
@@ -64,6 +64,7 @@ def worker(args: argparse.Namespace) -> None:
     workdir = Path(args.workdir)
     h = open_saver(args.saver, workdir)
     graph = build_agent_graph(h.saver)
+    ids = [f"t{i}" for i in range(args.threads)]
     gc.collect()
     before_ids = {id(o) for o in gc.get_objects()}
     before = len(before_ids)
@@ -71,9 +72,7 @@ def worker(args: argparse.Namespace) -> None:
     rss_before = rss_mib()
     t0 = time.perf_counter()
     for t in range(args.turns):
-        for i in range(args.threads):
-            cfg = {"configurable": {"thread_id": f"t{i}"}}
-            graph.invoke({"messages": [user_message(i, t)]}, cfg, durability="sync")
+        agent_round(graph, ids, t)
     seconds = time.perf_counter() - t0
     gc.collect()
     objects = gc.get_objects()

@@ -46,7 +46,7 @@ from typing import Any
 import orjson
 from many_threads import thread_ids
 
-from _common import Table, build_agent_graph, open_saver, run_worker, user_message, write_results
+from _common import Table, agent_round, build_agent_graph, open_saver, run_worker, summary, write_results
 
 NAME = "reopen_parts"
 MODES = ("shipped", "sidecar-at-let-go", "every-log-open")
@@ -67,9 +67,7 @@ def fill(kind: str, workdir: Path, threads: int, turns: int, snapshot_every: int
     graph = build_agent_graph(saver)
     ids = thread_ids(threads)
     for turn in range(turns):
-        for i, tid in enumerate(ids):
-            graph.invoke({"messages": [user_message(i, turn)]}, {"configurable": {"thread_id": tid}},
-                         durability="sync")
+        agent_round(graph, ids, turn)
     close()
 
 
@@ -167,11 +165,6 @@ def fresh_worker(args: argparse.Namespace) -> dict[str, Any]:
     return {"first_get_state": took}
 
 
-def _stats(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    return {"n": len(xs), "median": statistics.median(xs), "p90": xs[int(0.9 * (len(xs) - 1))], "max": xs[-1]}
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=8)
@@ -204,11 +197,11 @@ def main() -> None:
             shutil.copytree(tmp / "jsonl", work)
             r = reopen[mode] = run_worker(me, ["reopen", "--mode", mode, "--workdir", str(work),
                                                "--reads", str(args.reads), *shape])
-            table.add(case, "get_tuple of the latest checkpoint", f"jsonl ({mode})", _stats(r["reads"]), "s")
+            table.add(case, "get_tuple of the latest checkpoint", f"jsonl ({mode})", summary(r["reads"]), "s")
             shutil.rmtree(work)
         r = reopen["sqlite"] = run_worker(me, ["reopen", "--saver", "sqlite", "--workdir",
                                                str(tmp / "sqlite"), "--reads", str(args.reads), *shape])
-        table.add(case, "get_tuple of the latest checkpoint", "sqlite", _stats(r["reads"]), "s")
+        table.add(case, "get_tuple of the latest checkpoint", "sqlite", summary(r["reads"]), "s")
         print(f"[{NAME}] reopen: " + ", ".join(
             f"{m} {statistics.median(v['reads']) * 1e6:.0f} us" for m, v in reopen.items()), flush=True)
 
@@ -221,7 +214,7 @@ def main() -> None:
                                 ("compress", "s", "compress them (at let-go)"),
                                 ("decompress", "s", "decompress them (at reopen, before decoding)"),
                                 ("scan", "s", "the scan they would replace (a fresh view indexing the log)")):
-            table.add(case, what, "jsonl", _stats(parked[key]), unit)
+            table.add(case, what, "jsonl", summary(parked[key]), unit)
         per_thread = statistics.median(parked["packed"])
         print(f"[{NAME}] parked: {statistics.median(parked['index_raw']):.0f} + "
               f"{statistics.median(parked['kept_raw']):.0f} bytes raw, {per_thread:.0f} packed; "
@@ -236,7 +229,7 @@ def main() -> None:
             r = snapshots[every] = run_worker(me, ["reopen", "--workdir", str(work),
                                                    "--reads", str(args.reads), *shape])
             table.add(case, "get_tuple of the latest checkpoint", f"jsonl (snapshot_every={every})",
-                      _stats(r["reads"]), "s")
+                      summary(r["reads"]), "s")
             table.add(case, "log bytes per thread", f"jsonl (snapshot_every={every})",
                       r["log_bytes_per_thread"], "B")
             shutil.rmtree(work)
@@ -254,7 +247,7 @@ def main() -> None:
                 fresh[label].append(r["first_get_state"])
         results["fresh"] = fresh
         for label, xs in fresh.items():
-            table.add(case, "first get_state", label, _stats(xs), "s")
+            table.add(case, "first get_state", label, summary(xs), "s")
         print(f"[{NAME}] fresh: " + ", ".join(
             f"{k} {statistics.median(v) * 1e3:.2f} ms" for k, v in fresh.items()), flush=True)
     finally:

@@ -23,6 +23,7 @@ from ..disk.index import ThreadIndex
 from ..disk.store import Store
 from ..disk.summary import EMPTY
 from ..disk.view import LogView
+from ..maintenance.access import StoreReading
 from ..saver.config import healing
 from .status import PendingWrite, interrupt_type, next_tasks, task_errors, waiting_interrupts
 
@@ -31,21 +32,6 @@ if TYPE_CHECKING:  # annotations only: importing this module imports no LangGrap
     from ..values.reader import ValueReader
 
 T = TypeVar("T")
-
-
-class StoreReading(Protocol):
-    """What reading a store for people needs: its thread logs and how values are
-    encoded. A ``JsonlSaver`` is one; so is a :class:`StoreReader`."""
-
-    @property
-    def store(self) -> Store:
-        """The store directory and its thread logs."""
-        ...
-
-    @property
-    def codec(self) -> ValueCodec:
-        """Values to cells and back."""
-        ...
 
 
 class StoreReader:

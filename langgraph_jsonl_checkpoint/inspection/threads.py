@@ -28,7 +28,8 @@ from .status import DAMAGED, EMPTY, STATUSES, thread_status
 from .times import at_or_after, parse_stored
 
 if TYPE_CHECKING:  # imported where a log is read: a listing from its cache imports no LangGraph
-    from .checkpoints import StoreReading, ThreadFacts
+    from ..maintenance.access import StoreReading
+    from .checkpoints import ThreadFacts
 
 #: What ``select_threads`` can sort by; all but ``id`` put the largest (newest) first.
 SORT_KEYS = ("id", "updated", "created", "size", "checkpoints", "status")

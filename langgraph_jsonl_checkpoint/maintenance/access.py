@@ -1,4 +1,6 @@
-"""What maintenance needs of a saver: the store, the codec, the snapshot policy.
+"""What maintenance needs of a saver: the store, the codec, the snapshot policy; and
+the first two alone, what reading a store for people needs (:class:`StoreReading`,
+which ``inspection`` takes).
 
 ``JsonlSaver`` has all three as public attributes; maintenance never reaches into a
 saver beyond them, and never imports the saver (the saver calls maintenance).
@@ -15,8 +17,9 @@ if TYPE_CHECKING:  # annotations only: `langgraph-jsonl` imports maintenance wit
     from ..values.records import SnapshotPolicy
 
 
-class StoreAccess(Protocol):
-    """A store and how its values are encoded (a ``JsonlSaver`` is one)."""
+class StoreReading(Protocol):
+    """A store and how its values are encoded (a ``JsonlSaver`` is one; so is an
+    ``inspection.StoreReader``)."""
 
     @property
     def store(self) -> Store:
@@ -27,6 +30,11 @@ class StoreAccess(Protocol):
     def codec(self) -> ValueCodec:
         """Values to cells and back, with the saver's serializer."""
         ...
+
+
+class StoreAccess(StoreReading, Protocol):
+    """A store, how its values are encoded, and when full values are stored (what
+    maintenance writes with; a ``JsonlSaver`` is one)."""
 
     @property
     def snapshot_policy(self) -> SnapshotPolicy:
