@@ -10,7 +10,8 @@ Stores are filled by the benchmark agent (``_common.build_agent_graph``, durabil
 1. **Reopen**, in process: the threads read in turn with ``max_open_threads=1``, so every
    ``get_tuple`` of the latest checkpoint reopens its log: as shipped (a log under
    ``LOADED_RECORDS_BYTES``, 1 MiB, is scanned: it has no sidecar beyond its header), with
-   a sidecar written at every let-go (that constant set to 0: the lead the issue named),
+   a sidecar written at every let-go and loaded at every reopen (that constant set to 0:
+   the lead the issue named),
    and with every log open (the floor: no reopen); SqliteSaver's ``get_tuple`` of the
    same threads beside them.
 2. **A parked index**: what keeping a let-go log's index and newest lists in memory
@@ -22,8 +23,10 @@ Stores are filled by the benchmark agent (``_common.build_agent_graph``, durabil
 3. **The snapshot policy**: bytes per thread and the reopen's ``get_tuple`` with
    ``snapshot_every`` 64 (the default), 16, 8 and 4 (a snapshot ends a delta chain).
 4. **A fresh process's first ``get_state``** of one thread (imports and graph build not
-   counted): its log scanned (the ``.idx`` removed), its log read through the sidecar the
-   previous process's ``close()`` wrote, and SqliteSaver; interleaved rounds.
+   counted): its log scanned (the ``.idx`` removed), with the sidecar the previous
+   process's ``close()`` wrote (since issue 28 a short log takes only its durable
+   watermark and is scanned; before, its entries were loaded), and SqliteSaver;
+   interleaved rounds.
 
 Medians of many reads; the machine is shared, so read ratios within a case. Results in
 ``results/reopen_parts.{json,md}``.
@@ -102,12 +105,12 @@ def reopen_worker(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             handle.close()
     from langgraph_jsonl_checkpoint import JsonlSaver
-    from langgraph_jsonl_checkpoint.disk import log as disk_log
+    from langgraph_jsonl_checkpoint.disk import view as disk_view
 
     store = workdir / "jsonl-store"
     _drop_sidecars(store)  # as a let-go short log leaves them: nothing past the header
     if args.mode == "sidecar-at-let-go":
-        disk_log.LOADED_RECORDS_BYTES = 0  # what writing the sidecar at every let-go would do
+        disk_view.LOADED_RECORDS_BYTES = 0  # what writing the sidecar at every let-go would do
     bound = args.threads + 1 if args.mode == "every-log-open" else 1
     with JsonlSaver(store, max_open_threads=bound) as saver:
         reads = _timed_reads(saver, args.threads, args.reads)

@@ -16,6 +16,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import view
 from langgraph_jsonl_checkpoint.disk.entries import RecordRef
 from langgraph_jsonl_checkpoint.disk.view import LogView
+from langgraph_jsonl_checkpoint.errors import CorruptLogError
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
 
@@ -94,11 +95,42 @@ def test_an_indexed_log_reads_what_it_needs_from_the_file(
     store = tmp_path / "s"
     _fill(store)
     expected = _expected(store)
+    monkeypatch.setattr(view, "LOADED_RECORDS_BYTES", 0)  # a long log: its sidecar is loaded
     reads = _count_reads(monkeypatch)
     saver = JsonlSaver(store)  # a sidecar: nothing scanned, so nothing handed over
     assert saver.get_tuple(config("t")) == expected
+    assert saver.store.thread_log("t").sidecar.trusted
     assert sum(reads) > 0
     saver.close()
+
+
+def test_a_short_log_with_a_sidecar_is_scanned_and_keeps_its_watermark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short log is scanned even when its sidecar is current (faster than loading the
+    entries and checking each record read against them); the sidecar still says how
+    many records were durable, so a log cut at a record boundary is refused, and an
+    unchanged sidecar is not written again on close."""
+    store = tmp_path / "s"
+    _fill(store)
+    expected = _expected(store)  # closed: the sidecar is current
+    files = ThreadFiles.of(store, "t")
+    written = os.stat(files.idx)
+    reads = _count_reads(monkeypatch)
+    saver = JsonlSaver(store)
+    assert saver.get_tuple(config("t")) == expected
+    log = saver.store.thread_log("t")
+    assert not log.sidecar.trusted and sum(reads) == 0  # scanned: the scan's records served
+    assert log.sidecar.durable_seq == log.index.last_seq > 0
+    saver.close()
+    assert os.stat(files.idx).st_mtime_ns == written.st_mtime_ns  # not rewritten
+    assert os.stat(files.idx).st_ino == written.st_ino
+    # Cut after a whole record: the log alone looks complete; the watermark says not.
+    data = Path(files.log).read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    Path(files.log).write_bytes(data[:last])
+    with pytest.raises(CorruptLogError, match="were durable"):
+        JsonlSaver(store).get_tuple(config("t"))
 
 
 def test_a_log_over_the_bound_is_read_again_not_kept(

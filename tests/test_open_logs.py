@@ -18,7 +18,7 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.disk import log as log_module
+from langgraph_jsonl_checkpoint.disk import view as view_module
 from langgraph_jsonl_checkpoint.disk.log import Parked, ThreadLog
 from langgraph_jsonl_checkpoint.values.cache import ValueCache
 from langgraph_jsonl_checkpoint.values.witness import ListWitness
@@ -113,7 +113,7 @@ def test_a_log_let_go_is_not_checked_again_unless_its_file_changed(
         real_verify(self)
 
     monkeypatch.setattr(ThreadLog, "_verify_checksums", spy)
-    monkeypatch.setattr(log_module, "LOADED_RECORDS_BYTES", 0)  # every log leaves its sidecar
+    monkeypatch.setattr(view_module, "LOADED_RECORDS_BYTES", 0)  # every log is long: leaves its sidecar
     store = tmp_path / "s"
     with JsonlSaver(store, max_open_threads=1) as saver, within(60):
         graph = _graph(saver)
@@ -141,7 +141,7 @@ def test_a_log_let_go_is_not_checked_again_unless_its_file_changed(
 
 
 def test_a_long_log_let_go_leaves_a_current_sidecar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log_module, "LOADED_RECORDS_BYTES", 0)
+    monkeypatch.setattr(view_module, "LOADED_RECORDS_BYTES", 0)  # every log is long
     with JsonlSaver(tmp_path / "s", max_open_threads=1) as saver:
         graph = _graph(saver)
         graph.invoke({"log": []}, _cfg("a"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.disk import framing, sidecar, sidecar_checks
+from langgraph_jsonl_checkpoint.disk import framing, sidecar, sidecar_checks, view
 from langgraph_jsonl_checkpoint.disk.index import ThreadIndex
 from langgraph_jsonl_checkpoint.disk.summaries import LAST_LINE_RECORDS, last_bounds
 from langgraph_jsonl_checkpoint.disk.summary import summarize
@@ -33,6 +33,14 @@ from tests.harness.raw_log import (
 )
 from tests.harness.reference_log import build_reference_log
 from tests.harness.truncation import AFTER_CUT_ID
+
+
+@pytest.fixture(autouse=True)
+def long_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sidecar's entries are loaded only for a log longer than LOADED_RECORDS_BYTES (a
+    shorter one is scanned, taking only the sidecar's durable watermark): the logs here
+    are short, so every log counts as long, unless a test says otherwise."""
+    monkeypatch.setattr(view, "LOADED_RECORDS_BYTES", 0)
 
 
 @pytest.fixture(scope="module")
@@ -239,10 +247,17 @@ def _damaged(strategy: str, idx: bytes, rng: random.Random) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
+@pytest.mark.parametrize("length", ["long", "short"])
 @pytest.mark.parametrize("strategy", ["bitflip", "partial", "stale", "tampered"])
-def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
+def test_damaged_sidecars_answer_like_a_full_scan(
+    ref, strategy: str, length: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long: the sidecar's entries are loaded. Short: the log is scanned and only the
+    sidecar's durable watermark is taken, which damage must not raise above the log."""
+    if length == "short":
+        monkeypatch.setattr(view, "LOADED_RECORDS_BYTES", 1 << 40)
     base, reflog, full_scan = ref
-    store = _store_with_sidecar(base, "damage-" + strategy)
+    store = _store_with_sidecar(base, f"damage-{strategy}-{length}")
     files = ThreadFiles.of(store, reflog.thread_id)
     good = Path(files.idx).read_bytes()
     rng = random.Random(f"sidecar-{strategy}")
@@ -271,8 +286,10 @@ def test_damaged_sidecars_answer_like_a_full_scan(ref, strategy: str) -> None:
             new = again["list"].pop(("", AFTER_CUT_ID))
             assert new.checkpoint["channel_values"] == values and again["list"] == full_scan["list"]
             write_in_place(files.log, reflog.data)
-    if strategy in ("partial", "stale"):
+    if strategy in ("partial", "stale") and length == "long":
         assert used, "a valid prefix of blocks was never used"
+    if length == "short":
+        assert not used
 
 
 def test_a_sidecar_written_by_appends_is_used_and_equals_a_rewrite(tmp_path) -> None:

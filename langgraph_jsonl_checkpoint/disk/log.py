@@ -29,13 +29,14 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import DurabilityError, JsonlCheckpointError
 from . import files, framing
+from . import view as view_module
 from .entries import RecordRef
 from .generations import install, numbered
 from .header import new_header
 from .index import ThreadIndex
 from .paths import LogPaths
 from .summary import summarize
-from .view import LOADED_RECORDS_BYTES, LogView
+from .view import LogView
 
 #: Records just written, in file order: ``(record, offset, framed line)``.
 Written = list[tuple[dict[str, Any], int, bytes]]
@@ -167,7 +168,7 @@ class ThreadLog(LogView):
         try:
             if (
                 not self.read_only and self._ino is not None and self.sidecar_lag() > 0
-                and self.index.committed_end > LOADED_RECORDS_BYTES
+                and self.index.committed_end > view_module.LOADED_RECORDS_BYTES
             ):
                 self._write_sidecar_unless_locked()
             return self.parked()

@@ -83,6 +83,9 @@ class SidecarFile:
         self.lines = 0  # block lines in the file, as of ``written``
         #: Highest seq the sidecar says was fsynced (0: none).
         self.durable_seq = 0
+        #: Records the file was found to cover when only its watermark was taken
+        #: (:meth:`load_watermark`): it needs no rewrite until the log grows past them.
+        self.file_covers = 0
         #: Index entries came from the file, not from a scan of the log.
         self.trusted = False
         self.verified: set[int] = set()  # entries checked against their record
@@ -107,14 +110,17 @@ class SidecarFile:
         _, lines, head = found
         if head is None or head.get("ino") != ino:
             return None  # another generation's index, or none
-        last = None
-        for e in map(framing.parse_line, lines[1:]):
-            if e and type(e.get("s")) is int:  # a summary line (sidecars before 0.2)
-                last = e["s"]
-            elif e and type(e.get("s0")) is int and type(e.get("n")) is list and e["n"]:
-                last = e["s0"] + len(e["n"]) - 1  # a block
-        return last
+        return _last_claimed(lines)
 
+    def load_watermark(self, index: ThreadIndex, identity: LogIdentity) -> None:
+        """Take only the durable watermark of the file (as :meth:`load` would), if it
+        names this log: the log is then indexed by a scan (a short log is scanned faster
+        than its sidecar's entries are loaded and each record read is checked against
+        them). ``index`` holds the header only."""
+        found = self.read()
+        if found is not None and _names(found[2], identity):
+            blocks = _valid_prefix(found[1], index.last_seq + 1, index.committed_end)
+            self.durable_seq = self.file_covers = blocks[-1].first + blocks[-1].count - 1 if blocks else 0
     def load(
         self,
         index: ThreadIndex,
@@ -145,14 +151,8 @@ class SidecarFile:
         data, lines, head = found
         if not _names(head, identity):
             return
-        blocks = []
-        offset, seq = index.committed_end, index.last_seq + 1
-        for line in lines[1:]:
-            block = sidecar_checks.decode_block(line, seq, offset) if line else None
-            if block is None:
-                break
-            blocks.append(block)
-            offset, seq = block.end, seq + block.count
+        blocks = _valid_prefix(lines, index.last_seq + 1, index.committed_end)
+        seq = blocks[-1].first + blocks[-1].count if blocks else index.last_seq + 1
         # Written only after the records it covers were fsynced: the log must hold at
         # least that many records, whatever else is wrong with it.
         self.durable_seq = seq - 1 if blocks else 0
@@ -253,7 +253,7 @@ class SidecarFile:
 
     def lag(self) -> int:
         """Records the log's index holds that the file does not cover yet."""
-        return len(self.summaries) - 1 - self.written[1]
+        return len(self.summaries) - 1 - max(self.written[1], self.file_covers)
 
     def write(
         self,
@@ -302,3 +302,27 @@ class SidecarFile:
         files.replace_derived(self.path, temp_path, data)
         self.written = (len(data), total)
         self.lines = data.count(b"\n") - 1
+
+
+def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> list[Block]:
+    """The blocks of a sidecar's lines (header first) that are whole and each start
+    where the one before ended, the first at record ``seq``, byte ``offset``."""
+    blocks = []
+    for line in lines[1:]:
+        block = sidecar_checks.decode_block(line, seq, offset) if line else None
+        if block is None:
+            break
+        blocks.append(block)
+        offset, seq = block.end, seq + block.count
+    return blocks
+
+
+def _last_claimed(lines: list[bytes]) -> int | None:
+    """The last record the (whole, checksummed) lines after a sidecar's header cover."""
+    last = None
+    for e in map(framing.parse_line, lines[1:]):
+        if e and type(e.get("s")) is int:  # a summary line (sidecars before 0.2)
+            last = e["s"]
+        elif e and type(e.get("s0")) is int and type(e.get("n")) is list and e["n"]:
+            last = e["s0"] + len(e["n"]) - 1  # a block
+    return last

@@ -35,8 +35,9 @@ _HEADER_PROBE = 64 * 1024
 #: read_records: records at most this far apart share one read, of at most _READ_SPAN.
 _READ_GAP = 64 * 1024
 _READ_SPAN = 4 * 1024 * 1024
-#: refresh(records=...): a log indexed whole by a scan hands its parsed records to the
-#: caller when its committed bytes are at most this many.
+#: A short log (at most this many bytes) is scanned even if its sidecar is current (only
+#: its durable watermark is taken; docs/design.md), hands the records it parsed to the
+#: caller (``refresh(records=...)``) and is let go without a sidecar write.
 LOADED_RECORDS_BYTES = 1024 * 1024
 
 
@@ -283,12 +284,15 @@ class LogView:
             files.os.close(fd)  # refused: stays refused on every later call
             raise
         self._rfd = fd
-        self._ino = files.os.fstat(fd).st_ino
+        st = files.os.fstat(fd)
+        self._ino = st.st_ino
         self._header_crc = head[nl - 10 : nl - 2].decode("ascii")
         self.gen = header.get("gen", 1)
         self._apply(summarize(header, 0, nl + 1))
         self.sidecar.note_last_crc(self._rfd)
-        if use_sidecar:
+        if use_sidecar and st.st_size <= LOADED_RECORDS_BYTES:  # scanned: faster
+            self.sidecar.load_watermark(self.index, self._identity())
+        elif use_sidecar:
             self.sidecar.load(self.index, self._identity(), self._holds, self._scan_blocks)
             self.sidecar.note_last_crc(self._rfd)
 
