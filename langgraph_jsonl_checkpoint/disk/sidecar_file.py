@@ -121,6 +121,7 @@ class SidecarFile:
         if found is not None and _names(found[2], identity):
             blocks = _valid_prefix(found[1], index.last_seq + 1, index.committed_end)
             self.durable_seq = self.file_covers = blocks[-1].first + blocks[-1].count - 1 if blocks else 0
+
     def load(
         self,
         index: ThreadIndex,
