@@ -119,8 +119,8 @@ class SidecarFile:
         them). ``index`` holds the header only."""
         found = self.read()
         if found is not None and _names(found[2], identity):
-            blocks = _valid_prefix(found[1], index.last_seq + 1, index.committed_end)
-            self.durable_seq = self.file_covers = blocks[-1].first + blocks[-1].count - 1 if blocks else 0
+            _, self.durable_seq = _valid_prefix(found[1], index.last_seq + 1, index.committed_end)
+            self.file_covers = self.durable_seq
 
     def load(
         self,
@@ -152,15 +152,13 @@ class SidecarFile:
         data, lines, head = found
         if not _names(head, identity):
             return
-        blocks = _valid_prefix(lines, index.last_seq + 1, index.committed_end)
-        seq = blocks[-1].first + blocks[-1].count if blocks else index.last_seq + 1
         # Written only after the records it covers were fsynced: the log must hold at
         # least that many records, whatever else is wrong with it.
-        self.durable_seq = seq - 1 if blocks else 0
+        blocks, self.durable_seq = _valid_prefix(lines, index.last_seq + 1, index.committed_end)
         used = len(blocks)
         if blocks:
             o, n = blocks[-1].span(blocks[-1].count - 1)
-            if not holds(RecordRef(o, n, seq - 1)):
+            if not holds(RecordRef(o, n, self.durable_seq)):
                 blocks = []  # inconsistent with the log: rebuild from the log
             else:
                 blocks = [sidecar.merge(blocks)]
@@ -305,9 +303,10 @@ class SidecarFile:
         self.lines = data.count(b"\n") - 1
 
 
-def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> list[Block]:
+def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> tuple[list[Block], int]:
     """The blocks of a sidecar's lines (header first) that are whole and each start
-    where the one before ended, the first at record ``seq``, byte ``offset``."""
+    where the one before ended, the first at record ``seq``, byte ``offset``; and the
+    last record they cover (0: none), the durable watermark."""
     blocks = []
     for line in lines[1:]:
         block = sidecar_checks.decode_block(line, seq, offset) if line else None
@@ -315,7 +314,7 @@ def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> list[Block]:
             break
         blocks.append(block)
         offset, seq = block.end, seq + block.count
-    return blocks
+    return blocks, seq - 1 if blocks else 0
 
 
 def _last_claimed(lines: list[bytes]) -> int | None:

@@ -35,9 +35,8 @@ _HEADER_PROBE = 64 * 1024
 #: read_records: records at most this far apart share one read, of at most _READ_SPAN.
 _READ_GAP = 64 * 1024
 _READ_SPAN = 4 * 1024 * 1024
-#: A short log (at most this many bytes) is scanned even if its sidecar is current (only
-#: its durable watermark is taken; docs/design.md), hands the records it parsed to the
-#: caller (``refresh(records=...)``) and is let go without a sidecar write.
+#: A short log (at most this many bytes) is scanned even if its sidecar is current (only its
+#: watermark is taken), hands the caller its parsed records and is let go without a sidecar.
 LOADED_RECORDS_BYTES = 1024 * 1024
 
 
@@ -193,12 +192,11 @@ class LogView:
         """Bring the in-memory index up to date with the file and return it.
 
         Args:
-            records: If given and this refresh indexes the whole log by a scan (the log
-                was not indexed yet and its sidecar could not be used) and the log is
-                at most :data:`LOADED_RECORDS_BYTES`, every record the scan parsed is
-                put in it by byte offset, as :meth:`read_record` would return it: the
-                read that follows need not read and parse them again. The records are
-                the caller's (nothing here keeps them).
+            records: If given and this refresh scans a short log whole (one of at most
+                :data:`LOADED_RECORDS_BYTES` not indexed yet), every record the scan
+                parsed is put in it by byte offset, as :meth:`read_record` returns it:
+                the read that follows need not read and parse them again. The records
+                are the caller's (nothing here keeps them).
 
         Raises:
             CorruptLogError: A committed record is damaged, or the log is shorter than
