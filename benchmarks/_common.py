@@ -522,6 +522,21 @@ def write_results(name: str, payload: dict[str, Any], table: Table, *, header: s
     return jpath, mpath
 
 
+def pyplot(path: Path) -> Any:
+    """matplotlib's ``pyplot`` (headless), or ``None`` with a word on how to get the plot
+    ``path`` drawn: the results are written either way."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"matplotlib is not installed, so {path.name} was not drawn: "
+              "pip install -r benchmarks/requirements.txt", file=sys.stderr)
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def run_worker(script: Path, args: list[str], timeout: float | None = None) -> dict[str, Any]:
     """Run ``script --worker args...`` in a fresh interpreter; it prints one JSON line last."""
     proc = subprocess.run([sys.executable, str(script), "--worker", *args],

@@ -50,6 +50,7 @@ from _common import (
     build_agent_graph,
     open_saver,
     peak_rss_mib,
+    pyplot,
     run_worker,
     sqlite_pragmas,
     summary,
@@ -110,10 +111,9 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def plot(runs: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     colors = {"jsonl": "tab:blue", "sqlite": "tab:orange", "memory": "tab:green", "floor": "tab:gray"}

@@ -41,6 +41,7 @@ from _common import (
     Table,
     open_saver,
     path_bytes,
+    pyplot,
     run_worker,
     summary,
     write_results,
@@ -198,10 +199,9 @@ def main() -> None:
 
 
 def plot(results: list[dict], path: Path, n: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     labels, meds, p90s, colors = [], [], [], []

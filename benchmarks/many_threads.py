@@ -51,6 +51,7 @@ from _common import (
     Table,
     build_agent_graph,
     open_saver,
+    pyplot,
     quantile,
     run_worker,
     summary,
@@ -353,10 +354,9 @@ def main() -> None:
 
 
 def plot(results: list[dict], table: Table, path: Path, case: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     metrics = ["list thread ids, native", "list thread ids via list(None)",
                "list(None, limit=100)", "fresh process: first get_state"]

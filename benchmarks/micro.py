@@ -48,6 +48,7 @@ from _common import (
     CheckpointStream,
     Table,
     open_saver,
+    pyplot,
     summary,
     text,
     timed,
@@ -202,10 +203,9 @@ async def bench_async_one(kind: str, threads: int, rounds: int, tmp: Path) -> di
 
 
 def plot(put_runs: list[dict], async_runs: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(path)
+    if plt is None:
+        return
 
     colors = {"jsonl": "tab:blue", "sqlite": "tab:orange", "memory": "tab:green",
               "jsonl_async": "tab:blue", "sqlite_async": "tab:orange"}
