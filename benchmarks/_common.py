@@ -522,6 +522,22 @@ def write_results(name: str, payload: dict[str, Any], table: Table, *, header: s
     return jpath, mpath
 
 
+def time_calls(owner: Any, name: str, record: Any) -> None:
+    """Replace ``owner.name`` with a wrapper that passes the seconds each call took
+    (returned or raised) to ``record``: how the ``*_parts.py`` scripts split a read or
+    a turn into the saver's stages."""
+    inner = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            record(time.perf_counter() - t0)
+
+    setattr(owner, name, timed)
+
+
 def pyplot(path: Path) -> Any:
     """matplotlib's ``pyplot`` (headless), or ``None`` with a word on how to get the plot
     ``path`` drawn: the results are written either way."""

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import build_agent_graph, open_saver, user_message
+from _common import build_agent_graph, open_saver, time_calls, user_message
 
 _acc: dict[str, float] = {}
 _lock = threading.Lock()
@@ -45,16 +45,7 @@ def _add(key: str, dt: float) -> None:
 
 
 def _wrap(owner: Any, name: str, key: str) -> None:
-    orig = getattr(owner, name)
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return orig(*args, **kwargs)
-        finally:
-            _add(key, time.perf_counter() - t)
-
-    setattr(owner, name, timed)
+    time_calls(owner, name, lambda dt: _add(key, dt))
 
 
 def _instrument_jsonl() -> None:

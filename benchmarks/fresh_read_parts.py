@@ -44,7 +44,7 @@ from typing import Any
 from many_threads import thread_ids
 from reopen_parts import fill
 
-from _common import Table, build_agent_graph, open_saver, run_worker, summary, write_results
+from _common import Table, build_agent_graph, open_saver, run_worker, summary, time_calls, write_results
 
 NAME = "fresh_read_parts"
 STAGES = ("find the log", "open the log", "durable watermark", "scan and index",
@@ -52,17 +52,12 @@ STAGES = ("find the log", "open the log", "durable watermark", "scan and index",
 
 
 def _timing(totals: dict[str, float], obj: Any, name: str, label: str) -> None:
-    """Wrap ``obj.name`` so the time spent in it is added to ``totals[label]``."""
-    inner = getattr(obj, name)
+    """Add the time spent in ``obj.name`` to ``totals[label]``."""
 
-    def timed_call(*a: Any, **k: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return inner(*a, **k)
-        finally:
-            totals[label] += time.perf_counter() - t0
+    def add(seconds: float) -> None:
+        totals[label] += seconds
 
-    setattr(obj, name, timed_call)
+    time_calls(obj, name, add)
 
 
 def _jsonl_stages(totals: dict[str, float], total: float) -> dict[str, float]:
