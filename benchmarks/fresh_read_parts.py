@@ -1,7 +1,7 @@
 """Where a fresh process's first ``get_state`` of a short thread spends its time: the
 measurement behind issue 28's missed fresh-read target.
 
-    python benchmarks/fresh_read_parts.py                # 8 threads x 10 turns, about 1 min
+    python benchmarks/fresh_read_parts.py                # 8 threads x 10 turns, about 1.5 min
     python benchmarks/fresh_read_parts.py --turns 20
 
 Stores are filled by the benchmark agent (``_common.build_agent_graph``, durability
@@ -24,6 +24,18 @@ reads are split by wrapping its internals:
 Last, in the JsonlSaver process, *parse only*: ``orjson.loads`` of every line of a third
 log no read has touched: what any read that must look at every record pays at least.
 
+And a read no release makes, to price the lever the others leave: *a head record*
+(emulated). Before the rounds, each thread's latest tuple is written to a file of its
+own, as a per-thread head record would hold it (the checkpoint and metadata as JSON,
+every channel value and pending write as one whole cell of the saver's codec, the log's
+size; a checksum over it all). A third fresh process per round serves ``get_tuple``
+from that file (the log found and ``stat``-ed to check the head is current, the file
+read, checked, parsed, its cells decoded) and times ``get_state`` the same way. Writing
+the file is timed too, on its own (the latest tuple's cells encoded, the file written and
+renamed into place, no fsync; 20 times per thread): what a writer keeping it would add
+at each let-go or run end. No release writes or reads such a file: this prices the
+reopen a head record would allow, not its crash safety or its upkeep.
+
 Rounds alternate the savers; the machine is shared, so read ratios within a round's
 medians. Results in ``results/fresh_read_parts.{json,md}``.
 """
@@ -32,11 +44,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -73,6 +87,86 @@ def _jsonl_stages(totals: dict[str, float], total: float) -> dict[str, float]:
     return stages
 
 
+def _head_path(heads: Path, thread_id: str) -> Path:
+    return heads / f"{thread_id}.head"
+
+
+def make_heads(args: argparse.Namespace) -> dict[str, Any]:
+    """Write every thread's latest tuple as a head record would hold it (see the module
+    docstring), ``--head-writes`` times each: the median file size, and the time of each
+    write (the value cells encoded, the file written and renamed into place)."""
+    import orjson
+
+    from langgraph_jsonl_checkpoint import JsonlSaver
+
+    heads = Path(args.heads)
+    heads.mkdir()
+    sizes, writes = [], []
+    with JsonlSaver(Path(args.workdir) / "jsonl-store", read_only=True) as saver:
+        codec = saver.codec
+        for tid in thread_ids(args.threads):
+            tup = saver.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ""}})
+            assert tup is not None
+            log_size = os.stat(saver.store.thread_log(tid).path).st_size
+            path = _head_path(heads, tid)
+            parent = tup.parent_config["configurable"]["checkpoint_id"] if tup.parent_config else None
+            for _ in range(args.head_writes):
+                t0 = time.perf_counter()
+                checkpoint = dict(tup.checkpoint)
+                values = checkpoint.pop("channel_values")
+                head = {
+                    "log_size": log_size,
+                    "id": checkpoint["id"],
+                    "parent": parent,
+                    "cp": checkpoint,
+                    "md": tup.metadata,
+                    "values": {ch: codec.encode(v) for ch, v in values.items()},
+                    "writes": [[task, ch, codec.encode(v)] for task, ch, v in tup.pending_writes or ()],
+                }
+                body = orjson.dumps(head)
+                data = b"%08x" % zlib.crc32(body) + body
+                temp = path.with_suffix(".tmp")
+                temp.write_bytes(data)  # no fsync: derived data, checked on read
+                os.replace(temp, path)
+                writes.append(time.perf_counter() - t0)
+            sizes.append(len(data))
+    return {"head_bytes": statistics.median(sizes), "head_writes": writes}
+
+
+def _head_reader(saver: Any, heads: Path) -> Any:
+    """A ``get_tuple`` of the latest checkpoint served from the thread's head file."""
+    import orjson
+    from langgraph.checkpoint.base import CheckpointTuple
+
+    codec = saver.codec
+
+    def get_tuple(config: dict[str, Any]) -> CheckpointTuple:
+        tid = config["configurable"]["thread_id"]
+        log_size = os.stat(saver.store.thread_log(tid).path).st_size
+        data = _head_path(heads, tid).read_bytes()
+        body = memoryview(data)[8:]
+        if data[:8] != b"%08x" % zlib.crc32(body):
+            raise AssertionError("head file damaged")
+        head = orjson.loads(body)
+        if head["log_size"] != log_size:
+            raise AssertionError("head file is not current")
+        checkpoint = head["cp"]
+        checkpoint["channel_values"] = {ch: codec.decode(cell) for ch, cell in head["values"].items()}
+
+        def named(checkpoint_id: str) -> Any:
+            return {"configurable": {"thread_id": tid, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
+
+        return CheckpointTuple(
+            config=named(head["id"]),
+            checkpoint=checkpoint,
+            metadata=head["md"],
+            parent_config=named(head["parent"]) if head["parent"] else None,
+            pending_writes=[(task, ch, codec.decode(cell)) for task, ch, cell in head["writes"]],
+        )
+
+    return get_tuple
+
+
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     """One fresh process: two first reads of two threads, the JsonlSaver's split in stages."""
     totals: dict[str, float] = defaultdict(float)
@@ -85,7 +179,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         _timing(totals, sidecar_file.SidecarFile, "load_watermark", "load_watermark")
         _timing(totals, view.LogView, "_scan_from", "_scan_from")
         _timing(totals, reads.CheckpointReads, "build_tuple", "build_tuple")
-    handle = open_saver(args.saver, Path(args.workdir), create=False)
+    handle = open_saver("jsonl" if args.saver == "jsonl-head" else args.saver, Path(args.workdir),
+                        create=False)
+    if args.saver == "jsonl-head":
+        handle.saver.get_tuple = _head_reader(handle.saver, Path(args.heads))
     graph = build_agent_graph(handle.saver)
     ids = thread_ids(args.threads)
     out: dict[str, Any] = {}
@@ -120,22 +217,30 @@ def main() -> None:
     p.add_argument("--saver", default="jsonl", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--heads", help=argparse.SUPPRESS)
+    p.add_argument("--make-heads", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--head-writes", type=int, default=20, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        print(json.dumps(worker(args)))
+        print(json.dumps(make_heads(args) if args.make_heads else worker(args)))
         return
     tmp = Path(tempfile.mkdtemp(prefix="fresh-read-parts-"))
     shape = ["--threads", str(args.threads), "--turns", str(args.turns)]
-    runs: dict[str, list[dict[str, Any]]] = {"jsonl": [], "sqlite": []}
+    runs: dict[str, list[dict[str, Any]]] = {"jsonl": [], "sqlite": [], "jsonl-head": []}
+    heads = tmp / "heads"
     try:
-        for kind in runs:
+        for kind in ("jsonl", "sqlite"):
             (tmp / kind).mkdir()
             fill(kind, tmp / kind, args.threads, args.turns)
+        made = run_worker(Path(__file__), ["--make-heads", "--workdir", str(tmp / "jsonl"),
+                                           "--heads", str(heads), *shape])
+        head_bytes = made["head_bytes"]
         for r in range(args.rounds):
             for kind in runs:
+                workdir = tmp / ("jsonl" if kind == "jsonl-head" else kind)
                 runs[kind].append(run_worker(Path(__file__), [
-                    "--saver", kind, "--workdir", str(tmp / kind), "--first", str(r % args.threads),
-                    *shape]))
+                    "--saver", kind, "--workdir", str(workdir), "--heads", str(heads),
+                    "--first", str(r % args.threads), *shape]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     table = Table()
@@ -144,8 +249,13 @@ def main() -> None:
         case = f"{args.threads} threads x {args.turns} turns, fresh process: {what}"
         for kind in ("jsonl", "sqlite"):
             table.add(case, "get_state", kind, summary([x[label]["total"] for x in runs[kind]]), "s")
+        table.add(case, "get_state", "jsonl", summary([x[label]["total"] for x in runs["jsonl-head"]]),
+                  "s", note="a head record, emulated")
         for stage in STAGES:
             table.add(case, stage, "jsonl", summary([x[label][stage] for x in runs["jsonl"]]), "s")
+    case = f"{args.threads} threads x {args.turns} turns, a head record (emulated)"
+    table.add(case, "write it: the latest tuple's cells encoded, the file written and renamed (no fsync)",
+              "jsonl", summary(made["head_writes"]), "s")
     case = f"{args.threads} threads x {args.turns} turns, a log no read touched"
     table.add(case, "parse only: orjson.loads of every line", "jsonl",
               summary([x["parse_only"] for x in runs["jsonl"]]), "s")
@@ -157,7 +267,8 @@ def main() -> None:
 
         parts = ", ".join(f"{s} {med('jsonl', s):.2f}" for s in STAGES)
         print(f"[{NAME}] {label}: jsonl {med('jsonl', 'total'):.2f} ms ({parts}), "
-              f"sqlite {med('sqlite', 'total'):.2f} ms", flush=True)
+              f"sqlite {med('sqlite', 'total'):.2f} ms, a head record (emulated) "
+              f"{med('jsonl-head', 'total'):.2f} ms", flush=True)
     notes = [
         f"Each thread's log: {log_bytes:.0f} bytes, {log_records:.0f} lines (header included); "
         "its messages are stored as one full value and then deltas, so the latest messages are "
@@ -165,8 +276,11 @@ def main() -> None:
         "Stages are exclusive (the watermark is taken out of 'open the log'); 'the rest' is the "
         "get_state total less the stages.",
         "SqliteSaver's get_state reads one checkpoint row and one blob per channel version.",
+        f"'a head record, emulated': get_tuple served from a file of {head_bytes:.0f} bytes holding the "
+        "latest tuple whole (see the script's docstring); no release writes or reads such a file.",
     ]
-    write_results(NAME, {"threads": args.threads, "turns": args.turns, "runs": runs}, table,
+    write_results(NAME, {"threads": args.threads, "turns": args.turns, "runs": runs,
+                         "head_bytes": head_bytes, "head_writes": made["head_writes"]}, table,
                   header="Where a fresh process's first get_state of a short thread goes, JsonlSaver "
                   "split in stages, SqliteSaver beside it (each saver in its own fresh processes, "
                   "rounds alternating).", notes=notes)
