@@ -150,18 +150,34 @@ def reachable(*roots: object) -> int:
     return len(seen)
 
 
-def test_a_second_batch_of_new_threads_leaves_no_more_behind_than_the_first(rig: Rig) -> None:
+def left_behind(rig: Rig) -> int:
+    """What the saver, the adapter and the tracer hold after a batch, the async worker's
+    threads ended first: how many of them are alive (eleven objects each) depends on how
+    the batch's jobs happened to overlap, not on the threads seen, and is bounded by the
+    worker's own limit (it starts them again when work comes)."""
+    rig.saver._worker.close()
+    assert rig.saver._worker.running == 0
+    return reachable(rig.saver, rig.adapter, rig.tracer)
+
+
+#: Batches between the two counts: an entry kept per thread seen (its key at least) would
+#: add ``LATER_BATCHES * PER_BATCH`` objects or more.
+LATER_BATCHES = 4
+
+
+def test_new_threads_leave_no_more_behind_than_the_first_batch_did(rig: Rig) -> None:
     rig.batch()
-    first = reachable(rig.saver, rig.adapter, rig.tracer)
-    rig.batch()
-    second = reachable(rig.saver, rig.adapter, rig.tracer)
-    rig.batch()
-    third = reachable(rig.saver, rig.adapter, rig.tracer)
-    # Every cache is full after the first batch: a later batch of as many new threads
-    # may differ by a few objects (one log's caches a little bigger than another's), but
-    # an entry kept per thread seen is at least one object (its key) per thread.
-    assert second - first < PER_BATCH, (first, second)
-    assert third - second < PER_BATCH, (first, second, third)
+    first = left_behind(rig)
+    counts = []
+    for _ in range(LATER_BATCHES):
+        rig.batch()
+        counts.append(left_behind(rig))
+    # Every cache is full after the first batch. Later counts move by a few objects
+    # either way (which logs stay open, and how many lookups their last reads left in
+    # their indexes, depends on how the async runs overlapped: up to 9 objects in 30
+    # runs), never further; what is kept per thread seen grows by PER_BATCH or more
+    # each batch, 48 objects or more over these four.
+    assert counts[-1] - first < 2 * PER_BATCH, (first, counts)
 
 
 def test_a_log_let_go_before_its_caches_are_counted_is_not_kept_warm(tmp_path: Path) -> None:
