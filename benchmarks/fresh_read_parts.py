@@ -91,6 +91,19 @@ def _head_path(heads: Path, thread_id: str) -> Path:
     return heads / f"{thread_id}.head"
 
 
+def _sealed(body: bytes) -> bytes:
+    """A head file's bytes: the body's CRC-32 in hex, then the body."""
+    return b"%08x" % zlib.crc32(body) + body
+
+
+def _unsealed(data: bytes) -> memoryview:
+    """The body of a head file's bytes, its checksum checked."""
+    body = memoryview(data)[8:]
+    if data[:8] != b"%08x" % zlib.crc32(body):
+        raise AssertionError("head file damaged")
+    return body
+
+
 def make_heads(args: argparse.Namespace) -> dict[str, Any]:
     """Write every thread's latest tuple as a head record would hold it (see the module
     docstring), ``--head-writes`` times each: the median file size, and the time of each
@@ -123,8 +136,7 @@ def make_heads(args: argparse.Namespace) -> dict[str, Any]:
                     "values": {ch: codec.encode(v) for ch, v in values.items()},
                     "writes": [[task, ch, codec.encode(v)] for task, ch, v in tup.pending_writes or ()],
                 }
-                body = orjson.dumps(head)
-                data = b"%08x" % zlib.crc32(body) + body
+                data = _sealed(orjson.dumps(head))
                 temp = path.with_suffix(".tmp")
                 temp.write_bytes(data)  # no fsync: derived data, checked on read
                 os.replace(temp, path)
@@ -138,29 +150,23 @@ def _head_reader(saver: Any, heads: Path) -> Any:
     import orjson
     from langgraph.checkpoint.base import CheckpointTuple
 
+    from langgraph_jsonl_checkpoint.saver.config import config_of
+
     codec = saver.codec
 
     def get_tuple(config: dict[str, Any]) -> CheckpointTuple:
         tid = config["configurable"]["thread_id"]
         log_size = os.stat(saver.store.thread_log(tid).path).st_size
-        data = _head_path(heads, tid).read_bytes()
-        body = memoryview(data)[8:]
-        if data[:8] != b"%08x" % zlib.crc32(body):
-            raise AssertionError("head file damaged")
-        head = orjson.loads(body)
+        head = orjson.loads(_unsealed(_head_path(heads, tid).read_bytes()))
         if head["log_size"] != log_size:
             raise AssertionError("head file is not current")
         checkpoint = head["cp"]
         checkpoint["channel_values"] = {ch: codec.decode(cell) for ch, cell in head["values"].items()}
-
-        def named(checkpoint_id: str) -> Any:
-            return {"configurable": {"thread_id": tid, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}}
-
         return CheckpointTuple(
-            config=named(head["id"]),
+            config=config_of(tid, "", head["id"]),
             checkpoint=checkpoint,
             metadata=head["md"],
-            parent_config=named(head["parent"]) if head["parent"] else None,
+            parent_config=config_of(tid, "", head["parent"]) if head["parent"] else None,
             pending_writes=[(task, ch, codec.decode(cell)) for task, ch, cell in head["writes"]],
         )
 
