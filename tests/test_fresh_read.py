@@ -36,7 +36,9 @@ def _fill(store: Path, thread: str = "t", n: int = 12) -> None:
 
 
 def _expected(store: Path, thread: str = "t") -> tuple:
-    """The latest tuple as a saver that reads every record from the file gives it."""
+    """The latest tuple as a saver that reads every record from the file gives it (the
+    head file set aside; the saver's close writes it again)."""
+    _without_head(store, thread)
     saver = JsonlSaver(store)
     tup = saver.get_tuple(config(thread))
     saver.close()
@@ -46,6 +48,12 @@ def _expected(store: Path, thread: str = "t") -> tuple:
 
 def _without_sidecar(store: Path, thread: str = "t") -> None:
     os.unlink(ThreadFiles.of(store, thread).idx)
+
+
+def _without_head(store: Path, thread: str = "t") -> None:
+    """No head file: the next fresh read indexes the log (the path these tests are
+    about; a current head would serve the read instead, see test_head_file.py)."""
+    os.unlink(ThreadFiles.of(store, thread).head)
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -75,6 +83,7 @@ def test_the_first_get_tuple_of_an_unindexed_log_parses_each_record_once(
     expected = _expected(store)  # (its close wrote the sidecar again)
     _without_sidecar(store)
 
+    _without_head(store)
     reads = _count_reads(monkeypatch)
     saver = JsonlSaver(store)
     got = saver.get_tuple(config("t"))
@@ -96,6 +105,7 @@ def test_an_indexed_log_reads_what_it_needs_from_the_file(
     _fill(store)
     expected = _expected(store)
     monkeypatch.setattr(view, "LOADED_RECORDS_BYTES", 0)  # a long log: its sidecar is loaded
+    _without_head(store)
     reads = _count_reads(monkeypatch)
     saver = JsonlSaver(store)  # a sidecar: nothing scanned, so nothing handed over
     assert saver.get_tuple(config("t")) == expected
@@ -116,6 +126,7 @@ def test_a_short_log_with_a_sidecar_is_scanned_and_keeps_its_watermark(
     expected = _expected(store)  # closed: the sidecar is current
     files = ThreadFiles.of(store, "t")
     written = os.stat(files.idx)
+    _without_head(store)
     reads = _count_reads(monkeypatch)
     saver = JsonlSaver(store)
     assert saver.get_tuple(config("t")) == expected
@@ -142,6 +153,7 @@ def test_a_log_over_the_bound_is_read_again_not_kept(
     expected = _expected(store)
     _without_sidecar(store)
     monkeypatch.setattr(view, "LOADED_RECORDS_BYTES", os.path.getsize(ThreadFiles.of(store, "t").log) - 1)
+    _without_head(store)
     reads = _count_reads(monkeypatch)
     saver = JsonlSaver(store)
     assert saver.get_tuple(config("t")) == expected

@@ -18,6 +18,7 @@ from ..errors import JsonlCheckpointError
 from ..maintenance.repair import repair
 from ..maintenance.verify import verify
 from ..memory.keeper import memory_file_problems
+from ..saver.heads import head_file_problems
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -36,8 +37,9 @@ def _verify(args: argparse.Namespace) -> int:
         threads = [known_thread(saver, args.thread)] if args.thread else None
         count = 1 if args.thread else len(saver.store.log_names())
         memory_check = partial(memory_file_problems, decode=saver.codec.decode)
+        head_check = partial(head_file_problems, codec=saver.codec)
         report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"),
-                        derived=[memory_check])
+                        derived=[memory_check, head_check])
     if args.json:
         print_json({
             "ok": report.ok, "threads": report.threads, "records": report.records,

@@ -8,6 +8,7 @@ Files of a thread (see :class:`~.paths.LogPaths`)::
     <stem>.quarantine   bytes cut from a torn tail (:mod:`.recovery`)
     <stem>.deleted      tombstone of deleted generations (:mod:`.generations`)
     <stem>.mem          session memory (derived data, kept by a layer above)
+    <stem>.head         latest checkpoint whole, of a short log (derived data, :mod:`.head_file`)
 
 Appends: under an in-process lock *and* ``flock`` on the lock file, the writer brings its
 index up to date with the file (another process may have appended), cuts a torn tail

@@ -91,6 +91,11 @@ class LogPaths:
         return self._file(".mem")
 
     @property
+    def head(self) -> str:
+        """The latest checkpoint whole, beside a short log (derived data, :mod:`.head_file`)."""
+        return self._file(".head")
+
+    @property
     def trace_dir(self) -> str:
         """The store's ``traces/`` folder (debug traces, never read by recovery)."""
         return os.path.join(os.path.dirname(self.directory), TRACES_DIR)
@@ -102,8 +107,8 @@ class LogPaths:
 
     def derived_files(self) -> list[str]:
         """Files derived from the log or kept beside it that go with it: the sidecar,
-        the quarantine file, the session memory and the debug traces."""
-        return [self.index, self.quarantine, self.memory, *self.trace_files()]
+        the quarantine file, the session memory, the head file and the debug traces."""
+        return [self.index, self.quarantine, self.memory, self.head, *self.trace_files()]
 
     @property
     def tombstone(self) -> str:

@@ -470,6 +470,20 @@ class LogView:
                 return b""
             return files.os.pread(self._rfd, self.index.committed_end, 0)
 
+    def indexed_bytes(self) -> bytes | None:
+        """The committed bytes as of the last :meth:`refresh`, in one read, if they still
+        end with the very record the index holds last (its checksum digits); ``None`` if
+        not, or if there are none. What a layer above derives from the index is derived
+        from these bytes (see :mod:`.head_file`)."""
+        with self.mutex:
+            data = self.committed_bytes()
+            last = self.sidecar.summaries.last_span()
+            if not data or last is None or last[0] + last[1] != len(data):
+                return None
+            if data[-11:-3] != self.sidecar.last_crc:
+                return None
+            return data
+
     def records_from(self, offset: int, *, skip: tuple[str, ...] = ()) -> framing.ScanResult:
         """The committed records from byte ``offset`` (a record's start) to the end the
         last refresh saw, in one read; what a reader that stopped at ``offset`` missed.

@@ -67,6 +67,7 @@ from .config import (
     next_version,
     thread_id_of,
 )
+from .heads import keep_heads
 from .liveness import LiveRuns, calling_loop
 from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
@@ -201,6 +202,7 @@ class JsonlSaver(
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
         if session_memory:
             keep_session_memory(self.store, self.codec)
+        keep_heads(self.store, self.codec)
         self._worker = Worker(self._run_group)
         #: The replay adapter's journal in the logs (shared with with_allowlist's copies).
         self._tool_log = ToolLog(self.store)

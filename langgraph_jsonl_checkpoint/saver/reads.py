@@ -1,7 +1,9 @@
 """Reads of LangGraph's API: checkpoint tuples, listings, DeltaChannel history.
 
 Each read takes the thread's in-process lock (never the writer lock), brings the index
-up to date with the file, and rebuilds what it serves from the records: no two results
+up to date with the file, and rebuilds what it serves from the records (a read of a
+short thread's latest checkpoint that finds its log not indexed in this process takes
+its head file instead, if that names the log's bytes: :mod:`.heads`): no two results
 share objects, and nothing handed out is an object a later put could change. A read
 that finds the sidecar index wrong rebuilds it from the log and runs again
 (:func:`~.config.healing`).
@@ -32,6 +34,7 @@ from ..values.codec import ValueCodec
 from ..values.reader import ValueReader
 from ..values.witness import ListWitness
 from .config import config_of, healing, thread_id_of
+from .heads import head_tuple
 
 #: The most tuples a listing reads ahead of its caller (:meth:`CheckpointReads.list`).
 LIST_BATCH = 8
@@ -60,6 +63,11 @@ class CheckpointReads:
         ns = configurable.get("checkpoint_ns", "")
         requested = get_checkpoint_id(config)
         log = self.store.thread_log(thread_id)
+        if not requested and ns == "" and not witness and not log.exists():
+            # Not indexed in this process: its head file, if it names the log's bytes.
+            tup = head_tuple(log, self.codec)
+            if tup is not None:
+                return tup
 
         def read() -> CheckpointTuple | None:
             # No collector passes: a log indexed just now hands over every record its scan

@@ -118,6 +118,36 @@ class ValueReader:
             value.extend(self.decode(stored["tail"]))  # linear in the result, not quadratic
         return value
 
+    def stored_cell(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> dict[str, Any] | None:
+        """What :meth:`value` decodes for a channel version, without decoding it: the
+        stored value itself, or a delta chain over a list joined in stored form (what
+        the value cache keeps), else (a list of typed items) the chain as it is stored,
+        ``{"chain": [base cell, [keep, tail cell], ...]}`` (see :func:`decode_stored`);
+        ``None`` if the chain does not end at a stored value. It may share objects with
+        the records and the cache: serialize it, never change it."""
+        kept = self.cache.kept(ns, channel, version) if self.cache is not None else None
+        if kept is not None:
+            return {kept[0]: kept[1]}
+        entry = idx.blob(ns, channel, version)
+        chain: list[tuple[Any, dict[str, Any]]] = []
+        while entry is not None and entry.kind == DELTA:
+            chain.append((entry, self.record(entry.ref)["values"][channel]))
+            entry = entry.prev
+        if entry is None or entry.kind == EMPTY:
+            return None
+        chain.reverse()
+        base: dict[str, Any] = self.record(entry.ref)["values"][channel]["val"]
+        if not chain:
+            return base
+        joined = self._joined_items(channel, base, chain)
+        if joined is not None:
+            return {joined[0]: joined[1]}
+        return {"chain": [base, *([stored["keep"], stored["tail"]] for _, stored in chain)]}
+
+    def write_cell(self, entry: Any) -> Any:
+        """The stored cell of a pending write (what :meth:`write_value` decodes)."""
+        return self.record(entry.ref)["w"][entry.position][2]
+
     def _unrebuildable(
         self, channel: str, version: Any, oldest: tuple[Any, dict[str, Any]] | None
     ) -> CorruptLogError:
@@ -175,3 +205,24 @@ class ValueReader:
 
     def write_value(self, entry: Any) -> Any:
         return self.decode(self.record(entry.ref)["w"][entry.position][2])
+
+
+def decode_stored(codec: ValueCodec, stored: Mapping[str, Any]) -> Any:
+    """The value :meth:`ValueReader.stored_cell` gave the stored form of, as
+    :meth:`ValueReader.value` returns it (a chain: its base decoded, each delta's tail
+    decoded and appended, after checking the delta extends as many items as it says).
+
+    Raises:
+        ValueError: A delta does not extend the list it follows.
+    """
+    if "chain" not in stored:
+        return codec.decode(stored)
+    base, *tails = stored["chain"]
+    value = codec.decode(base)
+    if type(value) is list:
+        value = list(value)
+    for keep, tail in tails:
+        if type(value) is not list or len(value) != keep:
+            raise ValueError("a delta does not extend the list it follows")
+        value.extend(codec.decode(tail))
+    return value

@@ -164,6 +164,9 @@ def _dump_sync(graph, thread_ids, delta_channels) -> dict:
     saver = graph.checkpointer
     out = {}
     for tid in thread_ids:
+        # Before anything else reads the thread: a fresh saver serves it from the
+        # thread's head file (saver/heads.py) if that is current, else from the log.
+        first = saver.get_tuple(_ns_cfg(tid, ""))
         tuples = list(saver.list({"configurable": {"thread_id": tid}}))
         namespaces = {}
         for ns, tups in _group_by_ns(tuples).items():
@@ -184,6 +187,7 @@ def _dump_sync(graph, thread_ids, delta_channels) -> dict:
                 ]
             namespaces[ns] = entry
         out[tid] = {
+            "first_read": first,
             "namespaces": namespaces,
             "state": graph.get_state({"configurable": {"thread_id": tid}}, subgraphs=True),
         }
@@ -194,6 +198,7 @@ async def _dump_async(graph, thread_ids, delta_channels) -> dict:
     saver = graph.checkpointer
     out = {}
     for tid in thread_ids:
+        first = await saver.aget_tuple(_ns_cfg(tid, ""))  # see _dump_sync
         tuples = [t async for t in saver.alist({"configurable": {"thread_id": tid}})]
         namespaces = {}
         for ns, tups in _group_by_ns(tuples).items():
@@ -214,6 +219,7 @@ async def _dump_async(graph, thread_ids, delta_channels) -> dict:
                 ]
             namespaces[ns] = entry
         out[tid] = {
+            "first_read": first,
             "namespaces": namespaces,
             "state": await graph.aget_state(
                 {"configurable": {"thread_id": tid}}, subgraphs=True

@@ -226,6 +226,8 @@ def normalise(dump: dict, transcript: list | None = None, **masks: Any) -> dict:
                 for ns, e in d["namespaces"].items()
             ],
             "state": n(d["state"]),
+            # after the rest: its ids are mapped to the tokens they already have
+            **({"first_read": n(d["first_read"])} if "first_read" in d else {}),
         }
         for tid, d in dump.items()
     }

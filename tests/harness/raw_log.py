@@ -35,6 +35,11 @@ class ThreadFiles:
         stem = os.path.join(d, thread_file_stem(thread_id))
         return cls(stem + ".jsonl", stem + ".idx", stem + ".lock", stem + ".quarantine", d)
 
+    @property
+    def head(self) -> str:
+        """The thread's head file (langgraph_jsonl_checkpoint/disk/head_file.py)."""
+        return self.log[: -len(".jsonl")] + ".head"
+
     def left_on_disk(self) -> set[str]:
         """The suffixes of this thread's files that exist (``.jsonl``, ``.deleted``, ...)."""
         stem = os.path.basename(self.log)[: -len(".jsonl")]
