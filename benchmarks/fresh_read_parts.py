@@ -24,17 +24,14 @@ reads are split by wrapping its internals:
 Last, in the JsonlSaver process, *parse only*: ``orjson.loads`` of every line of a third
 log no read has touched: what any read that must look at every record pays at least.
 
-And a read no release makes, to price the lever the others leave: *a head record*
-(emulated). Before the rounds, each thread's latest tuple is written to a file of its
-own, as a per-thread head record would hold it (the checkpoint and metadata as JSON,
-every channel value and pending write as one whole cell of the saver's codec, the log's
-size; a checksum over it all). A third fresh process per round serves ``get_tuple``
-from that file (the log found and ``stat``-ed to check the head is current, the file
-read, checked, parsed, its cells decoded) and times ``get_state`` the same way. Writing
-the file is timed too, on its own (the latest tuple's cells encoded, the file written and
-renamed into place, no fsync; 20 times per thread): what a writer keeping it would add
-at each let-go or run end. No release writes or reads such a file: this prices the
-reopen a head record would allow, not its crash safety or its upkeep.
+JsonlSaver is run twice: as released, where the store's closing wrote each thread's
+*head file* (its latest checkpoint whole, ``saver/heads.py``) and the read is served from
+it (*read the head*: ``heads.head_tuple``, the head file and the whole log read, the log's
+CRC checked, the cells decoded); and *without heads*, on a copy of the store whose head
+files are removed before each read (a store written before heads, or a head found
+stale), split in the stages above. Writing a head is timed too, on its own (what each
+let-go of a log from the open set adds: the latest tuple rebuilt from the indexed log,
+its cells encoded, the file written and renamed, no fsync; 20 times per thread).
 
 Rounds alternate the savers; the machine is shared, so read ratios within a round's
 medians. Results in ``results/fresh_read_parts.{json,md}``.
@@ -50,7 +47,6 @@ import statistics
 import sys
 import tempfile
 import time
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -87,96 +83,35 @@ def _jsonl_stages(totals: dict[str, float], total: float) -> dict[str, float]:
     return stages
 
 
-def _head_path(heads: Path, thread_id: str) -> Path:
-    return heads / f"{thread_id}.head"
+def head_writes(args: argparse.Namespace) -> dict[str, Any]:
+    """Each thread's head file written ``--head-writes`` times by the package's own
+    keeper (the head removed before each, so it is written whole): the median file size
+    and the time of each write."""
+    from langgraph_jsonl_checkpoint.disk.head_file import HEAD_LOG_BYTES
+    from langgraph_jsonl_checkpoint.saver.heads import HeadKeeper
 
-
-def _sealed(body: bytes) -> bytes:
-    """A head file's bytes: the body's CRC-32 in hex, then the body."""
-    return b"%08x" % zlib.crc32(body) + body
-
-
-def _unsealed(data: bytes) -> memoryview:
-    """The body of a head file's bytes, its checksum checked."""
-    body = memoryview(data)[8:]
-    if data[:8] != b"%08x" % zlib.crc32(body):
-        raise AssertionError("head file damaged")
-    return body
-
-
-def make_heads(args: argparse.Namespace) -> dict[str, Any]:
-    """Write every thread's latest tuple as a head record would hold it (see the module
-    docstring), ``--head-writes`` times each: the median file size, and the time of each
-    write (the value cells encoded, the file written and renamed into place)."""
-    import orjson
-
-    from langgraph_jsonl_checkpoint import JsonlSaver
-
-    heads = Path(args.heads)
-    heads.mkdir()
+    handle = open_saver("jsonl", Path(args.workdir), create=False)
+    saver = handle.saver
+    keeper = next(o for o in saver.store.thread_log(thread_ids(1)[0]).observers if isinstance(o, HeadKeeper))
     sizes, writes = [], []
-    with JsonlSaver(Path(args.workdir) / "jsonl-store", read_only=True) as saver:
-        codec = saver.codec
-        for tid in thread_ids(args.threads):
-            tup = saver.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ""}})
-            assert tup is not None
-            log_size = os.stat(saver.store.thread_log(tid).path).st_size
-            path = _head_path(heads, tid)
-            parent = tup.parent_config["configurable"]["checkpoint_id"] if tup.parent_config else None
-            for _ in range(args.head_writes):
-                t0 = time.perf_counter()
-                checkpoint = dict(tup.checkpoint)
-                values = checkpoint.pop("channel_values")
-                head = {
-                    "log_size": log_size,
-                    "id": checkpoint["id"],
-                    "parent": parent,
-                    "cp": checkpoint,
-                    "md": tup.metadata,
-                    "values": {ch: codec.encode(v) for ch, v in values.items()},
-                    "writes": [[task, ch, codec.encode(v)] for task, ch, v in tup.pending_writes or ()],
-                }
-                data = _sealed(orjson.dumps(head))
-                temp = path.with_suffix(".tmp")
-                temp.write_bytes(data)  # no fsync: derived data, checked on read
-                os.replace(temp, path)
-                writes.append(time.perf_counter() - t0)
-            sizes.append(len(data))
+    for tid in thread_ids(args.threads):
+        log = saver.store.thread_log(tid)
+        log.refresh()
+        assert log.index.committed_end <= HEAD_LOG_BYTES
+        for _ in range(args.head_writes):
+            os.unlink(log.paths.head)
+            t0 = time.perf_counter()
+            keeper.closing(log)
+            writes.append(time.perf_counter() - t0)
+        sizes.append(os.path.getsize(log.paths.head))
+    handle.close()
     return {"head_bytes": statistics.median(sizes), "head_writes": writes}
-
-
-def _head_reader(saver: Any, heads: Path) -> Any:
-    """A ``get_tuple`` of the latest checkpoint served from the thread's head file."""
-    import orjson
-    from langgraph.checkpoint.base import CheckpointTuple
-
-    from langgraph_jsonl_checkpoint.saver.config import config_of
-
-    codec = saver.codec
-
-    def get_tuple(config: dict[str, Any]) -> CheckpointTuple:
-        tid = config["configurable"]["thread_id"]
-        log_size = os.stat(saver.store.thread_log(tid).path).st_size
-        head = orjson.loads(_unsealed(_head_path(heads, tid).read_bytes()))
-        if head["log_size"] != log_size:
-            raise AssertionError("head file is not current")
-        checkpoint = head["cp"]
-        checkpoint["channel_values"] = {ch: codec.decode(cell) for ch, cell in head["values"].items()}
-        return CheckpointTuple(
-            config=config_of(tid, "", head["id"]),
-            checkpoint=checkpoint,
-            metadata=head["md"],
-            parent_config=config_of(tid, "", head["parent"]) if head["parent"] else None,
-            pending_writes=[(task, ch, codec.decode(cell)) for task, ch, cell in head["writes"]],
-        )
-
-    return get_tuple
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     """One fresh process: two first reads of two threads, the JsonlSaver's split in stages."""
     totals: dict[str, float] = defaultdict(float)
-    if args.saver == "jsonl":
+    if args.saver == "jsonl-no-head":
         from langgraph_jsonl_checkpoint.disk import sidecar_file, store, view
         from langgraph_jsonl_checkpoint.saver import reads
 
@@ -185,10 +120,14 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         _timing(totals, sidecar_file.SidecarFile, "load_watermark", "load_watermark")
         _timing(totals, view.LogView, "_scan_from", "_scan_from")
         _timing(totals, reads.CheckpointReads, "build_tuple", "build_tuple")
-    handle = open_saver("jsonl" if args.saver == "jsonl-head" else args.saver, Path(args.workdir),
+        for head in Path(args.workdir).glob("jsonl-store/threads/*.head"):
+            head.unlink()  # the last round's close wrote the heads of the logs it read
+    elif args.saver == "jsonl":
+        from langgraph_jsonl_checkpoint.saver import reads
+
+        _timing(totals, reads, "head_tuple", "head_tuple")
+    handle = open_saver("jsonl" if args.saver == "jsonl-no-head" else args.saver, Path(args.workdir),
                         create=False)
-    if args.saver == "jsonl-head":
-        handle.saver.get_tuple = _head_reader(handle.saver, Path(args.heads))
     graph = build_agent_graph(handle.saver)
     ids = thread_ids(args.threads)
     out: dict[str, Any] = {}
@@ -198,8 +137,15 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         state = graph.get_state({"configurable": {"thread_id": tid}})
         took = time.perf_counter() - t0
         assert len(state.values["messages"]) == 4 * args.turns, len(state.values["messages"])
-        out[label] = {"total": took, **(_jsonl_stages(totals, took) if args.saver == "jsonl" else {})}
-    if args.saver == "jsonl":
+        stages: dict[str, float] = {}
+        if args.saver == "jsonl-no-head":
+            stages = _jsonl_stages(totals, took)
+        elif args.saver == "jsonl":
+            assert totals["head_tuple"] > 0, "no head file was read"
+            assert not handle.saver.store.thread_log(tid).exists(), "the log was indexed"
+            stages = {"read the head": totals["head_tuple"], "the rest": took - totals["head_tuple"]}
+        out[label] = {"total": took, **stages}
+    if args.saver == "jsonl-no-head":
         import orjson
 
         log = handle.saver.store.thread_log(ids[(args.first + 2) % args.threads])
@@ -223,30 +169,28 @@ def main() -> None:
     p.add_argument("--saver", default="jsonl", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
-    p.add_argument("--heads", help=argparse.SUPPRESS)
-    p.add_argument("--make-heads", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--time-head-writes", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--head-writes", type=int, default=20, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        print(json.dumps(make_heads(args) if args.make_heads else worker(args)))
+        print(json.dumps(head_writes(args) if args.time_head_writes else worker(args)))
         return
     tmp = Path(tempfile.mkdtemp(prefix="fresh-read-parts-"))
     shape = ["--threads", str(args.threads), "--turns", str(args.turns)]
-    runs: dict[str, list[dict[str, Any]]] = {"jsonl": [], "sqlite": [], "jsonl-head": []}
-    heads = tmp / "heads"
+    runs: dict[str, list[dict[str, Any]]] = {"jsonl": [], "jsonl-no-head": [], "sqlite": []}
     try:
         for kind in ("jsonl", "sqlite"):
             (tmp / kind).mkdir()
             fill(kind, tmp / kind, args.threads, args.turns)
-        made = run_worker(Path(__file__), ["--make-heads", "--workdir", str(tmp / "jsonl"),
-                                           "--heads", str(heads), *shape])
+        for copy in ("jsonl-no-head", "jsonl-head-writes"):
+            shutil.copytree(tmp / "jsonl", tmp / copy)
+        made = run_worker(Path(__file__), ["--time-head-writes", "--workdir", str(tmp / "jsonl-head-writes"),
+                                           *shape])
         head_bytes = made["head_bytes"]
         for r in range(args.rounds):
             for kind in runs:
-                workdir = tmp / ("jsonl" if kind == "jsonl-head" else kind)
                 runs[kind].append(run_worker(Path(__file__), [
-                    "--saver", kind, "--workdir", str(workdir), "--heads", str(heads),
-                    "--first", str(r % args.threads), *shape]))
+                    "--saver", kind, "--workdir", str(tmp / kind), "--first", str(r % args.threads), *shape]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     table = Table()
@@ -255,41 +199,46 @@ def main() -> None:
         case = f"{args.threads} threads x {args.turns} turns, fresh process: {what}"
         for kind in ("jsonl", "sqlite"):
             table.add(case, "get_state", kind, summary([x[label]["total"] for x in runs[kind]]), "s")
-        table.add(case, "get_state", "jsonl", summary([x[label]["total"] for x in runs["jsonl-head"]]),
-                  "s", note="a head record, emulated")
-        for stage in STAGES:
+        for stage in ("read the head", "the rest"):
             table.add(case, stage, "jsonl", summary([x[label][stage] for x in runs["jsonl"]]), "s")
-    case = f"{args.threads} threads x {args.turns} turns, a head record (emulated)"
-    table.add(case, "write it: the latest tuple's cells encoded, the file written and renamed (no fsync)",
-              "jsonl", summary(made["head_writes"]), "s")
+        table.add(case, "get_state", "jsonl", summary([x[label]["total"] for x in runs["jsonl-no-head"]]),
+                  "s", note="without head files")
+        for stage in STAGES:
+            table.add(case, stage, "jsonl", summary([x[label][stage] for x in runs["jsonl-no-head"]]), "s",
+                      note="without head files")
+    case = f"{args.threads} threads x {args.turns} turns, a head file"
+    table.add(case, "write it (as a let-go does): the tuple rebuilt, its cells encoded, the file "
+              "written and renamed (no fsync)", "jsonl", summary(made["head_writes"]), "s")
     case = f"{args.threads} threads x {args.turns} turns, a log no read touched"
     table.add(case, "parse only: orjson.loads of every line", "jsonl",
-              summary([x["parse_only"] for x in runs["jsonl"]]), "s")
-    log_bytes = statistics.median(x["log_bytes"] for x in runs["jsonl"])
-    log_records = statistics.median(x["log_records"] for x in runs["jsonl"])
+              summary([x["parse_only"] for x in runs["jsonl-no-head"]]), "s")
+    log_bytes = statistics.median(x["log_bytes"] for x in runs["jsonl-no-head"])
+    log_records = statistics.median(x["log_records"] for x in runs["jsonl-no-head"])
     for label in ("first", "second"):
         def med(kind: str, key: str, label: str = label) -> float:
             return statistics.median(x[label][key] for x in runs[kind]) * 1e3
 
-        parts = ", ".join(f"{s} {med('jsonl', s):.2f}" for s in STAGES)
-        print(f"[{NAME}] {label}: jsonl {med('jsonl', 'total'):.2f} ms ({parts}), "
-              f"sqlite {med('sqlite', 'total'):.2f} ms, a head record (emulated) "
-              f"{med('jsonl-head', 'total'):.2f} ms", flush=True)
+        parts = ", ".join(f"{s} {med('jsonl-no-head', s):.2f}" for s in STAGES)
+        print(f"[{NAME}] {label}: jsonl {med('jsonl', 'total'):.2f} ms (read the head "
+              f"{med('jsonl', 'read the head'):.2f}), sqlite {med('sqlite', 'total'):.2f} ms, "
+              f"jsonl without heads {med('jsonl-no-head', 'total'):.2f} ms ({parts})", flush=True)
+    print(f"[{NAME}] head file {head_bytes:.0f} bytes, written in "
+          f"{statistics.median(made['head_writes']) * 1e3:.2f} ms", flush=True)
     notes = [
         f"Each thread's log: {log_bytes:.0f} bytes, {log_records:.0f} lines (header included); "
-        "its messages are stored as one full value and then deltas, so the latest messages are "
-        "put together from records spread over the whole log.",
+        "its messages are stored as one full value and then deltas, so without a head the latest "
+        "messages are put together from records spread over the whole log.",
+        f"Each thread's head file: {head_bytes:.0f} bytes.",
         "Stages are exclusive (the watermark is taken out of 'open the log'); 'the rest' is the "
         "get_state total less the stages.",
         "SqliteSaver's get_state reads one checkpoint row and one blob per channel version.",
-        f"'a head record, emulated': get_tuple served from a file of {head_bytes:.0f} bytes holding the "
-        "latest tuple whole (see the script's docstring); no release writes or reads such a file.",
     ]
     write_results(NAME, {"threads": args.threads, "turns": args.turns, "runs": runs,
                          "head_bytes": head_bytes, "head_writes": made["head_writes"]}, table,
-                  header="Where a fresh process's first get_state of a short thread goes, JsonlSaver "
-                  "split in stages, SqliteSaver beside it (each saver in its own fresh processes, "
-                  "rounds alternating).", notes=notes)
+                  header="Where a fresh process's first get_state of a short thread goes: JsonlSaver "
+                  "served from the thread's head file, and without head files split in stages; "
+                  "SqliteSaver beside it (each in its own fresh processes, rounds alternating).",
+                  notes=notes)
 
 
 if __name__ == "__main__":
