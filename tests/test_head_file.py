@@ -226,10 +226,14 @@ def test_a_read_only_saver_reads_heads_and_writes_none(tmp_path: Path) -> None:
 
 
 def test_no_head_for_a_log_over_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(heads, "HEAD_LOG_BYTES", 100)
     store = tmp_path / "s"
-    _fill(store)
-    assert not _head(store).exists()
+    _fill(store, n=2)
+    assert _head(store).exists()
+    monkeypatch.setattr(heads, "HEAD_LOG_BYTES", os.path.getsize(ThreadFiles.of(store, "t").log) + 100)
+    saver = JsonlSaver(store)
+    _put_turns(saver, "t", 2, start=3)  # outgrows the bound
+    saver.close()
+    assert not _head(store).exists()  # the stale head is removed, none written
 
 
 def test_delete_thread_removes_the_head(tmp_path: Path) -> None:

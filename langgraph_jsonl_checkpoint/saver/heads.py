@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 from langgraph.checkpoint.base import CheckpointTuple
 
+from ..disk.files import unlink_quietly
 from ..disk.head_file import HEAD_LOG_BYTES, head_names, log_crc, read_head, write_head
 from ..disk.log import ThreadLog
 from ..disk.store import Store
@@ -74,6 +75,10 @@ class HeadKeeper:
             log.mutex.release()
 
     def _write(self, log: ThreadLog) -> None:
+        if self.stale and log.exists() and log.index.committed_end > HEAD_LOG_BYTES:
+            unlink_quietly(log.paths.head)  # outgrew the bound: its last head is stale for good
+            self.stale = False
+            return
         source = head_source(log)
         if source is None or (not self.stale and head_names(log.paths, *source)):
             return  # no head for this log, or the one on disk is current (only read here)
