@@ -399,10 +399,14 @@ def environment() -> dict[str, Any]:
                                             "langgraph-jsonl-checkpoint")}
     except Exception:  # pragma: no cover
         versions = {"langgraph": getattr(lgv, "__version__", "?")}
+    # The package actually imported (another checkout's, through PYTHONPATH, in an A/B).
+    import langgraph_jsonl_checkpoint
+
+    root = Path(langgraph_jsonl_checkpoint.__file__).resolve().parent.parent
     try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=5).stdout.strip()
-        dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
+        dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain",
                                      "langgraph_jsonl_checkpoint"], capture_output=True,
                                     text=True, timeout=5).stdout.strip())
     except Exception:  # pragma: no cover
@@ -410,8 +414,8 @@ def environment() -> dict[str, Any]:
     import hashlib
 
     h = hashlib.sha256()
-    for f in sorted((ROOT / "langgraph_jsonl_checkpoint").rglob("*.py")):
-        h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    for f in sorted((root / "langgraph_jsonl_checkpoint").rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
     return {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_sha256": h.hexdigest()[:16],

@@ -32,6 +32,7 @@ from .config import config_of
 
 logger = logging.getLogger(__name__)
 
+
 def keep_heads(store: Store, codec: ValueCodec) -> None:
     """Attach a :class:`HeadKeeper` to every log ``store`` opens from now on (none if
     the store is read-only)."""
@@ -49,7 +50,8 @@ class HeadKeeper:
     see :class:`~..disk.log.AppendObserver`).
 
     Args:
-        codec: The saver's value codec (for a value only a decode can rebuild).
+        codec: The saver's value codec (a log's value cache, which may hold the newest
+            lists in stored form, is read through it).
     """
 
     def __init__(self, codec: ValueCodec) -> None:
