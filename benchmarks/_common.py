@@ -27,7 +27,7 @@ import time
 import types
 import uuid
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -555,6 +555,15 @@ def pyplot(path: Path) -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def drawn(png: Path, plot: Callable[[], None]) -> str:
+    """Run ``plot`` (which draws ``png``, or says why not: see :func:`pyplot`); the
+    ``", <png>"`` a script's last line lists, or ``""`` if no new file was drawn."""
+    before = png.stat().st_mtime_ns if png.exists() else None
+    plot()
+    after = png.stat().st_mtime_ns if png.exists() else None
+    return f", {png}" if after is not None and after != before else ""
 
 
 def run_worker(script: Path, args: list[str], timeout: float | None = None) -> dict[str, Any]:

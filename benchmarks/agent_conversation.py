@@ -48,6 +48,7 @@ from _common import (
     SAVERS,
     Table,
     build_agent_graph,
+    drawn,
     open_saver,
     peak_rss_mib,
     pyplot,
@@ -237,8 +238,8 @@ def main() -> None:
     jpath, mpath = write_results(NAME, payload, table, header=header, notes=notes,
                                  quick=args.quick)
     png = RESULTS / f"{NAME}{'-quick' if args.quick else ''}.png"
-    plot(runs, png)
-    print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
+    pictures = drawn(png, lambda: plot(runs, png))
+    print(f"[{NAME}] wrote {jpath}, {mpath}{pictures} ({time.perf_counter() - t_start:.0f} s)")
 
 
 if __name__ == "__main__":

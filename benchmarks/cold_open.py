@@ -39,6 +39,7 @@ from _common import (
     RESULTS,
     CheckpointStream,
     Table,
+    drawn,
     open_saver,
     path_bytes,
     pyplot,
@@ -194,8 +195,8 @@ def main() -> None:
     jpath, mpath = write_results(NAME, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
     png = RESULTS / f"{NAME}{'-quick' if args.quick else ''}.png"
-    plot(results, png, n)
-    print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
+    pictures = drawn(png, lambda: plot(results, png, n))
+    print(f"[{NAME}] wrote {jpath}, {mpath}{pictures} ({time.perf_counter() - t_start:.0f} s)")
 
 
 def plot(results: list[dict], path: Path, n: int) -> None:

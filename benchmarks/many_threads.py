@@ -50,6 +50,7 @@ from _common import (
     SAVERS,
     Table,
     build_agent_graph,
+    drawn,
     open_saver,
     pyplot,
     quantile,
@@ -348,9 +349,8 @@ def main() -> None:
     jpath, mpath = write_results(args.name, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
     png = RESULTS / f"{args.name}{'-quick' if args.quick else ''}.png"
-    if results:
-        plot(results, table, png, case)
-    print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
+    pictures = drawn(png, lambda: plot(results, table, png, case)) if results else ""
+    print(f"[{NAME}] wrote {jpath}, {mpath}{pictures} ({time.perf_counter() - t_start:.0f} s)")
 
 
 def plot(results: list[dict], table: Table, path: Path, case: str) -> None:

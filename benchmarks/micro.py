@@ -47,6 +47,7 @@ from _common import (
     SAVERS,
     CheckpointStream,
     Table,
+    drawn,
     open_saver,
     pyplot,
     summary,
@@ -343,8 +344,8 @@ def main() -> None:
     jpath, mpath = write_results(name, payload, table, header=__doc__.split("\n\n")[0],
                                  notes=notes, quick=args.quick)
     png = RESULTS / f"{name}{'-quick' if args.quick else ''}.png"
-    plot(put_runs, async_runs, png)
-    print(f"[{NAME}] wrote {jpath}, {mpath}, {png} ({time.perf_counter() - t_start:.0f} s)")
+    pictures = drawn(png, lambda: plot(put_runs, async_runs, png))
+    print(f"[{NAME}] wrote {jpath}, {mpath}{pictures} ({time.perf_counter() - t_start:.0f} s)")
 
 
 if __name__ == "__main__":
