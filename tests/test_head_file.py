@@ -236,6 +236,20 @@ def test_no_head_for_a_log_over_the_bound(tmp_path: Path, monkeypatch: pytest.Mo
     assert not _head(store).exists()  # the stale head is removed, none written
 
 
+def test_a_log_deleted_by_another_saver_gets_no_head_from_one_that_still_holds_it(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    _fill(store)
+    holder = JsonlSaver(store)
+    assert holder.get_tuple(config("t", checkpoint_id=cp_id(6))) is not None  # indexed: open
+    other = JsonlSaver(store)
+    other.delete_thread("t")
+    other.close()
+    assert not _head(store).exists()
+    holder.close()  # lets its log go: the file it indexed is gone
+    assert not _head(store).exists()
+    assert not JsonlSaver(store).store.has_files("t")
+
+
 def test_delete_thread_removes_the_head(tmp_path: Path) -> None:
     store = tmp_path / "s"
     _fill(store)

@@ -15,6 +15,7 @@ has indexed take the usual path.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import orjson
@@ -93,10 +94,16 @@ class HeadKeeper:
 def head_source(log: LogView) -> tuple[int, str] | None:
     """The size and CRC-32 of the log bytes the index was built from, which a head file
     made now would name (call under ``log.mutex``); ``None`` if the log gets no head
-    (not indexed, damaged, longer than :data:`~..disk.head_file.HEAD_LOG_BYTES`, or its
-    file no longer ends with the record the index holds last)."""
+    (not indexed, damaged, longer than :data:`~..disk.head_file.HEAD_LOG_BYTES`, no
+    longer the file at its path, or no longer ending with the record the index holds
+    last)."""
     end = log.index.committed_end
     if not log.exists() or log.damaged_at is not None or end > HEAD_LOG_BYTES:
+        return None
+    try:
+        if os.stat(log.path, follow_symlinks=False).st_ino != log.identity().ino:
+            return None  # deleted or rewritten by another process: no head for a log gone
+    except FileNotFoundError:
         return None
     data = log.indexed_bytes()
     return (end, log_crc(data)) if data is not None else None
