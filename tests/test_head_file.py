@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,14 +113,20 @@ def test_a_log_let_go_from_the_open_set_gets_its_head(tmp_path: Path) -> None:
     fresh.close()
 
 
+def _appended_by_another_saver(store: Path, append: Callable[[JsonlSaver], object]) -> None:
+    """``append`` through another saver, leaving the head file as it was before (as if
+    that saver had written none: an older release, or one killed before its let-go)."""
+    old_head = _head(store).read_bytes()
+    other = JsonlSaver(store)
+    append(other)
+    other.close()
+    _head(store).write_bytes(old_head)
+
+
 def test_an_append_by_another_saver_makes_the_head_stale(tmp_path: Path) -> None:
     store = tmp_path / "s"
     _fill(store)
-    old_head = _head(store).read_bytes()
-    other = JsonlSaver(store)
-    _put_turns(other, "t", 1, start=7)
-    other.close()
-    _head(store).write_bytes(old_head)  # as if the other writer had written none
+    _appended_by_another_saver(store, lambda other: _put_turns(other, "t", 1, start=7))
     saver = JsonlSaver(store)
     got = saver.get_tuple(config("t"))
     assert got is not None and got.config["configurable"]["checkpoint_id"] == cp_id(7)
@@ -130,13 +137,13 @@ def test_an_append_by_another_saver_makes_the_head_stale(tmp_path: Path) -> None
 def test_a_pending_write_appended_after_the_head_is_served(tmp_path: Path) -> None:
     store = tmp_path / "s"
     _fill(store)
-    old_head = _head(store).read_bytes()
-    other = JsonlSaver(store)
-    latest = other.get_tuple(config("t"))
-    assert latest is not None
-    other.put_writes(latest.config, [("step", 99)], "late-task", "~late")
-    other.close()
-    _head(store).write_bytes(old_head)
+
+    def late_write(other: JsonlSaver) -> None:
+        latest = other.get_tuple(config("t"))
+        assert latest is not None
+        other.put_writes(latest.config, [("step", 99)], "late-task", "~late")
+
+    _appended_by_another_saver(store, late_write)
     got = JsonlSaver(store).get_tuple(config("t"))
     assert got is not None and ("late-task", "step", 99) in got.pending_writes  # type: ignore[operator]
 

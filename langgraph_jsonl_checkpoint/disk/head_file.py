@@ -43,6 +43,15 @@ def read_head(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
     """The head file's record if it is whole, of this release's version and this thread,
     and names the log's current bytes exactly (one read of each file); else ``None``
     (missing, damaged, stale: the caller indexes the log)."""
+    head = _whole_head(paths, thread_id)
+    if head is None or current_log_crc(paths.log, head["size"]) != head.get("crc"):
+        return None
+    return head
+
+
+def _whole_head(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
+    """The head file's record if it is whole, of this release's version and this thread
+    (whatever log bytes it names)."""
     try:
         line = files.read_whole(paths.head)
     except OSError:
@@ -52,8 +61,6 @@ def read_head(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
         head is None or head.get("t") != "head" or head.get("v") != HEAD_VERSION
         or head.get("thread") != thread_id or not isinstance(head.get("size"), int)
     ):
-        return None
-    if current_log_crc(paths.log, head["size"]) != head.get("crc"):
         return None
     return head
 
@@ -79,18 +86,11 @@ def current_log_crc(path: str, size: int) -> str | None:
     return log_crc(data) if len(data) == size else None
 
 
-def head_names(paths: LogPaths, size: int, crc: str) -> bool:
+def head_names(paths: LogPaths, thread_id: str, size: int, crc: str) -> bool:
     """Whether the head file on disk is whole and was made from log bytes of this size
     and CRC (then writing it again would change nothing)."""
-    try:
-        line = files.read_whole(paths.head)
-    except OSError:
-        return False
-    head = framing.parse_line(line.rstrip(b"\n"))
-    return (
-        head is not None and head.get("v") == HEAD_VERSION
-        and head.get("size") == size and head.get("crc") == crc
-    )
+    head = _whole_head(paths, thread_id)
+    return head is not None and head["size"] == size and head.get("crc") == crc
 
 
 def write_head(paths: LogPaths, thread_id: str, size: int, crc: str, body: dict[str, Any]) -> None:

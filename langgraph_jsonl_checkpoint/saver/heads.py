@@ -83,7 +83,7 @@ class HeadKeeper:
             self.stale = False
             return
         source = head_source(log)
-        if source is None or (not self.stale and head_names(log.paths, *source)):
+        if source is None or (not self.stale and head_names(log.paths, log.thread_id, *source)):
             return  # no head for this log, or the one on disk is current (only read here)
         body = head_body(log, self.codec)
         if body is not None:

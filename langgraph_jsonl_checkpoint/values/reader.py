@@ -90,15 +90,10 @@ class ValueReader:
             if self.shared:
                 self.listed.add((ns, channel))
             return self.codec.decode({kept[0]: kept[1]}, fresh=True, memo=self.memo)
-        entry = idx.blob(ns, channel, version)
-        chain: list[tuple[Any, dict[str, Any]]] = []  # (delta entry, stored delta)
-        while entry is not None and entry.kind == DELTA:
-            chain.append((entry, self.record(entry.ref)["values"][channel]))
-            entry = entry.prev  # the base as it was when this delta was written
+        entry, chain = self._delta_chain(idx, ns, channel, version)
         if entry is None or entry.kind == EMPTY:
             self.log.distrust_sidecar()
-            raise self._unrebuildable(channel, version, chain[-1] if chain else None)
-        chain.reverse()
+            raise self._unrebuildable(channel, version, chain[0] if chain else None)
         base = self.record(entry.ref)["values"][channel]["val"]
         joined = self._joined_items(channel, base, chain) if self.kept else None
         if joined is not None:
@@ -118,6 +113,20 @@ class ValueReader:
             value.extend(self.decode(stored["tail"]))  # linear in the result, not quadratic
         return value
 
+    def _delta_chain(
+        self, idx: ThreadIndex, ns: str, channel: str, version: Any
+    ) -> tuple[Any, list[tuple[Any, dict[str, Any]]]]:
+        """Where a channel version's deltas lead: the blob entry they end at (``None`` or
+        an empty one: no value to extend) and each ``(delta entry, stored delta)``,
+        oldest first."""
+        entry = idx.blob(ns, channel, version)
+        chain: list[tuple[Any, dict[str, Any]]] = []
+        while entry is not None and entry.kind == DELTA:
+            chain.append((entry, self.record(entry.ref)["values"][channel]))
+            entry = entry.prev  # the base as it was when this delta was written
+        chain.reverse()
+        return entry, chain
+
     def stored_cell(self, idx: ThreadIndex, ns: str, channel: str, version: Any) -> dict[str, Any] | None:
         """What :meth:`value` decodes for a channel version, without decoding it: the
         stored value itself, or a delta chain over a list joined in stored form (what
@@ -128,14 +137,9 @@ class ValueReader:
         kept = self.cache.kept(ns, channel, version) if self.cache is not None else None
         if kept is not None:
             return {kept[0]: kept[1]}
-        entry = idx.blob(ns, channel, version)
-        chain: list[tuple[Any, dict[str, Any]]] = []
-        while entry is not None and entry.kind == DELTA:
-            chain.append((entry, self.record(entry.ref)["values"][channel]))
-            entry = entry.prev
+        entry, chain = self._delta_chain(idx, ns, channel, version)
         if entry is None or entry.kind == EMPTY:
             return None
-        chain.reverse()
         base: dict[str, Any] = self.record(entry.ref)["values"][channel]["val"]
         if not chain:
             return base
