@@ -22,7 +22,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import head_file
-from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 from langgraph_jsonl_checkpoint.errors import CorruptLogError
 from langgraph_jsonl_checkpoint.saver import heads, reads
 from tests.harness.bounded import within
@@ -31,7 +30,7 @@ from tests.harness.raw_log import ThreadFiles
 
 
 def _head(store: Path, thread: str = "t") -> Path:
-    return store / "threads" / f"{thread_file_stem(thread)}.head"
+    return Path(ThreadFiles.of(store, thread).head)
 
 
 def _fill(store: Path, thread: str = "t", n: int = 6, **kwargs: object) -> None:

@@ -302,3 +302,12 @@ def iter_records(
     result.committed_end = rest.committed_end
     result.tail_bytes = rest.tail_bytes
     result.corrupt_offset = rest.corrupt_offset
+
+
+def kept_by_offset(
+    records: Iterator[tuple[dict[str, Any], int, int]], into: dict[int, dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """The records of :func:`iter_records`, each also put in ``into`` by offset."""
+    for item in records:
+        into[item[1]] = item[0]
+        yield item

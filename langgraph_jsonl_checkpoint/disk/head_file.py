@@ -75,14 +75,14 @@ def current_log_crc(path: str, size: int) -> str | None:
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
+        st = files.os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size != size:
             return None
-        data = os.pread(fd, size, 0)
+        data = files.os.pread(fd, size, 0)
     except OSError:
         return None
     finally:
-        os.close(fd)
+        files.os.close(fd)
     return log_crc(data) if len(data) == size else None
 
 

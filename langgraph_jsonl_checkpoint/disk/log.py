@@ -461,7 +461,7 @@ class ThreadLog(LogView):
         if self._rfd is None or self.read_only:
             return
         self.sidecar.write(
-            self._identity(), self.paths.temp("idx"), compact=compact, facts=self.index.facts()
+            self.identity(), self.paths.temp("idx"), compact=compact, facts=self.index.facts()
         )
 
     def sidecar_lag(self) -> int:

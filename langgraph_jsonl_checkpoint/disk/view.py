@@ -60,15 +60,6 @@ class DerivedCache(Protocol):
         ...
 
 
-def _kept(
-    records: Iterator[tuple[dict[str, Any], int, int]], into: dict[int, dict[str, Any]]
-) -> Iterator[tuple[dict[str, Any], int, int]]:
-    """The records, each also put in ``into`` by offset."""
-    for item in records:
-        into[item[1]] = item[0]
-        yield item
-
-
 class LogView:
     """One thread's log as a reader sees it: its index, its records.
 
@@ -161,13 +152,10 @@ class LogView:
         """The sentence naming the repair command for this thread."""
         return repair_hint(os.path.dirname(self.paths.directory), self.thread_id)
 
-    def _identity(self) -> LogIdentity:
-        return LogIdentity(self.gen, self._ino, self._header_crc)
-
     def identity(self) -> LogIdentity:
         """What names this generation of this log file (as of the last refresh): data
         derived from another generation must not be used for this one."""
-        return self._identity()
+        return LogIdentity(self.gen, self._ino, self._header_crc)
 
     def idle(self) -> None:
         """The run that held the thread ended: hold what the log keeps in its fewest
@@ -289,9 +277,9 @@ class LogView:
         self._apply(summarize(header, 0, nl + 1))
         self.sidecar.note_last_crc(self._rfd)
         if use_sidecar and st.st_size <= LOADED_RECORDS_BYTES:  # scanned: faster
-            self.sidecar.load_watermark(self.index, self._identity())
+            self.sidecar.load_watermark(self.index, self.identity())
         elif use_sidecar:
-            self.sidecar.load(self.index, self._identity(), self._holds, self._scan_blocks)
+            self.sidecar.load(self.index, self.identity(), self._holds, self._scan_blocks)
             self.sidecar.note_last_crc(self._rfd)
 
     def _refuse_if_indexed(self, ino: int) -> None:
@@ -350,7 +338,7 @@ class LogView:
         if self.index.last_seq == 0:
             # Indexing the whole log: in columns, as if loaded from a sidecar.
             if keep is not None and end <= LOADED_RECORDS_BYTES:
-                records = _kept(records, keep)
+                records = framing.kept_by_offset(records, keep)
             blocks = sidecar.blocks_of(records)
             self.index.load_blocks(blocks)
             self.sidecar.summaries.add_blocks(blocks)
@@ -471,18 +459,18 @@ class LogView:
             return files.os.pread(self._rfd, self.index.committed_end, 0)
 
     def indexed_bytes(self) -> bytes | None:
-        """The committed bytes as of the last :meth:`refresh`, in one read, if they still
-        end with the very record the index holds last (its checksum digits); ``None`` if
-        not, or if there are none. What a layer above derives from the index is derived
-        from these bytes (see :mod:`.head_file`)."""
+        """The committed bytes as of the last :meth:`refresh`, in one read, while the
+        log's path still names this file and it still ends them with the record the
+        index holds last; else (or if there are none) ``None``. What a layer above
+        derives from the index is derived from these bytes (see :mod:`.head_file`)."""
         with self.mutex:
+            try:
+                if files.os.stat(self.path, follow_symlinks=False).st_ino != self._ino:
+                    return None  # deleted or replaced by another process
+            except FileNotFoundError:
+                return None
             data = self.committed_bytes()
-            last = self.sidecar.summaries.last_span()
-            if not data or last is None or last[0] + last[1] != len(data):
-                return None
-            if data[-11:-3] != self.sidecar.last_crc:
-                return None
-            return data
+            return data if data and self._tail_unchanged(len(data)) else None
 
     def records_from(self, offset: int, *, skip: tuple[str, ...] = ()) -> framing.ScanResult:
         """The committed records from byte ``offset`` (a record's start) to the end the
@@ -508,7 +496,5 @@ class LogView:
         """Every committed record with its offset and length, header first."""
         with self.mutex:
             self.refresh()
-            if self._rfd is None:
-                return []
-            data = files.os.pread(self._rfd, self.index.committed_end, 0)
-        return framing.scan(data, 0).records
+            data = self.committed_bytes()
+        return framing.scan(data, 0).records if data else []

@@ -15,7 +15,6 @@ has indexed take the usual path.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import orjson
@@ -29,7 +28,7 @@ from ..disk.summary import EMPTY
 from ..disk.view import LogView
 from ..values.codec import ValueCodec
 from ..values.reader import ValueReader, decode_stored
-from .config import config_of
+from .tuples import checkpoint_tuple
 
 logger = logging.getLogger(__name__)
 
@@ -100,11 +99,6 @@ def head_source(log: LogView) -> tuple[int, str] | None:
     end = log.index.committed_end
     if not log.exists() or log.damaged_at is not None or end > HEAD_LOG_BYTES:
         return None
-    try:
-        if os.stat(log.path, follow_symlinks=False).st_ino != log.identity().ino:
-            return None  # deleted or rewritten by another process: no head for a log gone
-    except FileNotFoundError:
-        return None
     data = log.indexed_bytes()
     return (end, log_crc(data)) if data is not None else None
 
@@ -173,21 +167,14 @@ def head_tuple(log: LogView, codec: ValueCodec) -> CheckpointTuple | None:
     head = read_head(log.paths, log.thread_id)
     if head is None:
         return None
-    thread_id = log.thread_id
     decode = codec.decode
     try:
-        checkpoint = decode(head["cp"])
-        checkpoint["id"] = head["id"]
-        checkpoint["channel_versions"] = dict(head["cv"])
-        checkpoint["channel_values"] = {ch: decode_stored(codec, cell) for ch, cell in head["values"].items()}
-        parent = head["parent"]
-        return CheckpointTuple(
-            config=config_of(thread_id, "", head["id"]),
-            checkpoint=checkpoint,
-            metadata=decode(head["md"]),
-            parent_config=config_of(thread_id, "", parent) if parent else None,
-            pending_writes=[(task, ch, decode(cell)) for task, ch, cell in head["writes"]],
+        values = {ch: decode_stored(codec, cell) for ch, cell in head["values"].items()}
+        pending = [(task, ch, decode(cell)) for task, ch, cell in head["writes"]]
+        return checkpoint_tuple(
+            log.thread_id, "", head["id"], head["parent"], decode(head["cp"]), head["cv"], values,
+            decode(head["md"]), pending,
         )
     except Exception:  # noqa: BLE001 - a head this release cannot read: index the log
-        logger.debug("head file of %r not used", thread_id, exc_info=True)
+        logger.debug("head file of %r not used", log.thread_id, exc_info=True)
         return None

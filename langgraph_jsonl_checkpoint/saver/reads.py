@@ -33,8 +33,9 @@ from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
 from ..values.reader import ValueReader
 from ..values.witness import ListWitness
-from .config import config_of, healing, thread_id_of
+from .config import healing, thread_id_of
 from .heads import head_tuple
+from .tuples import checkpoint_tuple
 
 #: The most tuples a listing reads ahead of its caller (:meth:`CheckpointReads.list`).
 LIST_BATCH = 8
@@ -123,24 +124,18 @@ class CheckpointReads:
                 if blob is None or blob.kind == EMPTY:
                     continue
                 values[channel] = reader.value(idx, ns, channel, version)
-        checkpoint: dict[str, Any] = reader.decode(rec["cp"])
-        checkpoint["id"] = checkpoint_id
-        checkpoint["channel_versions"] = dict(rec["cv"])
-        checkpoint["channel_values"] = values
-        if witness:
-            witness_lists(log, ns, checkpoint)
-        self.store.keep_warm(log)  # the reads above may have filled its value caches
         pending = [
             (task, w.channel, reader.write_value(w))
             for task, _, w in idx.sorted_writes(ns, checkpoint_id)
         ]
-        return CheckpointTuple(
-            config=config_of(thread_id, ns, checkpoint_id),
-            checkpoint=checkpoint,  # type: ignore[arg-type]
-            metadata=reader.decode(rec["md"]),
-            parent_config=config_of(thread_id, ns, entry.parent) if entry.parent else None,
-            pending_writes=pending,
+        tup = checkpoint_tuple(
+            thread_id, ns, checkpoint_id, entry.parent, reader.decode(rec["cp"]), rec["cv"], values,
+            reader.decode(rec["md"]), pending,
         )
+        if witness:
+            witness_lists(log, ns, tup.checkpoint)
+        self.store.keep_warm(log)  # the reads above may have filled its value caches
+        return tup
 
     # -- listings ----------------------------------------------------------------------
 

@@ -208,7 +208,7 @@ class ValueReader:
             )
 
     def write_value(self, entry: Any) -> Any:
-        return self.decode(self.record(entry.ref)["w"][entry.position][2])
+        return self.decode(self.write_cell(entry))
 
 
 def decode_stored(codec: ValueCodec, stored: Mapping[str, Any]) -> Any:
