@@ -316,3 +316,36 @@ def test_verify_reports_a_current_head_that_disagrees_with_the_log(
     saver = JsonlSaver(store, read_only=True)
     assert reads.head_tuple(saver.store.thread_log("t"), saver.codec) is not None
     saver.close()
+
+
+def _cut_last_record(store: Path, thread: str = "t") -> None:
+    """The log loses its last line (same file, same inode); its sidecar, written by the
+    last close, still says that record was durable."""
+    log = Path(ThreadFiles.of(store, thread).log)
+    lines = log.read_bytes().splitlines(keepends=True)
+    with open(log, "r+b") as f:
+        f.truncate(sum(map(len, lines[:-1])))
+
+
+@pytest.mark.parametrize("way", ["read", "compact"])
+def test_a_log_refused_as_cut_gets_no_head_and_stays_refused(tmp_path: Path, way: str) -> None:
+    """A log that holds fewer records than its index says were durable is refused; a
+    saver that found it so must not write a head for the bytes that are left, or the
+    next process would be served an older checkpoint, silently, from it."""
+    store = tmp_path / "s"
+    _fill(store)
+    _cut_last_record(store)
+    saver = JsonlSaver(store)
+    with pytest.raises(CorruptLogError, match="durable"), within(10):
+        if way == "read":
+            saver.get_tuple(config("t"))
+        else:
+            saver.compact("t")
+    paths = saver.store.log_paths("t")
+    saver.close()
+    assert head_file.read_head(paths, "t") is None  # no head names the bytes left
+    for _ in range(2):  # every later process too
+        fresh = JsonlSaver(store)
+        with pytest.raises(CorruptLogError, match="durable"), within(10):
+            fresh.get_tuple(config("t"))
+        fresh.close()

@@ -93,11 +93,16 @@ class HeadKeeper:
 def head_source(log: LogView) -> tuple[int, str] | None:
     """The size and CRC-32 of the log bytes the index was built from, which a head file
     made now would name (call under ``log.mutex``); ``None`` if the log gets no head
-    (not indexed, damaged, longer than :data:`~..disk.head_file.HEAD_LOG_BYTES`, no
-    longer the file at its path, or no longer ending with the record the index holds
-    last)."""
+    (not indexed, damaged, short of the records its sidecar says were durable, longer
+    than :data:`~..disk.head_file.HEAD_LOG_BYTES`, no longer the file at its path, or no
+    longer ending with the record the index holds last).
+
+    A log short of its durable records is refused by every read that indexes it; a head
+    of the bytes left would have the next process served an older checkpoint instead."""
     end = log.index.committed_end
     if not log.exists() or log.damaged_at is not None or end > HEAD_LOG_BYTES:
+        return None
+    if log.index.last_seq < log.sidecar.durable_seq:
         return None
     data = log.indexed_bytes()
     return (end, log_crc(data)) if data is not None else None
