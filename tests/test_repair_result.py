@@ -127,3 +127,31 @@ def test_repair_of_a_log_starting_with_an_empty_line_drops_only_that_line(tmp_pa
     salvage = salvage_records(Path(log).read_bytes(), "t")
     assert salvage.dropped == ["bytes 0-1: damaged line (checksum does not match)"]
     assert [r["id"] for r in salvage.records] == [cp_id(1), cp_id(2)]
+
+
+def test_repair_of_a_log_cut_at_a_record_boundary_reports_the_records_lost(tmp_path: Path) -> None:
+    """A log cut right after a record reads as whole, but its sidecar says later records
+    were durable: every read refuses it and names ``repair``. Repair must then act: keep
+    what is there as a new generation, say which records were lost, keep the original."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    saver.close()  # writes the sidecar: records 1-6 durable
+    log = ThreadFiles.of(store, "t").log
+    lines = _lines(log)
+    Path(log).write_bytes(b"".join(lines[:-2]))  # records 5 and 6 gone (same inode)
+    saver = JsonlSaver(store)
+    with pytest.raises(CorruptLogError, match="repair"):
+        saver.get_tuple(config("t"))
+    result = repair(saver, "t")
+    assert result.archived_to is not None and Path(result.archived_to).read_bytes() == b"".join(lines[:-2])
+    assert result.kept_records == 4
+    assert [d for d in result.dropped if "records 5-6" in d and "durable" in d], result.dropped
+    saver.close()
+    fresh = JsonlSaver(store)
+    tup = fresh.get_tuple(config("t"))
+    assert tup is not None and tup.checkpoint["id"] == cp_id(4)
+    assert repair(fresh, "t").archived_to is None  # whole now: nothing more to do
+    fresh.close()

@@ -117,10 +117,16 @@ class SidecarFile:
         names this log: the log is then indexed by a scan (a short log is scanned faster
         than its sidecar's entries are loaded and each record read is checked against
         them). ``index`` holds the header only."""
+        self.durable_seq = self.file_covers = self.durable_claim(identity, index.committed_end)
+
+    def durable_claim(self, identity: LogIdentity, header_end: int) -> int:
+        """The last record the file says was durable if it names this log (whose header
+        line ends at byte ``header_end``), else 0: what a log holding fewer records
+        was cut short of (``repair`` reports them lost)."""
         found = self.read()
-        if found is not None and _names(found[2], identity):
-            _, self.durable_seq = _valid_prefix(found[1], index.last_seq + 1, index.committed_end)
-            self.file_covers = self.durable_seq
+        if found is None or not _names(found[2], identity):
+            return 0
+        return _valid_prefix(found[1], 1, header_end)[1]
 
     def load(
         self,

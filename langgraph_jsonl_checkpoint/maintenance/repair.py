@@ -10,6 +10,11 @@ record whose line is intact, in order, except
   was in a dropped record, or (after damage) name a version no kept record stores: the
   checkpoint is gone, its pending writes stay.
 
+A log cut right after a record reads as whole; its sidecar tells the records it lost
+(every read refuses a log holding fewer records than its sidecar says were durable).
+Repair reports them lost and installs what is left as a new generation, which the old
+sidecar no longer names.
+
 The original is first copied into ``<store>/archive/`` (fsynced); the new log is a new
 generation, installed atomically (:mod:`~..disk.generations`).
 """
@@ -22,6 +27,8 @@ from typing import Any
 
 from ..disk import framing
 from ..disk.header import FORMAT_VERSION
+from ..disk.log import ThreadLog
+from ..disk.sidecar_file import LogIdentity
 from ..disk.summary import version_key
 from ..errors import ConfigError, FormatVersionError
 from .access import StoreAccess
@@ -75,15 +82,36 @@ def repair(saver: StoreAccess, thread_id: str) -> RepairResult:
         with open(log.path, "rb") as f:
             data = f.read()
         salvage = salvage_records(data, thread_id)
-        if not salvage.dropped:
+        dropped = salvage.dropped + _cut_records(log, data, salvage)
+        if not dropped:
             return RepairResult(thread_id, None, len(data), 0, len(salvage.records))
         archived = saver.store.archive(log)
         log.rewrite(salvage.records, gen=salvage.gen + 1)
         saver.store.forget(thread_id)
     kept = os.path.getsize(log.path)
     return RepairResult(
-        thread_id, archived, kept, max(0, len(data) - kept), len(salvage.records), salvage.dropped
+        thread_id, archived, kept, max(0, len(data) - kept), len(salvage.records), dropped
     )
+
+
+def _cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> list[str]:
+    """The records the log's sidecar says were durable past the last one the log holds
+    (call under the log's lock): what a cut at a record boundary lost, as a line."""
+    nl = data.find(b"\n")
+    if nl < 10:
+        return []
+    header_crc = data[nl - 10 : nl - 2].decode("ascii", "replace")
+    identity = LogIdentity(salvage.gen, os.stat(log.path).st_ino, header_crc)
+    claimed = log.sidecar.durable_claim(identity, nl + 1)
+    if claimed <= salvage.last_seq:
+        return []
+    first = salvage.last_seq + 1
+    span = f"record {first}" if first == claimed else f"records {first}-{claimed}"
+    return [
+        f"{span}: missing: the log ends after record {salvage.last_seq} but its index said "
+        f"records up to {claimed} were durable (the file was cut); they cannot be recovered "
+        "from this log"
+    ]
 
 
 @dataclass
@@ -93,6 +121,8 @@ class Salvage:
     records: list[dict[str, Any]]
     dropped: list[str]
     gen: int
+    #: The last committed record the log holds, readable or not (0: none).
+    last_seq: int = 0
 
 
 def salvage_records(data: bytes, thread_id: str) -> Salvage:
@@ -135,6 +165,7 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
             f"bytes {batch[0][1]}-{len(data)}: an unfinished batch at the end (never acknowledged)"
         )
     damaged = bool(dropped)
+    last_committed = lines[-1][0]["seq"] if lines else 0
     while True:  # dropping a checkpoint may leave others without the values they need
         unreadable = dict(value_problems(lines))
         if damaged:
@@ -145,7 +176,7 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
             if offset in unreadable:
                 dropped.append(f"checkpoint {rec.get('id')} at byte {offset}: {unreadable[offset]}")
         lines = [line for line in lines if line[1] not in unreadable]
-    return Salvage([rec for rec, _, _ in lines], dropped, gen)
+    return Salvage([rec for rec, _, _ in lines], dropped, gen, last_committed)
 
 
 def _lost_versions(
