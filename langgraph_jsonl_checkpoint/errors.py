@@ -11,6 +11,7 @@ catch them all with one ``except``::
     │   └── FormatVersionError a log written in a format this version cannot read
     ├── CorruptLogError        a record before the end of a log is damaged
     ├── EncodeError            a value the serializer cannot encode
+    ├── DecodeError            a stored value the serializer cannot decode (another wrote it)
     ├── DeltaHistoryError      a deletion would cut the history a DeltaChannel needs
     ├── ThreadDeletedError     a late write for a checkpoint of a deleted thread
     ├── ConcurrentRunError     another run advanced the same thread meanwhile
@@ -78,6 +79,12 @@ class EncodeError(JsonlCheckpointError, TypeError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class DecodeError(JsonlCheckpointError, ValueError):
+    """A stored value cannot be decoded by the saver's serializer: the store (or this
+    value) was written through another one (an ``EncryptedSerializer`` with another key
+    or none, ``pickle_fallback=True``, a custom ``serde=``). Nothing was changed."""
 
 
 class DurabilityError(JsonlCheckpointError, OSError):

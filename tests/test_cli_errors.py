@@ -181,3 +181,36 @@ def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys
     assert out[2][1] == "damaged" and "not a langgraph-jsonl-checkpoint log" in out[2][-1]
     assert main(["verify", str(tmp_path / "s")]) == 1
     assert "zzz-notes.jsonl" in capsys.readouterr().out
+
+
+def test_a_store_written_through_another_serializer_is_reported_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command reads through LangGraph's default serializer; a store written through
+    EncryptedSerializer cannot be read by it. Each command says so, naming the thread,
+    the log and what to do, instead of a traceback (show, history) or a silent
+    ``0 message(s)`` with exit 0 (search)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16))
+    v = {"messages": f"{1:032}.{0:016}"}
+    saver.put(config("t"), make_checkpoint(cp_id(1), {"messages": [AIMessage("hello there", id="a")]}, v),
+              {"source": "loop", "step": 1}, v)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    for command in (["show", str(store), "t"], ["history", str(store), "t"]):
+        capsys.readouterr()
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: thread 't'") and log in err and "serde=" in err, err
+        assert "Traceback" not in err
+    assert main(["threads", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "damaged" in out and "serde=" in out, out
+    assert main(["search", str(store), "hello"]) == 1
+    err = capsys.readouterr().err
+    assert "1 thread(s) not searched" in err and "read (t; " in err, err
+    assert main(["search", str(store), "hello", "--thread", "t"]) == 2
+    assert "serde=" in capsys.readouterr().err

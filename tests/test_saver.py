@@ -20,6 +20,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph_jsonl_checkpoint import (
     AsyncJsonlSaver,
     ConfigError,
+    DecodeError,
     DurabilityError,
     EncodeError,
     ForeignFileError,
@@ -261,6 +262,38 @@ def test_with_an_encryption_key_plaintext_records_are_refused(tmp_path: Path) ->
     encrypted = JsonlSaver(tmp_path / "s", serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16))
     with pytest.raises(ValueError, match="plaintext"):
         encrypted.get_tuple(cfg)
+
+
+@pytest.mark.parametrize("way", ["plaintext under a key", "encrypted without the key", "another key"])
+def test_a_value_the_serializer_cannot_read_is_a_clear_error_naming_thread_and_file(
+    tmp_path: Path, way: str
+) -> None:
+    """Opened with another serializer than the one that wrote it, a store's values are
+    refused with an error of the package (not the serializer's bare ValueError or
+    NotImplementedError), naming the thread, the log and what to do; the head file's
+    path and the log's path say the same."""
+    key_a = EncryptedSerializer.from_pycryptodome_aes(key=b"a" * 16)
+    key_b = EncryptedSerializer.from_pycryptodome_aes(key=b"b" * 16)
+    writer, reader = {
+        "plaintext under a key": (None, key_a),
+        "encrypted without the key": (key_a, None),
+        "another key": (key_a, key_b),
+    }[way]
+    saver = JsonlSaver(tmp_path / "s", serde=writer)
+    cfg = _put(saver, "t", 0, {"a": "a value"})
+    saver.close()  # (writes the head file too)
+    log = str(next((tmp_path / "s" / "threads").glob("*.jsonl")))
+    for first_read in ("head", "log"):
+        if first_read == "log":
+            for head in (tmp_path / "s" / "threads").glob("*.head"):
+                head.unlink()
+        fresh = JsonlSaver(tmp_path / "s", serde=reader)
+        with pytest.raises(DecodeError) as caught:
+            fresh.get_tuple(cfg)
+        message = str(caught.value)
+        assert "'t'" in message and log in message and "serde=" in message, message
+        assert isinstance(caught.value, JsonlCheckpointError) and isinstance(caught.value, ValueError)
+        fresh.close()
 
 
 def test_with_allowlist_copy_shares_the_store_state(tmp_path: Path) -> None:

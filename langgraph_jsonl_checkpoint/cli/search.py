@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import JsonlCheckpointError
 from ..inspection.search import search_messages
 from ..inspection.times import shown_time
 from .common import (
     EXIT_OK,
+    EXIT_PROBLEMS,
     UsageError,
     add_operands,
     describe,
@@ -35,18 +37,25 @@ def _search(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         threads = [known_thread(saver, t) for t in args.thread] if args.thread else None
         total = len(threads) if threads is not None else len(saver.store.log_names())
+        skipped: list[str] = []
         try:
             found = search_messages(
                 saver, args.text, thread_ids=threads, role=args.role, since=since,
-                track=lambda ids: progress(ids, total=total, what="threads"),
+                track=lambda ids: progress(ids, total=total, what="threads"), skipped=skipped,
             )
             hits = []
             for hit in found:
                 hits.append(hit)
                 if args.limit is not None and len(hits) >= args.limit:
                     break
+        except JsonlCheckpointError:
+            raise  # (a DecodeError is a ValueError too: not a usage error)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if skipped:
+        print(f"{len(skipped)} thread(s) not searched: their log, or a value in it, cannot be read "
+              f"({', '.join(map(shown_id, skipped[:3]))}{', ...' if len(skipped) > 3 else ''}; "
+              "`langgraph-jsonl threads` says why)", file=sys.stderr)
     if args.json:
         print_json([h.as_json() for h in hits])
     else:
@@ -60,7 +69,7 @@ def _search(args: argparse.Namespace) -> int:
             ],
         )
         print(f"{len(hits)} message(s)", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_PROBLEMS if skipped else EXIT_OK
 
 
 def define_search(p: argparse.ArgumentParser) -> None:
@@ -70,8 +79,8 @@ def define_search(p: argparse.ArgumentParser) -> None:
         description="Search message contents (each text, each tool call's name and arguments) "
         "across all threads, or those given with --thread; case-insensitive. Each message is "
         "listed once, with its thread, the checkpoint that stored it, its time, its role and "
-        "the words around the match. A thread whose log cannot be read is skipped "
-        "(`langgraph-jsonl threads` reports it).",
+        "the words around the match. A thread whose log (or a value in it) cannot be read is "
+        "skipped and named on stderr, with exit status 1 (`langgraph-jsonl threads` says why).",
         examples=['langgraph-jsonl search ./checkpoints "refund"',
                   'langgraph-jsonl search ./checkpoints "ada@example.com" --role ai --since 7d'],
         json_shape="a list of {thread_id, ns, checkpoint_id, at, role, message_id, snippet, match}",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..disk import framing
-from ..errors import JsonlCheckpointError
+from ..errors import DecodeError, JsonlCheckpointError
 from .conversation import Utterance, compact_json, role_of, utterance
 from .times import at_or_after
 from .values import is_message
@@ -112,8 +112,16 @@ class ThreadSearch:
 
         Raises:
             CorruptLogError: The log cannot be read.
+            DecodeError: A value that may hold messages cannot be decoded by the saver's
+                serializer (another one wrote it).
         """
         log = self.saver.store.thread_log(thread_id)
+        try:
+            return self._hits(log)
+        except DecodeError as exc:
+            raise DecodeError(f"thread {thread_id!r}, log {log.path}: {exc}") from exc
+
+    def _hits(self, log: Any) -> list[SearchHit]:
         with log.mutex:
             idx = log.refresh()
             data = log.committed_bytes()
@@ -219,10 +227,7 @@ class ThreadSearch:
         if "dsnap" in cell:
             return self._messages(cell["dsnap"])
         if "typed" in cell:
-            try:
-                value = self.saver.codec.decode(cell)
-            except Exception:  # the serializer's own errors vary; such a value holds no text to show
-                return []
+            value = self.saver.codec.decode(cell)  # DecodeError: another serializer wrote it
             if is_message(value):
                 return [value]
             if isinstance(value, list):
@@ -261,6 +266,7 @@ def search_messages(
     role: str | None = None,
     since: datetime | None = None,
     track: Callable[[list[str]], Iterable[str]] | None = None,
+    skipped: list[str] | None = None,
 ) -> Iterator[SearchHit]:
     """Messages holding ``text`` (case-insensitive), thread by thread in file order,
     each message once, in log order within a thread (see the module docstring).
@@ -273,11 +279,14 @@ def search_messages(
         since: Only messages of checkpoints made at or after this time.
         track: Given the threads to search, yields them as they are searched (a
             progress bar wraps them so).
+        skipped: If given, the id of each thread found by listing the store that was
+            skipped because its log, or a value in it, cannot be read is appended.
 
     Raises:
         ValueError: ``text`` is empty.
         CorruptLogError: A log asked for by ``thread_ids`` cannot be read (a thread
             found by listing the store is skipped instead).
+        DecodeError: The same for a value of such a log (another serializer wrote it).
     """
     search = ThreadSearch(saver, text, role=role, since=since)
     listed = thread_ids is None
@@ -290,7 +299,9 @@ def search_messages(
         except JsonlCheckpointError:
             if not listed:
                 raise
-            continue  # `threads` and `verify` report a damaged log; a search goes on
+            if skipped is not None:
+                skipped.append(tid)
+            continue  # `threads` reports why the log cannot be read; a search goes on
         yield from found
 
 

@@ -22,7 +22,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from pydantic import BaseModel
 
-from ..errors import EncodeError
+from ..errors import DecodeError, EncodeError
 from .cells import is_plain_json
 from .messages import message_dump, revive_message, revive_messages
 
@@ -101,17 +101,26 @@ class ValueCodec:
                 (:func:`~.messages.revive_messages`): for many reads of one listing.
 
         Raises:
-            ValueError: The cell is not one this codec wrote. With a non-JSON serializer
-                (encryption, say) readable cells are refused, so plaintext planted in a
-                log is never accepted as data.
+            DecodeError: The serializer cannot decode the cell's bytes (another wrote
+                them), or it is a readable cell and the serializer is not JSON-based
+                (encryption, say): plaintext planted in a log is never accepted as data.
+            ValueError: The cell is not one this codec wrote.
         """
         if "typed" in cell:
             type_, data = cell["typed"]
-            return self.serde.loads_typed((type_, base64.b64decode(data)))
+            try:
+                return self.serde.loads_typed((type_, base64.b64decode(data)))
+            except Exception as exc:  # the serializer's own error types vary
+                raise DecodeError(
+                    f"a value stored as {_short_text(type_)} cannot be decoded by the serializer "
+                    f"{type(self.serde).__name__} ({type(exc).__name__}: {_short(exc)}): it was "
+                    f"written through another one. {_OPEN_WITH_THE_WRITER}"
+                ) from exc
         if not self.readable:
-            raise ValueError(
+            raise DecodeError(
                 "found a plaintext value, but this saver's serializer "
-                f"({type(self.serde).__name__}) stores every value through itself"
+                f"({type(self.serde).__name__}) stores every value through itself: it was "
+                f"written without it. {_OPEN_WITH_THE_WRITER}"
             )
         if "json" in cell:
             value = cell["json"]
@@ -127,6 +136,18 @@ class ValueCodec:
         if "dsnap" in cell:
             return _DeltaSnapshot(self.decode(cell["dsnap"], fresh=fresh, memo=memo))
         raise ValueError(f"unknown value cell with keys {sorted(cell)}")
+
+
+_OPEN_WITH_THE_WRITER = (
+    "Open the store with the serde= that wrote it (the same EncryptedSerializer key, "
+    "pickle_fallback=True, ...); the langgraph-jsonl command reads through LangGraph's "
+    "default serializer only."
+)
+
+
+def _short_text(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _type_name(value: Any) -> str:

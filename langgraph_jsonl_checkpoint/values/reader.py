@@ -15,7 +15,7 @@ from typing import Any
 from ..disk.index import ThreadIndex
 from ..disk.summary import DELTA, EMPTY
 from ..disk.view import LogView
-from ..errors import CorruptLogError
+from ..errors import CorruptLogError, DecodeError
 from .cache import ValueCache
 from .cells import extend_items, list_items
 from .codec import ValueCodec
@@ -52,7 +52,15 @@ class ValueReader:
         self.listed: set[tuple[str, str]] = set()
 
     def decode(self, cell: Mapping[str, Any]) -> Any:
-        return self.codec.decode(cell, fresh=self.shared, memo=self.memo)
+        return self._decoded(cell, fresh=self.shared)
+
+    def _decoded(self, cell: Mapping[str, Any], *, fresh: bool) -> Any:
+        """The codec's decoding of ``cell``; a value the serializer cannot read is
+        refused naming this thread and its log."""
+        try:
+            return self.codec.decode(cell, fresh=fresh, memo=self.memo)
+        except DecodeError as exc:
+            raise DecodeError(f"thread {self.log.thread_id!r}, log {self.log.path}: {exc}") from exc
 
     def record(self, ref: Any) -> dict[str, Any]:
         rec = self.records.get(ref.offset)
@@ -89,7 +97,7 @@ class ValueReader:
         if kept is not None:
             if self.shared:
                 self.listed.add((ns, channel))
-            return self.codec.decode({kept[0]: kept[1]}, fresh=True, memo=self.memo)
+            return self._decoded({kept[0]: kept[1]}, fresh=True)
         entry, chain = self._delta_chain(idx, ns, channel, version)
         if entry is None or entry.kind == EMPTY:
             self.log.distrust_sidecar()
@@ -104,7 +112,7 @@ class ValueReader:
                 self.cache.keep(ns, channel, version, *joined)  # type: ignore[union-attr]
                 if self.shared:
                     self.listed.add((ns, channel))
-            return self.codec.decode({joined[0]: joined[1]}, fresh=True, memo=self.memo)
+            return self._decoded({joined[0]: joined[1]}, fresh=True)
         value = self.decode(base)
         if chain and type(value) is list:
             value = list(value)  # extended in place below: never the parsed record's own list
