@@ -464,3 +464,14 @@ def test_errors_are_one_line_on_stderr_with_exit_2(cli_store: BuiltStore) -> Non
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 2, (argv, run.stderr)
         assert run.stderr.startswith("error: ") and "Traceback" not in run.stderr, run.stderr
+
+
+def test_show_and_history_of_a_damaged_thread_exit_1(cli_store: BuiltStore, capsys) -> None:
+    """What a damaged log still holds is shown (the valid prefix, with a warning), and
+    the exit status says a problem was found, as `threads` and `verify` say it."""
+    store = str(cli_store.path)
+    for argv in (["show", store, "damaged"], ["history", store, "damaged"]):
+        for as_json in ((), ("--json",)):
+            assert main([*argv, *as_json]) == 1, argv
+            assert capsys.readouterr().out.strip(), argv  # something was shown
+    assert main(["show", store, "agent"]) == 0 and main(["history", store, "agent"]) == 0

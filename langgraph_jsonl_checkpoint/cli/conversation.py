@@ -27,6 +27,7 @@ from ..inspection.transcript import Transcript, diff_checkpoints, read_transcrip
 from .columns import clip
 from .common import (
     EXIT_OK,
+    EXIT_PROBLEMS,
     add_operands,
     archived_note,
     describe,
@@ -45,14 +46,21 @@ from .threads import since_argument
 # -- history --------------------------------------------------------------------------
 
 
+def _served(saver: Any, thread_id: str) -> int:
+    """The exit status of a command that read one thread: 1 if its log is damaged (what
+    was shown is the valid prefix a read-only saver serves, with a warning), else 0."""
+    return EXIT_OK if saver.store.thread_log(thread_id).damaged_at is None else EXIT_PROBLEMS
+
+
 def _history(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
     with open_saver(args) as saver:
         rows = checkpoint_history(saver, known_thread(saver, args.thread), ns=args.ns,
                                   limit=args.limit, since=since)
+        exit_status = _served(saver, args.thread)
     if args.json:
         print_json([r.as_json() for r in rows])
-        return EXIT_OK
+        return exit_status
     print_table(
         ["CHECKPOINT", "STEP", "SOURCE", "WROTE", "TIME", "NEXT"],
         [
@@ -62,7 +70,7 @@ def _history(args: argparse.Namespace) -> int:
             for r in rows
         ],
     )
-    return EXIT_OK
+    return exit_status
 
 
 def _waiting(kinds: tuple[str, ...]) -> str:
@@ -93,9 +101,10 @@ def transcript_json(t: Transcript) -> dict[str, Any]:
 def _show(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         t = read_transcript(saver, known_thread(saver, args.thread), args.checkpoint, ns=args.ns)
+        exit_status = _served(saver, args.thread)
     if args.json:
         print_json(transcript_json(t))
-        return EXIT_OK
+        return exit_status
     f = t.facts
     where = f"  namespace {t.ns}" if t.ns else ""
     print(f"thread {shown(t.thread_id)}  checkpoint {t.checkpoint_id}{where}")
@@ -121,7 +130,7 @@ def _show(args: argparse.Namespace) -> int:
         print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
             print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
-    return EXIT_OK
+    return exit_status
 
 
 # -- diff -----------------------------------------------------------------------------
