@@ -155,3 +155,37 @@ def test_repair_of_a_log_cut_at_a_record_boundary_reports_the_records_lost(tmp_p
     assert tup is not None and tup.checkpoint["id"] == cp_id(4)
     assert repair(fresh, "t").archived_to is None  # whole now: nothing more to do
     fresh.close()
+
+
+@pytest.mark.parametrize("damage", ["a damaged line", "a cut at a record boundary"])
+def test_a_dry_run_says_what_repair_would_drop_and_changes_nothing(
+    tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    lines = _lines(log)
+    if damage == "a damaged line":
+        lines[4] = lines[4][:10] + b"#" + lines[4][11:]
+        Path(log).write_bytes(b"".join(lines))
+    else:
+        Path(log).write_bytes(b"".join(lines[:-2]))
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    reader = JsonlSaver(store, read_only=True)
+    planned = repair(reader, "t", dry_run=True)
+    reader.close()
+    assert planned.dry_run and planned.archived_to is None and planned.dropped
+    assert main(["repair", str(store), "--thread", "t", "--dry-run"]) == 1
+    out = capsys.readouterr().out
+    assert all(f"would drop {line}" in out for line in planned.dropped), out
+    assert "nothing was changed" in out
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before  # no archive, no rewrite
+    done = repair(JsonlSaver(store), "t")
+    assert (done.dropped, done.kept_records) == (planned.dropped, planned.kept_records)
+    assert abs(done.kept_bytes - planned.kept_bytes) <= 16  # (the new header's time may differ in width)
+    assert main(["repair", str(store), "--thread", "t", "--dry-run"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out

@@ -60,14 +60,23 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    with open_saver(args, write=True) as saver:
-        result = repair(saver, known_thread(saver, args.thread))
+    with open_saver(args, write=not args.dry_run) as saver:
+        result = repair(saver, known_thread(saver, args.thread), dry_run=args.dry_run)
     if args.json:
         print_json(vars(result))
-        return EXIT_OK
+        return EXIT_PROBLEMS if result.dry_run and result.dropped else EXIT_OK
     name = repr(args.thread)
-    if result.archived_to is None:
+    if not result.dropped:
         print(f"thread {name}: nothing to repair")
+    elif result.dry_run:
+        for line in result.dropped:
+            print(f"would drop {line}")
+        print(
+            f"thread {name}: a repair would keep {result.kept_records} records (about "
+            f"{result.kept_bytes} bytes) and drop {len(result.dropped)}; nothing was changed "
+            "(--dry-run)"
+        )
+        return EXIT_PROBLEMS
     else:
         for line in result.dropped:
             print(f"dropped {line}")
@@ -146,12 +155,18 @@ def define_repair(p: argparse.ArgumentParser) -> None:
         p,
         description="Repair one thread's log: the original is copied to <store>/archive/ "
         "first; damaged lines, an unfinished final batch and checkpoints whose values were "
-        "in them are dropped, each listed.",
-        examples=["langgraph-jsonl repair ./checkpoints --thread t-1"],
-        json_shape="{thread_id, archived_to, kept_bytes, dropped_bytes, kept_records, dropped: [str]}",
+        "in them are dropped, each listed, and so are records the index says were durable "
+        "that a cut log no longer holds. --dry-run lists them and changes nothing (exit "
+        "status 1 if a repair would drop anything).",
+        examples=["langgraph-jsonl repair ./checkpoints --thread t-1 --dry-run",
+                  "langgraph-jsonl repair ./checkpoints --thread t-1"],
+        json_shape="{thread_id, archived_to, kept_bytes, dropped_bytes, kept_records, dropped: [str], "
+        "dry_run}",
     )
     add_store_argument(p)
     p.add_argument("--thread", required=True, help="the thread id to repair")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what a repair would drop and keep; change nothing")
     p.set_defaults(run=_repair)
 
 

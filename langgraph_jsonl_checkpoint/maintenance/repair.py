@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..disk import framing
+from ..disk.generations import numbered
 from ..disk.header import FORMAT_VERSION
 from ..disk.log import ThreadLog
 from ..disk.sidecar_file import LogIdentity
@@ -47,6 +48,8 @@ class RepairResult:
         dropped_bytes: Bytes of the original that are no longer in the log.
         kept_records: Records (after the header) in the repaired log.
         dropped: What was left out and why, one line per record or stretch of bytes.
+        dry_run: Nothing was changed: the figures are what a repair would do
+            (``kept_bytes`` within the width of the new header's time).
     """
 
     thread_id: str
@@ -55,15 +58,18 @@ class RepairResult:
     dropped_bytes: int
     kept_records: int = 0
     dropped: list[str] = field(default_factory=list)
+    dry_run: bool = False
 
 
-def repair(saver: StoreAccess, thread_id: str) -> RepairResult:
+def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> RepairResult:
     """Rewrite a damaged log with every record that can still be read, after archiving
     it (see the module docstring for what is dropped).
 
     Args:
-        saver: A writable ``JsonlSaver`` on the store.
+        saver: A writable ``JsonlSaver`` on the store (any, for a dry run).
         thread_id: The thread to repair.
+        dry_run: Only say what a repair would drop and keep; change nothing (no lock
+            is taken: a writer may append meanwhile).
 
     Returns:
         A :class:`RepairResult` (``archived_to`` is ``None`` when nothing was wrong).
@@ -78,6 +84,16 @@ def repair(saver: StoreAccess, thread_id: str) -> RepairResult:
             f"store {saver.store.path} has no thread {thread_id!r} (no file {log.path}); "
             "`langgraph-jsonl threads` lists the threads it has."
         )
+    if dry_run:
+        with open(log.path, "rb") as f:
+            data = f.read()
+        salvage = salvage_records(data, thread_id)
+        dropped = salvage.dropped + _cut_records(log, data, salvage)
+        if not dropped:
+            return RepairResult(thread_id, None, len(data), 0, len(salvage.records), dry_run=True)
+        kept = sum(map(len, map(framing.frame, numbered(salvage.records, thread_id, salvage.gen + 1))))
+        return RepairResult(thread_id, None, kept, max(0, len(data) - kept), len(salvage.records),
+                            dropped, dry_run=True)
     with log.locked():
         with open(log.path, "rb") as f:
             data = f.read()
