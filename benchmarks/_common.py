@@ -234,13 +234,14 @@ def sqlite_paths(db: Path) -> list[Path]:
     return [db, Path(str(db) + "-wal")]
 
 
-def open_saver(kind: str, workdir: Path, *, create: bool = True) -> SaverHandle:
-    """Open one of ``jsonl`` / ``sqlite`` / ``memory`` with its defaults under ``workdir``."""
+def open_saver(kind: str, workdir: Path, *, create: bool = True, **jsonl_options: Any) -> SaverHandle:
+    """Open one of ``jsonl`` / ``sqlite`` / ``memory`` with its defaults under ``workdir``
+    (``jsonl_options``: JsonlSaver's keyword arguments, such as ``max_open_threads``)."""
     if kind == "jsonl":
         from langgraph_jsonl_checkpoint import JsonlSaver
 
         store = workdir / "jsonl-store"
-        saver = JsonlSaver(store)
+        saver = JsonlSaver(store, **jsonl_options)
         return SaverHandle(kind, saver, [store], saver.close)
     if kind == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver

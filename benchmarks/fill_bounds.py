@@ -63,19 +63,16 @@ def worker(variant: str, threads: int, turns: int, workdir: Path) -> dict:
         real_fdatasync(fd)
 
     os.fdatasync = counting  # type: ignore[assignment]
+    options = {}
     if variant == "jsonl-every-log-open":
-        from langgraph_jsonl_checkpoint import JsonlSaver
-
         _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         need = 4 * threads + 256
         if hard != resource.RLIM_INFINITY and hard < need:
             raise SystemExit(f"every log open needs {need} descriptors; the hard limit is {hard}")
         resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
-        saver = JsonlSaver(workdir / "jsonl-store", max_open_threads=threads + 1)
-        close = saver.close
-    else:
-        h = open_saver(variant, workdir)
-        saver, close = h.saver, h.close
+        options = {"max_open_threads": threads + 1}
+    h = open_saver("jsonl" if options else variant, workdir, **options)
+    saver, close = h.saver, h.close
     graph = build_agent_graph(saver)
     ids = thread_ids(threads)
     per_turn = []

@@ -58,15 +58,13 @@ EVERY = (64, 16, 8, 4)
 
 def fill(kind: str, workdir: Path, threads: int, turns: int, snapshot_every: int | None = None) -> None:
     """``threads`` conversations of ``turns`` turns, round-robin, into a new store."""
+    options: dict[str, Any] = {}
     if kind == "jsonl":
-        from langgraph_jsonl_checkpoint import JsonlSaver
-
-        extra = {"snapshot_every": snapshot_every} if snapshot_every else {}
-        saver: Any = JsonlSaver(workdir / "jsonl-store", max_open_threads=threads + 1, **extra)
-        close = saver.close
-    else:
-        handle = open_saver(kind, workdir)
-        saver, close = handle.saver, handle.close
+        options = {"max_open_threads": threads + 1}
+        if snapshot_every:
+            options["snapshot_every"] = snapshot_every
+    handle = open_saver(kind, workdir, **options)
+    saver, close = handle.saver, handle.close
     graph = build_agent_graph(saver)
     ids = thread_ids(threads)
     for turn in range(turns):
