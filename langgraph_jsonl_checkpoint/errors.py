@@ -86,6 +86,11 @@ class DecodeError(JsonlCheckpointError, ValueError):
     value) was written through another one (an ``EncryptedSerializer`` with another key
     or none, ``pickle_fallback=True``, a custom ``serde=``). Nothing was changed."""
 
+    @classmethod
+    def in_log(cls, thread_id: str, path: str, exc: DecodeError) -> DecodeError:
+        """``exc``, naming the thread and the log the value was read from."""
+        return cls(f"thread {thread_id!r}, log {path}: {exc}")
+
 
 class DurabilityError(JsonlCheckpointError, OSError):
     """A write or fsync failed; the batch was not acknowledged."""

@@ -87,6 +87,12 @@ def strip_batch_marks(record: dict[str, Any]) -> bool:
     return bool(record.pop("more", None))
 
 
+def checksum_digits(line: bytes) -> str:
+    """The 8 hex digits of the checksum a framed line (without its newline) ends with;
+    what names one header, so one file (see :class:`~.sidecar_file.LogIdentity`)."""
+    return line[-10:-2].decode("ascii", "replace")
+
+
 def check_line(line: bytes) -> bool:
     """Tell whether ``line`` (without its newline) carries a matching checksum."""
     if len(line) < _TRAILER_LEN + 2 or line[-1:] != b"}":

@@ -272,7 +272,7 @@ class LogView:
         self._rfd = fd
         st = files.os.fstat(fd)
         self._ino = st.st_ino
-        self._header_crc = head[nl - 10 : nl - 2].decode("ascii")
+        self._header_crc = framing.checksum_digits(head[:nl])
         self.gen = header.get("gen", 1)
         self._apply(summarize(header, 0, nl + 1))
         self.sidecar.note_last_crc(self._rfd)

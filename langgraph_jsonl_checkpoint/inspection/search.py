@@ -119,7 +119,7 @@ class ThreadSearch:
         try:
             return self._hits(log)
         except DecodeError as exc:
-            raise DecodeError(f"thread {thread_id!r}, log {log.path}: {exc}") from exc
+            raise DecodeError.in_log(thread_id, log.path, exc) from exc
 
     def _hits(self, log: Any) -> list[SearchHit]:
         with log.mutex:

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..disk import framing
+from ..disk import files, framing
 from ..disk.generations import numbered
 from ..disk.header import FORMAT_VERSION
 from ..disk.log import ThreadLog
@@ -85,39 +85,39 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
             "`langgraph-jsonl threads` lists the threads it has."
         )
     if dry_run:
-        with open(log.path, "rb") as f:
-            data = f.read()
-        salvage = salvage_records(data, thread_id)
-        dropped = salvage.dropped + _cut_records(log, data, salvage)
+        size, salvage, dropped = _plan(log, thread_id)
         if not dropped:
-            return RepairResult(thread_id, None, len(data), 0, len(salvage.records), dry_run=True)
+            return RepairResult(thread_id, None, size, 0, len(salvage.records), dry_run=True)
         kept = sum(map(len, map(framing.frame, numbered(salvage.records, thread_id, salvage.gen + 1))))
-        return RepairResult(thread_id, None, kept, max(0, len(data) - kept), len(salvage.records),
+        return RepairResult(thread_id, None, kept, max(0, size - kept), len(salvage.records),
                             dropped, dry_run=True)
     with log.locked():
-        with open(log.path, "rb") as f:
-            data = f.read()
-        salvage = salvage_records(data, thread_id)
-        dropped = salvage.dropped + _cut_records(log, data, salvage)
+        size, salvage, dropped = _plan(log, thread_id)
         if not dropped:
-            return RepairResult(thread_id, None, len(data), 0, len(salvage.records))
+            return RepairResult(thread_id, None, size, 0, len(salvage.records))
         archived = saver.store.archive(log)
         log.rewrite(salvage.records, gen=salvage.gen + 1)
         saver.store.forget(thread_id)
     kept = os.path.getsize(log.path)
-    return RepairResult(
-        thread_id, archived, kept, max(0, len(data) - kept), len(salvage.records), dropped
-    )
+    return RepairResult(thread_id, archived, kept, max(0, size - kept), len(salvage.records), dropped)
+
+
+def _plan(log: ThreadLog, thread_id: str) -> tuple[int, Salvage, list[str]]:
+    """The log's size, what of it can be kept, and every line a repair would list as
+    dropped (damage in the bytes, and records a cut lost)."""
+    with open(log.path, "rb") as f:
+        data = f.read()
+    salvage = salvage_records(data, thread_id)
+    return len(data), salvage, salvage.dropped + _cut_records(log, data, salvage)
 
 
 def _cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> list[str]:
-    """The records the log's sidecar says were durable past the last one the log holds
-    (call under the log's lock): what a cut at a record boundary lost, as a line."""
+    """The records the log's sidecar says were durable past the last one the log holds:
+    what a cut at a record boundary lost, as a line."""
     nl = data.find(b"\n")
     if nl < 10:
         return []
-    header_crc = data[nl - 10 : nl - 2].decode("ascii", "replace")
-    identity = LogIdentity(salvage.gen, os.stat(log.path).st_ino, header_crc)
+    identity = LogIdentity(salvage.gen, files.os.stat(log.path).st_ino, framing.checksum_digits(data[:nl]))
     claimed = log.sidecar.durable_claim(identity, nl + 1)
     if claimed <= salvage.last_seq:
         return []

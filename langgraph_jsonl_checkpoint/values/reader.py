@@ -60,7 +60,7 @@ class ValueReader:
         try:
             return self.codec.decode(cell, fresh=fresh, memo=self.memo)
         except DecodeError as exc:
-            raise DecodeError(f"thread {self.log.thread_id!r}, log {self.log.path}: {exc}") from exc
+            raise DecodeError.in_log(self.log.thread_id, self.log.path, exc) from exc
 
     def record(self, ref: Any) -> dict[str, Any]:
         rec = self.records.get(ref.offset)
