@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,32 @@ def test_compact_keeps_every_checkpoint_and_keep_latest_prunes(tmp_path: Path, c
     assert main(["compact", str(tmp_path / "s"), "--thread", "t-1", "--keep-latest"]) == 0
     after = list(JsonlSaver(tmp_path / "s").list(cfg))
     assert [t.checkpoint for t in after] == before[:1]
+
+
+def _files(store: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+
+def test_compact_dry_run_says_what_compact_would_do_and_changes_nothing(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "s"
+    _store(store)
+    before = _files(store)
+    assert main(["compact", str(store), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was changed" in out and "thread 't-1': " in out
+    planned = [int(x) for x in out.split("would compact: ")[1].split(" bytes")[0].split(" -> ")]
+    assert planned[1] < planned[0]
+    assert _files(store) == before  # no rewrite, no sidecar, no head, no lock file
+    assert main(["compact", str(store), "--thread", "t-1", "--keep-latest", "--dry-run", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["dry_run"] is True
+    (row,) = shown["threads"]
+    assert (row["thread_id"], row["checkpoints_before"], row["checkpoints_after"]) == ("t-1", 12, 1)
+    assert _files(store) == before
+    assert main(["compact", str(store)]) == 0
+    done = [int(x) for x in capsys.readouterr().out.split("compacted: ")[1].split(" bytes")[0].split(" -> ")]
+    assert done == planned  # the dry run's figures are the compaction's
+    assert main(["compact", str(store), "--thread", "t-1", "--keep-latest", "--json"]) == 0
+    (pruned,) = json.loads(capsys.readouterr().out)["threads"]
+    assert (pruned["checkpoints_before"], pruned["checkpoints_after"]) == (12, 1)
+    assert pruned["after"] == row["after"]  # what --keep-latest --dry-run said it would leave

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import JsonlCheckpointError
+from ..maintenance.compaction import Compaction, checkpoint_count, preview
 from ..maintenance.repair import repair
 from ..maintenance.verify import verify
 from ..memory.keeper import memory_file_problems
@@ -87,10 +88,24 @@ def _repair(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compacted(saver: Any, thread_id: str, keep_latest: bool) -> Compaction:
+    """Compact (or prune) one thread; its sizes and checkpoint counts before and after."""
+    log = saver.store.thread_log(thread_id)
+    idx = log.refresh()
+    before, count = idx.committed_end, checkpoint_count(idx)
+    if keep_latest:
+        saver.prune([thread_id])
+    else:
+        saver.compact(thread_id)
+    idx = log.refresh()
+    return Compaction(before, idx.committed_end, count, checkpoint_count(idx))
+
+
 def _compact(args: argparse.Namespace) -> int:
     status = EXIT_OK
     done: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
+    would = " (would be)" if args.dry_run else ""
 
     def skip(thread_id: str | None, path: str, exc: BaseException) -> None:
         skipped.append({"thread_id": thread_id, "path": path, "problem": first_line(exc)})
@@ -98,7 +113,7 @@ def _compact(args: argparse.Namespace) -> int:
             who = f"thread {thread_id!r}" if thread_id is not None else f"file {path}"
             print(f"{who}: skipped: {first_line(exc)}", file=sys.stderr)
 
-    with open_saver(args, write=True) as saver:
+    with open_saver(args, write=not args.dry_run) as saver:
         if args.thread:
             threads = [known_thread(saver, args.thread)]
         else:
@@ -111,23 +126,27 @@ def _compact(args: argparse.Namespace) -> int:
                     threads.append(entry.thread_id)
         for tid in progress(threads, total=len(threads), what="threads"):
             try:
-                if args.keep_latest:
-                    before = saver.store.thread_log(tid).refresh().committed_end
-                    saver.prune([tid])
-                    after = saver.store.thread_log(tid).refresh().committed_end
+                if args.dry_run:
+                    result = preview(saver, tid, keep_latest=args.keep_latest)
                 else:
-                    before, after = saver.compact(tid)
+                    result = _compacted(saver, tid, args.keep_latest)
             except JsonlCheckpointError as exc:
                 skip(tid, saver.store.thread_log(tid).path, exc)
                 status = EXIT_PROBLEMS
                 continue
-            done.append({"thread_id": tid, "before": before, "after": after})
+            done.append({"thread_id": tid, **result._asdict()})
             if not args.json:
-                print(f"thread {tid!r}: {before} -> {after} bytes")
+                dropped = result.checkpoints_before - result.checkpoints_after
+                verb = "would drop" if args.dry_run else "dropped"
+                gone = f"; {verb} {dropped} of {result.checkpoints_before} checkpoints" if dropped else ""
+                print(f"thread {tid!r}: {result.before} -> {result.after} bytes{would}{gone}")
     total_before = sum(d["before"] for d in done)
     total_after = sum(d["after"] for d in done)
     if args.json:
-        print_json({"threads": done, "skipped": skipped, "before": total_before, "after": total_after})
+        print_json({"threads": done, "skipped": skipped, "before": total_before, "after": total_after,
+                    "dry_run": args.dry_run})
+    elif args.dry_run:
+        print(f"would compact: {total_before} -> {total_after} bytes; nothing was changed (--dry-run)")
     else:
         print(f"compacted: {total_before} -> {total_after} bytes")
     return status
@@ -175,14 +194,19 @@ def define_compact(p: argparse.ArgumentParser) -> None:
     describe(
         p,
         description="Rewrite thread logs atomically without snapshots, retried or replaced "
-        "writes and duplicates; every checkpoint stays unless --keep-latest.",
-        examples=["langgraph-jsonl compact ./checkpoints",
+        "writes and duplicates; every checkpoint stays unless --keep-latest. --dry-run says "
+        "what each log would shrink to, and how many checkpoints --keep-latest would drop, "
+        "and changes nothing.",
+        examples=["langgraph-jsonl compact ./checkpoints --dry-run",
+                  "langgraph-jsonl compact ./checkpoints",
                   "langgraph-jsonl compact ./checkpoints --thread t-1 --keep-latest"],
-        json_shape="{threads: [{thread_id, before, after}], skipped: [{thread_id, path, problem}], "
-        "before, after} (sizes in bytes)",
+        json_shape="{threads: [{thread_id, before, after, checkpoints_before, checkpoints_after}], "
+        "skipped: [{thread_id, path, problem}], before, after, dry_run} (sizes in bytes)",
     )
     add_store_argument(p)
     p.add_argument("--thread", help="compact only this thread id")
     p.add_argument("--keep-latest", action="store_true",
                    help="also drop old checkpoints: keep the latest per namespace (prune)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what compacting would leave; change nothing")
     p.set_defaults(run=_compact)

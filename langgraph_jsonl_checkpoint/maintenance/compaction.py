@@ -15,10 +15,12 @@ rebuilds those channels from its ancestors' writes back to their last snapshot.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
+from ..disk import framing
+from ..disk.generations import numbered
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
 from ..disk.summary import EMPTY, version_key
@@ -201,6 +203,65 @@ def _all_checkpoints(idx: ThreadIndex) -> set[tuple[str, str]]:
     return {(ns, cid) for ns, by_id in idx.checkpoints.items() for cid in by_id}
 
 
+def checkpoint_count(idx: ThreadIndex) -> int:
+    """How many checkpoints an index holds (every namespace)."""
+    return sum(len(by_id) for by_id in idx.checkpoints.values())
+
+
+class Compaction(NamedTuple):
+    """What compacting (or pruning) one thread's log leaves, or would leave."""
+
+    #: The log's size in bytes before.
+    before: int
+    #: Its size after (for a preview, what the new generation's bytes would be).
+    after: int
+    checkpoints_before: int
+    checkpoints_after: int
+
+
+def preview(saver: StoreAccess, thread_id: str, *, keep_latest: bool = False) -> Compaction:
+    """What :func:`compact_thread` (with ``keep_latest``, :func:`prune_thread`) would
+    leave of a thread's log, computed the same way, with nothing written and no lock
+    taken (a writer may append meanwhile). An absent thread: all zeros.
+
+    Raises:
+        CorruptLogError: The log cannot be read whole (as compaction would refuse it).
+    """
+    if not saver.store.has_thread(thread_id):
+        return Compaction(0, 0, 0, 0)
+    log = saver.store.thread_log(thread_id)
+    with log.mutex:
+        idx = log.refresh()
+        if not log.exists():
+            return Compaction(0, 0, 0, 0)
+        count = checkpoint_count(idx)
+        records = _pruned(saver, log, idx) if keep_latest else _compacted(saver, log, idx)
+        if records is None:
+            return Compaction(idx.committed_end, idx.committed_end, count, count)
+        size = sum(len(framing.frame(r)) for r in numbered(records, thread_id, log.gen + 1))
+        kept = sum(1 for r in records if r.get("t") == "checkpoint")
+        return Compaction(idx.committed_end, size, count, kept)
+
+
+def _compacted(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dict[str, Any]]:
+    """The records of a compacted log (see :func:`compact_thread`)."""
+    keep = _all_checkpoints(idx) | set(idx.writes)
+    return _rebuilt_records(saver, log, idx, keep, live_writes_only=True)
+
+
+def _pruned(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dict[str, Any]] | None:
+    """The records of a pruned log (see :func:`prune_thread`); ``None``: nothing to drop."""
+    keep: set[tuple[str, str]] = set()
+    for ns in idx.namespaces():
+        latest = idx.latest_id(ns)
+        assert latest is not None
+        keep.add((ns, latest))
+        keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
+    if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
+        return None
+    return _rebuilt_records(saver, log, idx, keep)
+
+
 def compact_thread(saver: StoreAccess, thread_id: str) -> tuple[int, int]:
     """Rewrite a thread's log with the same answers and nothing superseded.
 
@@ -220,8 +281,7 @@ def compact_thread(saver: StoreAccess, thread_id: str) -> tuple[int, int]:
         if not log.exists():
             return (0, 0)
         before = idx.committed_end
-        keep = _all_checkpoints(idx) | set(idx.writes)
-        log.rewrite(_rebuilt_records(saver, log, idx, keep, live_writes_only=True))
+        log.rewrite(_compacted(saver, log, idx))
         return before, log.refresh().committed_end
 
 
@@ -242,15 +302,10 @@ def prune_locked(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> bool:
     """
     if not log.exists():
         return False
-    keep: set[tuple[str, str]] = set()
-    for ns in idx.namespaces():
-        latest = idx.latest_id(ns)
-        assert latest is not None
-        keep.add((ns, latest))
-        keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
-    if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
+    records = _pruned(saver, log, idx)
+    if records is None:
         return False
-    log.rewrite(_rebuilt_records(saver, log, idx, keep))
+    log.rewrite(records)
     return True
 
 
