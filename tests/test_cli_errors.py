@@ -151,6 +151,24 @@ def test_version_option(capsys) -> None:
     assert capsys.readouterr().out.strip() == f"langgraph-jsonl {__version__}"
 
 
+@pytest.mark.parametrize("argv", [
+    ["compact", "STORE", "--dry-rn"],
+    ["threads", "STORE", "--status", "done", "--bogus", "1"],
+    ["repair", "STORE", "--thread", "t", "extra-operand"],
+])
+def test_an_unknown_option_is_named_with_the_command_s_own_usage(tmp_path: Path, capsys, argv) -> None:
+    """argparse reports a command's unrecognized arguments from the top-level parser, whose
+    usage line says nothing of the command's options; the command's own usage is printed."""
+    argv = [str(tmp_path) if a == "STORE" else a for a in argv]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: langgraph-jsonl {argv[0]} " in err, err
+    assert "unrecognized arguments: " + " ".join(argv[-1:] if argv[0] != "threads" else argv[-2:]) in err
+    assert list(tmp_path.iterdir()) == []  # nothing ran
+
+
 def test_help_documents_the_exit_codes() -> None:
     run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", "--help"],
                          capture_output=True, text=True, timeout=60)

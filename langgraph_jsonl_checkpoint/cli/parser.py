@@ -59,6 +59,24 @@ class CommandLineParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.commands = tuple(commands)
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> Any:
+        """As argparse's, except that arguments the command does not take are reported
+        with the command's usage line (argparse reports them from the top-level parser,
+        whose usage says nothing of the command's options)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parsers().get(getattr(parsed, "command", None) or "")
+            (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _command_parsers(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
     def format_help(self) -> str:
         formatter = self._get_formatter()
         formatter.add_usage(self.usage, self._actions, self._mutually_exclusive_groups)
