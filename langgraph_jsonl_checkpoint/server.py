@@ -26,6 +26,11 @@ the saver it gets is set up for:
   ``LANGGRAPH_CHECKPOINTER``): the server's own precedence, with ours first.
   The in-memory runtime of ``langgraph dev`` sweeps nothing itself, so the factory
   sweeps every ``sweep_interval_minutes`` (default 5), one sweeper per process.
+- The serializer: ``$LANGGRAPH_JSONL_SERDE`` names one as ``module:attr`` (an object,
+  class or factory; see :func:`~.saver.config.load_serde`), else LangGraph's default.
+  ``langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes``
+  encrypts every value with the key in ``LANGGRAPH_AES_KEY``; ``langgraph-jsonl`` reads
+  the same variable, so the command reads what the server wrote.
 - Nothing blocks the event loop: the saver is opened and closed in a worker thread
   (``langgraph dev`` raises on blocking calls in the loop).
 
@@ -44,7 +49,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_from_environment
-from .saver.config import STORE_ENV
+from .saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .saver.jsonl_saver import JsonlSaver
 
 DEFAULT_STORE = "checkpoints"
@@ -68,14 +73,17 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
         closed when the server lets it go.
 
     Raises:
-        ConfigError: A retention variable cannot be read.
+        ConfigError: A retention variable cannot be read, or ``LANGGRAPH_JSONL_SERDE``
+            names no serializer.
         StoreError: The directory is not a store, or is unsafe.
     """
     global _sweeper_running
     path = os.environ.get(STORE_ENV) or DEFAULT_STORE
     policy = ttl_from_environment(os.environ)
+    spec = os.environ.get(SERDE_ENV)
+    serde = load_serde(spec) if spec else None
     saver = await asyncio.to_thread(
-        JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy
+        JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy, serde=serde
     )
     logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
     sweeper: asyncio.Task[None] | None = None

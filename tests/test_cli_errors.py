@@ -232,3 +232,78 @@ def test_a_store_written_through_another_serializer_is_reported_not_a_traceback(
     assert "1 thread(s) not searched" in err and "read (t; " in err, err
     assert main(["search", str(store), "hello", "--thread", "t"]) == 2
     assert "serde=" in capsys.readouterr().err
+
+
+AES = "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes"
+
+
+def _encrypted_store(store: Path, key: bytes) -> str:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    saver = JsonlSaver(store, serde=EncryptedSerializer.from_pycryptodome_aes(key=key), snapshot_every=1)
+    cfg = config("t")
+    msgs: list = []
+    for i in range(3):
+        msgs = msgs + [HumanMessage(f"question {i}", id=f"h{i}"), AIMessage(f"secret answer {i}", id=f"a{i}")]
+        v = {"messages": f"{i + 1:032}.{0:016}"}
+        checkpoint = make_checkpoint(cp_id(i + 1), {"messages": msgs}, v)
+        cfg = saver.put(cfg, checkpoint, {"source": "loop", "step": i}, v)
+    saver.close()
+    return ThreadFiles.of(store, "t").log
+
+
+@pytest.mark.parametrize("how", ["--serde", "LANGGRAPH_JSONL_SERDE"])
+def test_serde_lets_every_command_read_an_encrypted_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The key comes from LANGGRAPH_AES_KEY (what from_pycryptodome_aes reads without key=);
+    the serializer is named by --serde or by the environment, as the server factory reads it."""
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    key = b"0123456789abcdef"
+    store = tmp_path / "s"
+    log = _encrypted_store(store, key)
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", key.decode())
+    extra = ["--serde", AES] if how == "--serde" else []
+    if how != "--serde":
+        monkeypatch.setenv("LANGGRAPH_JSONL_SERDE", AES)
+    assert main(["threads", str(store)]) == (0 if how != "--serde" else 1)  # (no --serde: damaged)
+    capsys.readouterr()
+    assert main(["show", str(store), "t", *extra]) == 0
+    assert "secret answer 2" in capsys.readouterr().out
+    assert main(["history", str(store), "t", *extra]) == 0
+    assert main(["threads", str(store), *extra]) == 0
+    assert "damaged" not in capsys.readouterr().out
+    assert main(["search", str(store), "secret answer 1", *extra]) == 0
+    assert "secret answer 1" in capsys.readouterr().out
+    assert main(["verify", str(store), *extra]) == 0
+    assert main(["export", str(store), "t", "--format", "md", *extra]) == 0
+    assert "secret answer 2" in capsys.readouterr().out
+    assert main(["compact", str(store), *extra]) == 0
+    assert b"secret answer" not in Path(log).read_bytes()  # values rewritten still encrypted
+    reader = JsonlSaver(store, serde=EncryptedSerializer.from_pycryptodome_aes(key=key), read_only=True)
+    tup = reader.get_tuple(config("t"))
+    assert tup is not None and [m.content for m in tup.checkpoint["channel_values"]["messages"]][-1] == (
+        "secret answer 2")
+    reader.close()
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("no_such_module_xyz:serde", "cannot be loaded"),
+    ("json:no_such_attr", "cannot be loaded"),
+    ("json:dumps", "calling dumps() failed"),
+    ("json:__name__", "is a str, not a serializer"),
+    ("json", "module:attr"),
+    (AES, "LANGGRAPH_AES_KEY"),  # the factory is called, and fails: no key set
+])
+def test_a_serde_that_cannot_be_used_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, spec: str, says: str
+) -> None:
+    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
+    store = tmp_path / "s"
+    _encrypted_store(store, b"0123456789abcdef")
+    capsys.readouterr()
+    assert main(["show", str(store), "t", "--serde", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: serializer {spec!r}") and says in err and "Traceback" not in err, err

@@ -183,3 +183,25 @@ def test_restore_brings_back_what_the_other_instance_archived(tmp_path: Path) ->
     assert not diff_answers(answers(a, "t"), want)
     a.close()
     b.close()
+
+
+async def test_the_factory_opens_the_store_with_the_serializer_the_environment_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
+    monkeypatch.setenv("LANGGRAPH_JSONL_SERDE",
+                       "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes")
+    async with checkpointer() as saver:
+        assert isinstance(saver.serde, EncryptedSerializer)
+        graph = build_agent_graph().compile(checkpointer=saver)
+        await graph.ainvoke({"messages": [HumanMessage("the weather in Paris, secretly")]}, _cfg("t"))
+    (log,) = (tmp_path / "store" / "threads").glob("*.jsonl")
+    assert b"secretly" not in log.read_bytes()
+    reader = JsonlSaver(tmp_path / "store", read_only=True,
+                        serde=EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef"))
+    state = reader.get_tuple({"configurable": {"thread_id": "t"}})
+    assert state is not None and "secretly" in state.checkpoint["channel_values"]["messages"][0].content
+    reader.close()

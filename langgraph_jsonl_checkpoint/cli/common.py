@@ -24,7 +24,7 @@ import orjson
 from ..disk.store import MARKER, Store
 from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
-from ..saver.config import STORE_ENV
+from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .columns import ID_WIDTH, clip, table_lines
 
 if TYPE_CHECKING:  # imported by open_saver: a command served without it imports no LangGraph
@@ -96,11 +96,38 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``STORE`` positional, optional when ``LANGGRAPH_JSONL_STORE`` is set."""
+    """The ``STORE`` positional, optional when ``LANGGRAPH_JSONL_STORE`` is set (and
+    ``--serde``, see :func:`add_serde_option`)."""
     parser.add_argument(
         "store", nargs="?", default=None,
         help=f"the store directory (default: ${STORE_ENV})",
     )
+    add_serde_option(parser)
+
+
+def add_serde_option(parser: argparse.ArgumentParser) -> None:
+    """``--serde MODULE:ATTR``: the serializer the store was written with."""
+    parser.add_argument(
+        "--serde", metavar="MODULE:ATTR",
+        help="the serializer the store was written with, if not LangGraph's default: an "
+        "object, class or factory, e.g. langgraph.checkpoint.serde.encrypted:EncryptedSerializer."
+        f"from_pycryptodome_aes (key in $LANGGRAPH_AES_KEY) (default: ${SERDE_ENV})",
+    )
+
+
+def serde_of(args: argparse.Namespace) -> Any:
+    """The serializer ``--serde`` (or ``LANGGRAPH_JSONL_SERDE``) names; ``None``: the
+    default. A module in the working directory can be named, as in a script run there.
+
+    Raises:
+        ConfigError: It cannot be loaded or is not a serializer.
+    """
+    spec = getattr(args, "serde", None) or os.environ.get(SERDE_ENV)
+    if not spec:
+        return None
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    return load_serde(spec)
 
 
 def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optional: int = 0) -> None:
@@ -113,6 +140,7 @@ def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optio
         action = parser.add_argument(name, nargs="?", metavar=name.upper())
         action.required_operand = i < len(names) - optional  # type: ignore[attr-defined]
     parser.set_defaults(operands=(tuple(names), optional))
+    add_serde_option(parser)
 
 
 #: What a person is asked to name for an operand of :func:`add_operands`, by its name
@@ -234,7 +262,7 @@ def open_saver(args: argparse.Namespace, *, write: bool = False) -> Iterator[Jso
     """Open the command's existing store (read-only unless ``write``); closed when done."""
     from ..saver.jsonl_saver import JsonlSaver
 
-    saver = JsonlSaver(existing_store(args), read_only=not write)
+    saver = JsonlSaver(existing_store(args), read_only=not write, serde=serde_of(args))
     try:
         yield saver
     finally:

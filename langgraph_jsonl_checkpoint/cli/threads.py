@@ -35,6 +35,7 @@ from .common import (
     open_store,
     print_json,
     print_table,
+    serde_of,
     shown,
     shown_id,
 )
@@ -78,7 +79,7 @@ def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
     # Logs are read through the store alone, never a saver: a saver imports LangGraph's
     # graph runtime, most of a second of a fresh process.
-    reader = StoreReader(open_store(args))
+    reader = StoreReader(open_store(args), serde_of(args))
     try:
         if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
             page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []

@@ -36,25 +36,29 @@ T = TypeVar("T")
 
 class StoreReader:
     """A store read without a saver, with LangGraph's default serializer (what a
-    ``JsonlSaver`` without ``serde`` uses): what the command line reads logs through.
-    Opening a saver imports LangGraph's graph runtime (most of a second of a fresh
-    process); this imports only the serializer, and that on the first value decoded.
+    ``JsonlSaver`` without ``serde`` uses) unless given another: what the command line
+    reads logs through. Opening a saver imports LangGraph's graph runtime (most of a
+    second of a fresh process); this imports only the serializer, and that on the first
+    value decoded.
 
     Args:
         store: The store (opened read-only for a listing).
+        serde: The serializer the store was written with (default: LangGraph's).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, serde: Any = None) -> None:
         self.store = store
+        self.serde = serde
 
     @cached_property
     def codec(self) -> ValueCodec:
         """The value codec (made, and the serializer imported, on first use)."""
+        from langgraph.checkpoint.serde.base import maybe_add_typed_methods
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
         from ..values.codec import ValueCodec
 
-        return ValueCodec(JsonPlusSerializer())
+        return ValueCodec(maybe_add_typed_methods(self.serde or JsonPlusSerializer()))
 
 
 @dataclass(frozen=True)

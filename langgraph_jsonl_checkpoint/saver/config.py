@@ -5,9 +5,10 @@ Pure helpers shared by the saver's reads and writes.
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..disk.view import IndexRebuilt
 from ..errors import ConfigError
@@ -18,6 +19,12 @@ if TYPE_CHECKING:  # annotations only: the CLI reads STORE_ENV without importing
 #: The environment variable naming the store, read by ``langgraph-jsonl`` and by the
 #: LangGraph server factory (``langgraph_jsonl_checkpoint.server``).
 STORE_ENV = "LANGGRAPH_JSONL_STORE"
+#: The environment variable naming the serializer (``module:attr``, see
+#: :func:`load_serde`) that ``langgraph-jsonl`` and the server factory open a store with.
+SERDE_ENV = "LANGGRAPH_JSONL_SERDE"
+#: What :data:`SERDE_ENV` (or ``langgraph-jsonl --serde``) says for AES encryption, with
+#: the key in ``LANGGRAPH_AES_KEY``.
+AES_SERDE = "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes"
 #: The path that makes a temporary store, as ``SqliteSaver``'s ``":memory:"`` database.
 MEMORY = ":memory:"
 #: Default minimum number of checkpoint records between snapshot records.
@@ -34,6 +41,50 @@ DEFAULT_BUSY_TIMEOUT = 60.0
 VERSION_WIDTH = 12
 
 T = TypeVar("T")
+
+
+def load_serde(spec: str) -> Any:
+    """The serializer ``spec`` names, ``package.module:attr`` (the attribute may be
+    dotted): an object with ``dumps_typed`` and ``loads_typed``, or a class or factory
+    taking no argument, which is called (:data:`AES_SERDE` reads its key from
+    ``LANGGRAPH_AES_KEY``).
+
+    Raises:
+        ConfigError: ``spec`` cannot be imported, does not name a serializer, or its
+            factory failed.
+    """
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise ConfigError(f"serializer {spec!r}: name it as module:attr, e.g. {AES_SERDE}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"serializer {spec!r} cannot be loaded ({type(exc).__name__}: {exc}); name an "
+            "importable module and an attribute of it"
+        ) from exc
+    if not _is_serializer(obj) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ConfigError(
+                f"serializer {spec!r}: calling {attr}() failed ({type(exc).__name__}: {exc}); name "
+                "a serializer object, or a class or factory that makes one with no argument"
+            ) from exc
+    if not _is_serializer(obj):
+        raise ConfigError(
+            f"serializer {spec!r} is a {type(obj).__name__}, not a serializer: name an object "
+            "with dumps_typed and loads_typed, or a class or factory taking no argument"
+        )
+    return obj
+
+
+def _is_serializer(obj: Any) -> bool:
+    return not isinstance(obj, type) and all(
+        callable(getattr(obj, name, None)) for name in ("dumps_typed", "loads_typed")
+    )
 
 
 def thread_id_of(config: RunnableConfig | None, what: str) -> str:

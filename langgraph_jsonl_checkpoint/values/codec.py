@@ -140,8 +140,8 @@ class ValueCodec:
 
 _OPEN_WITH_THE_WRITER = (
     "Open the store with the serde= that wrote it (the same EncryptedSerializer key, "
-    "pickle_fallback=True, ...); the langgraph-jsonl command reads through LangGraph's "
-    "default serializer only."
+    "pickle_fallback=True, ...); the langgraph-jsonl command takes it as --serde "
+    "module:attr or $LANGGRAPH_JSONL_SERDE."
 )
 
 
