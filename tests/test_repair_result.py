@@ -189,3 +189,60 @@ def test_a_dry_run_says_what_repair_would_drop_and_changes_nothing(
     assert abs(done.kept_bytes - planned.kept_bytes) <= 16  # (the new header's time may differ in width)
     assert main(["repair", str(store), "--thread", "t", "--dry-run"]) == 0
     assert "nothing to repair" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("left", [0, 40], ids=["emptied", "cut inside its header"])
+def test_a_log_cut_inside_its_header_is_verified_repaired_and_deletable(
+    tmp_path: Path, left: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every read refuses a log cut inside its header line whose sidecar says records were
+    durable, and names ``repair``. ``verify`` must report it and go on with the other
+    threads; ``repair`` must act on it (it said "nothing to repair"); ``delete_thread``
+    must delete it (it raised)."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 5)
+    _fill(saver, "u", 2)
+    saver.close()  # writes the sidecars: records 1-5 durable
+    log = ThreadFiles.of(store, "t").log
+    original = Path(log).read_bytes()
+    Path(log).write_bytes(original[:left])  # same inode
+    saver = JsonlSaver(store)
+    with pytest.raises(CorruptLogError, match="repair"):
+        saver.get_tuple(config("t"))
+    saver.close()
+
+    assert main(["verify", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert "PROBLEM thread 't'" in out and "checked 2 thread(s)" in out, out
+    assert "thread 'u'" not in out
+
+    planned = repair(JsonlSaver(store, read_only=True), "t", dry_run=True)
+    assert [d for d in planned.dropped if "records 1-5" in d and "durable" in d], planned.dropped
+    saver = JsonlSaver(store)
+    result = repair(saver, "t")
+    assert result.dropped == planned.dropped and result.kept_records == 0
+    assert result.archived_to is not None and Path(result.archived_to).read_bytes() == original[:left]
+    assert saver.get_tuple(config("t")) is None  # every record was lost: the thread starts anew
+    _fill(saver, "t", 1)
+    saver.close()
+    fresh = JsonlSaver(store)
+    tup = fresh.get_tuple(config("t"))
+    assert tup is not None and tup.checkpoint["id"] == cp_id(1)
+    fresh.close()
+    assert main(["verify", str(store)]) == 0
+    capsys.readouterr()
+
+    # delete_thread of such a log deletes it, as InMemorySaver's deletes any thread
+    Path(log).write_bytes(b"")
+    saver = JsonlSaver(store)
+    with pytest.raises(CorruptLogError):
+        saver.get_tuple(config("t"))
+    saver.delete_thread("t")
+    assert saver.get_tuple(config("t")) is None
+    assert not Path(log).exists()
+    assert [t.checkpoint["id"] for t in saver.list(config("u"))] == [cp_id(2), cp_id(1)]
+    saver.close()

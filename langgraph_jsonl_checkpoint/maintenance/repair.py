@@ -113,20 +113,26 @@ def _plan(log: ThreadLog, thread_id: str) -> tuple[int, Salvage, list[str]]:
 
 def _cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> list[str]:
     """The records the log's sidecar says were durable past the last one the log holds:
-    what a cut at a record boundary lost, as a line."""
+    what a cut at a record boundary (or inside the header line: an emptied log) lost,
+    as a line."""
     nl = data.find(b"\n")
-    if nl < 10:
+    ino = files.os.stat(log.path).st_ino
+    if nl < 0:  # no header line left to name the log by: the sidecar of this very file
+        claimed = log.sidecar.claimed_last_seq(ino) or 0
+        where = "the log was cut inside its header line"
+    elif nl < 10:
         return []
-    identity = LogIdentity(salvage.gen, files.os.stat(log.path).st_ino, framing.checksum_digits(data[:nl]))
-    claimed = log.sidecar.durable_claim(identity, nl + 1)
+    else:
+        identity = LogIdentity(salvage.gen, ino, framing.checksum_digits(data[:nl]))
+        claimed = log.sidecar.durable_claim(identity, nl + 1)
+        where = f"the log ends after record {salvage.last_seq}"
     if claimed <= salvage.last_seq:
         return []
     first = salvage.last_seq + 1
     span = f"record {first}" if first == claimed else f"records {first}-{claimed}"
     return [
-        f"{span}: missing: the log ends after record {salvage.last_seq} but its index said "
-        f"records up to {claimed} were durable (the file was cut); they cannot be recovered "
-        "from this log"
+        f"{span}: missing: {where} but its index said records up to {claimed} were durable "
+        "(the file was cut); they cannot be recovered from this log"
     ]
 
 

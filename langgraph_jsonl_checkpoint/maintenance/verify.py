@@ -124,11 +124,15 @@ def verify(
             )
         unreadable = value_problems([(r.record, r.offset, r.length) for r in result.records])
         report.findings.extend(Finding(tid, log.path, offset, problem) for offset, problem in unreadable)
+        found = len(report.findings)
         if not unreadable:
             report.snapshots_checked += _check_snapshots(saver, tid, result, report)
-        if not unreadable and not result.tail_bytes:
-            for check in derived:
-                report.findings.extend(Finding(tid, path, None, problem) for path, problem in check(log))
+        if not unreadable and not result.tail_bytes and len(report.findings) == found:
+            try:
+                for check in derived:
+                    report.findings.extend(Finding(tid, path, None, problem) for path, problem in check(log))
+            except JsonlCheckpointError as exc:  # the log as a read sees it (its index): refused
+                report.findings.append(Finding(tid, log.path, getattr(exc, "offset", None), str(exc)))
     return report
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from ..disk.store import Store
-from ..errors import ConfigError
+from ..errors import ConfigError, CorruptLogError
 from ..maintenance.access import StoreAccess
 from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
 from .config import healing
@@ -27,13 +27,22 @@ class ThreadMethods:
     store: Store
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread, in all namespaces, from disk."""
+        """Delete every checkpoint and write of a thread, in all namespaces, from disk.
+
+        A log every read refuses as damaged (:class:`~.errors.CorruptLogError`) is
+        deleted too: deleting is what was asked, and nothing else gets such a thread
+        going again short of ``repair``.
+        """
         thread_id = str(thread_id)
         if not self.store.has_files(thread_id):
             return  # nothing to delete: create no lock file for it either
         log = self.store.thread_log(thread_id)
-        with log.writer():
-            log.remove()
+        try:
+            with log.writer():
+                log.remove()
+        except CorruptLogError:
+            with log.locked():  # no index to take the newest checkpoint id from
+                log.remove()
         self.store.forget(thread_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
