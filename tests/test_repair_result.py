@@ -246,3 +246,29 @@ def test_a_log_cut_inside_its_header_is_verified_repaired_and_deletable(
     assert not Path(log).exists()
     assert [t.checkpoint["id"] for t in saver.list(config("u"))] == [cp_id(2), cp_id(1)]
     saver.close()
+
+
+def test_a_read_only_saver_warns_when_it_serves_a_log_cut_at_a_record_boundary(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read-only saver serves what a damaged log still holds, with a warning naming the
+    thread, the file and repair: a damaged line got one, a log cut short of the records
+    its index says were durable got none (the CLI showed the older state as the truth)."""
+    import logging
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    Path(log).write_bytes(b"".join(_lines(log)[:-2]))  # records 5 and 6 gone (same inode)
+    reader = JsonlSaver(store, read_only=True)
+    with caplog.at_level(logging.WARNING, logger="langgraph_jsonl_checkpoint"):
+        tup = reader.get_tuple(config("t"))
+        reader.get_tuple(config("t"))
+    assert tup is not None and tup.checkpoint["id"] == cp_id(4)  # the part it still holds
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # once per log, not per read
+    assert "'t'" in warnings[0] and log in warnings[0] and "langgraph-jsonl repair" in warnings[0]
+    assert "records up to 6" in warnings[0] and "serving the 4 records" in warnings[0], warnings[0]
+    reader.close()

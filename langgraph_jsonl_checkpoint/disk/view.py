@@ -210,7 +210,11 @@ class LogView:
                 self._size = st.st_size
             durable = self.sidecar.durable_seq
             if self.index.last_seq < durable and self.read_only:
-                self.damaged_at = self.index.committed_end
+                self._serve_damaged(
+                    self.index.committed_end,
+                    f"holds records up to sequence {self.index.last_seq}, but its index says "
+                    f"records up to {durable} were durable (the file was cut)",
+                )
             elif self.index.last_seq < durable:
                 raise CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} holds committed records "
@@ -349,15 +353,7 @@ class LogView:
         if result.corrupt_offset is None:
             return
         if self.read_only:
-            self.damaged_at = result.corrupt_offset
-            if not self.recovery.damage_reported:
-                logger.warning(
-                    "thread %r: log %s is damaged at byte offset %d; serving the %d "
-                    "records before it (read-only). %s",
-                    self.thread_id, self.path, result.corrupt_offset,
-                    self.index.last_seq, self.repair_hint(),
-                )
-                self.recovery.damage_reported = True
+            self._serve_damaged(result.corrupt_offset, f"is damaged at byte offset {result.corrupt_offset}")
             return
         raise CorruptLogError(
             f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
@@ -367,6 +363,16 @@ class LogView:
             path=self.path,
             offset=result.corrupt_offset,
         )
+
+    def _serve_damaged(self, offset: int, what: str) -> None:
+        """A read-only view serves the records before ``offset`` of a damaged log; say
+        so once per log (``what``: what is wrong with it)."""
+        self.damaged_at = offset
+        if not self.recovery.damage_reported:
+            logger.warning("thread %r: log %s %s; serving the %d records it holds before that "
+                           "(read-only). %s", self.thread_id, self.path, what, self.index.last_seq,
+                           self.repair_hint())
+            self.recovery.damage_reported = True
 
     def distrust_sidecar(self) -> None:
         """A lookup found the index inconsistent with the log: if the index came from the
