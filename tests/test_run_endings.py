@@ -409,8 +409,11 @@ def test_a_live_run_of_this_process_is_still_refused(tmp_path: Path) -> None:
     cfg = _config()
     stream = _two_steps(saver).stream({"log": []}, cfg)
     assert next(stream) == {"one": {"log": ["one"]}}
-    with pytest.raises(ThreadBusyError):
+    with pytest.raises(ThreadBusyError) as refused:
         _two_steps(saver).invoke({"log": []}, cfg)
+    # The holder is this very process (a notebook cell Ctrl-C'd out of a stream loop):
+    # the message says so and how to end that run, not only "wait for it".
+    assert "this process" in str(refused.value) and ".close()" in str(refused.value), refused.value
     assert list(stream) == [{"two": {"log": ["two"]}}]
     assert _next_run(saver, cfg)["log"] == ["one", "two", "next", "one", "two"]
     saver.close()

@@ -168,6 +168,12 @@ class LiveRuns:
             else "Wait for that run to end and retry, or open the saver with "
             "concurrent_runs='wait' to queue runs on a thread."
         )
+        if _of_this_process(holder):
+            how += (
+                " That run is in this process: if it is a stream()/astream() left unfinished "
+                "(a loop over it stopped by an exception or Ctrl-C), it holds the thread until "
+                "it is run to its end or closed: call its .close() (await .aclose()), or del it."
+            )
         return ThreadBusyError(
             f"thread {thread_id!r} is busy: {who} is still working on it. This run was "
             f"refused before it read or wrote anything. {how}",
