@@ -179,9 +179,12 @@ def test_a_damaged_source_thread_is_reported_and_the_others_copied(sqlite_app: P
     data[middle + 40] ^= 0x01  # one flipped bit in a committed record
     Path(log).write_bytes(bytes(data))
     (tmp_path / "s" / "threads" / (Path(log).stem + ".idx")).unlink(missing_ok=True)
+    before = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
     report = copy_threads(str(tmp_path / "s"), str(tmp_path / "t"))
     assert [t.thread_id for t in report.problems] == ["agent"] and not report.ok
-    assert "agent" in report.problems[0].thread_id and report.problems[0].problem
+    assert "damaged at byte offset" in report.problems[0].problem  # not its readable part passed off as whole
+    assert "langgraph-jsonl repair" in report.problems[0].problem
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
     assert sorted(t.thread_id for t in report.threads if not t.problem) == sorted(set(GRAPHS) - {"agent"})
     assert all(t.checkpoints > 0 for t in report.threads if not t.problem)
 

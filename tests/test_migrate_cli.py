@@ -1,9 +1,11 @@
 """``langgraph-jsonl import``, ``copy`` and ``export postgresql://...``: reports, subsets,
-dry runs, exit codes, errors, and a copy SIGKILLed half-way then run again."""
+dry runs, exit codes, errors, a copy SIGKILLed half-way then run again, and a source
+store left byte for byte as it was."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -21,7 +23,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.migrate import copy_threads
 from tests.harness.bounded import run_bounded
-from tests.harness.migration import GRAPHS, build_sqlite_app, cfg
+from tests.harness.migration import GRAPHS, build_sqlite_app, cfg, record_uncertain_call
 from tests.harness.state_graphs import build_counter_graph
 
 CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
@@ -230,6 +232,69 @@ def test_a_copy_onto_its_own_source_is_refused_however_it_is_spelled(
     err = capsys.readouterr().err
     assert "the same PostgreSQL database" in err and "onto itself" in err
     assert main(["copy", pg_url, "sqlite:///elsewhere.db"]) == 0  # another place: fine
+
+
+def _contents(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every entry under ``root`` with its mode and, for a file, its bytes: a file made,
+    changed or removed, a directory made or chmodded, all show."""
+    return {str(p.relative_to(root)): (p.lstat().st_mode, p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+def _checkpoint_ids(store: Path, thread_id: str) -> list[str]:
+    with JsonlSaver(store, read_only=True) as saver:
+        return sorted(t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg(thread_id)))
+
+
+@pytest.mark.parametrize("state", ["intact", "torn tail", "crashed writer", "read-only directory"])
+def test_a_copy_never_changes_its_source_store(
+    app_db: Path, tmp_path: Path, pg_url: str, state: str, capsys
+) -> None:
+    """A source is only read, dry run or not (it may be a backup, or a store an app is
+    writing): no file of it is made, changed or removed, whatever state it is in. A torn
+    tail is read up to the last committed record, as a read-only saver reads it."""
+    source = tmp_path / "src"
+    assert main(["import", url(app_db), str(source)]) == 0
+    with JsonlSaver(source) as saver:
+        record_uncertain_call(saver, _checkpoint_ids(source, "agent")[-1])  # a journal to carry
+        agent_log = Path(saver.store.thread_log("agent").path)
+    committed = _checkpoint_ids(source, "agent")
+    threads = source / "threads"
+    if state != "intact":
+        with agent_log.open("ab") as log:
+            log.write(b'{"t":"checkpoint","partial')  # a writer killed mid-record
+    if state in ("crashed writer", "read-only directory"):  # no sidecar, lock or catalog left
+        for leftover in [*threads.glob("*.idx"), *threads.glob("*.head"), *threads.glob("*.lock"),
+                         *threads.glob("*.run"), source / "CATALOG.idx"]:
+            leftover.unlink()
+        (source / "tmp" / "x.tmp.999999999-1").write_bytes(b"a dead process's temp file")
+    if state == "read-only directory":
+        if os.geteuid() == 0:
+            pytest.skip("root writes through a read-only directory's permissions")
+        for d in (threads, source / "tmp", source):
+            d.chmod(0o500)
+    capsys.readouterr()
+    before = _contents(source)
+    try:
+        for n, argv in enumerate((
+            ["copy", str(source), str(tmp_path / "new"), "--dry-run"],
+            ["copy", str(source), str(tmp_path / "t")],
+            ["copy", str(source), str(tmp_path / "t"), "--dry-run"],
+            ["import", str(source), str(tmp_path / "imported")],
+            ["copy", str(source), url(tmp_path / "t.db")],
+            ["export", str(source), pg_url, "--setup", "--dry-run"],
+            ["export", str(source), pg_url, "--setup"],
+        )):
+            code, report = run_json(argv, capsys)
+            assert code == 0 and report["ok"], (argv, report)
+            assert _contents(source) == before, (argv, sorted(set(_contents(source)) ^ set(before)))
+            assert report["threads"] == len(GRAPHS) and report["journal_records"] == (0 if n == 2 else 2)
+    finally:
+        for d in (source, threads, source / "tmp"):
+            d.chmod(0o700)
+    assert not (tmp_path / "new").exists()
+    assert _checkpoint_ids(tmp_path / "t", "agent") == committed
+    assert _checkpoint_ids(tmp_path / "imported", "agent") == committed
 
 
 def test_copy_threads_refuses_one_saver_as_both_ends(tmp_path: Path) -> None:

@@ -215,8 +215,12 @@ def copy_thread(
     _go_on(stop)
     try:
         tuples = thread_tuples(src, thread_id)
+        damage = src.damage(thread_id)
     except Exception as exc:  # a damaged thread: reported, the others still copied
         done.problem = f"cannot read the thread from {src.name}: {_reason(exc)}"
+        return done
+    if damage is not None:  # read in part: not copied, as a thread that cannot be read
+        done.problem = f"cannot read the whole thread from {src.name}: {damage}"
         return done
     try:
         have = {_where(t): len(t.pending_writes or []) for t in thread_tuples(dst, thread_id)}

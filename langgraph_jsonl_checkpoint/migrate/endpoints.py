@@ -99,6 +99,14 @@ class Endpoint:
         id)`` (``None``: ask :meth:`write_slots` per checkpoint)."""
         return None
 
+    def damage(self, thread_id: str) -> str | None:
+        """Why a thread just read was read only in part (``None``: it was read whole).
+
+        A store opened read-only serves a log damaged in the middle up to the damage;
+        a copy of that part would pass for the whole thread.
+        """
+        return None
+
     def size(self) -> int | None:
         """Bytes the storage takes now (``None``: unknown)."""
         return None
@@ -157,6 +165,15 @@ class JsonlEndpoint(Endpoint):
             idx = log.refresh()
             writes = idx.sorted_writes(ns, checkpoint_id)
         return [WriteSlot(task, w.task_path, i, w.channel) for task, i, w in writes]
+
+    def damage(self, thread_id: str) -> str | None:
+        log = self.saver.store.thread_log(thread_id)
+        with log.mutex:
+            log.refresh()  # the same answer if the log was closed since the read
+            if log.damaged_at is None:
+                return None
+            return (f"its log {log.path} is damaged at byte offset {log.damaged_at} (only the "
+                    f"records before it can be read). {log.repair_hint()}")
 
     def size(self) -> int | None:
         return _tree_size(str(self.saver.store.path))

@@ -73,7 +73,9 @@ def open_endpoint(
         spec: A store directory (a target directory that does not exist is created),
             ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` or a path to an
             SQLite file, ``postgresql://user@host:port/db``, or a checkpointer object.
-        role: ``"source"`` or ``"target"`` (a source must exist).
+        role: ``"source"`` or ``"target"`` (a source must exist; a store directory as
+            source is opened read-only, dry run or not: nothing of it is written, and a
+            log's torn tail is read up to its last committed record).
         workers: How many threads will use it at once (PostgreSQL: the pool's size).
         dry_run: A target is only read: a store or SQLite file is opened read-only, and
             one that is not there yet is not made (a :class:`~.endpoints.NewTarget`
@@ -113,7 +115,10 @@ def open_endpoint(
     if os.path.isfile(text) and databases.is_sqlite_file(text):
         return databases.open_sqlite(text, text, role=role, dry_run=dry)
     if os.path.isdir(text) and os.path.isfile(os.path.join(text, MARKER)):
-        return JsonlEndpoint(JsonlSaver(text, read_only=dry), text, owned=True)
+        # A source is only read: it may be a backup, or a store an app is writing now.
+        # Read-only, nothing cuts its torn tails or writes its sidecars, catalog or locks.
+        saver = JsonlSaver(text, read_only=dry or role == "source")
+        return JsonlEndpoint(saver, text, owned=True)
     if role == "source":
         what = "a file that is not an SQLite database" if os.path.exists(text) else "nothing there"
         raise MigrationError(
