@@ -29,7 +29,8 @@ INTERRUPT_HELP = (
     "the same command again continues). "
 )
 ENDPOINTS_HELP = (
-    "Endpoints: a store directory (a new one is created as a target), sqlite:///relative.db "
+    "Endpoints: a store directory (a new one is created as a target; a source is only read: "
+    "no lock taken, nothing written, a torn tail left as it is), sqlite:///relative.db "
     "or sqlite:////absolute.db (a SqliteSaver file, its SqliteStore journal if any), "
     "postgresql://user@host:port/database (PostgresSaver, with the replay journal in "
     "PostgresStore in the same database)."
