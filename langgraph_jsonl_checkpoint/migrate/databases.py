@@ -176,7 +176,7 @@ def open_sqlite(path: str, name: str, *, role: str, dry_run: bool = False) -> En
     if dry_run and role == "target" and not os.path.exists(path):
         _sqlite_saver_class()  # the same error as a real run when the extra is missing
         return NewTarget(name, "sqlite", journal=_has_sqlite_store(), creates=[f"the SQLite file {path}"])
-    return SqliteEndpoint(path, name, role=role, read_only=dry_run and role == "target")
+    return SqliteEndpoint(path, name, role=role, read_only=role == "source" or dry_run)
 
 
 def _sqlite_saver_class() -> Any:
