@@ -2,9 +2,11 @@
 delete, keep_latest) and of a restore, and several processes sweeping one store.
 
 After a kill at any operation the thread is whole in exactly one place: its log in
-``threads/`` serving every checkpoint and write it served before, or its bytes in
-``archive/`` (a ``.swept`` file and/or a ``.zst``, equal to the log). The next sweep
-settles what the kill left, no temp file stays, and a restore brings back the original.
+``threads/`` serving every checkpoint and write it served before, with its debug trace
+and quarantine file in their places, or its bytes in ``archive/`` (a ``.swept`` file
+and/or a ``.zst``, equal to the log, and a ``.companions.zst`` holding the trace and
+quarantine file). The next sweep settles what the kill left, no temp file stays, and a
+restore brings back the original, trace and quarantine file included.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from langgraph_jsonl_checkpoint.disk.archive import COMPRESSED, MOVED, ThreadArchive
+from langgraph_jsonl_checkpoint.disk import framing
+from langgraph_jsonl_checkpoint.disk.archive import COMPANIONS, COMPRESSED, MOVED, ThreadArchive
 from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
 from tests.harness.answers import answers, diff_answers
 from tests.harness.children import kill_at_op_child, read_text, spawn, sweep_child
@@ -36,21 +39,47 @@ def _later() -> float:
     return time.time() + 3600
 
 
-def _places(store: Path, original: bytes) -> list[str]:
-    """Where thread ``t`` is now (each place's content checked against ``original``)."""
+def _give_own_files(store: Path) -> dict[str, bytes]:
+    """Give thread ``t`` a debug trace (the current file and a rotated one) and a
+    quarantine file; their bytes by path in the store."""
+    stem = thread_file_stem("t")
+    (store / "traces").mkdir(mode=0o700, exist_ok=True)
+    note = {"t": "quarantine", "seq": 0, "at": "2026-01-01T00:00:00Z", "offset": 4096, "bytes": 9}
+    own = {
+        f"traces/{stem}.jsonl": b'{"ev":"start","kind":"graph","run":"r2"}\n',
+        f"traces/{stem}.1.jsonl": b'{"ev":"start","kind":"graph","run":"r1"}\n' * 40,
+        f"threads/{stem}.quarantine": framing.frame(note) + b'{"t":"che\n',
+    }
+    for name, data in own.items():
+        (store / name).write_bytes(data)
+    return own
+
+
+def _live(store: Path, own: dict[str, bytes]) -> dict[str, bytes]:
+    """Those of ``own``'s files that are in their places in ``store``, with their bytes."""
+    return {name: (store / name).read_bytes() for name in own if (store / name).exists()}
+
+
+def _places(store: Path, original: bytes, own: dict[str, bytes]) -> list[str]:
+    """Where thread ``t`` is now (each place's content, trace and quarantine file
+    included, checked against ``original`` and ``own``)."""
     places = []
     saver = JsonlSaver(store, read_only=True)
     try:
         if saver.store.has_thread("t"):
             assert Path(saver.store.thread_log("t").path).read_bytes() == original, "threads/: log changed"
+            assert _live(store, own) == own, "threads/: trace or quarantine file lost"
             places.append("threads")
         shelf = ThreadArchive(saver.store)
         files = [p for p in (store / "archive").glob(T_FILES)] if (store / "archive").exists() else []
         for f in files:
-            assert f.name.endswith((MOVED, COMPRESSED)), f.name
+            assert f.name.endswith((MOVED, COMPRESSED, COMPANIONS)), f.name
+            if f.name.endswith(COMPANIONS):
+                continue
             entry = shelf._entry(str(f))
             assert shelf.read(entry) == original, f"archive: {f.name} differs from the log"
-        if files:
+            assert shelf.companions(entry) == own, f"archive: {f.name} lost the trace or quarantine file"
+        if any(not f.name.endswith(COMPANIONS) for f in files):
             places.append("archive")
     finally:
         saver.close()
@@ -79,6 +108,7 @@ def test_kill_at_every_file_operation_leaves_the_thread_whole_in_one_place(
 ) -> None:
     base = tmp_path / "base"
     build_reference_log(base, puts=8, thread_id="t")
+    own = _give_own_files(base)
     saver = JsonlSaver(base)
     want = answers(saver, "t")
     original = Path(saver.store.thread_log("t").path).read_bytes()
@@ -88,7 +118,7 @@ def test_kill_at_every_file_operation_leaves_the_thread_whole_in_one_place(
     n = 0
     for k, store in _kill_at_every_op(tmp_path, base, action):
         n += 1
-        places = _places(store, original)
+        places = _places(store, original, own)
         assert len(places) == 1, f"op {k}: thread t is in {places or 'no place'}"
         # Recovery: the next sweep settles what the kill left; then a restore.
         fresh = JsonlSaver(store)
@@ -97,6 +127,7 @@ def test_kill_at_every_file_operation_leaves_the_thread_whole_in_one_place(
         assert [a.path.endswith(COMPRESSED) for a in fresh.archived("t")] == [True], f"op {k}"
         fresh.restore("t")
         assert not diff_answers(answers(fresh, "t"), want), f"op {k}"
+        assert _live(store, own) == own, f"op {k}: trace or quarantine file not restored"
         assert not list((store / "archive").glob(T_FILES)), f"op {k}: archive files left"
         fresh.close()
         assert not stray_temp_files(store), f"op {k}: temp files left"

@@ -47,8 +47,10 @@ def test_delete_thread_removes_the_quarantined_torn_tail(tmp_path: Path) -> None
 def test_archiving_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
     """Hand-made bug (issue 27): archiving (``Tombstone.move_log``) left the
     ``.quarantine`` file behind in ``threads/``: an archived thread's torn bytes stayed
-    beside the store's live threads, and a restore found them there."""
+    beside the store's live threads. They go into the archive with the log, and a
+    restore brings them back as they were."""
     saver, files = _with_quarantined_tail(tmp_path)
+    quarantined = Path(files.quarantine).read_bytes()
     report = saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + 3600)
     assert report.swept == [("t", "archive")] and [e.thread_id for e in saver.archived()] == ["t"]
     left = files.left_on_disk()
@@ -56,7 +58,7 @@ def test_archiving_removes_the_quarantined_torn_tail(tmp_path: Path) -> None:
     threads = tmp_path / "s" / "threads"
     assert not any(b"secret" in p.read_bytes() for p in threads.iterdir() if p.is_file())
     saver.restore("t")
-    assert ".quarantine" not in files.left_on_disk()
+    assert Path(files.quarantine).read_bytes() == quarantined
     saver.close()
 
 

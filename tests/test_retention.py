@@ -1,5 +1,7 @@
 """Retention on stores made by real graph runs: sweep (delete, keep_latest, archive),
-pinned and live threads, restore, DeltaChannel threads, the policy and the CLI.
+pinned and live threads, restore (with the thread's debug trace and quarantine file,
+and from an archive of a release that kept the log only), DeltaChannel threads, the
+policy and the CLI.
 
 The oracle for what a kept or restored thread serves is the thread itself before the
 sweep (``answers``: every checkpoint of every namespace with its writes) and, for
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,8 +22,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, RestoreError, ThreadBusyError
+from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, JsonlTracer, RestoreError, ThreadBusyError
 from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk.archive import ThreadArchive
+from langgraph_jsonl_checkpoint.disk.paths import LogPaths
 from langgraph_jsonl_checkpoint.disk.runlock import MAINTENANCE
 from langgraph_jsonl_checkpoint.maintenance.retention import RetentionPolicy, ttl_from_environment
 from tests.harness.answers import answers, diff_answers, mem_prune_keep_latest
@@ -28,6 +34,7 @@ from tests.harness.flow_graphs import build_agent_graph
 from tests.harness.state_graphs import build_delta_graph
 
 HOUR = 3600.0
+DATA = Path(__file__).parent / "data"
 
 
 def _cfg(tid: str, **metadata: object) -> dict:
@@ -120,14 +127,133 @@ def test_archive_and_restore_round_trip_equal_the_original(tmp_path: Path) -> No
     saver.close()
 
 
-def test_restore_refuses_a_thread_started_anew(tmp_path: Path) -> None:
-    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
-    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+def _traced_turns(saver: JsonlSaver, tid: str, turns: int, *, first: int = 0) -> None:
+    """``turns`` agent turns on ``tid`` with a ``JsonlTracer`` rotating at 1 KiB (so the
+    trace spans the current file and rotated ones)."""
+    tracer = JsonlTracer(saver, max_bytes=1024)
     graph = build_agent_graph().compile(checkpointer=saver)
-    graph.invoke({"messages": [HumanMessage("what is 9 + 2?", id="n")]}, _cfg("t"))
+    for turn in range(first, first + turns):
+        msg = HumanMessage(f"what is {turn} + 2?", id=f"{tid}-h{turn}")
+        graph.invoke({"messages": [msg]}, {**_cfg(tid), "callbacks": [tracer]})
+    tracer.close()
+
+
+def _own_files(paths: LogPaths) -> dict[str, bytes]:
+    """A thread's trace files and quarantine file that exist, by name, with their bytes."""
+    return {os.path.basename(p): Path(p).read_bytes()
+            for p in (*paths.trace_files(), paths.quarantine) if os.path.exists(p)}
+
+
+def test_archive_and_restore_bring_back_the_trace_and_the_quarantine_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    _traced_turns(saver, "t-1", 3)
+    _traced_turns(saver, "t-2", 1)
+    paths = saver.store.thread_log("t-1").paths
+    with open(paths.log, "ab") as f:  # a torn tail: the next append cuts it into quarantine
+        f.write(b'{"t":"checkpoint","ns":"","id":"torn')
+    _traced_turns(saver, "t-1", 1, first=3)
+    kept, other = _own_files(paths), _own_files(saver.store.thread_log("t-2").paths)
+    assert set(kept) == {os.path.basename(p) for p in (*paths.trace_files(), paths.quarantine)}
+    assert main(["trace", str(store), "t-1", "--json"]) == 0
+    timeline = capsys.readouterr().out
+    before = answers(saver, "t-1")
+
+    report = saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    assert sorted(t for t, _ in report.swept) == ["t-1", "t-2"] and not report.errors
+    assert _own_files(paths) == {}  # nothing of the thread left beside the live ones
+    assert not any(b"torn" in p.read_bytes() for p in (store / "threads").iterdir() if p.is_file())
+
+    saver.restore("t-1")
+    assert _own_files(paths) == kept  # byte for byte
+    assert not diff_answers(answers(saver, "t-1"), before)
+    assert main(["trace", str(store), "t-1", "--json"]) == 0
+    assert capsys.readouterr().out == timeline
+    assert not list((store / "archive").glob(paths.name + ".*"))
+    assert _own_files(saver.store.thread_log("t-2").paths) == {}  # still archived
+    saver.restore("t-2")
+    assert _own_files(saver.store.thread_log("t-2").paths) == other
+    assert not os.listdir(store / "archive") and not os.listdir(store / "tmp")
+    saver.close()
+
+
+def test_a_swept_delete_removes_the_trace_as_delete_thread_does(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    paths = saver.store.thread_log("t").paths
+    assert _own_files(paths)
+    report = saver.sweep({"default_ttl": 0, "strategy": "delete"}, now=time.time() + HOUR)
+    assert report.swept == [("t", "delete")]
+    assert _own_files(paths) == {} and not os.path.exists(tmp_path / "s" / "archive")
+    saver.close()
+
+
+def test_restore_refuses_a_thread_started_anew(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 2)
+    paths = saver.store.thread_log("t").paths
+    archived_trace = _own_files(paths)
+    before = answers(saver, "t")
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    _traced_turns(saver, "t", 1, first=9)  # a run starts the thread anew, traced
+    new_trace = _own_files(paths)
+    assert new_trace and new_trace != archived_trace
     with pytest.raises(RestoreError, match="has a log again"):
         saver.restore("t")
     assert len(saver.archived("t")) == 1  # kept
+    assert _own_files(paths) == new_trace  # the new thread's trace is its own, untouched
+
+    saver.delete_thread("t")  # the new thread goes (its trace with it): the old one comes back
+    saver.restore("t")
+    assert _own_files(paths) == archived_trace
+    assert not diff_answers(answers(saver, "t"), before)
+    saver.close()
+
+
+def test_restore_refuses_while_a_trace_was_written_after_archiving(tmp_path: Path) -> None:
+    """A traced run that saved no checkpoint of the thread (its graph has another
+    checkpointer) leaves a trace but no log: restoring would overwrite it."""
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    paths = saver.store.thread_log("t").paths
+    archived_trace = _own_files(paths)
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    tracer = JsonlTracer(saver)
+    build_agent_graph().compile(checkpointer=InMemorySaver()).invoke(
+        {"messages": [HumanMessage("what is 1 + 2?", id="x")]}, {**_cfg("t"), "callbacks": [tracer]})
+    tracer.close()
+    stray = _own_files(paths)
+    assert stray and not saver.store.has_thread("t")
+    with pytest.raises(RestoreError, match="move or delete them"):
+        saver.restore("t")
+    assert _own_files(paths) == stray and len(saver.archived("t")) == 1 and not saver.store.has_thread("t")
+    for p in paths.trace_files():
+        if os.path.exists(p):
+            os.unlink(p)
+    saver.restore("t")
+    assert _own_files(paths) == archived_trace
+    saver.close()
+
+
+def test_an_archive_of_the_log_alone_still_restores(tmp_path: Path) -> None:
+    """``tests/data/archive-v1``: archived by a release whose archive held the log only
+    (the thread's trace was dropped); it restores as it did, with no trace."""
+    sys.path.insert(0, str(DATA))
+    import make_archive_v1 as v1
+
+    store = tmp_path / "archive-v1"
+    shutil.copytree(DATA / "archive-v1", store)
+    saver = JsonlSaver(store)
+    (entry,) = saver.archived(v1.THREAD)
+    log_bytes = ThreadArchive(saver.store).read(entry)
+    saver.restore(v1.THREAD)
+    paths = saver.store.thread_log(v1.THREAD).paths
+    assert Path(paths.log).read_bytes() == log_bytes and _own_files(paths) == {}
+    assert not os.listdir(store / "archive")
+    graph = build_agent_graph().compile(checkpointer=saver)
+    assert graph.get_state(_cfg(v1.THREAD)).values["messages"][-1].content == v1.LAST_REPLY
     saver.close()
 
 
