@@ -22,8 +22,16 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, JsonlTracer, RestoreError, ThreadBusyError
+from langgraph_jsonl_checkpoint import (
+    ConfigError,
+    CorruptLogError,
+    JsonlSaver,
+    JsonlTracer,
+    RestoreError,
+    ThreadBusyError,
+)
 from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk import companions
 from langgraph_jsonl_checkpoint.disk.archive import ThreadArchive
 from langgraph_jsonl_checkpoint.disk.paths import LogPaths
 from langgraph_jsonl_checkpoint.disk.runlock import MAINTENANCE
@@ -268,6 +276,37 @@ def test_a_damaged_archive_is_refused_and_kept(tmp_path: Path) -> None:
         saver.restore("t")
     assert os.path.exists(entry.path) and not saver.store.has_thread("t")
     saver.close()
+
+
+def test_a_damaged_companions_file_is_refused_and_kept(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    paths = saver.store.thread_log("t").paths
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    (companions_file,) = (tmp_path / "s" / "archive").glob("*.companions.zst")
+    data = bytearray(companions_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    companions_file.write_bytes(bytes(data))
+    before = sorted(os.listdir(tmp_path / "s" / "archive"))
+    with pytest.raises(CorruptLogError, match="damaged"):
+        saver.restore("t")
+    assert sorted(os.listdir(tmp_path / "s" / "archive")) == before  # nothing changed
+    assert not saver.store.has_thread("t") and _own_files(paths) == {}
+    companions_file.unlink()  # as the message says: the thread comes back without them
+    saver.restore("t")
+    assert saver.store.has_thread("t") and _own_files(paths) == {}
+    saver.close()
+
+
+def test_the_companions_format_round_trips_and_refuses_what_is_cut_short() -> None:
+    own = {"traces/t-1.jsonl": b'{"ev":"start"}\n' * 3, "threads/t-1.quarantine": b"", "x": b"\n\n"}
+    packed = companions.pack("t 1", own)
+    assert companions.unpack(packed) == ("t 1", own)
+    assert companions.thread_in(packed[:40]) is None and companions.thread_in(packed[:60]) == "t 1"
+    assert companions.unpack(companions.pack("t", {})) == ("t", {})
+    for cut in (len(packed) - 1, len(packed) - 5, packed.index(b"\n") + 3):
+        with pytest.raises(ValueError, match="offset|cut short"):
+            companions.unpack(packed[:cut])
 
 
 @pytest.mark.parametrize("strategy", ["keep_latest", "archive"])

@@ -1,23 +1,31 @@
 """Archived threads: logs a retention sweep moved out of ``threads/``, compressed, and
-brought back by a restore.
+brought back by a restore, with their companion files.
 
 Files in ``<store>/archive/`` (``stamp``: when it was archived, UTC)::
 
-    <stem>.<stamp>.jsonl.swept    a log just moved here, as it was (one rename away)
-    <stem>.<stamp>.jsonl.zst      the same bytes, compressed: the settled form
-    <stem>.<stamp>.jsonl          a copy ``repair`` made before changing a log (not ours)
+    <stem>.<stamp>.jsonl.swept      a log just moved here, as it was (one rename away)
+    <stem>.<stamp>.jsonl.zst        the same bytes, compressed: the settled form
+    <stem>.<stamp>.companions.zst   its debug trace and quarantine file (:mod:`.companions`)
+    <stem>.<stamp>.jsonl            a copy ``repair`` made before changing a log (not ours)
 
 The trade-off: a thread is moved, never copied, so at every instant it is whole in
 exactly one place (``threads/`` or ``archive/``), at the price of a second step for
-compression. Archiving is: tombstone, ``rename`` the log to ``.swept`` (the one step
-that moves the thread), compress that to a temp file, fsync, ``rename`` it to ``.zst``,
-unlink the ``.swept``. A restore runs it backwards: decompress to ``.swept``, unlink the
-``.zst``, ``rename`` the ``.swept`` into ``threads/`` (the one step that brings it
-back). Both hold the thread's writer lock. A crash leaves the log in ``threads/``, or a
-``.swept`` and/or a ``.zst`` of the same bytes in ``archive/``; :meth:`ThreadArchive.settle`
-(run by the next sweep or restore, under the same lock) keeps the ``.zst`` and drops
-the other, or compresses a lone ``.swept``. Temp files live in ``tmp/`` and are swept
-like a rewrite's.
+compression. Archiving is: write the companions file (temp file, fsync, rename; a thread
+with neither a trace nor a quarantine file has none), tombstone, ``rename`` the log to
+``.swept`` (the one step that moves the thread), remove the companion files from their
+places, compress the log to a temp file, fsync, ``rename`` it to ``.zst``, unlink the
+``.swept``. A restore runs it backwards: decompress to ``.swept``, unlink the ``.zst``,
+write the companion files back into their places, ``rename`` the ``.swept`` into
+``threads/`` (the one step that brings it back), unlink the companions file. Both hold
+the thread's writer lock. A crash leaves the log in ``threads/`` with its companion
+files in place, or a ``.swept`` and/or a ``.zst`` of the same bytes in ``archive/`` with
+the companions file beside them (copies of the companion files may be in place too);
+:meth:`ThreadArchive.settle` (run by the next sweep or restore, under the same lock)
+keeps the ``.zst`` and drops the other, or compresses a lone ``.swept``, removes the
+copies of a thread that has no log, and removes a companions file whose log is not in
+the archive (its files are in place). Temp files live in ``tmp/`` and are swept like a
+rewrite's. An archive of a release before companions files (the log alone) restores
+the log alone.
 
 The codec is Zstandard (the ``zstandard`` package, an optional extra ``archive``):
 well kept (bindings to the reference C library, released in step with it, wheels for
@@ -34,11 +42,11 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..errors import ConfigError, CorruptLogError, ForeignFileError
-from . import files, framing
+from ..errors import ConfigError, CorruptLogError, ForeignFileError, RestoreError
+from . import companions, files, framing
 from .files import fsync_dir
 from .log import ThreadLog
-from .paths import thread_file_stem
+from .paths import LogPaths, thread_file_stem
 from .store import ARCHIVE_DIR, Store
 
 try:  # optional: only archiving and restoring need it (Any to mypy: pyproject.toml)
@@ -50,6 +58,8 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 MOVED = ".jsonl.swept"
 #: A log compressed in the archive.
 COMPRESSED = ".jsonl.zst"
+#: The companion files (debug trace, quarantine file) of an archived log, compressed.
+COMPANIONS = ".companions.zst"
 #: Zstandard level: logs are archived once and read rarely; 10 costs about as much CPU
 #: as gzip -6 and is 8% smaller than the default 3 on agent logs.
 LEVEL = 10
@@ -101,7 +111,8 @@ class ThreadArchive:
     # -- archiving ---------------------------------------------------------------
 
     def archive(self, log: ThreadLog) -> str:
-        """Move a thread's log into the archive and compress it. Call under the log's
+        """Move a thread's log into the archive and compress it, its companion files
+        (debug trace, quarantine file) with it. Call under the log's
         :meth:`~.log.ThreadLog.writer`, with the log present.
 
         Returns:
@@ -110,15 +121,19 @@ class ThreadArchive:
         require_zstandard()
         self._ensure_folder()
         stamp = datetime.now(UTC).strftime(_STAMP)
-        moved = os.path.join(self.folder, f"{log.name}.{stamp}{MOVED}")
-        log.move_out(moved)
-        return self._compress(moved, log)
+        base = os.path.join(self.folder, f"{log.name}.{stamp}")
+        own = _present(log.paths)
+        if own:  # written whole before the log moves: the move stays the one step
+            packed = companions.pack(log.thread_id, {_name(log.paths, p): d for p, d in own.items()})
+            self._write_durably(log.paths.temp("companions"), base + COMPANIONS, _compressed(packed))
+        log.move_out(base + MOVED)
+        _drop_copies(own)
+        return self._compress(base + MOVED, log)
 
     def _compress(self, moved: str, log: ThreadLog) -> str:
         data = files.read_whole(moved)
-        packed = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data)
         final = moved[: -len(MOVED)] + COMPRESSED
-        self._write_durably(log.paths.temp("zst"), final, packed)
+        self._write_durably(log.paths.temp("zst"), final, _compressed(data))
         files.os.unlink(moved)
         fsync_dir(self.folder)
         return final
@@ -136,12 +151,23 @@ class ThreadArchive:
     # -- restoring ---------------------------------------------------------------
 
     def restore(self, log: ThreadLog, entry: ArchivedThread) -> None:
-        """Bring an archived log back as the thread's log. Call under the log's
-        :meth:`~.log.ThreadLog.locked`, with no log in ``threads/``.
+        """Bring an archived log back as the thread's log, and its companion files into
+        their places. Call under the log's :meth:`~.log.ThreadLog.locked`, with no log
+        in ``threads/``.
 
         Raises:
             CorruptLogError: The archive is damaged (its checksum fails); it is kept.
+            RestoreError: A file of the thread is where a companion file would go back
+                (written after the thread was archived); nothing was changed.
         """
+        own = self._held(log.paths, entry.path[: -len(_suffix(entry.path))] + COMPANIONS)
+        in_the_way = [p for p in own if os.path.lexists(p)]
+        if in_the_way:
+            raise RestoreError(
+                f"thread {entry.thread_id!r}: {', '.join(in_the_way)} would be replaced by the "
+                f"file archived with it in {entry.path} (a run on this thread id wrote it "
+                "after the thread was archived): move or delete them, then restore."
+            )
         moved = entry.path
         if moved.endswith(COMPRESSED):
             require_zstandard()
@@ -150,9 +176,15 @@ class ThreadArchive:
             self._write_durably(log.paths.temp("swept"), moved, data)
             files.os.unlink(entry.path)
             fsync_dir(self.folder)
+        for path, data in own.items():
+            _ensure_directory(os.path.dirname(path))
+            self._write_durably(log.paths.temp("companion"), path, data)
         files.os.rename(moved, log.path)  # the one step that brings the thread back
         fsync_dir(log.paths.directory)
         fsync_dir(self.folder)
+        if own:
+            files.os.unlink(moved[: -len(MOVED)] + COMPANIONS)
+            fsync_dir(self.folder)
 
     def read(self, entry: ArchivedThread) -> bytes:
         """The archived log's bytes, as they were in ``threads/``.
@@ -174,6 +206,49 @@ class ThreadArchive:
                 path=entry.path,
                 offset=0,
             ) from exc
+
+    def companions(self, entry: ArchivedThread) -> dict[str, bytes]:
+        """The companion files archived with a log, by path relative to the store (empty
+        if it had none, or was archived before companion files were kept).
+
+        Raises:
+            CorruptLogError: The companions file is damaged or not the thread's.
+        """
+        path = entry.path[: -len(_suffix(entry.path))] + COMPANIONS
+        paths = self.store.log_paths(entry.thread_id)
+        return {_name(paths, p): data for p, data in self._held(paths, path).items()}
+
+    def _held(self, paths: LogPaths, path: str) -> dict[str, bytes]:
+        """The files a companions file holds, by the path each goes back to ({} if there
+        is no such file).
+
+        Raises:
+            CorruptLogError: The file is damaged, names another thread, or names a file
+                that is not one of the thread's companion files.
+        """
+        try:
+            raw = files.read_whole(path)
+        except FileNotFoundError:
+            return {}
+        require_zstandard()
+        require_zstandard()
+        places = {_name(paths, p): p for p in paths.companion_files()}
+        try:
+            thread_id, held = companions.unpack(zstandard.ZstdDecompressor().decompress(raw))
+            if thread_file_stem(thread_id) != paths.name:
+                raise ValueError(f"it holds the files of thread {thread_id!r}")
+            foreign = sorted(set(held) - set(places))
+            if foreign:
+                raise ValueError(f"{foreign[0]!r} is not a companion file of the thread")
+        except (zstandard.ZstdError, ValueError) as exc:
+            raise CorruptLogError(
+                f"companions file {path} is damaged or not this thread's ({exc}); it was kept "
+                "as it is. Restore it from a backup, or move it out of the archive to restore "
+                "the thread without its debug trace and quarantine file.",
+                path=path,
+                offset=0,
+            ) from exc
+        return {places[name]: content for name, content in held.items()}
 
     # -- what the archive holds ----------------------------------------------------
 
@@ -200,32 +275,74 @@ class ThreadArchive:
         return [e for e in out if thread_id is None or e.thread_id == thread_id]
 
     def unsettled(self) -> list[str]:
-        """``.swept`` files a crash left (each to :meth:`settle` under its thread's lock)."""
+        """What a crash left half done (each to :meth:`settle` under its thread's lock):
+        ``.swept`` files, and companions files with no log of their archiving here."""
         if not os.path.isdir(self.folder):
             return []
         names = sorted(files.os.listdir(self.folder))
-        return [os.path.join(self.folder, n) for n in names if n.endswith(MOVED)]
+        present = set(names)
+        out = []
+        for n in names:
+            if n.endswith(COMPANIONS):
+                base = n[: -len(COMPANIONS)]
+                if base + MOVED in present or base + COMPRESSED in present:
+                    continue
+            elif not n.endswith(MOVED):
+                continue
+            out.append(os.path.join(self.folder, n))
+        return out
 
-    def settle(self, log: ThreadLog, moved: str) -> None:
-        """Finish an archiving (or undo a restore) a crash cut short: keep the ``.zst``
-        of a ``.swept`` file, compressing it first if there is none. Call under the
-        log's :meth:`~.log.ThreadLog.locked`."""
-        if not os.path.exists(moved):
-            return  # settled by another process meanwhile
-        final = moved[: -len(MOVED)] + COMPRESSED
-        if os.path.exists(final):
-            files.os.unlink(moved)  # the same bytes, compressed and fsynced before
+    def settle(self, log: ThreadLog, path: str) -> bool:
+        """Finish an archiving (or undo a restore) a crash cut short. Call under the
+        log's :meth:`~.log.ThreadLog.locked`.
+
+        For a ``.swept`` file: if the thread has no log, remove the copies of its
+        companion files left in their places (the companions file holds them), then keep
+        the ``.zst``, compressing the ``.swept`` first if there is none. For a
+        companions file whose log is not in the archive (the move never happened, or the
+        restore did): remove it, its files being in place.
+
+        Returns:
+            Whether anything was left to do (another process may have settled it).
+        """
+        if not os.path.exists(path):
+            return False  # settled by another process meanwhile
+        if path.endswith(COMPANIONS):
+            base = path[: -len(COMPANIONS)]
+            if os.path.exists(base + MOVED) or os.path.exists(base + COMPRESSED):
+                return False  # its log is archived: it belongs with it
+            files.os.unlink(path)
+            fsync_dir(self.folder)
+            return True
+        base = path[: -len(MOVED)]
+        if not os.path.lexists(log.paths.log):  # a thread started anew owns what is in place
+            try:
+                _drop_copies(self._held(log.paths, base + COMPANIONS))
+            except CorruptLogError:
+                pass  # kept in place; a restore reports the damaged file
+        if os.path.exists(base + COMPRESSED):
+            files.os.unlink(path)  # the same bytes, compressed and fsynced before
             fsync_dir(self.folder)
         else:
             require_zstandard()
-            self._compress(moved, log)
+            self._compress(path, log)
+        return True
 
     def thread_of(self, path: str) -> str:
-        """The thread id in an archived log's header.
+        """The thread id in an archived log's header (or a companions file's).
 
         Raises:
             ForeignFileError: The file is not an archived log of this store.
         """
+        if path.endswith(COMPANIONS):
+            thread_id = companions.thread_in(self._head(path))
+            name = os.path.basename(path)
+            if thread_id is None or not name.startswith(thread_file_stem(thread_id) + "."):
+                raise ForeignFileError(
+                    f"{path} is not a companions file of this store (its name or header does "
+                    "not match). Move it out of the archive folder."
+                )
+            return thread_id
         return self._entry(path).thread_id
 
     def _entry(self, path: str) -> ArchivedThread:
@@ -250,7 +367,7 @@ class ThreadArchive:
         return ArchivedThread(header["thread"], path, archived_at, files.os.stat(path).st_size)
 
     def _head(self, path: str) -> bytes:
-        if not path.endswith(COMPRESSED):
+        if not path.endswith((COMPRESSED, COMPANIONS)):
             fd = files.open_file(path, os.O_RDONLY)
             try:
                 return files.os.pread(fd, _HEADER_BYTES, 0)
@@ -268,3 +385,54 @@ class ThreadArchive:
         if not os.path.isdir(self.folder):
             files.os.makedirs(self.folder, mode=0o700, exist_ok=True)
             fsync_dir(self.store.path)
+
+
+def _suffix(path: str) -> str:
+    return COMPRESSED if path.endswith(COMPRESSED) else MOVED
+
+
+def _name(paths: LogPaths, path: str) -> str:
+    """A thread's file as a companions file names it: its path relative to the store."""
+    return os.path.relpath(path, os.path.dirname(paths.directory))
+
+
+def _present(paths: LogPaths) -> dict[str, bytes]:
+    """The thread's companion files that exist, with their bytes."""
+    own = {}
+    for path in paths.companion_files():
+        try:
+            own[path] = files.read_whole(path)
+        except FileNotFoundError:
+            continue
+    return own
+
+
+def _drop_copies(own: dict[str, bytes]) -> None:
+    """Remove the files of ``own`` that still hold exactly its bytes (the companions
+    file holds them), durably. One that changed meanwhile (a run traced on this
+    thread id) is left in place."""
+    folders = set()
+    for path, data in own.items():
+        try:
+            if files.read_whole(path) != data:
+                continue
+            files.os.unlink(path)
+        except OSError:
+            continue  # gone already, or a link planted in its place: not ours to remove
+        folders.add(os.path.dirname(path))
+    for folder in sorted(folders):
+        fsync_dir(folder)
+
+
+def _ensure_directory(path: str) -> None:
+    """Create a store folder (``traces/``) that is missing, durably."""
+    if not os.path.isdir(path):
+        files.os.makedirs(path, mode=0o700, exist_ok=True)
+        fsync_dir(os.path.dirname(path))
+
+
+def _compressed(data: bytes) -> bytes:
+    packed: bytes = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data)
+    return packed
+
+

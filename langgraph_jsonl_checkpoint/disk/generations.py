@@ -6,13 +6,15 @@ renamed over the log, and the directory is fsynced. A crash at any point leaves 
 or the new file, whole, and at most a temp file that the next writer sweeps. The new
 file keeps the old one's modification time: a rewrite is not activity.
 
-Deleting a thread removes its log, sidecar and quarantine file, and leaves a tombstone
-(``<stem>.deleted``) naming the newest checkpoint id it held: a write LangGraph was still
-sending for one of them (a run saving while the thread was deleted) is refused instead
-of bringing the thread back. The lock file stays: another process may hold it.
-Archiving (:mod:`.archive`) leaves the same tombstone and *moves* the log instead of
-removing it: one rename, so the thread is in ``threads/`` or in ``archive/``, never in
-both and never in neither.
+Deleting a thread removes its log, the files derived from it (sidecar, session memory,
+head file) and its companion files (quarantine file, debug traces), and leaves a
+tombstone (``<stem>.deleted``) naming the newest checkpoint id it held: a write
+LangGraph was still sending for one of them (a run saving while the thread was deleted)
+is refused instead of bringing the thread back. The lock file stays: another process
+may hold it. Archiving (:mod:`.archive`) leaves the same tombstone and *moves* the log
+instead of removing it: one rename, so the thread is in ``threads/`` or in
+``archive/``, never in both and never in neither. It removes the derived files only:
+the companion files are the archive's to carry (copied before the move, removed after).
 """
 
 from __future__ import annotations
@@ -118,18 +120,18 @@ class Tombstone:
 
     def delete_log(self, newest: str | None) -> None:
         """Write the tombstone (if ``newest`` is newer than what it says), then remove
-        the log and what goes with it (sidecar, quarantine file, session memory, debug
-        traces), durably. Call under the writer
-        lock."""
+        the log and what goes with it (sidecar, session memory, head file, quarantine
+        file, debug traces), durably. Call under the writer lock."""
         self._mark(newest)
-        _unlink_if_there(self.paths.log, *self.paths.derived_files())
+        _unlink_if_there(self.paths.log, *self.paths.derived_files(), *self.paths.companion_files())
         files.fsync_dir(self.paths.directory)
 
     def move_log(self, newest: str | None, destination: str) -> None:
         """Write the tombstone, then move the log to ``destination`` (another folder of
         the store: the rename is the one step that takes the thread away, so it is
-        whole in exactly one place at every instant) and remove what goes with it
-        (sidecar, quarantine file, session memory, debug traces), durably. Call under the writer lock.
+        whole in exactly one place at every instant) and remove the files derived from
+        it (sidecar, session memory, head file), durably. The companion files (quarantine
+        file, debug traces) stay: the archive carries them. Call under the writer lock.
 
         Raises:
             OSError: The log could not be moved (it is still in place, with a tombstone

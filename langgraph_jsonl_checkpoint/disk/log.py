@@ -435,16 +435,17 @@ class ThreadLog(LogView):
             pass  # only a cache
 
     def remove(self) -> None:
-        """Delete the log, sidecar and quarantine files, leaving a tombstone (see
-        :mod:`.generations`). Call under :meth:`writer`."""
+        """Delete the log, the files derived from it and its companion files (quarantine
+        file, debug traces), leaving a tombstone (see :mod:`.generations`). Call under
+        :meth:`writer`."""
         newest = max((ids[-1] for ids in self.index.ordered_ids.values() if ids), default=None)
         self._reset()
         self.tombstone.delete_log(newest)
 
     def move_out(self, destination: str) -> None:
         """Move the log to ``destination`` (the store's archive), leaving a tombstone
-        and removing the sidecar and quarantine file (see :mod:`.generations`). Call
-        under :meth:`writer`."""
+        and removing the files derived from it (see :mod:`.generations`; the companion
+        files are the archive's to carry). Call under :meth:`writer`."""
         newest = max((ids[-1] for ids in self.index.ordered_ids.values() if ids), default=None)
         self._reset()
         self.tombstone.move_log(newest, destination)

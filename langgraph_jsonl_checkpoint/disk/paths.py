@@ -106,9 +106,15 @@ class LogPaths:
         return [base + ".jsonl"] + [f"{base}.{n}.jsonl" for n in range(1, TRACE_ROTATIONS + 1)]
 
     def derived_files(self) -> list[str]:
-        """Files derived from the log or kept beside it that go with it: the sidecar,
-        the quarantine file, the session memory, the head file and the debug traces."""
-        return [self.index, self.quarantine, self.memory, self.head, *self.trace_files()]
+        """Files derived from the log, rebuilt from it when missing: the sidecar, the
+        session memory and the head file."""
+        return [self.index, self.memory, self.head]
+
+    def companion_files(self) -> list[str]:
+        """Files kept beside the log that cannot be rebuilt from it: the quarantine file
+        and the debug traces. Deleting the thread removes them; archiving carries them
+        into the archive with the log (:mod:`.companions`)."""
+        return [self.quarantine, *self.trace_files()]
 
     @property
     def tombstone(self) -> str:

@@ -231,7 +231,7 @@ class Store:
         """Whether anything of this thread's data is on disk: its log, its index, bytes
         set aside from a torn write, its session memory or debug traces (creates nothing)."""
         paths = self.log_paths(thread_id)
-        return any(os.path.lexists(p) for p in (paths.log, *paths.derived_files()))
+        return any(os.path.lexists(p) for p in (paths.log, *paths.derived_files(), *paths.companion_files()))
 
     def keep_warm(self, log: LogView) -> None:
         """Note that ``log``'s value caches were just used or filled. While the items

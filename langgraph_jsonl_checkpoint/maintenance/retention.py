@@ -3,7 +3,8 @@ checkpoint, or archived; archived threads are restored.
 
 The policy speaks the LangGraph server's terms (its ``ttl`` block in ``langgraph.json``):
 ``default_ttl`` in minutes of inactivity, ``strategy`` ``"delete"`` | ``"keep_latest"``,
-plus ``"archive"`` (the log moves into ``archive/``, compressed: :mod:`~..disk.archive`),
+plus ``"archive"`` (the log moves into ``archive/``, compressed, with its debug trace
+and quarantine file: :mod:`~..disk.archive`),
 ``sweep_interval_minutes`` and ``sweep_limit``.
 
 A thread's last activity is its log file's modification time: every append and rewrite
@@ -305,8 +306,8 @@ def _settle_archive(access: StoreAccess, archive: ThreadArchive, report: SweepRe
         try:
             log = access.store.thread_log(archive.thread_of(moved))
             with log.locked():
-                archive.settle(log, moved)
-            report.settled.append(moved)
+                if archive.settle(log, moved):
+                    report.settled.append(moved)
         except FileNotFoundError:
             continue  # settled by another process meanwhile
         except (OSError, JsonlCheckpointError) as exc:
@@ -319,8 +320,9 @@ def archived(access: StoreAccess, thread_id: str | None = None) -> list[Archived
 
 
 def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
-    """Bring a thread's newest archive back into ``threads/``; the thread then reads
-    exactly as it did when it was archived.
+    """Bring a thread's newest archive back into ``threads/``, its debug trace and
+    quarantine file into their places; the thread then reads exactly as it did when it
+    was archived.
 
     The archive is looked at before any lock is taken (taking one creates the thread's
     lock files: a thread with no archive must be left without them), and again under
@@ -331,8 +333,8 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
 
     Raises:
         ConfigError: The store was opened read-only.
-        RestoreError: No archive of this thread, the thread has a log again, or a run
-            is working on it.
+        RestoreError: No archive of this thread, the thread has a log again (or a
+            trace file where the archived one would go back), or a run is working on it.
         CorruptLogError: The archive is damaged (it is kept).
     """
     store = access.store
