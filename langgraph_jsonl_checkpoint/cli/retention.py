@@ -146,8 +146,8 @@ def define_restore(p: argparse.ArgumentParser) -> None:
     """``restore``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
     describe(
         p,
-        description="Move a thread's newest archive back into the store; the thread then "
-        "reads as it did when it was archived.",
+        description="Move a thread's newest archive back into the store, its debug trace "
+        "and quarantine file included; the thread then reads as it did when it was archived.",
         examples=["langgraph-jsonl restore ./checkpoints --thread t-1"],
         json_shape="{thread_id, restored_from}",
     )
