@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,42 @@ def test_foreign_and_unreadable_thread_files_are_named_with_what_to_do(tmp_path:
     assert str(gone.error).startswith(f"cannot open {threads / 'gone.jsonl'} (")
     assert str(gone.error).endswith(
         "); the store only holds regular files it created. Remove or fix that file.")
+    saver.close()
+
+
+def test_a_directory_or_fifo_named_like_a_log_is_an_entry_with_an_error(tmp_path: Path) -> None:
+    """Not a traceback (a directory opens, then cannot be read) nor a hang (a FIFO's open
+    waits for a writer): the catalog names each, with what to do, and lists the others."""
+    d = tmp_path / "s"
+    saver = JsonlSaver(d)
+    _put(saver, "t")
+    threads = d / store_mod.THREADS_DIR
+    (threads / "x-0.jsonl").mkdir()
+    os.mkfifo(threads / "y-0.jsonl")
+    listed: list[store_mod.ThreadFile] = []
+    raised: list[BaseException] = []
+
+    def list_catalog() -> None:
+        try:
+            listed.extend(saver.store.catalog())
+        except BaseException as exc:  # reported below, not as a thread's unhandled error
+            raised.append(exc)
+
+    reader = threading.Thread(target=list_catalog, daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # let the blocked open go before failing
+        os.close(os.open(threads / "y-0.jsonl", os.O_RDWR | os.O_NONBLOCK))
+        pytest.fail("listing the store waited on a FIFO")
+    assert not raised, raised
+    found = {os.path.basename(f.path): f for f in listed}
+    assert len(found) == 3 and {"x-0.jsonl", "y-0.jsonl"} <= set(found)
+    for name, kind in (("x-0.jsonl", "a directory"), ("y-0.jsonl", "a FIFO")):
+        assert found[name].thread_id is None
+        assert str(found[name].error) == (
+            f"{threads / name} is not a regular file ({kind}); the store only holds regular files "
+            "it created. Move it out of the store directory.")
+    assert [f.thread_id for f in found.values() if f.error is None] == ["t"]
     saver.close()
 
 

@@ -19,6 +19,7 @@ file descriptors); an evicted one is reopened, index and all, on next use.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -77,6 +78,13 @@ class ThreadFile:
     path: str
     thread_id: str | None
     error: JsonlCheckpointError | None
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for an error message."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 class Store:
@@ -341,7 +349,8 @@ class Store:
             ForeignFileError: The file is not one of this store's logs.
         """
         try:
-            fd = files.open_file(path, os.O_RDONLY)
+            # Non-blocking: opening a FIFO would otherwise wait for a writer.
+            fd = files.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -350,6 +359,12 @@ class Store:
                 "it created. Remove or fix that file."
             ) from exc
         try:
+            mode = files.os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise ForeignFileError(
+                    f"{path} is not a regular file ({_file_kind(mode)}); the store only holds "
+                    "regular files it created. Move it out of the store directory."
+                )
             head = files.os.pread(fd, 64 * 1024, 0)
         finally:
             files.os.close(fd)
