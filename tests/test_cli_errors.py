@@ -175,6 +175,28 @@ def test_help_documents_the_exit_codes() -> None:
     assert "exit status: 0" in run.stdout and "1 problems found" in run.stdout and "2 bad usage" in run.stdout
 
 
+# -- files the store did not make, paths an export cannot write -----------------------------
+
+
+def test_a_directory_named_like_a_log_is_reported_and_the_others_served(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["a", "b"])
+    (tmp_path / "s" / "threads" / "x-0.jsonl").mkdir()
+    store = str(tmp_path / "s")
+    for argv in (["threads", store], ["verify", store], ["search", store, "a"], ["compact", store],
+                 ["compact", store, "--dry-run"], ["export", store, "--all", str(tmp_path / "out")]):
+        assert main(argv) == 1, argv
+        captured = capsys.readouterr()
+        assert "x-0.jsonl" in captured.out + captured.err, (argv, captured)
+    assert main(["threads", store, "--json"]) == 1
+    rows = orjson.loads(capsys.readouterr().out)
+    odd = next(r for r in rows if r["path"].endswith("x-0.jsonl"))
+    assert odd["status"] == "damaged" and "not a regular file (a directory)" in odd["problem"]
+    assert sorted(r["thread_id"] for r in rows if r["thread_id"]) == ["a", "b"]
+    for argv in (["show", store, "a"], ["history", store, "b"], ["repair", store, "--thread", "a"]):
+        assert main(argv) == 0, argv
+    capsys.readouterr()
+
+
 # -- odd ids ---------------------------------------------------------------------------------
 
 
@@ -199,6 +221,8 @@ def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys
     assert out[2][1] == "damaged" and "not a langgraph-jsonl-checkpoint log" in out[2][-1]
     assert main(["verify", str(tmp_path / "s")]) == 1
     assert "zzz-notes.jsonl" in capsys.readouterr().out
+    assert main(["search", str(tmp_path / "s"), "a"]) == 1  # not silently left out of the search
+    assert "1 thread(s) not searched" in capsys.readouterr().err
 
 
 def test_a_store_written_through_another_serializer_is_reported_not_a_traceback(

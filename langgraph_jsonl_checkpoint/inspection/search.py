@@ -19,6 +19,7 @@ either JSON-escaped or as it is: the byte filter never drops a match.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -280,7 +281,8 @@ def search_messages(
         track: Given the threads to search, yields them as they are searched (a
             progress bar wraps them so).
         skipped: If given, the id of each thread found by listing the store that was
-            skipped because its log, or a value in it, cannot be read is appended.
+            skipped because its log, or a value in it, cannot be read is appended (the
+            file name of a file in the store whose header cannot be read).
 
     Raises:
         ValueError: ``text`` is empty.
@@ -290,9 +292,12 @@ def search_messages(
     """
     search = ThreadSearch(saver, text, role=role, since=since)
     listed = thread_ids is None
-    ids = list(thread_ids) if thread_ids is not None else [
-        e.thread_id for e in saver.store.catalog() if e.thread_id is not None
-    ]
+    ids = list(thread_ids) if thread_ids is not None else []
+    for entry in saver.store.catalog() if listed else ():
+        if entry.thread_id is not None:
+            ids.append(entry.thread_id)
+        elif skipped is not None:  # its header cannot be read: named by its file, as `threads` names it
+            skipped.append(os.path.basename(entry.path))
     for tid in track(ids) if track is not None else ids:
         try:
             found = search.hits(tid)
