@@ -14,6 +14,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
@@ -189,3 +192,24 @@ def test_a_thread_with_a_live_run_in_another_process_reads_running(tmp_path: Pat
     assert main(["threads", str(store), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["status"] == "done" and row["run"] is None
+
+
+def test_tail_follow_ended_by_ctrl_c_exits_1_for_a_damaged_thread(
+    cli_store, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following shows the readable part of a damaged log as it grows; when Ctrl-C ends
+    it, the exit status says the thread is damaged, as `tail` without -f says it."""
+    from langgraph_jsonl_checkpoint.cli import conversation
+
+    polls = []
+
+    def ctrl_c_on_the_third_poll(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(conversation, "time", SimpleNamespace(sleep=ctrl_c_on_the_third_poll))
+    for thread, status in (("damaged", 1), ("agent", 0)):
+        polls.clear()
+        assert main(["tail", str(cli_store.path), thread, "-f", "--poll", "0.01"]) == status, thread
+        assert len(polls) == 3 and capsys.readouterr().out.strip()

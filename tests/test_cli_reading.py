@@ -430,7 +430,8 @@ def test_export_markdown_and_jsonl_hold_the_conversation(
     positions = [md.index(m.content) for m in messages if m.content]
     assert positions == sorted(positions)
     assert all(f"cp-{x['checkpoint_id']}" in md for x in lines[1:])
-    assert main(["export", str(cli_store.path), "--all", str(tmp_path / "all"), "--format", "md"]) == 0
+    exported = main(["export", str(cli_store.path), "--all", str(tmp_path / "all"), "--format", "md"])
+    assert exported == 1  # the damaged thread: its readable part
     written = sorted(p.name for p in (tmp_path / "all").iterdir())
     assert "index.md" in written and len(written) == len(EXPECTED_STATUS) + 1
     assert main(["export", str(cli_store.path), "--all", str(cli_store.path / "inside")]) == 2
@@ -466,12 +467,65 @@ def test_errors_are_one_line_on_stderr_with_exit_2(cli_store: BuiltStore) -> Non
         assert run.stderr.startswith("error: ") and "Traceback" not in run.stderr, run.stderr
 
 
-def test_show_and_history_of_a_damaged_thread_exit_1(cli_store: BuiltStore, capsys) -> None:
+@pytest.mark.parametrize("argv", [
+    ["show"], ["history"], ["tools"], ["memory"], ["tail", "-n", "50"], ["export"],
+    ["export", "--format", "jsonl"],
+])
+def test_a_damaged_thread_s_readable_part_is_shown_with_exit_1(
+    cli_store: BuiltStore, capsys, tmp_path: Path, argv: list[str]
+) -> None:
     """What a damaged log still holds is shown (the valid prefix, with a warning), and
     the exit status says a problem was found, as `threads` and `verify` say it."""
     store = str(cli_store.path)
-    for argv in (["show", store, "damaged"], ["history", store, "damaged"]):
-        for as_json in ((), ("--json",)):
-            assert main([*argv, *as_json]) == 1, argv
-            assert capsys.readouterr().out.strip(), argv  # something was shown
-    assert main(["show", store, "agent"]) == 0 and main(["history", store, "agent"]) == 0
+    command, options = argv[0], argv[1:]
+    for as_json in ((), ("--json",)):
+        assert main([command, store, "damaged", *options, *as_json]) == 1, argv
+        assert capsys.readouterr().out.strip(), argv  # something was shown
+        assert main([command, store, "agent", *options, *as_json]) == 0, argv
+        capsys.readouterr()
+    if command == "export":
+        out = tmp_path / "damaged.txt"
+        assert main(["export", store, "damaged", *options, "-o", str(out)]) == 1
+        assert "both 2 3" in out.read_text()
+
+
+def test_the_damage_warning_is_printed_by_every_command_that_reads_one_thread(cli_store: BuiltStore) -> None:
+    for command in ("show", "tools", "memory", "tail", "export"):
+        run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", command,
+                              str(cli_store.path), "damaged"], capture_output=True, text=True, timeout=60)
+        err = run.stderr
+        assert run.returncode == 1, (command, err)
+        assert "thread 'damaged': log " in err and "is damaged at byte offset" in err, err
+        assert "langgraph-jsonl repair" in err and "Traceback" not in err, err
+
+
+def test_search_says_which_threads_it_searched_only_in_part(cli_store: BuiltStore, capsys) -> None:
+    """A damaged log is searched up to the damage (what a read-only saver serves); a
+    match after it cannot be found, so the search says so and exits 1."""
+    store = str(cli_store.path)
+    for scope in ((), ("--thread", "damaged")):
+        code, hits = run_json(capsys, "search", store, "both 2 3", *scope)
+        assert code == 1, scope
+        assert "damaged" in [h["thread_id"] for h in hits]  # the readable part was searched
+        main(["search", store, "both 2 3", *scope])
+        err = capsys.readouterr().err
+        assert ("1 thread(s) searched only in part: their log is damaged, and only its readable part "
+                "was searched (damaged; ") in err, err
+    assert main(["search", store, "both 2 3", "--thread", "agent"]) == 0
+    assert "only in part" not in capsys.readouterr().err
+
+
+def test_export_all_of_a_store_with_a_damaged_thread_exits_1(
+    cli_store: BuiltStore, capsys, tmp_path: Path
+) -> None:
+    code, listing = run_json(capsys, "export", str(cli_store.path), "--all", str(tmp_path / "json"))
+    assert code == 1
+    files = {f["thread_id"]: f for f in listing["files"] if f["thread_id"]}  # type: ignore[index]
+    assert set(files) == set(EXPECTED_STATUS)
+    assert all(f["path"] for f in files.values())  # the damaged thread's readable part too
+    assert files["damaged"]["problem"].startswith("only the readable part was exported: the log is damaged")
+    assert all(f["problem"] is None for t, f in files.items() if t != "damaged")
+    assert main(["export", str(cli_store.path), "--all", str(tmp_path / "md")]) == 1
+    captured = capsys.readouterr()
+    assert "damaged: only the readable part was exported: the log is damaged at byte offset" in captured.err
+    assert f"wrote {len(EXPECTED_STATUS) + 1} file(s)" in captured.out

@@ -269,6 +269,14 @@ def open_saver(args: argparse.Namespace, *, write: bool = False) -> Iterator[Jso
         saver.close()
 
 
+def served_status(saver: JsonlSaver, thread_id: str) -> int:
+    """The exit status of a command that read one thread (call it before the saver is
+    closed): 1 if its log is damaged, so that what the command printed is the readable
+    part a read-only saver serves (after the saver's warning naming the log, where the
+    damage is and the repair), else 0."""
+    return EXIT_OK if saver.store.thread_log(thread_id).damaged_at is None else EXIT_PROBLEMS
+
+
 def known_thread(saver: JsonlSaver, thread_id: str) -> str:
     """``thread_id``, if the store has it.
 

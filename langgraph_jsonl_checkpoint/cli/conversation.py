@@ -27,7 +27,6 @@ from ..inspection.transcript import Transcript, diff_checkpoints, read_transcrip
 from .columns import clip
 from .common import (
     EXIT_OK,
-    EXIT_PROBLEMS,
     add_operands,
     archived_note,
     describe,
@@ -37,6 +36,7 @@ from .common import (
     print_json,
     print_json_line,
     print_table,
+    served_status,
     shown,
     shown_id,
     store_path,
@@ -46,18 +46,12 @@ from .threads import since_argument
 # -- history --------------------------------------------------------------------------
 
 
-def _served(saver: Any, thread_id: str) -> int:
-    """The exit status of a command that read one thread: 1 if its log is damaged (what
-    was shown is the valid prefix a read-only saver serves, with a warning), else 0."""
-    return EXIT_OK if saver.store.thread_log(thread_id).damaged_at is None else EXIT_PROBLEMS
-
-
 def _history(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
     with open_saver(args) as saver:
         rows = checkpoint_history(saver, known_thread(saver, args.thread), ns=args.ns,
                                   limit=args.limit, since=since)
-        exit_status = _served(saver, args.thread)
+        exit_status = served_status(saver, args.thread)
     if args.json:
         print_json([r.as_json() for r in rows])
         return exit_status
@@ -101,7 +95,7 @@ def transcript_json(t: Transcript) -> dict[str, Any]:
 def _show(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         t = read_transcript(saver, known_thread(saver, args.thread), args.checkpoint, ns=args.ns)
-        exit_status = _served(saver, args.thread)
+        exit_status = served_status(saver, args.thread)
     if args.json:
         print_json(transcript_json(t))
         return exit_status
@@ -181,22 +175,23 @@ def _diff(args: argparse.Namespace) -> int:
 def _tools(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         table = tool_calls(saver, known_thread(saver, args.thread))
+        exit_status = served_status(saver, args.thread)
     rows = table.rows
     if args.json:
         print_json([r.as_json() for r in rows])
-        return EXIT_OK
+        return exit_status
     if not table.journal:
         note = f"thread {shown(args.thread)}: no tool journal (the thread did not run with ReplayAdapter)"
         if not rows:
             print(f"{note}, and its messages hold no tool call")
-            return EXIT_OK
+            return exit_status
         print(f"{note}; the tool calls its messages hold:")
         print_table(
             ["CALL", "TOOL", "STATE", "ASKED", "ARGS -> ANSWER"],
             [[shown_id(r.call_id), r.name, r.state, shown_time(r.requested_at),
               clip(shown(_args_and_outcome(r.args, r.outcome)), 100)] for r in rows],
         )
-        return EXIT_OK
+        return exit_status
     print_table(
         ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
         [
@@ -207,7 +202,7 @@ def _tools(args: argparse.Namespace) -> int:
             for r in rows
         ],
     )
-    return EXIT_OK
+    return exit_status
 
 
 def _args_and_outcome(args: object, outcome: str) -> str:
@@ -271,12 +266,14 @@ def _follow(args: argparse.Namespace) -> int:
         follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
         _emit(backlog[-args.lines:] if args.lines > 0 else [], args.json)
-        if not args.follow:
-            return EXIT_OK
-        while True:
-            sys.stdout.flush()
-            time.sleep(args.poll)
-            _emit(follower.read_new(), args.json)
+        try:
+            while args.follow:
+                sys.stdout.flush()
+                time.sleep(args.poll)
+                _emit(follower.read_new(), args.json)
+        except KeyboardInterrupt:  # how a person ends `tail -f`: the exit status still tells of damage
+            pass
+        return served_status(saver, args.thread)
 
 
 # -- registration ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from .common import (
     known_thread,
     open_saver,
     print_json,
+    served_status,
     shown,
     store_path,
 )
@@ -62,12 +63,13 @@ def _export(args: argparse.Namespace) -> int:
             else:
                 for f in failed:
                     who = shown(f.thread_id) if f.thread_id is not None else "(unreadable file)"
-                    print(f"{who}: not exported: {f.problem}", file=sys.stderr)
+                    print(f"{who}: {'' if f.path else 'not exported: '}{f.problem}", file=sys.stderr)
                 written = [f for f in files if f.path]
                 print(f"wrote {len(written)} file(s) to {args.all} (index: {written[-1].path})")
             return EXIT_PROBLEMS if failed else EXIT_OK
         thread = known_thread(saver, args.thread)
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
+        exit_status = served_status(saver, thread)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             out.write(text)
@@ -75,7 +77,7 @@ def _export(args: argparse.Namespace) -> int:
             print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
     else:
         sys.stdout.write(text)
-    return EXIT_OK
+    return exit_status
 
 
 def _database_target(args: argparse.Namespace) -> str | None:
@@ -97,8 +99,9 @@ def define_export(p: argparse.ArgumentParser) -> None:
         description="Write a thread's conversation at its latest checkpoint (or --checkpoint) "
         "as Markdown, one self-contained HTML page (no script, nothing fetched; tool calls "
         "fold open and closed; each checkpoint's id is an anchor, #cp-<id>), or JSON Lines "
-        "(every field). --all DIR writes one file per thread and an index page. Writes "
-        "nothing to the store.\n\nGiven a database URL instead of a THREAD, copies the store's "
+        "(every field). --all DIR writes one file per thread and an index page. A damaged "
+        "thread is exported up to the damage, with exit status 1. Writes nothing to the "
+        "store.\n\nGiven a database URL instead of a THREAD, copies the store's "
         "threads (all, or --threads) into that database with the replay journal, as `copy` "
         "does, and verifies them: the way to PostgresSaver when one machine is not enough. "
         + INTERRUPT_HELP + ENDPOINTS_HELP,
@@ -106,7 +109,8 @@ def define_export(p: argparse.ArgumentParser) -> None:
                   "langgraph-jsonl export ./checkpoints t-1 --format html -o t-1.html",
                   "langgraph-jsonl export ./checkpoints --all ./transcripts --format html",
                   "langgraph-jsonl export ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup"],
-        json_shape="with --all: {directory, files: [{thread_id, path, problem}]}; with -o: "
+        json_shape="with --all: {directory, files: [{thread_id, path, problem: why not exported, "
+        "or with a path why only in part (a damaged log) | null}]}; with -o: "
         "{thread_id, format, path}; to a database: " + COPY_JSON + "; otherwise the transcript "
         "itself is the output (--format jsonl for JSON Lines)",
     )

@@ -23,6 +23,7 @@ from .common import (
     open_saver,
     print_json,
     print_table,
+    served_status,
     shown,
 )
 
@@ -52,11 +53,12 @@ def _memory(args: argparse.Namespace) -> int:
         raise UsageError("--budget must be a number of characters, 1 or more")
     with open_saver(args) as saver:
         memory = saver.session_memory(known_thread(saver, args.thread), budget=args.budget)
+        exit_status = served_status(saver, args.thread)
     if args.json:
         print_json({**memory.to_json(), "text": memory.to_text()})
     else:
         print(memory.to_text())
-    return EXIT_OK
+    return exit_status
 
 
 def define_trace(p: argparse.ArgumentParser) -> None:

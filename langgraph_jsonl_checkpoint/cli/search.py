@@ -38,10 +38,12 @@ def _search(args: argparse.Namespace) -> int:
         threads = [known_thread(saver, t) for t in args.thread] if args.thread else None
         total = len(threads) if threads is not None else len(saver.store.log_names())
         skipped: list[str] = []
+        partial: list[str] = []
         try:
             found = search_messages(
                 saver, args.text, thread_ids=threads, role=args.role, since=since,
                 track=lambda ids: progress(ids, total=total, what="threads"), skipped=skipped,
+                partial=partial,
             )
             hits = []
             for hit in found:
@@ -54,8 +56,11 @@ def _search(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     if skipped:
         print(f"{len(skipped)} thread(s) not searched: their log, or a value in it, cannot be read "
-              f"({', '.join(map(shown_id, skipped[:3]))}{', ...' if len(skipped) > 3 else ''}; "
-              "`langgraph-jsonl threads` says why)", file=sys.stderr)
+              f"({_named(skipped)}; `langgraph-jsonl threads` says why)", file=sys.stderr)
+    if partial:
+        print(f"{len(partial)} thread(s) searched only in part: their log is damaged, and only its "
+              f"readable part was searched ({_named(partial)}; `langgraph-jsonl verify` says where, "
+              "`langgraph-jsonl repair` keeps what can be read)", file=sys.stderr)
     if args.json:
         print_json([h.as_json() for h in hits])
     else:
@@ -69,7 +74,12 @@ def _search(args: argparse.Namespace) -> int:
             ],
         )
         print(f"{len(hits)} message(s)", file=sys.stderr)
-    return EXIT_PROBLEMS if skipped else EXIT_OK
+    return EXIT_PROBLEMS if skipped or partial else EXIT_OK
+
+
+def _named(threads: list[str]) -> str:
+    """The first three threads of a list, for one line of stderr."""
+    return f"{', '.join(map(shown_id, threads[:3]))}{', ...' if len(threads) > 3 else ''}"
 
 
 def define_search(p: argparse.ArgumentParser) -> None:
@@ -80,7 +90,8 @@ def define_search(p: argparse.ArgumentParser) -> None:
         "across all threads, or those given with --thread; case-insensitive. Each message is "
         "listed once, with its thread, the checkpoint that stored it, its time, its role and "
         "the words around the match. A thread whose log (or a value in it) cannot be read is "
-        "skipped and named on stderr, with exit status 1 (`langgraph-jsonl threads` says why).",
+        "skipped and named on stderr, with exit status 1 (`langgraph-jsonl threads` says why); "
+        "a damaged log is searched up to the damage and named on stderr too, with exit status 1.",
         examples=['langgraph-jsonl search ./checkpoints "refund"',
                   'langgraph-jsonl search ./checkpoints "ada@example.com" --role ai --since 7d'],
         json_shape="a list of {thread_id, ns, checkpoint_id, at, role, message_id, snippet, match}",

@@ -23,7 +23,7 @@ from ..disk.paths import thread_file_stem
 from ..errors import JsonlCheckpointError
 from .conversation import compact_json
 from .html_page import index_html, transcript_html
-from .threads import ThreadSummary, thread_summaries
+from .threads import ThreadSummary, damage_note, thread_summaries
 from .times import shown_time
 from .transcript import Transcript, read_transcript
 from .values import jsonable
@@ -126,7 +126,9 @@ class ExportedFile:
     Attributes:
         thread_id: Its thread (``None`` for the index page).
         path: The file.
-        problem: Why the thread was not exported (damaged, no checkpoint), if so.
+        problem: Why the thread was not exported (unreadable, no checkpoint), or, with a
+            ``path``, why only part of it was (its log is damaged: the records before
+            the damage were exported); ``None`` if it was exported whole.
     """
 
     thread_id: str | None
@@ -143,7 +145,8 @@ def export_store(
 ) -> list[ExportedFile]:
     """Every thread's transcript into ``directory`` (created if missing), one file per
     thread plus ``index.<fmt>`` (an HTML or Markdown page linking them; for ``jsonl``
-    one summary per line). A thread that cannot be exported is listed with its problem.
+    one summary per line). A thread that cannot be exported is listed with its problem;
+    so is one whose log is damaged, with the file of its readable part.
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough).
@@ -174,10 +177,12 @@ def export_store(
         except JsonlCheckpointError as exc:  # a damaged or empty thread must not stop the others
             written.append(ExportedFile(s.thread_id, None, str(exc).split("\n", 1)[0]))
             continue
+        damage = damage_note(saver.store.thread_log(s.thread_id))  # as the transcript was read
         path = os.path.join(target, name)
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
-        written.append(ExportedFile(s.thread_id, path))
+        partly = f"only the readable part was exported: {damage}" if damage else None
+        written.append(ExportedFile(s.thread_id, path, partly))
         rows.append((s.thread_id, name, s.as_json()))
     index_path = os.path.join(target, index_name)
     with open(index_path, "w", encoding="utf-8") as out:

@@ -268,6 +268,7 @@ def search_messages(
     since: datetime | None = None,
     track: Callable[[list[str]], Iterable[str]] | None = None,
     skipped: list[str] | None = None,
+    partial: list[str] | None = None,
 ) -> Iterator[SearchHit]:
     """Messages holding ``text`` (case-insensitive), thread by thread in file order,
     each message once, in log order within a thread (see the module docstring).
@@ -283,6 +284,9 @@ def search_messages(
         skipped: If given, the id of each thread found by listing the store that was
             skipped because its log, or a value in it, cannot be read is appended (the
             file name of a file in the store whose header cannot be read).
+        partial: If given, the id of each thread searched only in part is appended: its
+            log is damaged, and only the records before the damage (what a read-only
+            saver serves) were searched.
 
     Raises:
         ValueError: ``text`` is empty.
@@ -307,6 +311,8 @@ def search_messages(
             if skipped is not None:
                 skipped.append(tid)
             continue  # `threads` reports why the log cannot be read; a search goes on
+        if partial is not None and saver.store.thread_log(tid).damaged_at is not None:
+            partial.append(tid)
         yield from found
 
 

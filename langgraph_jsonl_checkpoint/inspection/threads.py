@@ -23,6 +23,7 @@ from ..disk.paths import LogPaths
 from ..disk.processes import pid_alive
 from ..disk.runlock import RunLock
 from ..disk.store import ThreadFile
+from ..disk.view import LogView
 from ..errors import JsonlCheckpointError
 from .status import DAMAGED, EMPTY, STATUSES, thread_status
 from .times import at_or_after, parse_stored
@@ -105,13 +106,19 @@ def summarize_thread(saver: StoreReading, thread_id: str) -> ThreadSummary:
         summary = reading(saver, thread_id, lambda facts: _summary(facts))
     except JsonlCheckpointError as exc:
         return ThreadSummary(thread_id, log.path, DAMAGED, size=_size(log.paths), problem=_first_line(exc))
-    if log.damaged_at is not None:
-        problem = (
-            f"the log is damaged at byte offset {log.damaged_at}; the records before it "
-            f"are served. {log.repair_hint()}"
-        )
+    problem = damage_note(log)
+    if problem is not None:
         summary = replace(summary, status=DAMAGED, problem=problem)
     return summary
+
+
+def damage_note(log: LogView) -> str | None:
+    """Where a log read read-only is damaged, that the records before it are served,
+    and the repair; ``None`` while it reads whole (as of its last refresh)."""
+    if log.damaged_at is None:
+        return None
+    return (f"the log is damaged at byte offset {log.damaged_at}; the records before it are "
+            f"served. {log.repair_hint()}")
 
 
 def _summary(facts: ThreadFacts) -> ThreadSummary:
