@@ -197,6 +197,30 @@ def test_a_directory_named_like_a_log_is_reported_and_the_others_served(tmp_path
     capsys.readouterr()
 
 
+def _export_error(argv: list[str], capsys) -> str:
+    assert main(argv) == 2, argv
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_an_export_to_a_path_that_cannot_be_written_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["a"])
+    store = str(tmp_path / "s")
+    missing = tmp_path / "no" / "such" / "x.md"
+    err = _export_error(["export", store, "a", "-o", str(missing)], capsys)
+    assert str(missing) in err and "No such file or directory" in err and "-o" in err, err
+    err = _export_error(["export", store, "a", "-o", str(tmp_path)], capsys)
+    assert str(tmp_path) in err and "Is a directory" in err and "-o" in err, err
+    a_file = tmp_path / "f"
+    a_file.write_text("mine\n")
+    err = _export_error(["export", store, "--all", str(a_file)], capsys)
+    assert str(a_file) in err and "not a directory" in err and "--all" in err, err
+    err = _export_error(["export", store, "--all", str(a_file / "sub")], capsys)
+    assert str(a_file / "sub") in err and "--all" in err, err
+    assert a_file.read_text() == "mine\n" and not (tmp_path / "no").exists()
+
+
 # -- odd ids ---------------------------------------------------------------------------------
 
 

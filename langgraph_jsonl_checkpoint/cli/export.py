@@ -13,6 +13,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..inspection.export import FORMATS, export_store, export_thread
@@ -49,6 +50,9 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError("give a THREAD or --all DIR, not both")
     if not args.all and not args.thread:
         raise UsageError("name the THREAD to export, or --all DIR for every thread")
+    if args.all and os.path.exists(args.all) and not os.path.isdir(args.all):
+        raise UsageError(f"cannot export into {args.all}: it is not a directory. --all takes a "
+                         "directory (created if missing) for one file per thread and an index page.")
     with open_saver(args) as saver:
         if args.all:
             total = len(saver.store.log_names())
@@ -57,6 +61,11 @@ def _export(args: argparse.Namespace) -> int:
                                      track=lambda s: progress(s, total=total, what="threads"))
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot export into {args.all} ({exc.strerror}: {exc.filename}): --all takes "
+                    "a directory that exists or can be created, and can be written to."
+                ) from None
             failed = [f for f in files if f.problem]
             if args.json:
                 print_json({"directory": args.all, "files": [vars(f) for f in files]})
@@ -71,8 +80,12 @@ def _export(args: argparse.Namespace) -> int:
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
         exit_status = served_status(saver, thread)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            out.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the transcript to {args.output} ({exc.strerror}): -o takes "
+                             "a file in a directory that exists, e.g. -o ./t-1.md") from None
         if args.json:
             print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
     else:
