@@ -175,6 +175,22 @@ def test_help_documents_the_exit_codes() -> None:
     assert "exit status: 0" in run.stdout and "1 problems found" in run.stdout and "2 bad usage" in run.stdout
 
 
+@pytest.mark.parametrize("argv", [
+    ["history", "STORE", "a", "--limit", "-1"], ["threads", "STORE", "--limit", "-5"],
+    ["search", "STORE", "text", "--limit", "-1"], ["tail", "STORE", "a", "-n", "-1"],
+])
+def test_a_negative_count_is_a_usage_error(tmp_path: Path, capsys, argv) -> None:
+    """Not an empty listing with exit status 0, as if nothing were there."""
+    _store(tmp_path / "s", ["a"])
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: langgraph-jsonl {argv[0]} " in err, err
+    assert f"argument {argv[-2]}" in err and f": must be 0 or more, not {argv[-1]}" in err, err
+
+
 # -- files the store did not make, paths an export cannot write -----------------------------
 
 

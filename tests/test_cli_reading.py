@@ -513,6 +513,9 @@ def test_search_says_which_threads_it_searched_only_in_part(cli_store: BuiltStor
                 "was searched (damaged; ") in err, err
     assert main(["search", store, "both 2 3", "--thread", "agent"]) == 0
     assert "only in part" not in capsys.readouterr().err
+    _, one = run_json(capsys, "search", store, "both 2 3", "--limit", "1")
+    _, none = run_json(capsys, "search", store, "both 2 3", "--limit", "0")
+    assert len(one) == 1 and none == []
 
 
 def test_export_all_of_a_store_with_a_damaged_thread_exits_1(

@@ -95,6 +95,22 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print(line)
 
 
+def count_argument(text: str) -> int:
+    """A count option's value (``--limit``, ``-n``), as argparse's ``type``: a whole
+    number, 0 or more (a negative one would list nothing, as if nothing were there).
+
+    Raises:
+        argparse.ArgumentTypeError: It is not (a usage error, exit status 2).
+    """
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return count
+
+
 def add_store_argument(parser: argparse.ArgumentParser) -> None:
     """The ``STORE`` positional, optional when ``LANGGRAPH_JSONL_STORE`` is set (and
     ``--serde``, see :func:`add_serde_option`)."""

@@ -29,6 +29,7 @@ from .common import (
     EXIT_OK,
     add_operands,
     archived_note,
+    count_argument,
     describe,
     is_store,
     known_thread,
@@ -265,7 +266,7 @@ def _follow(args: argparse.Namespace) -> int:
             known_thread(saver, args.thread)
         follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
-        _emit(backlog[-args.lines:] if args.lines > 0 else [], args.json)
+        _emit(backlog[-args.lines:] if args.lines else [], args.json)
         try:
             while args.follow:
                 sys.stdout.flush()
@@ -292,7 +293,7 @@ def define_history(p: argparse.ArgumentParser) -> None:
         "waiting_for}",
     )
     add_operands(p, ["thread"])
-    p.add_argument("--limit", type=int, help="at most this many checkpoints")
+    p.add_argument("--limit", type=count_argument, help="at most this many checkpoints")
     p.add_argument("--ns", default="", help="namespace (default: the root graph)")
     p.add_argument("--since", help="only checkpoints made since then: 30m, 2h, 7d, or a date/time")
     p.set_defaults(run=_history)
@@ -372,7 +373,8 @@ def define_tail(p: argparse.ArgumentParser) -> None:
     )
     add_operands(p, ["thread"])
     p.add_argument("-f", "--follow", action="store_true", help="keep following new records (Ctrl-C ends)")
-    p.add_argument("-n", "--lines", type=int, default=10, help="how many past events to print first (10)")
+    p.add_argument("-n", "--lines", type=count_argument, default=10,
+                   help="how many past events to print first (10)")
     p.add_argument("--poll", type=float, default=0.25, help="seconds between looks at the log (0.25)")
     p.add_argument("--ns", default="", help="namespace (default: the root graph)")
     p.set_defaults(run=_tail)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from itertools import islice
 
 from ..errors import JsonlCheckpointError
 from ..inspection.search import search_messages
@@ -19,6 +20,7 @@ from .common import (
     EXIT_PROBLEMS,
     UsageError,
     add_operands,
+    count_argument,
     describe,
     known_thread,
     open_saver,
@@ -45,11 +47,7 @@ def _search(args: argparse.Namespace) -> int:
                 track=lambda ids: progress(ids, total=total, what="threads"), skipped=skipped,
                 partial=partial,
             )
-            hits = []
-            for hit in found:
-                hits.append(hit)
-                if args.limit is not None and len(hits) >= args.limit:
-                    break
+            hits = list(islice(found, args.limit))  # no search past the last one wanted
         except JsonlCheckpointError:
             raise  # (a DecodeError is a ValueError too: not a usage error)
         except ValueError as exc:
@@ -100,5 +98,5 @@ def define_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("--thread", action="append", help="only this thread (repeat for several)")
     p.add_argument("--role", help="only messages of this role: human (user), ai (assistant), tool, system")
     p.add_argument("--since", help="only messages of checkpoints since then: 30m, 2h, 7d, or a date/time")
-    p.add_argument("--limit", type=int, help="stop after this many messages")
+    p.add_argument("--limit", type=count_argument, help="stop after this many messages")
     p.set_defaults(run=_search)

@@ -31,6 +31,7 @@ from .common import (
     EXIT_PROBLEMS,
     UsageError,
     add_store_argument,
+    count_argument,
     describe,
     open_store,
     print_json,
@@ -149,6 +150,6 @@ def define_threads(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sort", default="id", choices=SORT_KEYS,
                    help="order: id (default, ascending); updated, created, size, checkpoints: "
                    "newest/largest first; status: grouped")
-    p.add_argument("--limit", type=int, help="at most this many rows (after sorting); with --sort "
+    p.add_argument("--limit", type=count_argument, help="at most this many rows (after sorting); with --sort "
                    "id or size and no filter, only those threads are read")
     p.set_defaults(run=_threads)
