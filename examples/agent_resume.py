@@ -260,8 +260,8 @@ def fail(message: str) -> int:
     return 1
 
 
-def demo(store_dir: str) -> int:
-    thread_id = f"weather-{uuid.uuid4().hex[:8]}"
+def demo(store_dir: str, thread_id: str | None = None) -> int:
+    thread_id = thread_id or f"weather-{uuid.uuid4().hex[:8]}"
     config = {"configurable": {"thread_id": thread_id}}
     say("Crash a LangGraph agent mid-run, then resume it in a new process")
     say(f"store: {store_dir}")
@@ -315,12 +315,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--store", metavar="DIR", help="checkpoint directory to use and keep (default: a temporary directory)"
     )
+    parser.add_argument(
+        "--thread", metavar="ID", help="the thread id of the run (default: weather-<8 random hex "
+        "digits>, a new thread each time)"
+    )
     args = parser.parse_args(argv)
     if args.store:
         # The saver creates the directory itself (mode 0700) if it is missing.
-        return demo(os.path.abspath(args.store))
+        return demo(os.path.abspath(args.store), args.thread)
     with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
-        return demo(store_dir)
+        return demo(store_dir, args.thread)
 
 
 if __name__ == "__main__":
