@@ -134,6 +134,35 @@ def test_a_foreign_file_in_place_of_a_log_is_still_refused(store: str) -> None:
         list(JsonlSaver(store, read_only=True).store.thread_ids())
 
 
+@pytest.mark.parametrize("left", [0, 30], ids=["emptied", "cut inside its header"])
+def test_a_log_cut_inside_its_header_is_listed_as_its_thread(tmp_path: Path, left: int) -> None:
+    """A log emptied or cut inside its header line is its thread's, not a foreign file to
+    move out (what the listing said): the thread is listed, and its reads refuse it
+    naming repair when its index says records were durable, or read it as absent."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+
+    path = str(tmp_path / "s")
+    saver = JsonlSaver(path)
+    for tid in ("t-1", "t-2", "Upper Case"):
+        _put(saver, tid)
+    saver.close()
+    for tid in ("t-1", "t-2", "Upper Case"):
+        log = saver.store.log_paths(tid).log
+        Path(log).write_bytes(Path(log).read_bytes()[:left])
+    os.unlink(saver.store.log_paths("t-2").index)  # no index left to say records were durable
+    for cached in ("CATALOG.idx", "LISTING.idx"):
+        Path(path, cached).unlink(missing_ok=True)
+    reader = JsonlSaver(path, read_only=True)
+    entries = {e.thread_id: e.error for e in reader.store.catalog()}
+    assert {"t-1", "t-2"} <= set(entries) and entries["t-1"] is None and entries["t-2"] is None
+    # an id the file name cannot spell back: still a file to move out, as before
+    assert [e for tid, e in entries.items() if tid is None and isinstance(e, ForeignFileError)]
+    with pytest.raises(CorruptLogError, match="repair"):
+        reader.get_tuple(config("t-1"))
+    assert reader.get_tuple(config("t-2")) is None
+    reader.close()
+
+
 _WRITER = textwrap.dedent(
     """
     import sys

@@ -31,6 +31,7 @@ from . import catalog, files, framing
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
+from .header import is_torn_header
 from .log import Parked, ThreadLog
 from .paths import LogPaths, thread_file_stem
 from .runlock import RunLock
@@ -370,6 +371,9 @@ class Store:
             files.os.close(fd)
         nl = head.find(b"\n")
         header = framing.parse_line(head[:nl]) if nl > 0 else None
+        torn = _torn_log_of(head, entry) if nl < 0 else None
+        if torn is not None:
+            return torn  # its thread's reads refuse it (data lost) or read it as absent
         if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
             raise ForeignFileError(
                 f"{path} is not a langgraph-jsonl-checkpoint log (no header record). "
@@ -426,3 +430,15 @@ class Store:
                 self._listed()  # the catalog of thread logs, for the next listing
             except (OSError, JsonlCheckpointError):
                 pass
+
+
+def _torn_log_of(head: bytes, entry: str) -> str | None:
+    """The thread whose log ``entry`` is, if its bytes are that thread's header line cut
+    short (an emptied log, or a crash while it was created) and the thread id can be told
+    from the file name (an id its file stem spells out: lower case, no characters the
+    stem replaces); ``None`` otherwise."""
+    stem = entry[: -len(".jsonl")] if entry.endswith(".jsonl") else entry
+    candidate = stem.rpartition("-")[0]
+    if not candidate or thread_file_stem(candidate) != stem or not is_torn_header(head, candidate):
+        return None
+    return candidate
