@@ -169,6 +169,19 @@ def test_an_unknown_option_is_named_with_the_command_s_own_usage(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # nothing ran
 
 
+@pytest.mark.parametrize("workers", ["0", "-3", "two"])
+def test_a_copy_with_no_workers_is_a_usage_error(tmp_path: Path, capsys, workers: str) -> None:
+    """``--workers -3`` ran a copy with one worker, as if it had been asked for."""
+    saver = JsonlSaver(tmp_path / "s")
+    saver.close()
+    with pytest.raises(SystemExit) as done:
+        main(["copy", str(tmp_path / "s"), str(tmp_path / "t"), "--workers", workers, "--dry-run"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: langgraph-jsonl copy" in err and "--workers" in err, err
+    assert ("whole number" if workers == "two" else "must be 1 or more") in err, err
+
+
 def test_help_documents_the_exit_codes() -> None:
     run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", "--help"],
                          capture_output=True, text=True, timeout=60)

@@ -489,6 +489,18 @@ def test_a_damaged_thread_s_readable_part_is_shown_with_exit_1(
         assert "both 2 3" in out.read_text()
 
 
+def test_diff_within_a_damaged_thread_s_readable_part_exits_1(cli_store: BuiltStore, capsys) -> None:
+    """Both checkpoints are in the readable part, so the diff is shown; what comes after
+    them in the log could not be read, which the exit status says, as for `show`."""
+    store = str(cli_store.path)
+    for thread, status in (("damaged", 1), ("agent", 0)):
+        _, rows = run_json(capsys, "history", store, thread)
+        newest, oldest = rows[0]["checkpoint_id"], rows[-1]["checkpoint_id"]
+        for as_json in ((), ("--json",)):
+            assert main(["diff", store, thread, oldest, newest, *as_json]) == status, thread
+            assert capsys.readouterr().out.strip()
+
+
 def test_the_damage_warning_is_printed_by_every_command_that_reads_one_thread(cli_store: BuiltStore) -> None:
     for command in ("show", "tools", "memory", "tail", "export"):
         run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", command,

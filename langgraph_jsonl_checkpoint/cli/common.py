@@ -95,9 +95,10 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print(line)
 
 
-def count_argument(text: str) -> int:
+def count_argument(text: str, *, least: int = 0) -> int:
     """A count option's value (``--limit``, ``-n``), as argparse's ``type``: a whole
-    number, 0 or more (a negative one would list nothing, as if nothing were there).
+    number, ``least`` or more (a negative limit would list nothing, as if nothing were
+    there).
 
     Raises:
         argparse.ArgumentTypeError: It is not (a usage error, exit status 2).
@@ -106,8 +107,8 @@ def count_argument(text: str) -> int:
         count = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if count < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    if count < least:
+        raise argparse.ArgumentTypeError(f"must be {least} or more, not {text}")
     return count
 
 

@@ -159,15 +159,16 @@ def diff_lines(d: ChannelDiff) -> list[str]:
 def _diff(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         diffs = diff_checkpoints(saver, known_thread(saver, args.thread), args.a, args.b, ns=args.ns)
+        exit_status = served_status(saver, args.thread)
     if args.json:
         print_json({"thread_id": args.thread, "from": args.a, "to": args.b,
                     "channels": [d.as_json() for d in diffs]})
-        return EXIT_OK
+        return exit_status
     if not diffs:
         print("no channel changed")
     for d in diffs:
         print("\n".join(diff_lines(d)))
-    return EXIT_OK
+    return exit_status
 
 
 # -- tools ----------------------------------------------------------------------------

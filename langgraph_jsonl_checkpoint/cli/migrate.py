@@ -17,11 +17,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from ..migrate.copy import copy_threads
 from ..migrate.report import CopyInterrupted
 from ..saver.config import STORE_ENV
-from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, describe, print_json, shown
+from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, count_argument, describe, print_json, shown
 from .progress import progress
 
 INTERRUPT_HELP = (
@@ -88,7 +89,7 @@ def add_copy_options(parser: argparse.ArgumentParser) -> None:
                         help="do not re-read and compare each thread after copying it")
     parser.add_argument("--no-journal", action="store_true",
                         help="leave the replay adapter's tool-call journal behind")
-    parser.add_argument("--workers", type=int, default=4, metavar="N",
+    parser.add_argument("--workers", type=partial(count_argument, least=1), default=4, metavar="N",
                         help="threads copied at once (default 4)")
 
 
