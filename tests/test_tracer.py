@@ -233,6 +233,30 @@ def test_delete_thread_removes_the_trace_and_the_cli_prints_it(tmp_path: Path, c
     assert os.listdir(tmp_path / "s" / "traces") == []
 
 
+@pytest.mark.parametrize("how", ["deleted", "archived and restored"])
+def test_a_tracer_keeps_tracing_a_thread_whose_file_was_taken_away(tmp_path: Path, how: str) -> None:
+    """A tracer that kept a thread's trace file open wrote every later line into the
+    file a delete (or an archive) had taken away: the lines were lost, and after a
+    restore the trace shown stopped at the archiving."""
+    with JsonlSaver(tmp_path / "s", ttl={"default_ttl": 60, "strategy": "archive"}) as saver, within(60):
+        tracer = JsonlTracer(saver)
+        graph = _graph(saver)
+        graph.invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t", tracer))
+        if how == "deleted":
+            saver.delete_thread("t")
+        else:
+            import time
+
+            saver.sweep(now=time.time() + 7200)
+            saver.restore("t")
+        graph.invoke({"messages": [HumanMessage("dogs", id="h1")]}, _cfg("t", tracer))
+        tracer.close()
+        events = read_events(str(tmp_path / "s"), "t")
+    runs = [e for e in events if e.get("ev") == "start" and e.get("kind") == "graph"]
+    # deleted: the second run's lines alone (they were lost); restored: both runs' lines
+    assert len(runs) == (1 if how == "deleted" else 2), events
+
+
 def test_untraced_thread_gets_a_clear_message(tmp_path: Path, capsys: Any) -> None:
     with JsonlSaver(tmp_path / "s") as saver:
         _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t"))

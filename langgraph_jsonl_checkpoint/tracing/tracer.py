@@ -91,6 +91,8 @@ class TraceFile:
         """Write one line (rotating first if it would pass ``max_bytes``); a retired file
         is closed again after the line."""
         with self.lock:
+            if self._fd is not None and not self._still_named():
+                self.close()  # deleted, archived, restored or rotated by another: follow the name
             if self._fd is None:
                 self._open()
             try:
@@ -109,6 +111,15 @@ class TraceFile:
         with self.lock:
             self._retired = True
             self.close()
+
+    def _still_named(self) -> bool:
+        """Whether the open file is still the one the trace's name leads to."""
+        try:
+            named = files.os.stat(self.names[0])
+        except FileNotFoundError:
+            return False
+        opened = files.os.fstat(self._fd)  # type: ignore[arg-type]
+        return (named.st_ino, named.st_dev) == (opened.st_ino, opened.st_dev)
 
     def _open(self) -> None:
         os.makedirs(os.path.dirname(self.names[0]), mode=0o700, exist_ok=True)
