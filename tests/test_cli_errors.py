@@ -182,6 +182,15 @@ def test_a_copy_with_no_workers_is_a_usage_error(tmp_path: Path, capsys, workers
     assert ("whole number" if workers == "two" else "must be 1 or more") in err, err
 
 
+@pytest.mark.parametrize("limit", [[], ["--limit", "0"]])
+def test_a_search_for_no_text_is_a_usage_error(tmp_path: Path, capsys, limit: list[str]) -> None:
+    """With ``--limit 0`` the check of the text never ran: exit 0 for a search that is
+    refused without it."""
+    JsonlSaver(tmp_path / "s").close()
+    assert main(["search", str(tmp_path / "s"), "", *limit]) == 2
+    assert "search for some text" in capsys.readouterr().err
+
+
 def test_help_documents_the_exit_codes() -> None:
     run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", "--help"],
                          capture_output=True, text=True, timeout=60)

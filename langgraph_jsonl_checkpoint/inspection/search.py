@@ -294,7 +294,19 @@ def search_messages(
             found by listing the store is skipped instead).
         DecodeError: The same for a value of such a log (another serializer wrote it).
     """
-    search = ThreadSearch(saver, text, role=role, since=since)
+    search = ThreadSearch(saver, text, role=role, since=since)  # raises now, not at the first hit
+    return _hits(search, thread_ids, track, skipped, partial)
+
+
+def _hits(
+    search: ThreadSearch,
+    thread_ids: Sequence[str] | None,
+    track: Callable[[list[str]], Iterable[str]] | None,
+    skipped: list[str] | None,
+    partial: list[str] | None,
+) -> Iterator[SearchHit]:
+    """:func:`search_messages`' hits, thread by thread."""
+    saver = search.saver
     listed = thread_ids is None
     ids = list(thread_ids) if thread_ids is not None else []
     for entry in saver.store.catalog() if listed else ():
