@@ -100,3 +100,100 @@ def test_signs_of_a_disturbed_turn() -> None:
     assert memory.resumed and memory.failed[-1].text == "step agent stopped the run with an error: boom"
     state = b.state()
     assert MemoryBuilder("t", lambda cell: None, state).memory() == memory
+
+
+def _email_graph(saver: JsonlSaver, adapter: Any) -> Any:
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import tools_condition
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        return f"sent to {to}"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if last.type == "human" and last.content == "email ada":
+            return {"messages": [AIMessage("", tool_calls=[
+                {"name": "send_email", "args": {"to": "ada"}, "id": "call-1"}])]}
+        return {"messages": [AIMessage("ok")]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("answer_pending", adapter.pending_calls_node())
+    b.add_node("agent", agent)
+    b.add_node("tools", adapter.tool_node([send_email]))
+    b.add_edge(START, "answer_pending")
+    b.add_edge("answer_pending", "agent")
+    b.add_conditional_edges("agent", tools_condition)
+    b.add_edge("tools", "agent")
+    return b
+
+
+def test_a_call_answered_by_new_input_is_no_longer_open(tmp_path: Path) -> None:
+    """New input while a tool call waits: the adapter answers the call with a ToolMessage
+    put before the new human message, and journals it superseded. The memory kept it
+    under "no result yet: resolve these first" on every later turn (it read only the
+    messages after the last one it had seen)."""
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+
+    cfg = {"configurable": {"thread_id": "t"}}
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        builder = _email_graph(saver, ReplayAdapter(saver))
+        graph = builder.compile(checkpointer=saver, interrupt_before=["tools"])
+        graph.invoke({"messages": [HumanMessage("email ada")]}, cfg, durability="sync")
+        assert "no result yet: send_email(to=ada)" in [i.text for i in saver.session_memory("t").open_items]
+        graph.invoke({"messages": [HumanMessage("never mind, just say hi")]}, cfg, durability="sync")
+        messages = graph.get_state(cfg).values["messages"]
+        assert [m.type for m in messages] == ["human", "ai", "tool", "human", "ai"]
+        assert [(r.name, r.effective_state) for r in saver.tool_calls("t")] == [("send_email", "superseded")]
+        memory = saver.session_memory("t", budget=None)
+        assert not memory.open_items, memory.open_items
+        assert (memory.goal, memory.turns) == ("never mind, just say hi", 2)
+        assert memory == _rebuild(saver, "t")
+
+
+def test_a_call_finished_in_the_journal_is_work_completed_before_its_checkpoint(tmp_path: Path) -> None:
+    """A crash after a call's ``finished`` event and before the checkpoint holding its
+    ToolMessage: the journal has the result, the replay adapter will not run the call
+    again. The memory said "no result yet" and left it out of the work completed: what
+    a resuming model would be told contradicted the journal."""
+    import signal
+
+    import pytest
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+
+    cfg = {"configurable": {"thread_id": "t"}}
+    recorded = JsonlSaver.record_tool_events
+
+    class Killed(BaseException):
+        pass
+
+    def killed_after_finished(self: JsonlSaver, thread_id: str, events: Any) -> Any:
+        out = recorded(self, thread_id, events)
+        if any(e["ev"] == "finished" for e in events):
+            raise Killed(signal.SIGKILL)  # nothing after this line reaches the log
+        return out
+
+    saver = JsonlSaver(tmp_path / "s")
+    graph = _email_graph(saver, ReplayAdapter(saver)).compile(checkpointer=saver)
+    JsonlSaver.record_tool_events = killed_after_finished  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Killed), within(60):
+            graph.invoke({"messages": [HumanMessage("email ada")]}, cfg, durability="sync")
+    finally:
+        JsonlSaver.record_tool_events = recorded  # type: ignore[method-assign]
+    saver.close()
+    with JsonlSaver(tmp_path / "s") as fresh:
+        assert [(r.name, r.effective_state) for r in fresh.tool_calls("t")] == [("send_email", "finished")]
+        memory = fresh.session_memory("t", budget=None)
+        assert [i.text for i in memory.completed] == ["send_email(to=ada) -> sent to ada"], memory
+        # open: the tools step (the run stopped in it), not the call (its result is known)
+        assert [i.text.split(":")[0] for i in memory.open_items] == ["step not finished"], memory
+        assert memory == _rebuild(fresh, "t")
+        # the resumed run returns the recorded result; the ToolMessage is not told twice
+        resumed = _email_graph(fresh, ReplayAdapter(fresh)).compile(checkpointer=fresh)
+        resumed.invoke(None, cfg, durability="sync")
+        memory = fresh.session_memory("t", budget=None)
+        assert [i.text for i in memory.completed] == ["send_email(to=ada) -> sent to ada"], memory
+        assert not memory.open_items and memory == _rebuild(fresh, "t")

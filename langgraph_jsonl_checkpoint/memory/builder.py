@@ -77,6 +77,17 @@ def _as_dict(message: Any) -> dict[str, Any] | None:
     return None
 
 
+def _tool_message(result: Any) -> dict[str, Any] | None:
+    """The ToolMessage a journaled tool result gives the model (a ``Command``'s first
+    one), as a dict; ``None`` if there is none."""
+    update = getattr(result, "update", None)
+    if isinstance(update, dict):
+        candidates = update.get("messages") or []
+        result = next((m for m in candidates if getattr(m, "type", None) == "tool"), None)
+    message = _as_dict(result)
+    return message if message is not None and message.get("type") == "tool" else None
+
+
 def _newer(version: Any, seen: Any) -> bool:
     if seen is None:
         return True
@@ -274,6 +285,12 @@ class MemoryBuilder:
                 new = whole[ids.index(self.last_message) + 1:]
             else:
                 new = whole[self.message_count:]
+            # An edit may answer an open call before messages already seen (the replay
+            # adapter answers a call left behind by new input in front of that input).
+            seen = whole[: len(whole) - len(new)]
+            for m in seen:
+                if m.get("type") == "tool" and str(m.get("tool_call_id")) in self.requested:
+                    self._message(m, seq)
             self.message_count = len(whole)
         else:
             return
@@ -383,6 +400,13 @@ class MemoryBuilder:
             del self.journal[call]
             if rec.get("resolution"):
                 self._tell(call)  # its ToolMessage says what the decision already told
+            elif call in self.requested and call not in self.told:
+                # Its result, before (a crash: maybe instead of) the checkpoint that holds
+                # its ToolMessage; told once, so that message is not told again.
+                message = _tool_message(self._decoded(rec.get("result")))
+                if message is not None:
+                    self._message({**message, "tool_call_id": call}, seq)
+                    self._tell(call)
         elif ev == "failed":
             del self.journal[call]
             error = rec.get("error") or {}

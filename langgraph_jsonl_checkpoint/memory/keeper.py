@@ -44,7 +44,9 @@ SAVE_EVERY = 256
 #: a longer one is rebuilt by the next read instead.
 REBUILD_ON_APPEND = 1024 * 1024
 #: Version of the ``.mem`` file's content (another version is rebuilt, never an error).
-FILE_VERSION = 1
+#: 2: calls answered by an edit before the messages seen, and calls finished in the
+#: journal before their checkpoint, are no longer open (a version 1 file may list them).
+FILE_VERSION = 2
 
 
 class MemoryKeeper:
