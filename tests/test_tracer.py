@@ -257,6 +257,33 @@ def test_a_tracer_keeps_tracing_a_thread_whose_file_was_taken_away(tmp_path: Pat
     assert len(runs) == (1 if how == "deleted" else 2), events
 
 
+def test_an_interrupt_is_traced_as_a_pause_not_an_error(tmp_path: Path, capsys: Any) -> None:
+    """``interrupt()`` waits for a person (the replay adapter's question about uncertain
+    calls is one); the trace showed it as a failed node (``error: GraphInterrupt: ...``)."""
+    from langgraph.types import Command, interrupt
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt({"question": "send it?"})
+        return {"messages": [AIMessage(f"answer: {answer}", id="ai-1")]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("ask", ask)
+    b.add_edge(START, "ask")
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        tracer = JsonlTracer(saver)
+        graph = b.compile(checkpointer=saver)
+        graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, _cfg("t", tracer))
+        graph.invoke(Command(resume="yes"), _cfg("t", tracer))
+        tracer.close()
+    rows = timeline(read_events(str(tmp_path / "s"), "t"))
+    asked = [r for r in rows if r.kind == "node" and r.name == "ask"]
+    assert [r.status for r in asked] == ["interrupted", "ok"], rows
+    assert asked[0].error is None and "send it?" in (asked[0].interrupt or ""), asked[0]
+    assert cli_main(["trace", str(tmp_path / "s"), "t"]) == 0
+    out = capsys.readouterr().out
+    assert "interrupted: " in out and "send it?" in out and "GraphInterrupt" not in out, out
+
+
 def test_untraced_thread_gets_a_clear_message(tmp_path: Path, capsys: Any) -> None:
     with JsonlSaver(tmp_path / "s") as saver:
         _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg("t"))

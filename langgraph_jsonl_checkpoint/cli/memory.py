@@ -13,7 +13,7 @@ import argparse
 
 from ..inspection.times import shown_time
 from ..memory.model import DEFAULT_BUDGET
-from ..tracing.timeline import read_events, timeline
+from ..tracing.timeline import TimelineRow, read_events, timeline
 from .common import (
     EXIT_OK,
     UsageError,
@@ -73,8 +73,8 @@ def define_trace(p: argparse.ArgumentParser) -> None:
         examples=["langgraph-jsonl trace ./checkpoints support-ticket-1042",
                   "langgraph-jsonl trace ./checkpoints t-1 --json"],
         json_shape="a list of {kind: graph|node|model|tool, name, depth, started_at, seconds, "
-        "status: ok|error|unfinished, tokens: {input_tokens, output_tokens, total_tokens} | null, "
-        "error, step}",
+        "status: ok|error|interrupted|unfinished, tokens: {input_tokens, output_tokens, total_tokens} "
+        "| null, error, step, interrupt}",
     )
     add_operands(p, ["thread"])
     p.set_defaults(run=_trace)
@@ -100,11 +100,19 @@ def _trace(args: argparse.Namespace) -> int:
              "  " * r.depth + f"{r.kind} {r.name}",
              "-" if r.seconds is None else f"{r.seconds:.3f}",
              _tokens(r.tokens),
-             r.status if r.error is None else f"error: {shown(r.error)[:80]}"]
+             _status(r)]
             for r in rows
         ],
     )
     return EXIT_OK
+
+
+def _status(row: TimelineRow) -> str:
+    if row.error is not None:
+        return f"error: {shown(row.error)[:80]}"
+    if row.interrupt is not None:
+        return f"interrupted: {shown(row.interrupt)[:80]}"
+    return row.status
 
 
 def _tokens(tokens: dict[str, int] | None) -> str:

@@ -29,10 +29,12 @@ class TimelineRow:
         depth: Nesting (0 for a graph run).
         started_at: When it started (ISO 8601).
         seconds: How long it ran (``None``: no end recorded).
-        status: ``ok``, ``error`` or ``unfinished``.
+        status: ``ok``, ``error``, ``interrupted`` (it called ``interrupt()``: the run
+            waits for an answer) or ``unfinished``.
         tokens: Token usage a model reported (``input_tokens``, ``output_tokens``, ``total_tokens``).
         error: The error, when it failed.
         step: The graph step (``langgraph_step``), if any.
+        interrupt: What it asked, when it was interrupted (the values, as JSON).
     """
 
     kind: str
@@ -44,10 +46,15 @@ class TimelineRow:
     tokens: dict[str, int] | None = None
     error: str | None = None
     step: int | None = None
+    interrupt: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The row as JSON-able data."""
         return asdict(self)
+
+
+#: A row's status by the event that ended it.
+_STATUS = {"end": "ok", "error": "error", "interrupt": "interrupted"}
 
 
 def trace_paths(store_path: str, thread_id: str) -> LogPaths:
@@ -70,7 +77,7 @@ def read_events(store_path: str, thread_id: str) -> list[dict[str, Any]]:
                 event = orjson.loads(line) if line else None
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(event, dict) and event.get("ev") in ("start", "end", "error") and "run" in event:
+            if isinstance(event, dict) and event.get("ev") in ("start", *_STATUS) and "run" in event:
                 events.append(event)
     return events
 
@@ -87,9 +94,10 @@ def timeline(events: list[dict[str, Any]]) -> list[TimelineRow]:
             kind=str(e.get("kind", "")), name=str(e.get("name", "")), depth=int(e.get("depth") or 0),
             started_at=str(e.get("at", "")),
             seconds=end.get("seconds") if end else None,
-            status="unfinished" if end is None else ("error" if end["ev"] == "error" else "ok"),
+            status="unfinished" if end is None else _STATUS.get(end["ev"], "ok"),
             tokens=end.get("tokens") if end else None,
             error=end.get("error") if end else None,
             step=e.get("step"),
+            interrupt=end.get("interrupt") if end else None,
         ))
     return rows

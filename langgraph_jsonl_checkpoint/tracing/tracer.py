@@ -54,6 +54,19 @@ def _error_text(error: BaseException) -> str:
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
 
 
+def _interrupt_text(error: BaseException) -> str | None:
+    """What an ``interrupt()`` asked, if ``error`` is the pause it raises (``None``: a
+    real error)."""
+    from langgraph.errors import GraphInterrupt  # imported with the graph already running
+
+    if not isinstance(error, GraphInterrupt):
+        return None
+    asked = error.args[0] if error.args else ()
+    values = [getattr(i, "value", i) for i in (asked if isinstance(asked, (list, tuple)) else [asked])]
+    text = "; ".join(orjson.dumps(v, default=str).decode() for v in values)
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
 def _tokens(response: Any) -> dict[str, int] | None:
     """Token usage a model reported: its message's ``usage_metadata``, or the
     provider's ``llm_output["token_usage"]``."""
@@ -211,10 +224,13 @@ class JsonlTracer(BaseCallbackHandler):
         if run is None:
             return
         thread, kind, name, t0, depth = run
-        event: dict[str, Any] = {"ev": "error" if error is not None else "end", "kind": kind, "name": name,
-                                 "run": str(run_id), "depth": depth,
+        asked = _interrupt_text(error) if error is not None else None
+        ev = "end" if error is None else "interrupt" if asked is not None else "error"
+        event: dict[str, Any] = {"ev": ev, "kind": kind, "name": name, "run": str(run_id), "depth": depth,
                                  "seconds": round(time.monotonic() - t0, 6), **extra}
-        if error is not None:
+        if asked is not None:
+            event["interrupt"] = asked
+        elif error is not None:
             event["error"] = _error_text(error)
         self._write(thread, event)
 
