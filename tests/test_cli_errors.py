@@ -375,6 +375,25 @@ def test_serde_lets_every_command_read_an_encrypted_store(
     reader.close()
 
 
+@pytest.mark.parametrize("command", [["memory"], ["tail", "-n", "30"]])
+def test_memory_and_tail_of_a_store_they_cannot_decode_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """Without the serializer that wrote it, `memory` printed an empty memory and `tail`
+    the journal without a message, both with exit 0, as if that were the thread."""
+    key = b"0123456789abcdef"
+    store = tmp_path / "s"
+    _encrypted_store(store, key)
+    capsys.readouterr()
+    assert main([command[0], str(store), "t", *command[1:]]) == 1
+    err = capsys.readouterr().err
+    assert "thread 't'" in err and "could not be decoded" in err and "--serde" in err, err
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", key.decode())
+    assert main([command[0], str(store), "t", *command[1:], "--serde", AES]) == 0
+    out, err = capsys.readouterr()
+    assert ("question 2" if command[0] == "memory" else "secret answer 2") in out and not err, (out, err)
+
+
 @pytest.mark.parametrize("spec, says", [
     ("no_such_module_xyz:serde", "cannot be loaded"),
     ("json:no_such_attr", "cannot be loaded"),

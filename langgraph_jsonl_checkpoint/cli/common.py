@@ -294,6 +294,20 @@ def served_status(saver: JsonlSaver, thread_id: str) -> int:
     return EXIT_OK if saver.store.thread_log(thread_id).damaged_at is None else EXIT_PROBLEMS
 
 
+def unreadable_status(thread_id: str, unreadable: int) -> int:
+    """The exit status of a command that left out ``unreadable`` values of a thread it
+    could not decode (1, after saying so on stderr; 0 if there were none)."""
+    if not unreadable:
+        return EXIT_OK
+    print(
+        f"thread {thread_id!r}: {unreadable} stored value(s) could not be decoded and were "
+        "left out: the store was written through another serializer (an EncryptedSerializer "
+        f"key). Name it with --serde module:attr or ${SERDE_ENV}.",
+        file=sys.stderr,
+    )
+    return EXIT_PROBLEMS
+
+
 def known_thread(saver: JsonlSaver, thread_id: str) -> str:
     """``thread_id``, if the store has it.
 

@@ -41,6 +41,7 @@ from .common import (
     shown,
     shown_id,
     store_path,
+    unreadable_status,
 )
 from .threads import since_argument
 
@@ -275,7 +276,7 @@ def _follow(args: argparse.Namespace) -> int:
                 _emit(follower.read_new(), args.json)
         except KeyboardInterrupt:  # how a person ends `tail -f`: the exit status still tells of damage
             pass
-        return served_status(saver, args.thread)
+        return max(served_status(saver, args.thread), unreadable_status(args.thread, follower.unreadable))
 
 
 # -- registration ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .common import (
     print_table,
     served_status,
     shown,
+    unreadable_status,
 )
 
 
@@ -40,7 +41,8 @@ def define_memory(p: argparse.ArgumentParser) -> None:
         examples=["langgraph-jsonl memory ./checkpoints support-ticket-1042",
                   "langgraph-jsonl memory ./checkpoints t-1 --json --budget 2000"],
         json_shape="{thread_id, goal, completed, failed, decisions, open_items: [{text, seq, call_id, at}], "
-        "turns, tool_calls, checkpoints, folded: {section: items left out}, covers: log seq, text}",
+        "turns, tool_calls, checkpoints, folded: {section: items left out}, covers: log seq, "
+        "resumed, unreadable: values that could not be decoded, text}",
     )
     add_operands(p, ["thread"])
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
@@ -53,7 +55,8 @@ def _memory(args: argparse.Namespace) -> int:
         raise UsageError("--budget must be a number of characters, 1 or more")
     with open_saver(args) as saver:
         memory = saver.session_memory(known_thread(saver, args.thread), budget=args.budget)
-        exit_status = served_status(saver, args.thread)
+        unreadable = unreadable_status(args.thread, memory.unreadable)
+        exit_status = max(served_status(saver, args.thread), unreadable)
     if args.json:
         print_json({**memory.to_json(), "text": memory.to_text()})
     else:

@@ -89,6 +89,8 @@ class ThreadFollower:
         self._tool_seq = 0
         self._names: dict[tuple[str, str, str], str] = {}
         self._generation: Any = None
+        #: Stored messages the saver's serializer could not decode (left out).
+        self.unreadable = 0
 
     def read_new(self) -> list[FollowEvent]:
         """The events appended since the last call (all of them on the first), in log
@@ -123,8 +125,7 @@ class ThreadFollower:
                 out.append(FollowEvent(MESSAGE, seq, cid, at, message, utterance(message)))
         return out
 
-    @staticmethod
-    def _stored_messages(facts: ThreadFacts, rec: Mapping[str, Any]) -> list[Any]:
+    def _stored_messages(self, facts: ThreadFacts, rec: Mapping[str, Any]) -> list[Any]:
         """The messages a checkpoint record stored: the tail a conversation grew by, or
         a conversation stored in full."""
         out: list[Any] = []
@@ -138,6 +139,7 @@ class ThreadFollower:
             try:
                 value = facts.reader.decode(cell)
             except ValueError:
+                self.unreadable += 1  # (a DecodeError: written through another serializer)
                 continue
             if isinstance(value, list) and all(is_message(m) for m in value):
                 out.extend(value)

@@ -143,6 +143,8 @@ class MemoryBuilder:
         #: an error that stopped the run)
         self.turn_seq: int = s.get("turn_seq", 0)
         self.disturbed_seq: int = s.get("disturbed_seq", -1)
+        #: value cells ``decode`` could not decode (left out)
+        self.unreadable: int = s.get("unreadable", 0)
 
     # -- state -----------------------------------------------------------------
 
@@ -154,7 +156,7 @@ class MemoryBuilder:
             "told": self.told, "interrupts": self.interrupts, "head": self.head,
             "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
             "message_count": self.message_count, "turn_seq": self.turn_seq,
-            "disturbed_seq": self.disturbed_seq,
+            "disturbed_seq": self.disturbed_seq, "unreadable": self.unreadable,
         }
 
     def memory(self) -> SessionMemory:
@@ -177,6 +179,7 @@ class MemoryBuilder:
             folded={k: v for k, v in sorted(self.dropped.items()) if v},
             covers=self.seq,
             resumed=self.disturbed_seq > self.turn_seq,
+            unreadable=self.unreadable,
         )
 
     def _open_items(self) -> Iterable[MemoryItem]:
@@ -238,6 +241,7 @@ class MemoryBuilder:
         try:
             return self.decode(cell)
         except Exception:  # noqa: BLE001 - an unreadable value is left out of the memory
+            self.unreadable += 1
             return None
 
     # -- checkpoint records -----------------------------------------------------------

@@ -62,6 +62,8 @@ class SessionMemory:
         checkpoints: Checkpoints in the log.
         folded: Per section, how many older items the budget left out.
         covers: The log ``seq`` this memory was built up to.
+        unreadable: Values of the log the serializer could not decode (another one
+            wrote them: an ``EncryptedSerializer`` key), which the memory leaves out.
         resumed: The current turn (since the latest human message) was disturbed and
             resumed: a person was asked about uncertain tool calls or answered, a tool
             call started again after its run died, or an error stopped the run. What
@@ -80,6 +82,7 @@ class SessionMemory:
     folded: dict[str, int] = field(default_factory=dict)
     covers: int = 0
     resumed: bool = False
+    unreadable: int = 0
 
     @property
     def is_empty(self) -> bool:
@@ -102,6 +105,7 @@ class SessionMemory:
             turns=data.get("turns", 0), tool_calls=data.get("tool_calls", 0),
             checkpoints=data.get("checkpoints", 0), folded=dict(data.get("folded", {})),
             covers=data.get("covers", 0), resumed=data.get("resumed", False),
+            unreadable=data.get("unreadable", 0),
         )
 
     def to_text(self) -> str:
