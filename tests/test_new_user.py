@@ -34,6 +34,27 @@ def test_from_conn_string_memory_is_a_temporary_store(tmp_path: Path, monkeypatc
     assert os.listdir(tmp_path) == []  # no directory named ":memory:"
 
 
+@pytest.mark.parametrize("call", ["invoke", "get_state", "list", "delete_thread"])
+def test_a_memory_store_used_after_close_says_it_was_closed(tmp_path: Path, monkeypatch, call: str) -> None:
+    """close() removes a ":memory:" store; using the saver after it raised a bare
+    FileNotFoundError naming a file in a temporary directory."""
+    monkeypatch.chdir(tmp_path)
+    saver = JsonlSaver(":memory:")
+    graph = _graph(saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [HumanMessage("hi")]}, cfg)
+    saver.close()
+    calls = {
+        "invoke": lambda: graph.invoke({"messages": [HumanMessage("again")]}, cfg),
+        "get_state": lambda: graph.get_state(cfg),
+        "list": lambda: list(saver.list(None)),
+        "delete_thread": lambda: saver.delete_thread("t"),
+    }
+    with pytest.raises(ConfigError, match=r"':memory:' store.*closed"):
+        calls[call]()
+    assert os.listdir(tmp_path) == []  # nothing made again
+
+
 async def test_async_from_conn_string_memory_is_a_temporary_store(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     async with AsyncJsonlSaver.from_conn_string(":memory:") as saver:

@@ -127,7 +127,15 @@ class Store:
         #: Called with each thread log as it is opened (a layer above attaches the
         #: observers it keeps derived data with, see ``ThreadLog.observers``).
         self.on_open: list[Callable[[ThreadLog], None]] = []
+        #: Why the store can no longer be used (its directory was removed: a ``":memory:"``
+        #: store closed), said by every use after; ``None`` while it can be.
+        self.removed: str | None = None
         open_directory(self.path, read_only=read_only)
+
+    def _usable(self) -> None:
+        """Raise :class:`~..errors.ConfigError` saying why, if the store was removed."""
+        if self.removed is not None:
+            raise ConfigError(self.removed)
 
     # -- thread logs ---------------------------------------------------------
 
@@ -137,6 +145,7 @@ class Store:
         Raises:
             ConfigError: The id cannot be stored (not valid Unicode text).
         """
+        self._usable()
         try:
             thread_id.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -230,15 +239,18 @@ class Store:
 
     def run_lock(self, thread_id: str) -> RunLock:
         """A new attempt at a thread's live-run lock (see :mod:`.runlock`)."""
+        self._usable()
         return RunLock(self.log_paths(thread_id), thread_id)
 
     def has_thread(self, thread_id: str) -> bool:
         """Whether the store holds a log for this thread (creates nothing)."""
+        self._usable()
         return os.path.lexists(self.log_paths(thread_id).log)
 
     def has_files(self, thread_id: str) -> bool:
         """Whether anything of this thread's data is on disk: its log, its index, bytes
         set aside from a torn write, its session memory or debug traces (creates nothing)."""
+        self._usable()
         paths = self.log_paths(thread_id)
         return any(os.path.lexists(p) for p in (paths.log, *paths.derived_files(), *paths.companion_files()))
 
@@ -278,6 +290,7 @@ class Store:
     def log_names(self) -> list[str]:
         """The file names of the store's logs (``<stem>.jsonl``), sorted; one directory
         listing, no file opened (how many threads a listing will visit)."""
+        self._usable()
         if not os.path.isdir(self.threads_path):
             return []
         return sorted(e for e in files.os.listdir(self.threads_path) if e.endswith(".jsonl"))
@@ -304,6 +317,7 @@ class Store:
     def _listed(self) -> Listing:
         """Every log, sorted by file name, with its thread id; the catalog brought up to
         date if the store is writable and it was not."""
+        self._usable()
         if not os.path.isdir(self.threads_path):
             return Listing(self.threads_path)
         path = os.path.join(self.path, catalog.CATALOG)

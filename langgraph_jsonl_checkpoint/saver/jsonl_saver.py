@@ -245,6 +245,11 @@ class JsonlSaver(
         self.store.close()
         if self.temporary_path is not None:
             shutil.rmtree(self.temporary_path, ignore_errors=True)
+            self.store.removed = (
+                "this saver's ':memory:' store was removed when the saver was closed; it holds "
+                "nothing any more. Open a new JsonlSaver(':memory:') (and compile the graph with "
+                "it), or give a directory to keep the threads."
+            )
 
     def __enter__(self) -> JsonlSaver:
         return self
