@@ -188,6 +188,7 @@ class PowerLossRound:
                 self.in_flight = None
                 after = {t: answers(self.mem, t) for t in c.tids}
                 self._settle(after)
+                self._fold_cuts()  # a cut made by this very call (a delete's tail repair) goes with it
                 for t, ans in after.items():
                     if c.before[t]["list"] and not ans["list"] and label in DELETING:
                         newest = max(cid for _, cid in c.before[t]["list"])
@@ -213,12 +214,17 @@ class PowerLossRound:
             self.pending.append((fs.crash_image(self.image_rng), self.in_flight, where, required))
         self.stats.states_by_op[kind] = self.stats.states_by_op.get(kind, 0) + self.per_point
 
-    def _required_quarantine(self) -> list[tuple[str, bytes]]:
-        """Quarantine contents an image drawn now must have (see :func:`quarantine_of`)."""
+    def _fold_cuts(self) -> None:
+        """Note the durable cuts made since the last call (by thread) as quarantine
+        contents the images must have from now on."""
         for q in quarantine_of(self.fs.cuts[self.cuts_seen :]):
             stem = os.path.basename(q[0])[: -len(".quarantine")]
             self.quarantined.setdefault(stem, []).append(q)
         self.cuts_seen = len(self.fs.cuts)
+
+    def _required_quarantine(self) -> list[tuple[str, bytes]]:
+        """Quarantine contents an image drawn now must have (see :func:`quarantine_of`)."""
+        self._fold_cuts()
         c = self.in_flight
         skip = {thread_file_stem(t) for t in c.tids} if c is not None and c.label in DELETING else set()
         return [q for stem, qs in self.quarantined.items() if stem not in skip for q in qs]
