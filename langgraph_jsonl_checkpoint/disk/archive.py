@@ -160,7 +160,7 @@ class ThreadArchive:
             RestoreError: A file of the thread is where a companion file would go back
                 (written after the thread was archived); nothing was changed.
         """
-        own = self._held(log.paths, entry.path[: -len(_suffix(entry.path))] + COMPANIONS)
+        own = self._held(log.paths, _companions_of(entry.path))
         in_the_way = [p for p in own if os.path.lexists(p)]
         if in_the_way:
             raise RestoreError(
@@ -214,7 +214,7 @@ class ThreadArchive:
         Raises:
             CorruptLogError: The companions file is damaged or not the thread's.
         """
-        path = entry.path[: -len(_suffix(entry.path))] + COMPANIONS
+        path = _companions_of(entry.path)
         paths = self.store.log_paths(entry.thread_id)
         return {_name(paths, p): data for p, data in self._held(paths, path).items()}
 
@@ -230,7 +230,6 @@ class ThreadArchive:
             raw = files.read_whole(path)
         except FileNotFoundError:
             return {}
-        require_zstandard()
         require_zstandard()
         places = {_name(paths, p): p for p in paths.companion_files()}
         try:
@@ -387,8 +386,10 @@ class ThreadArchive:
             fsync_dir(self.store.path)
 
 
-def _suffix(path: str) -> str:
-    return COMPRESSED if path.endswith(COMPRESSED) else MOVED
+def _companions_of(archived: str) -> str:
+    """The companions file beside an archived log (``.zst`` or ``.swept``)."""
+    suffix = COMPRESSED if archived.endswith(COMPRESSED) else MOVED
+    return archived[: -len(suffix)] + COMPANIONS
 
 
 def _name(paths: LogPaths, path: str) -> str:

@@ -40,6 +40,13 @@ def numbered(records: list[dict[str, Any]], thread_id: str, gen: int) -> list[di
     return body
 
 
+def generation_size(records: list[dict[str, Any]], thread_id: str, gen: int) -> int:
+    """The bytes of a new generation holding ``records`` (as :func:`numbered` numbers
+    them), written nowhere: what a dry run says a rewrite would leave (exact but for the
+    header's time, whose width may differ by its microseconds)."""
+    return sum(len(framing.frame(r)) for r in numbered(records, thread_id, gen))
+
+
 def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> None:
     """Replace the log by a file holding exactly ``records``, atomically.
 

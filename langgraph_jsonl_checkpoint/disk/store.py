@@ -145,7 +145,8 @@ class Store:
         Raises:
             ConfigError: The id cannot be stored (not valid Unicode text).
         """
-        self._usable()
+        if self.removed is not None:  # (inline: every put and read comes through here)
+            raise ConfigError(self.removed)
         try:
             thread_id.encode("utf-8")
         except UnicodeEncodeError as exc:

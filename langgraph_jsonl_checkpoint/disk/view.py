@@ -208,22 +208,17 @@ class LogView:
                 if st.st_size > self.index.committed_end:
                     self._scan_from(self.index.committed_end, st.st_size, records)
                 self._size = st.st_size
-            durable = self.sidecar.durable_seq
-            if self.index.last_seq < durable and self.read_only:
-                self._serve_damaged(
-                    self.index.committed_end,
-                    f"holds records up to sequence {self.index.last_seq}, but its index says "
-                    f"records up to {durable} were durable (the file was cut)",
-                )
-            elif self.index.last_seq < durable:
+            durable, end = self.sidecar.durable_seq, self.index.committed_end
+            if self.index.last_seq < durable:
+                short = (f"holds committed records up to sequence {self.index.last_seq}, but its index "
+                         f"says records up to {durable} were durable")
+                cause = f"the record at byte offset {end} is damaged or the file was cut"
+                if self.read_only:
+                    self._serve_damaged(end, f"{short} ({cause})")
+                    return self.index
                 raise CorruptLogError(
-                    f"thread {self.thread_id!r}: log {self.path} holds committed records "
-                    f"up to sequence {self.index.last_seq}, but its index says records up "
-                    f"to {durable} were durable: the record at byte offset "
-                    f"{self.index.committed_end} is damaged or the file was cut. Nothing "
-                    f"was changed. {self.repair_hint()}",
-                    path=self.path,
-                    offset=self.index.committed_end,
+                    f"thread {self.thread_id!r}: log {self.path} {short}: {cause}. Nothing was "
+                    f"changed. {self.repair_hint()}", path=self.path, offset=end,
                 )
             return self.index
 
@@ -369,9 +364,8 @@ class LogView:
         so once per log (``what``: what is wrong with it)."""
         self.damaged_at = offset
         if not self.recovery.damage_reported:
-            logger.warning("thread %r: log %s %s; serving the %d records it holds before that "
-                           "(read-only). %s", self.thread_id, self.path, what, self.index.last_seq,
-                           self.repair_hint())
+            logger.warning("thread %r: log %s %s; serving the %d records it holds before that (read-only). "
+                           "%s", self.thread_id, self.path, what, self.index.last_seq, self.repair_hint())
             self.recovery.damage_reported = True
 
     def distrust_sidecar(self) -> None:

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from ..disk import framing
-from ..disk.generations import numbered
+from ..disk.generations import generation_size
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
 from ..disk.summary import EMPTY, version_key
@@ -238,7 +237,7 @@ def preview(saver: StoreAccess, thread_id: str, *, keep_latest: bool = False) ->
         records = _pruned(saver, log, idx) if keep_latest else _compacted(saver, log, idx)
         if records is None:
             return Compaction(idx.committed_end, idx.committed_end, count, count)
-        size = sum(len(framing.frame(r)) for r in numbered(records, thread_id, log.gen + 1))
+        size = generation_size(records, thread_id, log.gen + 1)
         kept = sum(1 for r in records if r.get("t") == "checkpoint")
         return Compaction(idx.committed_end, size, count, kept)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..disk import files, framing
-from ..disk.generations import numbered
+from ..disk.generations import generation_size
 from ..disk.header import FORMAT_VERSION
 from ..disk.log import ThreadLog
 from ..disk.sidecar_file import LogIdentity
@@ -88,7 +88,7 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
         size, salvage, dropped = _plan(log, thread_id)
         if not dropped:
             return RepairResult(thread_id, None, size, 0, len(salvage.records), dry_run=True)
-        kept = sum(map(len, map(framing.frame, numbered(salvage.records, thread_id, salvage.gen + 1))))
+        kept = generation_size(salvage.records, thread_id, salvage.gen + 1)
         return RepairResult(thread_id, None, kept, max(0, size - kept), len(salvage.records),
                             dropped, dry_run=True)
     with log.locked():

@@ -98,6 +98,7 @@ class TraceFile:
         self.lock = threading.Lock()
         self._fd: int | None = None
         self._size = 0
+        self._opened: tuple[int, int] | None = None  # (inode, device) of the open file
         self._retired = False
 
     def append(self, line: bytes) -> None:
@@ -131,13 +132,13 @@ class TraceFile:
             named = files.os.stat(self.names[0])
         except FileNotFoundError:
             return False
-        opened = files.os.fstat(self._fd)  # type: ignore[arg-type]
-        return (named.st_ino, named.st_dev) == (opened.st_ino, opened.st_dev)
+        return (named.st_ino, named.st_dev) == self._opened
 
     def _open(self) -> None:
         os.makedirs(os.path.dirname(self.names[0]), mode=0o700, exist_ok=True)
         self._fd = files.os.open(self.names[0], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._size = files.os.fstat(self._fd).st_size
+        st = files.os.fstat(self._fd)
+        self._size, self._opened = st.st_size, (st.st_ino, st.st_dev)
 
     def _rotate(self) -> None:
         self.close()
