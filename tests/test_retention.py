@@ -547,3 +547,22 @@ def test_a_listing_leaves_out_a_log_removed_after_the_directory_was_read(tmp_pat
     listing = catalog.list_logs(threads, catalog.Catalog(), read_then_vanish)
     assert [(os.path.basename(p)[:2], tid, err) for p, tid, err in listing.entries()] == [("t2", "t2", None)]
     assert listing.ids == ["t2"] and listing.changed
+
+
+def test_an_archived_threads_size_counts_its_companions_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``archived`` reports the bytes an archiving keeps on disk: the compressed log and
+    the companions file that holds its trace (the listing and ``--json`` alike)."""
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    (entry,) = saver.archived("t")
+    (companions_file,) = (tmp_path / "s" / "archive").glob("*.companions.zst")
+    kept = Path(entry.path).stat().st_size + companions_file.stat().st_size
+    assert entry.size == kept
+    saver.close()
+    capsys.readouterr()
+    assert main(["archived", str(tmp_path / "s"), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["size"] == kept

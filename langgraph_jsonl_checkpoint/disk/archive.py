@@ -88,7 +88,7 @@ class ArchivedThread:
         thread_id: The thread it holds (from its header).
         path: The file (``.jsonl.zst``, or ``.jsonl.swept`` until settled).
         archived_at: When it was archived (from its name).
-        size: Bytes on disk.
+        size: Bytes on disk: the archived log and its companions file (if any).
     """
 
     thread_id: str
@@ -363,7 +363,12 @@ class ThreadArchive:
                 f"{path} is not an archived thread log of this store (its name or header "
                 "does not match). Move it out of the archive folder."
             )
-        return ArchivedThread(header["thread"], path, archived_at, files.os.stat(path).st_size)
+        size = files.os.stat(path).st_size
+        try:
+            size += files.os.stat(_companions_of(path)).st_size
+        except FileNotFoundError:
+            pass  # archived by a release that kept the log only, or its thread had none
+        return ArchivedThread(header["thread"], path, archived_at, size)
 
     def _head(self, path: str) -> bytes:
         if not path.endswith((COMPRESSED, COMPANIONS)):
