@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver
+from langgraph_jsonl_checkpoint import FormatVersionError, JsonlCheckpointError, JsonlSaver, StoreError
 from langgraph_jsonl_checkpoint.disk import store as store_mod
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.read_only_fs import unwritable
 
 DEAD_PID = 2**22 + 12345  # above the kernel's pid_max default: never a live process
 
@@ -122,3 +123,56 @@ def test_a_store_of_a_newer_format_is_refused_with_the_upgrade_to_make(tmp_path:
     assert str(err.value).endswith(
         f"reads store format {store_mod.STORE_FORMAT}. The store was written by a newer release: upgrade"
         " the package (pip install -U langgraph-jsonl-checkpoint) to open it.")
+
+
+def test_a_store_that_cannot_be_written_is_refused_at_open_naming_the_way_out(tmp_path: Path) -> None:
+    """A writable saver on a store it cannot write (a read-only mount, another user's
+    files) used to open, read, and fail at the first run with a bare ``OSError`` naming
+    an internal lock file; it is refused at open, saying what to do, and the store
+    still opens read-only."""
+    d = tmp_path / "s"
+    saver = JsonlSaver(d)
+    _put(saver, "t-1")
+    saver.close()
+    with unwritable(d) as how:
+        with pytest.raises(StoreError) as err:
+            JsonlSaver(d)
+        text = str(err.value)
+        assert str(d) in text and "cannot be written" in text and "read_only=True" in text, (how, text)
+        reader = JsonlSaver(d, read_only=True)
+        assert reader.get_tuple(config("t-1")) is not None
+        reader.close()
+
+
+def test_a_store_that_stops_being_writable_fails_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    """A file system remounted read-only under a running app (as ext4 does on errors):
+    a run on an existing thread or a new one fails with the package's error naming the
+    thread and what to do, and the saver still reads what was acknowledged."""
+    from langchain_core.messages import HumanMessage
+
+    from tests.harness.flow_graphs import build_agent_graph
+
+    d = tmp_path / "s"
+    saver = JsonlSaver(d, concurrent_runs="hold")  # as the server's factory opens it
+    graph = build_agent_graph().compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("what is 1 + 2?")]}, {"configurable": {"thread_id": "t-1"}})
+    with unwritable(d):
+        for thread in ("t-1", "t-new"):
+            cfg = {"configurable": {"thread_id": thread}}
+            with pytest.raises(JsonlCheckpointError) as err:
+                graph.invoke({"messages": [HumanMessage("what is 2 + 2?")]}, cfg)
+            text = str(err.value)
+            assert f"thread {thread!r}" in text and "not writable" in text, text
+            assert "read_only=True" in text, text
+        assert graph.get_state({"configurable": {"thread_id": "t-1"}}).values["messages"]
+    saver.close()
+
+
+def test_a_new_store_under_an_unwritable_folder_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    parent = tmp_path / "p"
+    parent.mkdir()
+    with unwritable(parent):
+        for d in (parent / "s", parent):
+            with pytest.raises(StoreError, match="cannot be written") as err:
+                JsonlSaver(d)
+            assert str(parent) in str(err.value)

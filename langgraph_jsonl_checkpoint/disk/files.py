@@ -14,7 +14,7 @@ import errno
 import os as os  # re-exported: disk/ calls `files.os.*`, the seam fault-injection tests patch
 import threading
 
-from ..errors import ForeignFileError
+from ..errors import ForeignFileError, StoreError
 
 #: Files of a store are private to their owner.
 FILE_MODE = 0o600
@@ -26,11 +26,37 @@ def open_file(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
 
 
+#: What ``open``, ``mkdir`` and the like fail with where a process may not write.
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+#: The way out of a store this process cannot write, for every error that says so.
+MAKE_WRITABLE = (
+    "Make it writable (remount the file system read-write, or run as the user who owns "
+    "the store), or open it for reading only: JsonlSaver(path, read_only=True), as the "
+    "langgraph-jsonl commands that only read do."
+)
+
+
+def not_writable(path: str, exc: OSError) -> str:
+    """Why ``path`` could not be written (``exc``: the error that said so), in words."""
+    try:
+        read_only_fs = bool(os.statvfs(path if os.path.exists(path) else os.path.dirname(path)).f_flag
+                            & os.ST_RDONLY)
+    except OSError:
+        read_only_fs = exc.errno == errno.EROFS
+    if read_only_fs:
+        return f"{path} is on a read-only file system"
+    return f"{path} is not writable by this user ({exc.strerror})"
+
+
 def open_refusing_links(path: str, flags: int, thread_id: str) -> int:
-    """:func:`open_file`, with a clear error for a planted symbolic link.
+    """:func:`open_file`, with a clear error for a planted symbolic link, and for a
+    file to be written that this process may not write.
 
     Raises:
         ForeignFileError: ``path`` is a symbolic link.
+        StoreError: ``path`` is to be written and cannot be (a read-only file system,
+            another user's store).
     """
     try:
         return open_file(path, flags)
@@ -39,6 +65,11 @@ def open_refusing_links(path: str, flags: int, thread_id: str) -> int:
             raise ForeignFileError(
                 f"thread {thread_id!r}: {path} is a symbolic link; the store refuses "
                 "links (one could redirect writes outside it). Remove it."
+            ) from exc
+        if exc.errno in NOT_WRITABLE and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise StoreError(
+                f"thread {thread_id!r}: the store is not writable: {not_writable(path, exc)}. "
+                f"Nothing was written. {MAKE_WRITABLE}"
             ) from exc
         raise
 

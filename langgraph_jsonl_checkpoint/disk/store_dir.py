@@ -5,6 +5,7 @@ a directory through :func:`open_directory`; the names of the layout live here.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -37,9 +38,24 @@ def open_directory(path: str, *, read_only: bool) -> None:
 
     Raises:
         ConfigError: ``path`` exists and is not a directory.
-        StoreError: The directory is not a store of this package, or is unsafe.
+        StoreError: The directory is not a store of this package, or is unsafe, or
+            (unless ``read_only``) this process cannot write it.
         FormatVersionError: The store was written by a newer release.
     """
+    try:
+        _open_directory(path, read_only=read_only)
+    except OSError as exc:
+        if exc.errno not in files.NOT_WRITABLE or read_only:
+            raise
+        raise _cannot_write(path, exc.filename or path, exc) from exc
+
+
+def _cannot_write(store: str, path: str, exc: OSError) -> StoreError:
+    return StoreError(f"store {store} cannot be written: {files.not_writable(path, exc)}. "
+                      f"{files.MAKE_WRITABLE}")
+
+
+def _open_directory(path: str, *, read_only: bool) -> None:
     threads_path = os.path.join(path, THREADS_DIR)
     temp_path = os.path.join(path, TEMP_DIR)
     if os.path.lexists(path) and not os.path.isdir(path):
@@ -66,6 +82,9 @@ def open_directory(path: str, *, read_only: bool) -> None:
             files.os.chmod(sub, 0o700)
             fsync_dir(path)
     _check_permissions(path, threads_path, temp_path)
+    for sub in (path, threads_path, temp_path):
+        if not os.access(sub, os.W_OK | os.X_OK):
+            raise _cannot_write(path, sub, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
     _sweep_dead_temp_files(path, temp_path)
 
 def _become_store(path: str, marker: str, read_only: bool) -> None:
