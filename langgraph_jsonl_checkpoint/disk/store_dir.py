@@ -83,7 +83,7 @@ def _open_directory(path: str, *, read_only: bool) -> None:
             fsync_dir(path)
     _check_permissions(path, threads_path, temp_path)
     for sub in (path, threads_path, temp_path):
-        if not os.access(sub, os.W_OK | os.X_OK):
+        if not os.access(sub, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
             raise _cannot_write(path, sub, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
     _sweep_dead_temp_files(path, temp_path)
 
