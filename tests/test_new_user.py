@@ -134,3 +134,52 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
     assert size_after <= size_before
     assert os.path.getsize(ThreadFiles.of(tmp_path / "s", "t").log) == size_after
     assert not diff_answers(answers(JsonlSaver(tmp_path / "s"), "t"), before)
+
+
+@pytest.mark.parametrize(
+    "url", ["postgresql://postgres@127.0.0.1:5432/app", "sqlite:///app.db", "file:///tmp/x"]
+)
+def test_a_database_url_for_a_path_is_refused_pointing_to_the_migration_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """The docs show these URLs next to JsonlSaver (import, copy, export): passed as its
+    path, one became nested folders (``./postgresql:/postgres@.../app/``) holding a store."""
+    monkeypatch.chdir(tmp_path)
+    for open_it in (JsonlSaver, JsonlSaver.from_conn_string, AsyncJsonlSaver):
+        with pytest.raises(ConfigError) as err:
+            saver = open_it(url)
+            if hasattr(saver, "__enter__"):
+                saver.__enter__()
+        text = str(err.value)
+        assert url in text and "langgraph-jsonl import" in text and "directory" in text, text
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"max_open_threads": 0}, "max_open_threads must be a whole number, 1 or more"),
+        ({"max_open_threads": -1}, "max_open_threads must be a whole number, 1 or more"),
+        ({"max_open_threads": "16"}, "max_open_threads must be a whole number, 1 or more"),
+        ({"busy_timeout": "5"}, "busy_timeout must be a number of seconds, 0 or more"),
+        ({"busy_timeout": float("nan")}, "busy_timeout must be a number of seconds, 0 or more"),
+        ({"snapshot_every": "64"}, "snapshot_every must be a whole number, 1 or more"),
+        ({"snapshot_every": 0}, "snapshot_every must be a whole number, 1 or more"),
+        ({"snapshot_ratio": "2"}, "snapshot_ratio must be a number, 0 or more"),
+        ({"snapshot_ratio": -1}, "snapshot_ratio must be a number, 0 or more"),
+    ],
+)
+def test_a_bad_option_value_is_a_config_error_naming_the_option(
+    tmp_path: Path, options: dict, words: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        JsonlSaver(tmp_path / "s", **options)
+    assert words in str(err.value) and repr(next(iter(options.values())))[:4] in str(err.value)
+    assert not (tmp_path / "s").exists()  # refused before anything was made
+
+
+def test_an_empty_path_is_refused_as_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app.py").write_text("")  # a project folder: not empty, not a store
+    with pytest.raises(ConfigError, match="path is empty"):
+        JsonlSaver("")

@@ -6,7 +6,10 @@ Pure helpers shared by the saver's reads and writes.
 from __future__ import annotations
 
 import importlib
+import math
+import os
 import random
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +44,58 @@ DEFAULT_BUSY_TIMEOUT = 60.0
 VERSION_WIDTH = 12
 
 T = TypeVar("T")
+
+#: A URL (``postgresql://...``, ``sqlite:///...``): what a database saver takes, not a store.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def store_path(path: Any) -> str:
+    """The directory a ``JsonlSaver`` path names (``str`` or path-like).
+
+    Raises:
+        ConfigError: It is empty, or a database URL (a newcomer's ``SqliteSaver`` or
+            ``PostgresSaver`` connection string).
+    """
+    text: str = os.fsdecode(os.fspath(path))
+    if not text:
+        raise ConfigError(
+            "JsonlSaver path is empty. Pass the directory of the store (it is created if "
+            "missing), e.g. JsonlSaver('./checkpoints')."
+        )
+    if _URL.match(text):
+        raise ConfigError(
+            f"JsonlSaver path {text!r} is a URL: JsonlSaver stores threads in a directory, "
+            "not a database. Pass a directory, e.g. JsonlSaver('./checkpoints'). To bring "
+            "threads in from SqliteSaver or PostgresSaver, use `langgraph-jsonl import`; to "
+            "move them on to PostgreSQL, `langgraph-jsonl copy` (docs/from-sqlite.md, "
+            "docs/postgres.md)."
+        )
+    return text
+
+
+def whole_number(name: str, value: Any, least: int) -> int:
+    """``value`` if it is an ``int`` of at least ``least``.
+
+    Raises:
+        ConfigError: It is not (a string, a float, ``True``, too small), naming ``name``.
+    """
+    if type(value) is not int or value < least:
+        raise ConfigError(f"{name} must be a whole number, {least} or more, not {value!r}")
+    return value
+
+
+def amount(name: str, value: Any, least: float, unit: str = "") -> float:
+    """``value`` if it is a real number (``int`` or ``float``, not NaN) of at least ``least``.
+
+    Raises:
+        ConfigError: It is not, naming ``name`` (and ``unit``: "of seconds").
+    """
+    if (
+        type(value) not in (int, float) or math.isnan(value) or value < least
+    ):
+        what = f"a number{' ' + unit if unit else ''}"
+        raise ConfigError(f"{name} must be {what}, {least:g} or more, not {value!r}")
+    return float(value)
 
 
 def load_serde(spec: str) -> Any:

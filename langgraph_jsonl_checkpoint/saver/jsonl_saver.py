@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import os
 import shutil
 import tempfile
 import weakref
@@ -63,9 +62,12 @@ from .config import (
     DEFAULT_SNAPSHOT_RATIO,
     MEMORY,
     UNCHECKED_PUTS,
+    amount,
     healing,
     next_version,
+    store_path,
     thread_id_of,
+    whole_number,
 )
 from .heads import keep_heads
 from .liveness import LiveRuns, calling_loop
@@ -101,7 +103,9 @@ class JsonlSaver(
     Args:
         path: Store directory; created (mode ``0700``) if missing. An existing empty
             directory becomes a store and its mode is set to ``0700`` (logged).
-            ``":memory:"``: a new temporary store, removed by :meth:`close`.
+            ``":memory:"``: a new temporary store, removed by :meth:`close`. An empty
+            path, or a database URL (``sqlite:///...``, ``postgresql://...``), is a
+            :class:`~.errors.ConfigError`, as is an option of the wrong type or range.
         serde: Serializer for values that are not plain JSON or LangChain messages (and,
             if it is not LangGraph's ``JsonPlusSerializer`` — ``EncryptedSerializer``,
             say — for every value).
@@ -180,15 +184,16 @@ class JsonlSaver(
                 f"concurrent_runs must be one of {', '.join(map(repr, CONCURRENT_RUNS))}, "
                 f"not {concurrent_runs!r}"
             )
-        if not busy_timeout >= 0:
-            raise ConfigError("busy_timeout must be a number of seconds, 0 or more")
+        busy_timeout = amount("busy_timeout", busy_timeout, 0, "of seconds")
+        whole_number("max_open_threads", max_open_threads, 1)
+        whole_number("snapshot_every", snapshot_every, 1)
+        amount("snapshot_ratio", snapshot_ratio, 0)
+        path = store_path(path)
         self.concurrent_runs = concurrent_runs
         self._runs = RunTracker(enabled=concurrent_runs not in UNCHECKED_PUTS)
-        if snapshot_every < 1:
-            raise ConfigError("snapshot_every must be at least 1")
         #: A temporary store made for ``":memory:"``, removed by :meth:`close`.
         self.temporary_path: str | None = None
-        if os.fspath(path) == MEMORY:
+        if path == MEMORY:
             if read_only:
                 raise ConfigError("a ':memory:' store is new and empty: read_only makes no sense")
             path = self.temporary_path = tempfile.mkdtemp(prefix="langgraph-jsonl-memory-")
@@ -197,8 +202,6 @@ class JsonlSaver(
             # Removed with the store at the latest (the store outlives with_allowlist's
             # shallow copies, which share it), or when the interpreter exits.
             weakref.finalize(self.store, shutil.rmtree, self.temporary_path, True)
-        if snapshot_ratio < 0:
-            raise ConfigError("snapshot_ratio must not be negative")
         self.snapshot_policy = SnapshotPolicy(every=snapshot_every, ratio=snapshot_ratio)
         if session_memory:
             keep_session_memory(self.store, self.codec)
