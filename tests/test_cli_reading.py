@@ -544,3 +544,18 @@ def test_export_all_of_a_store_with_a_damaged_thread_exits_1(
     captured = capsys.readouterr()
     assert "damaged: only the readable part was exported: the log is damaged at byte offset" in captured.err
     assert f"wrote {len(EXPECTED_STATUS) + 1} file(s)" in captured.out
+
+
+def test_memory_says_when_its_fixed_part_is_over_the_budget(cli_store: BuiltStore, capsys) -> None:
+    """``--budget`` folds older items into counts; the header, the goal's start and the
+    counts are always kept, so a small budget cannot be met: the text printed used to
+    be longer than asked for without a word. It now says so, with the length."""
+    store = str(cli_store.path)
+    assert main(["memory", store, "agent", "--budget", "4000"]) == 0
+    full = capsys.readouterr()
+    assert full.err == "" and len(full.out.rstrip("\n")) <= 4000
+    assert main(["memory", store, "agent", "--budget", "60"]) == 0
+    small = capsys.readouterr()
+    printed = len(small.out.rstrip("\n"))
+    assert printed > 60
+    assert f"{printed} characters" in small.err and "--budget 60" in small.err, small.err

@@ -10,6 +10,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..inspection.times import shown_time
 from ..memory.model import DEFAULT_BUDGET
@@ -46,7 +47,8 @@ def define_memory(p: argparse.ArgumentParser) -> None:
     )
     add_operands(p, ["thread"])
     p.add_argument("--budget", type=int, default=DEFAULT_BUDGET,
-                   help=f"most characters of the text; older items are folded into counts ({DEFAULT_BUDGET})")
+                   help="most characters of the text; older items are folded into counts (the header, "
+                   f"the goal's start and the counts are always kept) ({DEFAULT_BUDGET})")
     p.set_defaults(run=_memory)
 
 
@@ -57,10 +59,18 @@ def _memory(args: argparse.Namespace) -> int:
         memory = saver.session_memory(known_thread(saver, args.thread), budget=args.budget)
         unreadable = unreadable_status(args.thread, memory.unreadable)
         exit_status = max(served_status(saver, args.thread), unreadable)
+    text = memory.to_text()
     if args.json:
-        print_json({**memory.to_json(), "text": memory.to_text()})
+        print_json({**memory.to_json(), "text": text})
     else:
-        print(memory.to_text())
+        print(text)
+    if len(text) > args.budget:
+        print(
+            f"note: the memory is {len(text)} characters, over --budget {args.budget}: its "
+            "header, the goal's first 40 characters and the counts of folded items are "
+            "always kept, and nothing more could be folded.",
+            file=sys.stderr,
+        )
     return exit_status
 
 
