@@ -172,10 +172,13 @@ class ThreadFollower:
                 names = ", ".join(f"{c.get('name')} [{c.get('id')}]" for c in calls)
                 return ToolEvent(ASK, ids, "", f"asked a person about uncertain call(s): {names}")
             if ev == ANSWER and isinstance(value, Mapping):
+                # The calls the question was about: the answer may name others (with
+                # create_agent every task's answer holds the whole mapping).
+                about = [str(entry[0]) for entry in rec.get("about") or []] or [str(k) for k in value]
                 given = ", ".join(
-                    f"{k}={'result' if isinstance(v, Mapping) else v}" for k, v in value.items()
+                    f"{k}={'result' if isinstance(value.get(k), Mapping) else value.get(k)}" for k in about
                 )
-                return ToolEvent(ANSWER, ", ".join(map(str, value)), "", f"a person answered: {given}")
+                return ToolEvent(ANSWER, ", ".join(about), "", f"a person answered: {given}")
             return None
         name = self._names.get(key, "")
         detail = ""

@@ -32,6 +32,20 @@ KEEP_OPEN = 256
 MESSAGES = "messages"
 
 _SPECIAL = ("__interrupt__", "__resume__", "__error__", "__scheduled__")
+#: Joins the parts of a journaled call's key (ids LangGraph and models make never hold it).
+_KEY_SEP = "\x1f"
+
+
+def _call_key(rec: dict[str, Any]) -> str:
+    """The key of the call execution a tool record is about: namespace, checkpoint, call
+    id (one call id may run in several executions: a later turn, a lost run)."""
+    return _KEY_SEP.join((str(rec.get("ns", "")), str(rec.get("cp", "")), str(rec.get("call", ""))))
+
+
+def _key_parts(key: str) -> tuple[str, str, str]:
+    """``(namespace, checkpoint, call id)`` of a key from :func:`_call_key`."""
+    ns, cp, call = key.split(_KEY_SEP, 2)
+    return ns, cp, call
 
 
 def _text(content: Any) -> str:
@@ -125,9 +139,13 @@ class MemoryBuilder:
         self.dropped: dict[str, int] = dict(s.get("dropped", {}))
         #: tool call id -> [name, args, seq]: asked for by the model, no ToolMessage yet
         self.requested: dict[str, list[Any]] = dict(s.get("requested", {}))
-        #: tool call id -> [name, args, state, at, seq]: journaled, not settled
+        #: call key (:func:`_call_key`) -> [name, args, state, at, seq]: journaled, not settled
         self.journal: dict[str, list[Any]] = dict(s.get("journal", {}))
-        #: tool call ids whose ToolMessage is already told for (decided, or failed in the journal)
+        #: tool call id -> key of its newest journaled execution: the one a ToolMessage
+        #: with that id answers (a lost run's execution never reaches the messages)
+        self.latest: dict[str, str] = dict(s.get("latest", {}))
+        #: keys of executions whose outcome is already told (decided, failed, or finished
+        #: before their checkpoint): their ToolMessage, when it comes, is not told again
         self.told: list[str] = list(s.get("told", []))
         #: "<checkpoint>|<task>" -> [node, text, seq]
         self.interrupts: dict[str, list[Any]] = dict(s.get("interrupts", {}))
@@ -153,7 +171,7 @@ class MemoryBuilder:
         return {
             "seq": self.seq, "goal": self.goal, "counts": self.counts, "sections": self.sections,
             "dropped": self.dropped, "requested": self.requested, "journal": self.journal,
-            "told": self.told, "interrupts": self.interrupts, "head": self.head,
+            "latest": self.latest, "told": self.told, "interrupts": self.interrupts, "head": self.head,
             "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
             "message_count": self.message_count, "turn_seq": self.turn_seq,
             "disturbed_seq": self.disturbed_seq, "unreadable": self.unreadable,
@@ -183,8 +201,9 @@ class MemoryBuilder:
         )
 
     def _open_items(self) -> Iterable[MemoryItem]:
-        for call, (name, args, state, at, seq) in self.journal.items():
+        for key, (name, args, state, at, seq) in self.journal.items():
             if state == "started":
+                call = _key_parts(key)[2]
                 yield MemoryItem(
                     f"uncertain: {_call_text(name, args)} started{f' at {at}' if at else ''} and has no "
                     "recorded result; it may or may not have taken effect",
@@ -193,7 +212,8 @@ class MemoryBuilder:
         for node, text, seq in self.interrupts.values():
             yield MemoryItem(clip(f"waiting for an answer (node {node}): {text}", ITEM_CHARS), seq)
         for call, (name, args, seq) in self.requested.items():
-            if call not in self.journal or self.journal[call][2] != "started":
+            entry = self.journal.get(self.latest.get(call, ""))
+            if entry is None or entry[2] != "started":
                 yield MemoryItem(f"no result yet: {_call_text(name, args)}", seq, call, None)
         waiting = {node for node, _, _ in self.interrupts.values()}
         for node, seq in self.pending.items():
@@ -223,8 +243,8 @@ class MemoryBuilder:
             del items[0]
             self.dropped[section] = self.dropped.get(section, 0) + 1
 
-    def _tell(self, call: str) -> None:
-        self.told.append(call)
+    def _tell(self, key: str) -> None:
+        self.told.append(key)
         if len(self.told) > KEEP_OPEN:
             del self.told[0]
 
@@ -327,7 +347,9 @@ class MemoryBuilder:
         elif kind == "tool":
             call_id = str(m.get("tool_call_id"))
             name, args, _ = self.requested.pop(call_id, None) or [m.get("name", ""), None, seq]
-            if call_id in self.told:
+            key = self.latest.get(call_id)
+            if key in self.told:
+                self.told.remove(key)  # its outcome was told from the journal
                 return
             outcome = clip(_text(m.get("content", "")), ITEM_CHARS)
             if m.get("status") == "error":
@@ -386,12 +408,16 @@ class MemoryBuilder:
             if ev == "ask":
                 self.disturbed_seq = seq
             return
-        entry = self.journal.get(call)
+        key = _call_key(rec)
+        entry = self.journal.get(key)
         if ev == "requested":
             args = self._decoded(rec.get("args"))
             if entry is None:
-                self.journal[call] = [rec.get("name", ""), args, "requested", at, seq]
+                self.journal[key] = [rec.get("name", ""), args, "requested", at, seq]
                 self._bound(self.journal)
+                self.latest.pop(call, None)  # kept in the order executions were seen
+                self.latest[call] = key
+                self._bound(self.latest)
         elif entry is None:
             return
         elif ev == "started":
@@ -401,32 +427,37 @@ class MemoryBuilder:
         elif ev == "released":
             entry[2] = "requested"
         elif ev == "finished":
-            del self.journal[call]
+            del self.journal[key]
             if rec.get("resolution"):
-                self._tell(call)  # its ToolMessage says what the decision already told
-            elif call in self.requested and call not in self.told:
+                self._tell(key)  # its ToolMessage says what the decision already told
+            elif call in self.requested and self.latest.get(call) == key and key not in self.told:
                 # Its result, before (a crash: maybe instead of) the checkpoint that holds
                 # its ToolMessage; told once, so that message is not told again.
                 message = _tool_message(self._decoded(rec.get("result")))
                 if message is not None:
                     self._message({**message, "tool_call_id": call}, seq)
-                    self._tell(call)
+                    self._tell(key)
         elif ev == "failed":
-            del self.journal[call]
+            del self.journal[key]
             error = rec.get("error") or {}
             self._add("failed", f"{_call_text(entry[0], entry[1])} failed: {error.get('type', 'error')}: "
                                 f"{error.get('message', '')}", seq, call, at)
-            self._tell(call)
+            self._tell(key)
         elif ev == "superseded":
-            del self.journal[call]
+            del self.journal[key]
 
     def _answer(self, rec: dict[str, Any], seq: int) -> None:
+        """A person's answer: one decision per call the question was about (``about``),
+        never per key of the answer (which may name other calls, or a typo; with
+        ``create_agent`` every task's answer holds the whole mapping)."""
         answer = self._decoded(rec.get("answer"))
         if not isinstance(answer, dict):
             return
         at = rec.get("at")
-        for call, choice in answer.items():
-            name, args = (self.journal.get(call) or [call, None])[:2]
+        ns, cp = str(rec.get("ns", "")), str(rec.get("cp", ""))
+        for question_id, started_at in rec.get("about") or []:
+            choice = answer.get(question_id)
+            call, name, args = self._asked(ns, cp, str(question_id), started_at)
             if choice == "skip":
                 what = "skip: not run again, outcome unknown"
             elif choice == "retry":
@@ -437,3 +468,17 @@ class MemoryBuilder:
                 what = clip(str(choice), 80)
             self._add("decisions", f"{_call_text(name, args)}: {what}{f' (answered {at})' if at else ''}",
                       seq, call, at)
+
+    def _asked(self, ns: str, cp: str, question_id: str, started_at: Any) -> tuple[str, str, Any]:
+        """``(call id, tool, arguments)`` of a call a question was about: one of the
+        asking task's own calls, or a lost run's call asked about on its own (its
+        question id is its call id, or ``<call id>@<checkpoint>``)."""
+        own = self.journal.get(_KEY_SEP.join((ns, cp, question_id)))
+        if own is not None:
+            return question_id, own[0], own[1]
+        for key, entry in self.journal.items():
+            _, key_cp, call = _key_parts(key)
+            if question_id in (call, f"{call}@{key_cp}") and entry[2] == "started" and entry[3] == started_at:
+                return call, entry[0], entry[1]
+        call = question_id.split("@", 1)[0]
+        return call, call, None

@@ -46,7 +46,10 @@ REBUILD_ON_APPEND = 1024 * 1024
 #: Version of the ``.mem`` file's content (another version is rebuilt, never an error).
 #: 2: calls answered by an edit before the messages seen, and calls finished in the
 #: journal before their checkpoint, are no longer open (a version 1 file may list them).
-FILE_VERSION = 2
+#: 3: journaled calls kept by execution (namespace, checkpoint, call id), not by call id
+#: alone, and decisions taken from what a question was about (a version 2 state is keyed
+#: otherwise, and its decisions may name calls nobody was asked about).
+FILE_VERSION = 3
 
 
 class MemoryKeeper:
