@@ -6,13 +6,15 @@ against a rebuild from the log."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
+from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.inspection.follow import ThreadFollower
 from langgraph_jsonl_checkpoint.memory import SessionMemory
 from tests.harness.bounded import within
@@ -105,3 +107,34 @@ def test_a_call_id_used_again_after_a_lost_run_is_a_new_call(tmp_path: Path) -> 
         assert _texts(memory.completed) == ["send_email(to=ann@example.com) -> sent to ann@example.com"]
         assert not memory.open_items, memory.open_items
 
+
+def test_a_held_call_answered_with_update_state_is_not_open(tmp_path: Path, capsys: Any) -> None:
+    """A person answers the held call themselves, LangGraph's way: a ToolMessage written
+    with ``update_state(..., as_node="tools")``. The journal never settles the call, and
+    the memory kept it under "Open items (resolve these first)" on every later turn,
+    while listing its answer as work completed; ``tool_calls()`` and ``tools`` said
+    ``uncertain``."""
+    s = spec(tmp_path / "store", plan=[[[LOOKUP, EMAIL]]],
+             crash={"call": "e1", "point": "after_effect", "how": "kill", "settle": ["l1"]})
+    assert run_crash(s).died
+    saver, adapter = open_store(s)
+    with saver, within(120):
+        graph = graph_for(s, saver, adapter)
+        graph.invoke(None, config("t1"))
+        assert [r.effective_state for r in saver.tool_calls("t1")] == ["finished", "uncertain"]
+        graph.update_state(config("t1"), {"messages": [
+            ToolMessage("sent by hand", tool_call_id="e1", name="send_email")]}, as_node="tools")
+        graph.invoke(None, config("t1"))
+        graph.invoke({"messages": [HumanMessage("thanks", id="human-1")]}, config("t1"))
+        memory = _memory(saver)
+        assert memory.goal == "thanks"
+        assert not memory.open_items, memory.open_items
+        assert _texts(memory.completed) == ["lookup_order(order_id=7) -> order 7: shipped",
+                                            "send_email(to=bob@example.com) -> sent by hand"]
+        records = saver.tool_calls("t1")
+        assert [(r.key.call_id, r.state, r.effective_state) for r in records] == [
+            ("l1", "finished", "finished"), ("e1", "started", "answered")]
+    assert main(["tools", s["store"], "t1", "--json"]) == 0
+    rows = {r["call_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["e1"]["state"], rows["e1"]["decision"], rows["e1"]["outcome"]) == (
+        "answered", "answered", "sent by hand")

@@ -11,7 +11,11 @@ ran again without asking). A call that was asked about and not answered yet show
 ``asked``. A call that new input overtook before it had a result is ``superseded``
 (decided by the ``new input``: the adapter answered it from the journal). A started
 call whose checkpoint is not in the thread (its run died and its state was lost, as
-under ``durability="exit"``) is marked ``lost run`` until a person answers about it.
+under ``durability="exit"``) is marked ``lost run`` until a person answers about it. A
+call the journal left open (``requested``, ``started`` or ``uncertain``) whose tool
+message is in the thread's latest messages is ``answered``, decided by a ``state
+edit``: someone wrote its answer into the state, as a person does with
+``update_state(..., as_node="tools")`` (the journal is not changed; the state says it).
 
 A thread that did not run with the replay adapter has no journal; its table is read
 from the messages of its latest state instead (``source`` ``messages``): each tool call
@@ -27,7 +31,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
-from ..replay.lifecycle import ASKS_CALL_ID, RELEASED, STARTED, SUPERSEDED, ToolCallKey, ToolCallRecord
+from ..replay.lifecycle import (
+    ASKS_CALL_ID,
+    RELEASED,
+    STARTED,
+    SUPERSEDED,
+    ToolCallKey,
+    ToolCallRecord,
+    calls_only,
+)
 from .conversation import Utterance, content_text
 from .times import duration
 from .transcript import TranscriptEntry, read_transcript
@@ -37,7 +49,7 @@ if TYPE_CHECKING:  # annotations only: importing this module imports no LangGrap
     from ..saver.jsonl_saver import JsonlSaver
 
 DECIDED = "decided"
-PERSON, POLICY, INPUT = "person", "policy", "new input"
+PERSON, POLICY, INPUT, STATE_EDIT = "person", "policy", "new input", "state edit"
 #: Where a row comes from: the replay adapter's journal, or the thread's messages.
 JOURNAL, MESSAGES = "journal", "messages"
 #: States of a call read from the messages (see the module docstring).
@@ -60,9 +72,9 @@ class ToolCallRow:
         finished_at: When it finished or failed.
         seconds: From the last start to the end (``None`` if it did not end).
         attempts: How many times its body was entered.
-        decision: ``retry``, ``skip``, ``result``, ``re-run`` or ``asked`` (``None``: no
-            decision was needed).
-        decided_by: ``person``, ``policy`` or ``new input``.
+        decision: ``retry``, ``skip``, ``result``, ``re-run``, ``answered`` or ``asked``
+            (``None``: no decision was needed).
+        decided_by: ``person``, ``policy``, ``new input`` or ``state edit``.
         outcome: The result's text or the error, shortened.
         lost_run: Started in a run whose checkpoint is not in the thread.
         source: ``journal`` or ``messages`` (see the module docstring).
@@ -120,7 +132,8 @@ def tool_rows(
     for the liveness check of a started call's process (``effective_state``).
 
     Args:
-        records: ``JsonlSaver.tool_call_records(thread_id)``.
+        records: ``JsonlSaver.tool_call_records(thread_id)`` (calls the thread's messages
+            answer marked by ``JsonlSaver.mark_answered``).
         lost: Keys of started calls whose run was lost (``orphaned_tool_calls``).
     """
     answers: dict[tuple[str, str, str], str] = {}
@@ -150,6 +163,8 @@ def tool_rows(
         by = PERSON if decision else None
         if rec.resolution in ("skip", "result"):
             state, decision, by = DECIDED, rec.resolution, PERSON
+        elif state == ANSWERED:  # the journal's derived state, named as for the messages
+            decision, by = ANSWERED, STATE_EDIT
         elif rec.state == SUPERSEDED:
             decision, by = f"superseded (was {rec.superseded_from})", INPUT
         elif decision is None and where in asked:
@@ -176,8 +191,7 @@ def tool_table(saver: JsonlSaver, thread_id: str) -> list[ToolCallRow]:
         saver: A saver on the store (``read_only=True`` is enough).
         thread_id: The thread.
     """
-    lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
-    return tool_rows(saver.tool_call_records(thread_id), lost)
+    return _journal_rows(saver, thread_id, saver.tool_call_records(thread_id))
 
 
 def tool_calls(saver: JsonlSaver, thread_id: str) -> ToolCallTable:
@@ -193,13 +207,23 @@ def tool_calls(saver: JsonlSaver, thread_id: str) -> ToolCallTable:
     """
     records = saver.tool_call_records(thread_id)
     if records:
-        lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
-        return ToolCallTable(journal=True, rows=tool_rows(records, lost))
+        return ToolCallTable(journal=True, rows=_journal_rows(saver, thread_id, records))
     try:
         entries = read_transcript(saver, thread_id).entries
     except NotFoundError:
         entries = ()  # no checkpoint yet: no messages
     return ToolCallTable(journal=False, rows=message_rows(entries))
+
+
+def _journal_rows(
+    saver: JsonlSaver, thread_id: str, records: dict[ToolCallKey, ToolCallRecord]
+) -> list[ToolCallRow]:
+    """Rows of a journal's records: lost runs and calls the thread's messages answer marked."""
+    if not records:
+        return []
+    lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
+    saver.mark_answered(thread_id, calls_only(records))
+    return tool_rows(records, lost)
 
 
 def message_rows(entries: Sequence[TranscriptEntry]) -> list[ToolCallRow]:
@@ -232,7 +256,7 @@ def message_rows(entries: Sequence[TranscriptEntry]) -> list[ToolCallRow]:
 def _outcome(rec: ToolCallRecord) -> str:
     if rec.error:
         return f"{rec.error.get('type', 'Error')}: {rec.error.get('message', '')}"
-    result = rec.result
+    result = rec.result if rec.result is not None else rec.answered_with
     if result is None:
         return ""
     content = getattr(result, "content", None)

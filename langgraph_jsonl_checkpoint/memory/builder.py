@@ -348,6 +348,10 @@ class MemoryBuilder:
             call_id = str(m.get("tool_call_id"))
             name, args, _ = self.requested.pop(call_id, None) or [m.get("name", ""), None, seq]
             key = self.latest.get(call_id)
+            if key is not None:
+                # The thread's messages answer it: not open, whatever the journal lacks
+                # (a person answered a held call with update_state(..., as_node="tools")).
+                self.journal.pop(key, None)
             if key in self.told:
                 self.told.remove(key)  # its outcome was told from the journal
                 return

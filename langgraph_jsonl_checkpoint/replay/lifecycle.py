@@ -33,6 +33,9 @@ RELEASED = "released"
 SUPERSEDED = "superseded"
 #: A started call whose process is gone (derived, never recorded).
 UNCERTAIN = "uncertain"
+#: A call the journal left open whose ToolMessage is in the thread's messages: someone
+#: answered it in the state (``update_state(..., as_node="tools")``) (derived, never recorded).
+ANSWERED = "answered"
 #: A question the adapter put to a person, and the answer it got (both recorded under
 #: :data:`ASKS_CALL_ID`, with the interrupt slot they belong to).
 ASK = "ask"
@@ -96,7 +99,7 @@ class ToolCallRecord:
         name: Tool name.
         args: Arguments the model gave.
         state: ``requested``, ``started``, ``finished``, ``failed`` or ``superseded``
-            (``effective_state`` adds ``uncertain``).
+            (``effective_state`` adds ``uncertain`` and ``answered``).
         requested_at: When the tool node first saw the call.
         started_at: When the tool body was last entered (``None`` if never).
         finished_at: When it finished or failed.
@@ -111,6 +114,11 @@ class ToolCallRecord:
         lost_run: ``True`` for a started call whose checkpoint is not in the thread: its
             run died and its state was lost (``durability="exit"``, a lost checkpoint);
             set by the saver or journal that read the record (``None``: not checked).
+        answered_with: For a call the journal left open (``requested`` or ``started``),
+            the ToolMessage the thread's latest messages hold for it: written into the
+            state by someone else than the adapter (a person's
+            ``update_state(..., as_node="tools")``); set by the saver that read the
+            record (``None``: none, or not checked). The journal is not changed.
     """
 
     key: ToolCallKey
@@ -126,6 +134,7 @@ class ToolCallRecord:
     resolution: str | None = None
     superseded_from: str | None = None
     lost_run: bool | None = None
+    answered_with: Any = None
     events: list[str] = field(default_factory=list)
     #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
     #: about)`` in log order.
@@ -180,7 +189,11 @@ class ToolCallRecord:
 
     @property
     def effective_state(self) -> str:
-        """``state``, with a started call whose process is gone reported as uncertain."""
+        """``state``, with a call left open that the thread's messages answer reported
+        as answered (see ``answered_with``), and a started call whose process is gone
+        as uncertain."""
+        if self.answered_with is not None and self.state in (REQUESTED, STARTED):
+            return ANSWERED
         if self.state == STARTED and not _process_alive(self.process):
             return UNCERTAIN
         return self.state

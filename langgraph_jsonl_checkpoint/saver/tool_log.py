@@ -10,6 +10,11 @@ thread's log, appended as one durable batch per call. What the adapter asks of t
   are read, and calls once seen settled are not read again;
 - waiting until a checkpoint is in the log (:mod:`.landing`).
 
+For people (``tool_calls``), a call the journal left open is also checked against the
+thread's messages: a ToolMessage someone wrote into the state for it (a person's
+``update_state(..., as_node="tools")``) shows it ``answered``; the journal is never
+rewritten.
+
 :class:`ToolCallMethods` is mixed into ``JsonlSaver``: the journal's API on the saver,
 its code here.
 """
@@ -19,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..disk.store import Store
 from ..replay.lifecycle import (
     ASKS_CALL_ID,
+    REQUESTED,
     STARTED,
     ToolCallKey,
     ToolCallRecord,
@@ -35,6 +41,10 @@ from ..replay.lifecycle import (
 from ..values.codec import ValueCodec
 from .config import healing
 from .landing import CheckpointLanding
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import CheckpointTuple
 
 #: Threads whose settled calls are remembered (least recently used go first).
 _SETTLED_THREADS = 256
@@ -134,6 +144,18 @@ class ToolLog:
                 ids = idx.checkpoints.get(parent_namespace(rec.key.ns), ())
                 rec.lost_run = rec.key.checkpoint_id not in ids
 
+    def open_in_thread(self, thread_id: str, records: Sequence[ToolCallRecord]) -> list[ToolCallRecord]:
+        """The calls the journal left open (``requested`` or ``started``) whose
+        checkpoint is in the thread (a lost run's calls are not: see :meth:`orphans`)."""
+        left_open = [r for r in records if r.state in (REQUESTED, STARTED)]
+        if not left_open:
+            return []
+        log = self.store.thread_log(thread_id)
+        with log.mutex:
+            idx = log.refresh()
+            return [r for r in left_open
+                    if r.key.checkpoint_id in idx.checkpoints.get(parent_namespace(r.key.ns), ())]
+
     def _settled_of(self, thread_id: str, generation: Any) -> dict[tuple[str, str, str], int]:
         """The settled-call memo of a thread's current log generation (LRU)."""
         entry = self._settled.get(thread_id)
@@ -155,6 +177,9 @@ class ToolCallMethods:
         def codec(self) -> ValueCodec:
             """The saver's value codec."""
 
+        def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+            """The saver's checkpoint read."""
+
     def record_tool_events(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Append tool-call lifecycle events to a thread's log as one durable batch.
 
@@ -175,7 +200,26 @@ class ToolCallMethods:
         """
         records = calls_only(self.tool_call_records(thread_id, keys))
         self._tool_log.mark_lost(str(thread_id), records)
+        self.mark_answered(thread_id, records)
         return records
+
+    def mark_answered(self, thread_id: str, records: Sequence[ToolCallRecord]) -> None:
+        """Set ``answered_with`` on each call the journal left open (in a checkpoint of
+        the thread) whose ToolMessage the latest messages of its graph hold: someone
+        answered it in the state (``update_state(..., as_node="tools")``), so
+        ``effective_state`` says ``answered``, not ``uncertain``. Reads the latest
+        checkpoint of each graph such a call ran in; nothing when none is left open.
+        """
+        left_open = self._tool_log.open_in_thread(str(thread_id), records)
+        by_graph: dict[str, list[ToolCallRecord]] = {}
+        for rec in left_open:
+            by_graph.setdefault(parent_namespace(rec.key.ns), []).append(rec)
+        for ns, recs in by_graph.items():
+            tup = self.get_tuple({"configurable": {"thread_id": str(thread_id), "checkpoint_ns": ns}})
+            values = tup.checkpoint.get("channel_values", {}) if tup is not None else {}
+            answers = _tool_messages(values.values())
+            for rec in recs:
+                rec.answered_with = answers.get(rec.key.call_id)
 
     def tool_call_records(
         self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
@@ -222,3 +266,15 @@ class ToolCallMethods:
         """Async :meth:`wait_for_checkpoint` (waits on the event loop)."""
         landing = self._tool_log.landing
         return await landing.await_stored(str(thread_id), checkpoint_ns, checkpoint_id, timeout)
+
+
+def _tool_messages(values: Iterable[Any]) -> dict[str, Any]:
+    """Tool call id -> the last ToolMessage for it in any list of messages among ``values``."""
+    out: dict[str, Any] = {}
+    for value in values:
+        if isinstance(value, list):
+            for m in value:
+                call_id = getattr(m, "tool_call_id", None)
+                if getattr(m, "type", None) == "tool" and isinstance(call_id, str):
+                    out[call_id] = m
+    return out
