@@ -138,3 +138,38 @@ def test_a_held_call_answered_with_update_state_is_not_open(tmp_path: Path, caps
     rows = {r["call_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert (rows["e1"]["state"], rows["e1"]["decision"], rows["e1"]["outcome"]) == (
         "answered", "answered", "sent by hand")
+
+
+def test_a_call_id_the_model_uses_again_in_a_later_turn_is_told_again() -> None:
+    """Turn 1's k1 fails (its error told from the journal, so its error ToolMessage is not
+    told twice); turn 2's model uses the id k1 again and the call succeeds. A told call
+    id used to hide every later ToolMessage with that id."""
+    from langgraph_jsonl_checkpoint.memory import MemoryBuilder
+
+    b = MemoryBuilder("t", lambda cell: None)
+
+    def checkpoint(cid: str, seq: int, *msgs: dict[str, Any]) -> dict[str, Any]:
+        return {"t": "checkpoint", "ns": "", "id": cid, "parent": None, "cv": {}, "seq": seq,
+                "values": {"messages": {"ver": seq, "tail": {"msgs": list(msgs)}, "keep": b.message_count}}}
+
+    def tool(ev: str, cp: str, seq: int, **fields: Any) -> dict[str, Any]:
+        key = {"ns": f"tools:{cp}", "cp": cp, "call": "k1"}
+        return {"t": "tool", "ev": ev, **key, "at": f"T{seq}", "seq": seq, **fields}
+
+    ask = {"type": "ai", "content": "", "id": "a1",
+           "tool_calls": [{"name": "search", "args": {"q": "x"}, "id": "k1"}]}
+    b.feed(checkpoint("c1", 1, {"type": "human", "content": "one", "id": "h1"}, ask))
+    b.feed(tool("requested", "c1", 2, name="search", args={"json": {"q": "x"}}))
+    b.feed(tool("started", "c1", 3))
+    b.feed(tool("failed", "c1", 4, error={"type": "Boom", "message": "down"}))
+    b.feed(checkpoint("c2", 5, {"type": "tool", "content": "Error: down", "tool_call_id": "k1",
+                                "status": "error", "id": "m1"}))
+    b.feed(checkpoint("c3", 6, {"type": "human", "content": "two", "id": "h2"}, {**ask, "id": "a2"}))
+    b.feed(tool("requested", "c3", 7, name="search", args={"json": {"q": "x"}}))
+    b.feed(tool("started", "c3", 8))
+    b.feed(tool("finished", "c3", 9, result={"json": "found"}))
+    b.feed(checkpoint("c4", 10, {"type": "tool", "content": "found", "tool_call_id": "k1", "id": "m2"}))
+    memory = b.memory()
+    assert [i.text for i in memory.failed] == ["search(q=x) failed: Boom: down"]
+    assert [i.text for i in memory.completed] == ["search(q=x) -> found"]
+    assert not memory.open_items and MemoryBuilder("t", lambda cell: None, b.state()).memory() == memory
