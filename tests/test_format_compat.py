@@ -53,6 +53,8 @@ NEW_FIELDS = {
     "lost_run": lambda rec, ids: rec["lost_run"] is (
         None if rec["state"] != "started" else rec["key"]["checkpoint_id"] not in ids
     ),
+    # no call the old store's journal left open is answered by a ToolMessage in its state
+    "answered_with": lambda rec, ids: rec["answered_with"] is None,
 }
 
 
