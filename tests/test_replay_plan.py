@@ -46,6 +46,23 @@ def test_plan_call(events, idempotent, answer, want) -> None:
     assert plan_call(record, idempotent=idempotent, answer=answer) == want
 
 
+@pytest.mark.parametrize(
+    ("events", "idempotent", "want"),
+    [
+        (("requested", "started", "failed"), False, RUN),
+        (("requested", "started", "failed"), True, RUN),
+        (("requested", "started", "finished"), False, REPLAY_RESULT),
+        (("requested", "started"), False, HOLD),
+        (("requested", "started"), True, RUN),
+        (("requested",), False, RUN),
+    ],
+)
+def test_plan_call_on_a_retry_of_the_node(events, idempotent, want) -> None:
+    """On a RetryPolicy's retry a failed call runs again (it raised: its outcome is
+    known); a finished one is still replayed and an uncertain one still held."""
+    assert plan_call(_record(*events), idempotent=idempotent, retrying=True) == want
+
+
 def test_answer_problems_names_the_unanswered_calls() -> None:
     assert answer_problems({"a": "skip", "b": {"result": 1}}, ["a", "b"]) is None
     assert "b" in answer_problems({"a": "skip", "b": "maybe"}, ["a", "b"])

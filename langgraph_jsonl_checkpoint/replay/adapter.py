@@ -13,6 +13,7 @@ record                 what happens
 =====================  =====================================================
 finished               the recorded result is returned; the tool is not called
 failed                 the recorded error is raised; the tool is not called
+                       (on a ``RetryPolicy`` retry of the node: the tool runs)
 requested, never run   the tool runs
 started, idempotent    the tool runs again
 started, side effects  held: one ``interrupt()`` asks a person
@@ -136,7 +137,9 @@ class ReplayAdapter:
     failed one raises its recorded error (:class:`RecordedToolError`), and a
     side-effecting call that started but never finished is held behind one
     ``interrupt()`` of type ``"uncertain_tool_calls"`` until a person answers
-    ``"retry"``, ``"skip"`` or ``{"result": ...}``. Idempotent tools run again.
+    ``"retry"``, ``"skip"`` or ``{"result": ...}``. Idempotent tools run again. When
+    LangGraph retries the node under its ``RetryPolicy``, a call that failed runs again
+    (finished ones are still replayed, uncertain ones still held).
 
     In a graph::
 
@@ -367,9 +370,13 @@ class ReplayAdapter:
         if action == REPLAY_ERROR:
             assert record is not None
             err = record.error or {}
+            kind, text = str(err.get("type", "Error")), str(err.get("message", ""))
             return RecordedToolError(
                 f"tool {call.get('name')!r} (call {call.get('id')}) failed before the run was "
-                f"resumed: {err.get('type', 'Error')}: {err.get('message', '')}"
+                f"resumed: {kind}: {text}. It is not run again; to run it again, let the tool "
+                "node's RetryPolicy retry RecordedToolError; to give the model the error, "
+                "handle_tool_errors=(RecordedToolError,)",
+                call_id=str(call.get("id")), error_type=kind, error_message=text,
             ), []
         call_id = call_id_of(call, ctx.thread_id)
         msg, resolution = answer_message(call_id, call.get("name"), answer)  # SKIP, SUPPLY
@@ -382,7 +389,7 @@ class ReplayAdapter:
         record = batch.records.get(ctx.key(call_id))
         answer = batch.answers.get(call_id)
         idempotent = self.is_idempotent(request)
-        action = plan_call(record, idempotent=idempotent, answer=answer)
+        action = plan_call(record, idempotent=idempotent, answer=answer, retrying=ctx.attempt > 1)
         lost = batch.linked.get(call_id) if action == RUN else None
         if lost is not None:  # asked for again after its run was lost: as a person said
             action = answered_action(answer)

@@ -37,6 +37,8 @@ class CallContext:
             is its own task).
         checkpointer: The graph's checkpointer (``None``: none).
         durability: The run's durability mode (``"sync"``, ``"async"``, ``"exit"``).
+        attempt: Which attempt at the task this is (1-indexed): above 1 when
+            LangGraph runs the node again under its ``RetryPolicy``.
     """
 
     thread_id: str
@@ -46,6 +48,7 @@ class CallContext:
     calls: Sequence[Mapping[str, Any]] = field(default_factory=list)
     checkpointer: Any = None
     durability: str = "async"
+    attempt: int = 1
 
     def key(self, call_id: str) -> ToolCallKey:
         return ToolCallKey(self.ns, self.checkpoint_id, call_id)
@@ -147,7 +150,19 @@ def context_of(request: ToolCallRequest) -> CallContext:
         thread_id, ns, checkpoint_id, batch, calls,
         checkpointer=conf.get("__pregel_checkpointer"),
         durability=conf.get("__pregel_durability") or "async",
+        attempt=node_attempt(request),
     )
+
+
+def node_attempt(request: ToolCallRequest) -> int:
+    """Which attempt at its task a tool call runs in (LangGraph's ``node_attempt``,
+    1-indexed; a ``RetryPolicy`` retry is 2, 3, ...); 1 where LangGraph does not say."""
+    info = getattr(request.runtime, "execution_info", None)
+    if info is None:  # a runtime built without it: LangGraph's own, from the config
+        conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
+        info = getattr(conf.get("__pregel_runtime"), "execution_info", None)
+    attempt = getattr(info, "node_attempt", 1)
+    return attempt if isinstance(attempt, int) and attempt > 0 else 1
 
 
 def slots_held(request: ToolCallRequest) -> int | None:

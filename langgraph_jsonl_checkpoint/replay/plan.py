@@ -5,10 +5,16 @@ record                 what happens
 =====================  =====================================================
 finished               the recorded result is returned; the tool is not called
 failed                 the recorded error is raised; the tool is not called
+                       (on a ``RetryPolicy`` retry of the node: the tool runs)
 requested, never run   the tool runs
 started, idempotent    the tool runs again
 started, side effects  held: a person answers ``retry``, ``skip`` or a result
 =====================  =====================================================
+
+A failed call's outcome is known (the tool raised), so LangGraph's retry of the node
+runs it again, as it would without the adapter. The first attempt of a resumed run
+raises the recorded error instead: the node's policy, which the adapter cannot see,
+then decides on :class:`RecordedToolError` whether the next attempt runs the call.
 
 A call superseded by new input (see :mod:`.pending`) is planned as it was then: its
 tool node runs again only by time travel to the checkpoint it ran from.
@@ -49,11 +55,32 @@ SKIP = "skip"
 SUPPLY = "supply"
 
 
-class RecordedToolError(JsonlCheckpointError):
-    """A tool call failed before a restart; its recorded error is raised again."""
+class RecordedToolError(JsonlCheckpointError, RuntimeError):
+    """A tool call failed before the run was resumed; its recorded error is raised again.
+
+    A ``RuntimeError``, so LangGraph's default ``RetryPolicy`` does not retry it (the
+    original error may be one it would not retry). A node whose policy names it
+    (``retry_on=(ConnectionError, RecordedToolError)``, or a callable that looks at
+    ``error_type``) runs the call again in its next attempt.
+
+    Attributes:
+        call_id: The tool call.
+        error_type: The class name of the error the tool raised.
+        error_message: Its message.
+    """
+
+    def __init__(
+        self, message: str, *, call_id: str = "", error_type: str = "", error_message: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.call_id = call_id
+        self.error_type = error_type
+        self.error_message = error_message
 
 
-def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = None) -> str:
+def plan_call(
+    record: ToolCallRecord | None, *, idempotent: bool, answer: Any = None, retrying: bool = False
+) -> str:
     """Decide what to do with one tool call, given its record. Pure.
 
     Args:
@@ -61,6 +88,8 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
         idempotent: Whether the tool may safely run twice.
         answer: A person's answer for an uncertain call (``"retry"``, ``"skip"`` or
             ``{"result": ...}``), if one was given.
+        retrying: Whether LangGraph runs the node again under its ``RetryPolicy`` (an
+            attempt after the first of one execution): a failed call then runs again.
 
     Returns:
         One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
@@ -72,7 +101,7 @@ def plan_call(record: ToolCallRecord | None, *, idempotent: bool, answer: Any = 
     if state == FINISHED:
         return REPLAY_RESULT
     if state == FAILED:
-        return REPLAY_ERROR
+        return RUN if retrying else REPLAY_ERROR
     # started and never settled
     return RUN if idempotent else answered_action(answer)
 

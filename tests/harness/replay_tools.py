@@ -304,6 +304,7 @@ def build_graph(
     checkpointer: Any,
     adapter: Any = None,
     answer_pending: bool = False,
+    retry_policy: Any = None,
     **tool_node_kwargs: Any,
 ) -> Any:
     """A compiled agent loop.
@@ -314,6 +315,7 @@ def build_graph(
     ``"plain_agent"`` (no adapter, for comparison). ``answer_pending``: put
     ``adapter.pending_calls_node()`` between ``START`` and the model node, as the README
     says (``create_agent``'s middleware does it in its ``before_model`` hook).
+    ``retry_policy``: the tool node's ``RetryPolicy`` (not for the agent plugs).
     """
     if plug in ("agent", "plain_agent"):
         from langchain.agents import create_agent
@@ -341,7 +343,7 @@ def build_graph(
 
     builder = StateGraph(State)
     builder.add_node("agent", agent)
-    builder.add_node("tools", node)
+    builder.add_node("tools", node, retry_policy=retry_policy)
     if answer_pending:
         builder.add_node("answer_pending", adapter.pending_calls_node())
         builder.add_edge(START, "answer_pending")
