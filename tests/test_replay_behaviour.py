@@ -373,6 +373,41 @@ async def test_crash_during_retry_asks_again(env: Env) -> None:
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
 
 
+APPROVE = [[[call("approve", "c1", action="refund")]]]
+
+
+async def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(env: Env) -> None:
+    """The tool's ``interrupt()`` was answered "yes" and the run died inside the tool:
+    LangGraph still holds "yes" for the task's slot 0, so the adapter asks at slot 1,
+    with no ``error`` about an answer nobody gave it. After "retry" the tool asks again
+    (slot 2); a second death there puts the next question after that answer (slot 3)."""
+    graph = env.graph(APPROVE)
+    await env.start(graph)
+    assert single_interrupt(graph) == {"approve": "refund"}
+    for round_, (tool_answer, slot) in enumerate([("yes", 1), ("yes again", 3)]):
+        hooks = install_crash(env.adapter, point="after_effect", call_id="c1", crash=crash)
+        with pytest.raises(SimulatedCrash):
+            await env.run(env.graph(APPROVE, hooks=hooks), Command(resume=tool_answer))
+        env.restart()
+        assert env.effects() == {"c1": round_ + 1}
+        graph = env.graph(APPROVE)
+        await env.run(graph, None)
+        value = single_interrupt(graph)
+        assert "error" not in value, value
+        assert [c["id"] for c in value["calls"]] == ["c1"]
+        rec = env.by_id()["c1"]
+        asks = ToolCallKey(rec.key.ns, rec.key.checkpoint_id, ASKS_CALL_ID)
+        entries = env.adapter.journal.load(THREAD, [asks])[asks].asks
+        assert [(e[0], e[1]) for e in entries if e[0] == ASK][-1] == (ASK, slot)
+        if round_ == 0:  # "retry": the tool runs again from its start, and asks again
+            await env.run(graph, Command(resume={"c1": "retry"}))
+            assert single_interrupt(graph) == {"approve": "refund"}
+    out = await env.run(graph, Command(resume={"c1": "skip"}))
+    assert_transcript_complete(out["messages"])
+    assert only(out["messages"], "c1").content == SKIPPED_TEXT
+    assert env.effects() == {"c1": 2}
+
+
 # (Command(resume=None) is not a resume value for LangGraph itself, so it is not tried.)
 MALFORMED = {"bare-string": "retry", "list": ["retry"], "empty": {}, "other-id": {"c3": "retry"},
              "unknown-word": {"c2": "maybe"}, "no-result-key": {"c2": {"value": "x"}}, "null": {"c2": None}}

@@ -25,10 +25,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import RecordedToolError, ReplayAdapter
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
+from tests.harness.bounded import within
 from tests.harness.replay_crashes import Crash, graph_for, open_store, resume, run_crash, run_resume, spec
 from tests.harness.replay_tools import assert_transcript_complete, call, config, effects, tool_messages
 
@@ -359,3 +361,55 @@ def test_crash_during_retry_asks_again(tmp_path: Path, mode: str, form: str) -> 
     assert_complete(report)
     assert report["effects"] == {"c1": 1, "c2": 2, "c3": 1}
     assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+
+
+@pytest.mark.parametrize("answer", ["skip", "retry"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(
+    tmp_path: Path, mode: str, answer: str
+) -> None:
+    """A side-effecting tool asks for approval with its own ``interrupt()``; the person
+    answers "yes" and the process dies inside the tool, after its effect. LangGraph
+    still holds that "yes" for the task's first interrupt slot: the adapter's question
+    goes after it, so the person is asked cleanly (no ``error`` about an answer they
+    never gave), and their answer is the one acted on."""
+    plan = [[[call("approve", "c1", action="refund")]]]
+    s = spec(tmp_path / "store", plan=plan, mode=mode,
+             crash={"call": "c1", "point": "after_effect", "how": "kill"},
+             resume_with="yes", resume_form="value")
+    cfg = config("t1")
+
+    def run(graph, inp):
+        with within(60, "a run of the approve graph"):
+            if mode == "async":
+                return asyncio.run(graph.ainvoke(inp, cfg))
+            return graph.invoke(inp, cfg)
+
+    saver, adapter = open_store(s)
+    with saver:
+        graph = graph_for(s, saver, adapter)
+        run(graph, {"messages": [HumanMessage("go", id="human-0")]})
+        assert [i.value for i in graph.get_state(cfg).interrupts] == [{"approve": "refund"}]
+    crash(s)  # resumes the thread with Command(resume="yes"); dies after approve's effect
+    assert effects(s["effects"]) == {"c1": 1}
+
+    saver, adapter = open_store(s)
+    with saver:
+        assert [r.effective_state for r in saver.tool_calls("t1")] == ["uncertain"]
+        graph = graph_for(s, saver, adapter)
+        run(graph, None)
+        (asked,) = graph.get_state(cfg).interrupts
+        assert asked.value["type"] == "uncertain_tool_calls"
+        assert [c["id"] for c in asked.value["calls"]] == ["c1"]
+        assert "error" not in asked.value
+        out = run(graph, Command(resume={"c1": answer}))
+        if answer == "retry":  # the tool runs again from its start: it asks again
+            assert [i.value for i in graph.get_state(cfg).interrupts] == [{"approve": "refund"}]
+            out = run(graph, Command(resume="yes again"))
+        assert_transcript_complete(out["messages"])
+        assert graph.get_state(cfg).next == ()
+        content = tool_messages(out["messages"])["c1"][0].content
+        if answer == "skip":
+            assert content == SKIPPED_TEXT and effects(s["effects"]) == {"c1": 1}
+        else:
+            assert content == "refund: yes again" and effects(s["effects"]) == {"c1": 2}

@@ -12,6 +12,12 @@ journaled with their slots; on re-execution :func:`deliberate` calls interrupt()
 for each of its slots LangGraph still holds a value for (so a tool's own interrupt()
 later in the task keeps its slot), takes answers from the journal, and asks a new
 question only for an uncertain call whose current run has no answer.
+
+A new question goes after every slot LangGraph holds a value for. Values past the
+journaled questions belong to a tool's own interrupt() in a run that died inside the
+tool (its approval, say): they are passed by, never taken as the answer to a question
+nobody has seen. The slots passed by lie before the question's, so a re-execution that
+replays the question passes them by again.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ if TYPE_CHECKING:
 IsIdempotent = Callable[[str | None, Any], bool]
 #: A value to its stored form (the journal's encoder).
 Encode = Callable[[Any], Any]
+#: What the adapter's interrupt() shows for a slot it passes by (never seen: LangGraph
+#: holds a value for that slot, so the call returns at once).
+_PASSED_BY: dict[str, Any] = {"type": INTERRUPT_TYPE, "calls": []}
 
 
 def uncertain_calls(
@@ -90,13 +99,14 @@ def deliberate(
             for call_id, started_at in about:
                 answers[call_id] = (answer[call_id], started_at)
     held = slots_held(request)
-    replay = len(questions) if held is None else min(len(questions), held)
+    asked = max(questions) + 1 if questions else 0  # the slots up to the last question
+    replay = asked if held is None else min(asked, held)
     problem: str | None = None
     for slot in range(replay):
-        number, question = questions.get(slot, (0, {"type": INTERRUPT_TYPE, "calls": []}))
+        number, question = questions.get(slot, (0, _PASSED_BY))
         value = interrupt(question)  # LangGraph holds a value: returns it at once
-        if (slot, number) in answered_slots:
-            continue
+        if slot not in questions or (slot, number) in answered_slots:
+            continue  # passed by (a tool's answer), or answered in the journal
         problem = answer_problems(value, [c["id"] for c in question["calls"]])
         if problem is None:
             about = [[c["id"], c["started_at"]] for c in question["calls"]]
@@ -116,6 +126,9 @@ def deliberate(
         open_calls = [c for c in uncertain if c["id"] not in batch.answers]
         if not open_calls:
             return
+        while held is not None and slot < held:  # a tool's answer from a run that died
+            interrupt(_PASSED_BY)  # returns it at once; it is not an answer to this question
+            slot += 1
         question = {"type": INTERRUPT_TYPE, "calls": open_calls}
         if problem is not None:
             question["error"] = problem

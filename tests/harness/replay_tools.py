@@ -109,7 +109,8 @@ def make_tools(
     - ``send_email``, ``charge`` (side-effecting)
     - ``explode`` (takes effect, then raises ``ToolBoom``)
     - ``set_status`` (returns ``Command(update={"messages": [...], "status": ...})``)
-    - ``approve`` (asks a person with ``interrupt()``; takes effect once answered)
+    - ``approve`` (asks a person with ``interrupt()``; takes effect once answered; its
+      hooks are ``before_interrupt`` and ``after_effect``)
     """
     hooks = hooks or Hooks()
     eff = str(effects_path)
@@ -180,6 +181,7 @@ def make_tools(
             hooks.at("before_interrupt", tool_call_id)
             answer = interrupt({"approve": action})
             note_effect(eff, "approve", tool_call_id)
+            hooks.at("after_effect", tool_call_id)
             return f"{action}: {answer}"
 
     else:
@@ -226,6 +228,7 @@ def make_tools(
             await hooks.aat("before_interrupt", tool_call_id)
             answer = interrupt({"approve": action})
             note_effect(eff, "approve", tool_call_id)
+            await hooks.aat("after_effect", tool_call_id)
             return f"{action}: {answer}"
 
     search.metadata = {"idempotent": True}
