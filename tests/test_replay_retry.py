@@ -65,7 +65,7 @@ def fetch_rate_tool(effects_path: Path, *, failures: int, asynchronous: bool, id
     else:
 
         @tool
-        def fetch_rate(currency: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:  # type: ignore[misc]
+        def fetch_rate(currency: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
             """Fetch an exchange rate from a flaky service."""
             return body(currency, tool_call_id)
 
@@ -109,7 +109,8 @@ class Setup:
         if self.backend == "jsonl":
             self.saver.close()
 
-    def graph(self, plan: list, tools: list[BaseTool], retry_policy: RetryPolicy | None, **kwargs: Any) -> Any:
+    def graph(self, plan: list, tools: list[BaseTool], retry_policy: RetryPolicy | None,
+              **kwargs: Any) -> Any:
         plug = "plain" if self.backend == "plain" else "tool_node"
         return build_graph(plug, tools=tools, plan=plan, checkpointer=self.saver, adapter=self.adapter,
                            retry_policy=retry_policy, **kwargs)
