@@ -412,3 +412,53 @@ def test_a_serde_that_cannot_be_used_is_a_clear_error(
     assert main(["show", str(store), "t", "--serde", spec]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: serializer {spec!r}") and says in err and "Traceback" not in err, err
+
+
+SLOW_COMMAND = """
+import sys, time
+import langgraph_jsonl_checkpoint.cli.{module} as command_module
+def slow(*args, **kwargs):
+    print("ready", file=sys.stderr, flush=True)
+    time.sleep(60)
+command_module.{function} = slow
+from langgraph_jsonl_checkpoint.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "function", "argv"),
+    [
+        ("maintenance", "verify", ["verify"]),
+        ("maintenance", "repair", ["repair", "--thread", "t", "--dry-run"]),
+        ("search", "search_messages", ["search", "word"]),
+        ("threads", "listed_summaries", ["threads"]),
+    ],
+)
+def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(
+    tmp_path: Path, module: str, function: str, argv: list[str]
+) -> None:
+    """Ctrl-C in a long verify, repair, search or listing printed a 30-line traceback
+    ending in KeyboardInterrupt; it now says in one line that the command was
+    interrupted and how to finish, with the shell's 130."""
+    saver = JsonlSaver(tmp_path / "s")
+    v = {"m": saver.get_next_version(None, None)}
+    saver.put(config("t"), make_checkpoint(cp_id(1), {"m": [1]}, v), {}, v)
+    saver.close()
+    command, *options = argv
+    child = subprocess.Popen(
+        [sys.executable, "-c", SLOW_COMMAND.format(module=module, function=function),
+         command, str(tmp_path / "s"), *options],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    with child:
+        try:
+            assert child.stderr is not None and child.stderr.readline().strip() == "ready"
+            child.send_signal(2)
+            _, err = child.communicate(timeout=30)
+        finally:
+            child.kill()
+    assert child.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"interrupted: langgraph-jsonl {command} stopped before it finished"), line

@@ -6,9 +6,9 @@ parser; each command's module defines its arguments (``define_<name>``), is impo
 only when that command runs, and calls the saver and :mod:`~..maintenance`; every command
 takes the store directory first (or ``LANGGRAPH_JSONL_STORE``). Exit status: 0 when
 all is well, 1 when a command found problems (a damaged thread, ``verify`` findings), 2
-on bad usage or an error (printed without a traceback). One bad thread is reported and
-the others are still served. Thread ids holding control characters (a newline, say) are
-printed as JSON strings, so one id stays one row.
+on bad usage or an error (printed without a traceback), 130 after Ctrl-C (one line).
+One bad thread is reported and the others are still served. Thread ids holding control
+characters (a newline, say) are printed as JSON strings, so one id stays one row.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ..errors import JsonlCheckpointError
 from .commands import COMMANDS, GROUPS, Command
-from .common import EXIT_ERROR, EXIT_OK, UsageError, settle_operands
+from .common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError, settle_operands
 from .parser import build_parser
 
 __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
@@ -35,6 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (JsonlCheckpointError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        # Every change a command makes to a store is all-or-nothing per thread (a
+        # temp file renamed into place, a durable append), so stopping between two
+        # of them leaves the store consistent; the command run again goes on.
+        print(f"interrupted: langgraph-jsonl {args.command} stopped before it finished; "
+              "the store is consistent (each thread's change is all or nothing). Run it "
+              "again to finish.", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other commands do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -31,9 +31,11 @@ if TYPE_CHECKING:  # imported by open_saver: a command served without it imports
     from ..saver.jsonl_saver import JsonlSaver
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
+#: The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command it ended.
+EXIT_INTERRUPTED = 130
 EXIT_STATUS_HELP = (
     "exit status: 0 all is well; 1 problems found (a damaged thread, verify findings); "
-    "2 bad usage or an error"
+    "2 bad usage or an error; 130 stopped by Ctrl-C"
 )
 
 
