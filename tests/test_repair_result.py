@@ -112,7 +112,8 @@ def test_repair_drops_a_checkpoint_whose_unchanged_value_was_in_a_damaged_record
     result = repair(JsonlSaver(store), "t")
     assert result.dropped == [
         f"bytes {off[1]}-{off[2]}: damaged line (checksum does not match)",
-        f"checkpoint {cp_id(2)} at byte {off[2]}: the values of ['n'] were in a damaged record",
+        f"checkpoint {cp_id(2)} at byte {off[2]}: the values of ['n'] were in the damaged line at bytes "
+        f"{off[1]}-{off[2]}",
     ]
     assert result.kept_records == 0
 

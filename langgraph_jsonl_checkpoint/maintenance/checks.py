@@ -40,7 +40,7 @@ def value_problems(records: list[tuple[dict[str, Any], int, int]]) -> list[tuple
         if t == "checkpoint":
             wrong = _delta_problems(idx, items, rec)
             if wrong:
-                problems.append((offset, "; ".join(wrong)))
+                problems.append((offset, "; ".join(wrong.values())))
                 continue
         if t in ("checkpoint", "snapshot"):
             for ch, entry in rec.get("values", {}).items():
@@ -49,21 +49,45 @@ def value_problems(records: list[tuple[dict[str, Any], int, int]]) -> list[tuple
     return problems
 
 
-def _delta_problems(idx: ThreadIndex, items: dict[tuple[int, str], int], rec: dict[str, Any]) -> list[str]:
-    wrong = []
+def broken_values(records: list[tuple[dict[str, Any], int, int]]) -> list[tuple[int, str, str]]:
+    """Stored values that cannot be rebuilt: ``(offset, channel, problem)`` in log order.
+
+    As :func:`value_problems`, but value by value: a checkpoint record's other values
+    stay what later records may build on; only the failing value is left out. Pure.
+    """
+    idx = ThreadIndex()
+    items: dict[tuple[int, str], int] = {}
+    broken: list[tuple[int, str, str]] = []
+    for rec, offset, length in records:
+        t = rec.get("t")
+        if t in ("checkpoint", "snapshot"):
+            wrong = _delta_problems(idx, items, rec) if t == "checkpoint" else {}
+            broken.extend((offset, ch, problem) for ch, problem in wrong.items())
+            if wrong:
+                rec = {**rec, "values": {ch: e for ch, e in rec["values"].items() if ch not in wrong}}
+            for ch, entry in rec.get("values", {}).items():
+                items[(rec["seq"], ch)] = _item_count(entry)
+        idx.apply(summarize(rec, offset, length))
+    return broken
+
+
+def _delta_problems(
+    idx: ThreadIndex, items: dict[tuple[int, str], int], rec: dict[str, Any]
+) -> dict[str, str]:
+    wrong = {}
     for ch, entry in rec.get("values", {}).items():
         if "base" not in entry:
             continue
         prev = idx.blob(rec["ns"], ch, entry["base"])
         if prev is None or prev.kind == EMPTY:
-            wrong.append(
+            wrong[ch] = (
                 f"channel {ch!r}: a delta (version {entry['ver']!r}) on version "
                 f"{entry['base']!r}, which holds no value before it"
             )
             continue
         held = items.get((prev.ref.seq, ch), _UNKNOWN)
         if held != _UNKNOWN and held != entry.get("keep"):
-            wrong.append(
+            wrong[ch] = (
                 f"channel {ch!r}: a delta (version {entry['ver']!r}) keeps "
                 f"{entry.get('keep')!r} items of version {entry['base']!r}, which holds {held}"
             )

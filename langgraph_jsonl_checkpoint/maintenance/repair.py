@@ -30,10 +30,9 @@ from ..disk.generations import generation_size
 from ..disk.header import FORMAT_VERSION
 from ..disk.log import ThreadLog
 from ..disk.sidecar_file import LogIdentity
-from ..disk.summary import version_key
 from ..errors import ConfigError, FormatVersionError
 from .access import StoreAccess
-from .checks import value_problems
+from .salvage import settle
 
 
 @dataclass
@@ -154,6 +153,7 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
         FormatVersionError: The header names a format this package cannot read.
     """
     dropped: list[str] = []
+    damage: list[tuple[int, int]] = []
     lines: list[tuple[dict[str, Any], int, int]] = []
     batch: list[tuple[dict[str, Any], int, int]] = []
     last_seq = 0
@@ -165,6 +165,7 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
         rec = framing.parse_line(data[pos:nl]) if nl >= 0 else None
         if rec is None or type(rec.get("seq")) is not int:
             dropped.append(f"bytes {pos}-{end}: damaged line (checksum does not match)")
+            damage.append((pos, end))
         elif rec["seq"] == 0 and rec.get("t") == "header":
             if rec.get("format") != FORMAT_VERSION:
                 raise FormatVersionError(
@@ -186,38 +187,7 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
         dropped.append(
             f"bytes {batch[0][1]}-{len(data)}: an unfinished batch at the end (never acknowledged)"
         )
-    damaged = bool(dropped)
     last_committed = lines[-1][0]["seq"] if lines else 0
-    while True:  # dropping a checkpoint may leave others without the values they need
-        unreadable = dict(value_problems(lines))
-        if damaged:
-            unreadable.update(_lost_versions(lines, unreadable))
-        if not unreadable:
-            break
-        for rec, offset, _ in lines:
-            if offset in unreadable:
-                dropped.append(f"checkpoint {rec.get('id')} at byte {offset}: {unreadable[offset]}")
-        lines = [line for line in lines if line[1] not in unreadable]
-    return Salvage([rec for rec, _, _ in lines], dropped, gen, last_committed)
+    kept, unservable = settle(lines, damage, damaged=bool(dropped))
+    return Salvage([rec for rec, _, _ in kept], dropped + unservable, gen, last_committed)
 
-
-def _lost_versions(
-    lines: list[tuple[dict[str, Any], int, int]], unreadable: dict[int, str]
-) -> dict[int, str]:
-    """Checkpoints naming a channel version that no kept record stores: after damage,
-    that value may have been in the bytes lost (served without it, the checkpoint
-    would be wrong)."""
-    stored = {
-        (rec["ns"], ch, version_key(entry["ver"]))
-        for rec, offset, _ in lines
-        if rec.get("t") in ("checkpoint", "snapshot") and offset not in unreadable
-        for ch, entry in rec.get("values", {}).items()
-    }
-    lost = {}
-    for rec, offset, _ in lines:
-        if rec.get("t") != "checkpoint" or offset in unreadable:
-            continue
-        missing = [ch for ch, ver in rec["cv"].items() if (rec["ns"], ch, version_key(ver)) not in stored]
-        if missing:
-            lost[offset] = f"the values of {missing} were in a damaged record"
-    return lost
