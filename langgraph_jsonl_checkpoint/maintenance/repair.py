@@ -6,9 +6,10 @@ record whose line is intact, in order, except
 - damaged lines (a checksum that does not match: torn, zeroed or flipped bytes);
 - records out of sequence (a stale copy of an earlier line, as a power cut leaves);
 - an unfinished batch at the end (a write that was never acknowledged);
-- checkpoint records whose values cannot be rebuilt because they extend a value that
-  was in a dropped record, or (after damage) name a version no kept record stores: the
-  checkpoint is gone, its pending writes stay.
+- checkpoints whose values cannot be rebuilt: a version they name was in a damaged
+  line, or extends, by deltas, a value that was, and no snapshot record holds it in
+  full (:mod:`.salvage`, which also keeps what a dropped checkpoint record held for
+  others): the checkpoint is gone, its pending writes stay.
 
 A log cut right after a record reads as whole; its sidecar tells the records it lost
 (every read refuses a log holding fewer records than its sidecar says were durable).
