@@ -273,3 +273,22 @@ def test_a_read_only_saver_warns_when_it_serves_a_log_cut_at_a_record_boundary(
     assert "'t'" in warnings[0] and log in warnings[0] and "langgraph-jsonl repair" in warnings[0]
     assert "records up to 6" in warnings[0] and "serving the 4 records" in warnings[0], warnings[0]
     reader.close()
+
+
+def test_a_torn_tail_is_named_as_verify_names_it(tmp_path: Path) -> None:
+    """A last line without its newline is a write that never finished (never
+    acknowledged): verify calls it a torn tail, and repair called it a "damaged line
+    (checksum does not match)", the words for damage inside the log."""
+    saver = JsonlSaver(tmp_path / "s")
+    _fill(saver, "t", 3)
+    path = saver.store.thread_log("t").path
+    saver.close()
+    size = Path(path).stat().st_size
+    with open(path, "ab") as f:
+        f.write(b'{"t":"checkpoint","ns":"","id":"torn')
+    (line,) = salvage_records(Path(path).read_bytes(), "t").dropped
+    assert line == f"bytes {size}-{size + 36}: torn tail (a write that never finished; never acknowledged)"
+    damaged = bytearray(Path(path).read_bytes())
+    damaged[size - 20] ^= 0xFF  # inside the last whole line: damage, not a torn tail
+    dropped = salvage_records(bytes(damaged), "t").dropped
+    assert any("damaged line (checksum does not match)" in d for d in dropped), dropped

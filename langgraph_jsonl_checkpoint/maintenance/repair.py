@@ -4,6 +4,7 @@ Every line carries its own checksum, so damage costs only what it touches. Kept:
 record whose line is intact, in order, except
 
 - damaged lines (a checksum that does not match: torn, zeroed or flipped bytes);
+- a torn tail (a last line without its newline: a write that never finished);
 - records out of sequence (a stale copy of an earlier line, as a power cut leaves);
 - an unfinished batch at the end (a write that was never acknowledged);
 - checkpoints whose values cannot be rebuilt: a version they name was in a damaged
@@ -164,7 +165,9 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
         rec = framing.parse_line(data[pos:nl]) if nl >= 0 else None
-        if rec is None or type(rec.get("seq")) is not int:
+        if nl < 0:  # the last line has no newline: its write never finished
+            dropped.append(f"bytes {pos}-{end}: torn tail (a write that never finished; never acknowledged)")
+        elif rec is None or type(rec.get("seq")) is not int:
             dropped.append(f"bytes {pos}-{end}: damaged line (checksum does not match)")
             damage.append((pos, end))
         elif rec["seq"] == 0 and rec.get("t") == "header":
