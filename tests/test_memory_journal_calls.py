@@ -32,6 +32,16 @@ def _texts(items: Any) -> list[str]:
     return [i.text.split(" (answered ")[0] for i in items]
 
 
+def _killed_after_the_email(tmp_path: Path) -> tuple[Any, JsonlSaver, ReplayAdapter]:
+    """A run that looked up the order (settled) and was killed after send_email took
+    effect; the store opened again."""
+    s = spec(tmp_path / "store", plan=[[[LOOKUP, EMAIL]]],
+             crash={"call": "e1", "point": "after_effect", "how": "kill", "settle": ["l1"]})
+    assert run_crash(s).died
+    saver, adapter = open_store(s)
+    return s, saver, adapter
+
+
 def _memory(saver: JsonlSaver, thread_id: str = "t1") -> SessionMemory:
     memory = saver.session_memory(thread_id, budget=None)
     assert memory == _rebuild(saver, thread_id)
@@ -41,10 +51,7 @@ def _memory(saver: JsonlSaver, thread_id: str = "t1") -> SessionMemory:
 def test_decisions_are_the_calls_the_question_was_about(tmp_path: Path) -> None:
     """Only e1 is asked about; the answer also names the finished l1 and a typo. The
     memory told the model l1 was skipped ("outcome unknown") and listed the typo."""
-    s = spec(tmp_path / "store", plan=[[[LOOKUP, EMAIL]]],
-             crash={"call": "e1", "point": "after_effect", "how": "kill", "settle": ["l1"]})
-    assert run_crash(s).died
-    saver, adapter = open_store(s)
+    s, saver, adapter = _killed_after_the_email(tmp_path)
     with saver, within(120):
         graph = graph_for(s, saver, adapter)
         out = graph.invoke(None, config("t1"))
@@ -114,10 +121,7 @@ def test_a_held_call_answered_with_update_state_is_not_open(tmp_path: Path, caps
     the memory kept it under "Open items (resolve these first)" on every later turn,
     while listing its answer as work completed; ``tool_calls()`` and ``tools`` said
     ``uncertain``."""
-    s = spec(tmp_path / "store", plan=[[[LOOKUP, EMAIL]]],
-             crash={"call": "e1", "point": "after_effect", "how": "kill", "settle": ["l1"]})
-    assert run_crash(s).died
-    saver, adapter = open_store(s)
+    s, saver, adapter = _killed_after_the_email(tmp_path)
     with saver, within(120):
         graph = graph_for(s, saver, adapter)
         graph.invoke(None, config("t1"))
