@@ -17,7 +17,14 @@ its writes are put again only if the target holds fewer of them (``put_writes`` 
 duplicates a slot); so a copy killed half-way and run again ends with the same target
 as one run through. A thread that cannot be read is reported and the others copied.
 
-Verification (:mod:`.verify`) re-reads each copied thread from the target and compares
+A thread is read a chunk of a few checkpoints at a time (:data:`~.endpoints.CHUNK`),
+oldest first: what each end stores is listed first without values (ids, parents,
+write counts), then each chunk is read, put and compared, and dropped. A long
+conversation's checkpoints each hold its whole message list, so a thread read whole
+costs memory quadratic in its length; a chunk costs a few checkpoints' worth, and a
+stop acts between two chunks.
+
+Verification (:mod:`.verify`) re-reads each chunk copied from the target and compares
 every checkpoint, decoded, with the source's. A target the app went on with since an
 earlier copy is *ahead* (the source's history unchanged on it, and continued): that is
 reported, not a difference, and left as it is.
@@ -38,7 +45,7 @@ from .versions import widen_checkpoint, widen_versions, width_of
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-    from .endpoints import Endpoint, Track, WriteSlot
+    from .endpoints import Chunk, Endpoint, Key, Track, WriteSlot
 
     Spec = str | BaseCheckpointSaver[Any] | Endpoint
 
@@ -179,7 +186,7 @@ class _Stopped(BaseException):
 
 def _settle(futures: list[Future[ThreadCopy]]) -> None:
     """Wait until every copy under way has stopped: each checks between two steps (a put
-    and its writes, a read), so this is short. Another Ctrl-C does not cut it short:
+    and its writes, a chunk's read), so this is short. Another Ctrl-C does not cut it short:
     the worker threads would be waited for at exit all the same."""
     while True:
         try:
@@ -204,17 +211,20 @@ def copy_thread(
 ) -> ThreadCopy:
     """Copy one thread (see the module docstring); problems go into the result.
 
-    ``stop``, once set, ends the copy between two steps (raising an exception of its
-    own, a ``BaseException``): what was put stays, and a rerun completes the thread.
+    The thread is read, put and verified a chunk of :data:`~.endpoints.CHUNK`
+    checkpoints at a time: at most a chunk of each end's checkpoints is held with its
+    values. ``stop``, once set, ends the copy between two steps (a chunk read, a put
+    and its writes; raising an exception of its own, a ``BaseException``): what was put
+    stays, and a rerun completes the thread.
     """
-    from .endpoints import thread_tuples
+    from .endpoints import chunks
     from .journal import carry
-    from .verify import compare_histories
+    from .verify import HistoryCheck
 
     done = ThreadCopy(thread_id)
     _go_on(stop)
     try:
-        tuples = thread_tuples(src, thread_id)
+        stored = src.stored_checkpoints(thread_id)
         damage = src.damage(thread_id)
     except Exception as exc:  # a damaged thread: reported, the others still copied
         done.problem = f"cannot read the thread from {src.name}: {_reason(exc)}"
@@ -223,44 +233,77 @@ def copy_thread(
         done.problem = f"cannot read the whole thread from {src.name}: {damage}"
         return done
     try:
-        have = {_where(t): len(t.pending_writes or []) for t in thread_tuples(dst, thread_id)}
-        by_id = {_where(t): t for t in tuples}
+        have = {key: c.writes for key, c in dst.stored_checkpoints(thread_id).items()}
         width = width_of(dst.saver)
-        slots: dict[tuple[str, str], list[WriteSlot]] | None = None
-        for tup in tuples:
+        check = HistoryCheck(stored, width=width) if verify and not dry_run else None
+        unverified = None  # why the copy could not be read back, if it could not
+        versions: dict[Key, Any] = {}  # each checkpoint's channel versions, for its children's put
+        slots: dict[Key, list[WriteSlot]] | None = None
+        for chunk in chunks(stored):
             _go_on(stop)
-            where = _where(tup)
-            wanted = len(tup.pending_writes or [])
-            if where in have:
-                done.present += 1
-            else:
-                done.checkpoints += 1
-                if not dry_run:
-                    _put(dst.saver, tup, by_id, width)
-            if have.get(where, 0) < wanted:
-                done.writes += wanted - have.get(where, 0)
-                if not dry_run:
-                    if slots is None:
-                        slots = src.thread_write_slots(thread_id) or {}
-                    _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
+            tuples = _read_source(src, thread_id, chunk)
+            for tup in tuples:
+                _go_on(stop)
+                where = _where(tup)
+                versions[where] = tup.checkpoint["channel_versions"]
+                wanted = len(tup.pending_writes or [])
+                if where in have:
+                    done.present += 1
+                else:
+                    done.checkpoints += 1
+                    if not dry_run:
+                        _put(dst.saver, tup, versions, width)
+                if have.get(where, 0) < wanted:
+                    done.writes += wanted - have.get(where, 0)
+                    if not dry_run:
+                        if slots is None:
+                            slots = src.thread_write_slots(thread_id) or {}
+                        _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
+            if check is not None and tuples:  # the chunk read back and compared, then dropped
+                _go_on(stop)
+                try:
+                    copies = dict(zip(chunk, dst.read_checkpoints(thread_id, chunk)))
+                    for tup in tuples:
+                        check.compare(tup, copies.get(_where(tup)))
+                except Exception as exc:
+                    unverified, check = _reason(exc), None
+            del tuples
         _go_on(stop)
         if journal and src.journal is not None and dst.journal is not None:
             carried = carry(src.journal, dst.journal, thread_id, dry_run=dry_run)
             done.journal_records = carried.added
             done.mismatches += carried.conflicts
             done.ahead_journal_records = carried.ahead
+    except _Unreadable as exc:  # a record that cannot be decoded: what came before it is put
+        done.problem = f"cannot read the thread from {src.name}: {exc}"
+        return done
     except Exception as exc:
         done.problem = f"copy to {dst.name} stopped: {_reason(exc)}"
         return done
     _go_on(stop)
-    if verify and not dry_run:
+    if check is not None:
         try:
-            found = compare_histories(tuples, thread_tuples(dst, thread_id), width=width_of(dst.saver))
+            found = check.finish(dst.stored_checkpoints(thread_id))
             done.mismatches += found.differences
             done.ahead_checkpoints, done.ahead_writes = found.ahead_checkpoints, found.ahead_writes
         except Exception as exc:
-            done.problem = f"cannot verify the copy on {dst.name}: {_reason(exc)}"
+            unverified = _reason(exc)
+    if unverified is not None:
+        done.problem = f"cannot verify the copy on {dst.name}: {unverified}"
     return done
+
+
+class _Unreadable(Exception):
+    """The source's checkpoints could not be read (the reason, as a report says it)."""
+
+
+def _read_source(src: Endpoint, thread_id: str, chunk: Chunk) -> list[CheckpointTuple]:
+    """A chunk of the source's checkpoints, oldest first (those removed since they were
+    listed left out)."""
+    try:
+        return [t for t in src.read_checkpoints(thread_id, chunk) if t is not None]
+    except Exception as exc:
+        raise _Unreadable(_reason(exc)) from exc
 
 
 def _spec_name(spec: Spec) -> str:
@@ -287,22 +330,20 @@ def _where(tup: CheckpointTuple) -> tuple[str, str]:
 
 
 def _put(
-    saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, by_id: dict[tuple[str, str], CheckpointTuple],
-    width: int,
+    saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, versions: dict[Key, Any], width: int,
 ) -> None:
     ns, checkpoint_id = _where(tup)
     thread_id = tup.config["configurable"]["thread_id"]
     config: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
     parent_id = tup.parent_config["configurable"].get("checkpoint_id") if tup.parent_config else None
-    versions = dict(tup.checkpoint["channel_versions"])
-    parent = by_id.get((ns, parent_id)) if parent_id else None
+    mine = dict(tup.checkpoint["channel_versions"])
+    before = versions.get((ns, parent_id)) if parent_id else None
     if parent_id:
         config["checkpoint_id"] = parent_id
-    if parent is not None:
-        before = parent.checkpoint["channel_versions"]
-        new_versions = {ch: v for ch, v in versions.items() if before.get(ch) != v}
+    if before is not None:
+        new_versions = {ch: v for ch, v in mine.items() if before.get(ch) != v}
     else:  # the first, or its parent is not in the source (pruned): everything is new
-        new_versions = versions
+        new_versions = mine
     checkpoint = widen_checkpoint(tup.checkpoint, width)
     saver.put({"configurable": config}, checkpoint, tup.metadata, widen_versions(new_versions, width))  # type: ignore[arg-type]
 

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from langgraph.checkpoint.base import writes_sort_key
 
 from ..errors import MigrationError
-from .endpoints import Endpoint, NewTarget, Place, WriteSlot, place_of_path
+from .endpoints import Endpoint, Key, NewTarget, Place, StoredCheckpoint, WriteSlot, place_of_path
 from .journal import StoreJournalEnd
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -119,6 +119,20 @@ class SqliteEndpoint(Endpoint):
         rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
         return sorted(str(r[0]) for r in rows)
 
+    def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        with self.saver.lock:  # the saver's connection, shared by the copy's threads
+            if not {"checkpoints", "writes"} <= self._tables():  # a new file: empty
+                return {}
+            rows = self.conn.execute(
+                "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
+                "WHERE thread_id = ?", (thread_id,),
+            ).fetchall()
+            counts = self.conn.execute(
+                "SELECT checkpoint_ns, checkpoint_id, count(*) FROM writes WHERE thread_id = ? "
+                "GROUP BY checkpoint_ns, checkpoint_id", (thread_id,),
+            ).fetchall()
+        return _stored(rows, counts)
+
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         with self.saver.lock:  # the saver's connection, shared by the copy's threads
             if self._task_path is None:
@@ -154,6 +168,15 @@ class SqliteEndpoint(Endpoint):
         self.conn.close()
         if self.store_conn is not None:
             self.store_conn.close()
+
+
+def _stored(rows: list[Any], counts: list[Any]) -> dict[Key, StoredCheckpoint]:
+    """``(ns, id, parent)`` rows and ``(ns, id, writes)`` counts as stored checkpoints."""
+    writes = {(str(r[0]), str(r[1])): int(r[2]) for r in counts}
+    return {
+        (str(r[0]), str(r[1])): StoredCheckpoint(r[2] or None, writes.get((str(r[0]), str(r[1])), 0))
+        for r in rows
+    }
 
 
 def _grouped_slots(rows: list[Any]) -> dict[tuple[str, str], list[WriteSlot]]:
@@ -272,6 +295,22 @@ class PostgresEndpoint(Endpoint):
 
     def thread_ids(self) -> list[str]:
         return sorted(str(r["thread_id"]) for r in self._query("SELECT DISTINCT thread_id FROM checkpoints"))
+
+    def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        if not self.readable():  # a dry run's target without its tables: empty
+            return {}
+        rows = self._query(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
+            "WHERE thread_id = %s", (thread_id,),
+        )
+        counts = self._query(
+            "SELECT checkpoint_ns, checkpoint_id, count(*) AS n FROM checkpoint_writes "
+            "WHERE thread_id = %s GROUP BY checkpoint_ns, checkpoint_id", (thread_id,),
+        )
+        return _stored(
+            [(r["checkpoint_ns"], r["checkpoint_id"], r["parent_checkpoint_id"]) for r in rows],
+            [(r["checkpoint_ns"], r["checkpoint_id"], r["n"]) for r in counts],
+        )
 
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         rows = self._query(

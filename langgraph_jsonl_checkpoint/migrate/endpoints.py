@@ -18,7 +18,7 @@ same database, ``SqliteStore`` in the same file).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -56,6 +56,30 @@ def place_of_path(path: str) -> Place | None:
     return Place(what, ("path", st.st_dev, st.st_ino), os.path.realpath(path))
 
 
+#: Checkpoints a copy reads (and holds with their values) at once, per thread and end:
+#: a long conversation's checkpoints each hold its whole message list, so a thread read
+#: whole costs memory quadratic in its length (:meth:`Endpoint.read_checkpoints`).
+CHUNK = 8
+
+#: A checkpoint's place in a thread: its namespace and id.
+Key = tuple[str, str]
+
+
+class StoredCheckpoint(NamedTuple):
+    """A checkpoint as its storage lists it, without its values (:meth:`Endpoint.stored_checkpoints`)."""
+
+    parent_id: str | None
+    writes: int
+
+
+class Chunk(list[Key]):
+    """A few checkpoint keys, oldest first, and the id of the source's checkpoint that
+    follows them (``following``; ``None`` for the newest): what a listing ``before`` it
+    returns first."""
+
+    following: str | None = None
+
+
 class WriteSlot(NamedTuple):
     """Where a pending write was stored: its task, the task's path, its index, channel."""
 
@@ -88,6 +112,42 @@ class Endpoint:
         """Every thread id, sorted (here: found through ``list(None)``, which decodes
         every checkpoint; the endpoints of known storage ask it directly)."""
         return sorted({str(t.config["configurable"]["thread_id"]) for t in self.saver.list(None)})
+
+    def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        """Every checkpoint of a thread (all namespaces) with its parent and its number of
+        pending writes, by ``(namespace, id)``: no values (here: from ``list()``, which
+        decodes each checkpoint and drops it; the endpoints of known storage ask it
+        directly)."""
+        out = {}
+        for tup in self.saver.list({"configurable": {"thread_id": thread_id}}):
+            out[checkpoint_key(tup)] = StoredCheckpoint(parent_of(tup), len(tup.pending_writes or []))
+        return out
+
+    def read_checkpoints(self, thread_id: str, keys: Chunk) -> list[CheckpointTuple | None]:
+        """The tuples of ``keys`` (a few, oldest first: :func:`chunks`), in that order;
+        ``None`` for one not there.
+
+        One ``list(before=..., limit=...)`` call answers a chunk when the saver lists a
+        thread newest first across its namespaces (LangGraph's SQL savers and ours do);
+        ``get_tuple`` fetches what that call did not return (other savers, a checkpoint
+        added since, a namespace sharing an id).
+        """
+        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+        wanted = set(keys)
+        before = {"configurable": {"checkpoint_id": keys.following}} if keys.following else None
+        found: dict[Key, CheckpointTuple] = {}
+        for listed in self.saver.list(config, before=before, limit=len(keys)):  # type: ignore[arg-type]
+            if checkpoint_key(listed) in wanted:
+                found[checkpoint_key(listed)] = listed
+        out: list[CheckpointTuple | None] = []
+        for ns, checkpoint_id in keys:
+            tup: CheckpointTuple | None = found.pop((ns, checkpoint_id), None)
+            if tup is None:
+                one: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                                             "checkpoint_id": checkpoint_id}}
+                tup = self.saver.get_tuple(one)
+            out.append(tup)
+        return out
 
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         """The slots of a checkpoint's pending writes in ``writes_sort_key`` order, as
@@ -159,6 +219,15 @@ class JsonlEndpoint(Endpoint):
                 ids.append(entry.thread_id)
         return sorted(ids)
 
+    def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        log = self.saver.store.thread_log(thread_id)
+        with log.mutex:
+            idx = log.refresh()
+            return {
+                (ns, cid): StoredCheckpoint(entry.parent, len(idx.sorted_writes(ns, cid)))
+                for ns, entries in idx.checkpoints.items() for cid, entry in entries.items()
+            }
+
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         log = self.saver.store.thread_log(thread_id)
         with log.mutex:
@@ -210,6 +279,14 @@ class MemoryEndpoint(Endpoint):
     def thread_ids(self) -> list[str]:
         return sorted(str(t) for t in getattr(self.saver, "storage", {}))
 
+    def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        writes = getattr(self.saver, "writes", {})
+        return {
+            (ns, cid): StoredCheckpoint(saved[2], len(writes.get((thread_id, ns, cid), {})))
+            for ns, by_id in getattr(self.saver, "storage", {}).get(thread_id, {}).items()
+            for cid, saved in by_id.items()
+        }
+
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         stored = getattr(self.saver, "writes", {}).get((thread_id, ns, checkpoint_id), {})
         slots = [WriteSlot(task, str(w[3]), idx, w[1]) for (task, idx), w in stored.items()]
@@ -228,12 +305,36 @@ def _tree_size(path: str) -> int:
     return total
 
 
-def thread_tuples(endpoint: Endpoint, thread_id: str) -> list[CheckpointTuple]:
+def chunks(keys: Iterable[Key], size: int = CHUNK) -> Iterator[Chunk]:
+    """``keys`` oldest first (parents before children: checkpoint ids are time-ordered),
+    a :class:`Chunk` of at most ``size`` at a time."""
+    ordered = sorted(keys, key=lambda k: (k[1], k[0]))
+    for start in range(0, len(ordered), size):
+        chunk = Chunk(ordered[start:start + size])
+        if start + size < len(ordered):
+            chunk.following = ordered[start + size][1]
+        yield chunk
+
+
+def thread_tuples(endpoint: Endpoint, thread_id: str) -> Iterator[CheckpointTuple]:
     """Every checkpoint of a thread, all namespaces, oldest first (parents before
-    children: checkpoint ids are time-ordered)."""
-    tuples = list(endpoint.saver.list({"configurable": {"thread_id": thread_id}}))
-    tuples.sort(key=lambda t: t.config["configurable"]["checkpoint_id"])
-    return tuples
+    children: checkpoint ids are time-ordered), read :data:`CHUNK` at a time: only a
+    chunk's values are held at once by this generator."""
+    for chunk in chunks(endpoint.stored_checkpoints(thread_id)):
+        for tup in endpoint.read_checkpoints(thread_id, chunk):
+            if tup is not None:  # else removed since it was listed
+                yield tup
+
+
+def checkpoint_key(tup: CheckpointTuple) -> Key:
+    """A tuple's ``(namespace, checkpoint id)``."""
+    c = tup.config["configurable"]
+    return c.get("checkpoint_ns", ""), c["checkpoint_id"]
+
+
+def parent_of(tup: CheckpointTuple) -> str | None:
+    """The id of a tuple's parent checkpoint (``None``: it has none)."""
+    return tup.parent_config["configurable"].get("checkpoint_id") if tup.parent_config else None
 
 
 def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> tuple[list[str], list[str]]:

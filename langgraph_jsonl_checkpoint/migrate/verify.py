@@ -31,14 +31,14 @@ that namespace, as a run going on from it leaves things:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from .endpoints import Endpoint, thread_tuples
+from .endpoints import Endpoint, Key, StoredCheckpoint, checkpoint_key, chunks, parent_of
 from .versions import widen_checkpoint, width_of
 
 #: Parts of a stored checkpoint compared (``pending_sends`` and others some savers add
@@ -76,7 +76,8 @@ def compare_threads(
 ) -> list[str]:
     """Differences between a thread on ``src`` and on ``dst`` (none: equal). What a
     target ahead of its source holds beyond it is listed too; :func:`compare_histories`
-    tells the two apart.
+    tells the two apart. Both ends are read a few checkpoints at a time
+    (:data:`~.endpoints.CHUNK`), not whole.
 
     Args:
         src: The source.
@@ -86,8 +87,21 @@ def compare_threads(
         width: The width the copy widened versions to (default: the target's own).
     """
     width = width_of(dst.saver) if width is None else width
-    theirs = list(source_tuples) if source_tuples is not None else thread_tuples(src, thread_id)
-    found = compare_histories(theirs, thread_tuples(dst, thread_id), width=width)
+    if source_tuples is not None:
+        theirs = {checkpoint_key(t): t for t in source_tuples}
+        check = HistoryCheck(theirs, width=width)
+        for chunk in chunks(theirs):
+            for key, copy in zip(chunk, dst.read_checkpoints(thread_id, chunk)):
+                check.compare(theirs[key], copy)
+    else:
+        stored = src.stored_checkpoints(thread_id)
+        check = HistoryCheck(stored, width=width)
+        for chunk in chunks(stored):
+            pairs = zip(src.read_checkpoints(thread_id, chunk), dst.read_checkpoints(thread_id, chunk))
+            for tup, copy in pairs:
+                if tup is not None:  # else removed from the source since it was listed
+                    check.compare(tup, copy)
+    found = check.finish(dst.stored_checkpoints(thread_id))
     return found.differences + found.ahead
 
 
@@ -102,36 +116,71 @@ def compare_histories(
         target: The target's.
         width: The width the copy widened the source's versions to.
     """
-    out = HistoryComparison()
-    theirs, ours = _by_namespace(source), _by_namespace(target)
-    for ns in sorted(set(theirs) | set(ours)):
-        mine = {_where(t)[1]: t for t in ours.get(ns, [])}
-        newest = _where(theirs[ns][-1])[1] if ns in theirs else None
-        for tup in theirs.get(ns, []):
-            cid = _where(tup)[1]
-            at = _at(ns, cid)
-            copy = mine.pop(cid, None)
-            if copy is None:
-                out.differences.append(f"{at}: missing on the target")
-                continue
-            last = cid == newest
-            out.differences += [f"{at}: {d}" for d in compare_tuples(tup, copy, width=width, writes=not last)]
-            if last:
-                _compare_newest_writes(tup, copy, at, out)
-        going_on = {newest}  # what a checkpoint only the target holds may continue
-        for cid in sorted(mine):  # oldest first: a parent before its children
-            at = _at(ns, cid)
-            if _parent(mine[cid]) in going_on:
-                going_on.add(cid)
-                out.ahead.append(f"{at}: on the target only")
-                out.ahead_checkpoints += 1
-            else:
-                continues = f" {newest}" if newest else ""
-                out.differences.append(
-                    f"{at}: on the target only, and it does not continue from the source's newest "
-                    f"checkpoint{continues} (its parent is {_parent(mine[cid])})"
-                )
-    return out
+    ours = {checkpoint_key(t): t for t in target}
+    check = HistoryCheck([checkpoint_key(t) for t in source], width=width)
+    for tup in sorted(source, key=lambda t: (_where(t)[0], _where(t)[1])):
+        check.compare(tup, ours.get(checkpoint_key(tup)))
+    return check.finish({key: StoredCheckpoint(parent_of(t), 0) for key, t in ours.items()})
+
+
+class HistoryCheck:
+    """A comparison of a thread's history fed one source checkpoint (and its copy) at a
+    time, so that neither end is held whole: a copy compares each chunk it has put.
+
+    Args:
+        source: The source's checkpoints, by ``(namespace, id)`` (every one of them, for
+            what only the target holds, and the newest of each namespace).
+        width: The width the copy widened the source's versions to.
+    """
+
+    def __init__(self, source: Iterable[Key], *, width: int = 0) -> None:
+        self.width = width
+        self._source = set(source)
+        self._newest: dict[str, str] = {}
+        for ns, cid in self._source:
+            if cid > self._newest.get(ns, ""):
+                self._newest[ns] = cid
+        self._out = HistoryComparison()
+
+    def compare(self, source: CheckpointTuple, copy: CheckpointTuple | None) -> None:
+        """Compare one source checkpoint with its copy (``None``: the target lacks it)."""
+        ns, cid = _where(source)
+        at = _at(ns, cid)
+        if copy is None:
+            self._out.differences.append(f"{at}: missing on the target")
+            return
+        last = cid == self._newest.get(ns)
+        self._out.differences += [
+            f"{at}: {d}" for d in compare_tuples(source, copy, width=self.width, writes=not last)
+        ]
+        if last:
+            _compare_newest_writes(source, copy, at, self._out)
+
+    def finish(self, target: Mapping[Key, StoredCheckpoint]) -> HistoryComparison:
+        """The comparison, given every checkpoint the target holds (with its parent): what
+        only the target holds is ahead or a difference (the rule is in the module
+        docstring)."""
+        out = self._out
+        only: dict[str, list[tuple[str, str | None]]] = {}
+        for (ns, cid), stored in target.items():
+            if (ns, cid) not in self._source:
+                only.setdefault(ns, []).append((cid, stored.parent_id))
+        for ns in sorted(only):
+            newest = self._newest.get(ns)
+            going_on = {newest}  # what a checkpoint only the target holds may continue
+            for cid, parent in sorted(only[ns]):  # oldest first: a parent before its children
+                at = _at(ns, cid)
+                if parent in going_on:
+                    going_on.add(cid)
+                    out.ahead.append(f"{at}: on the target only")
+                    out.ahead_checkpoints += 1
+                else:
+                    continues = f" {newest}" if newest else ""
+                    out.differences.append(
+                        f"{at}: on the target only, and it does not continue from the source's newest "
+                        f"checkpoint{continues} (its parent is {parent})"
+                    )
+        return out
 
 
 def _compare_newest_writes(a: CheckpointTuple, b: CheckpointTuple, at: str, out: HistoryComparison) -> None:
@@ -175,13 +224,6 @@ def _by_task(writes: list[Any]) -> dict[str, tuple[list[tuple[str, Any]], dict[s
             special[channel] = value
         else:
             regular.append((channel, value))
-    return out
-
-
-def _by_namespace(tuples: Sequence[CheckpointTuple]) -> dict[str, list[CheckpointTuple]]:
-    out: dict[str, list[CheckpointTuple]] = {}
-    for t in sorted(tuples, key=lambda t: _where(t)[1]):
-        out.setdefault(_where(t)[0], []).append(t)
     return out
 
 
