@@ -316,16 +316,6 @@ def chunks(keys: Iterable[Key], size: int = CHUNK) -> Iterator[Chunk]:
         yield chunk
 
 
-def thread_tuples(endpoint: Endpoint, thread_id: str) -> Iterator[CheckpointTuple]:
-    """Every checkpoint of a thread, all namespaces, oldest first (parents before
-    children: checkpoint ids are time-ordered), read :data:`CHUNK` at a time: only a
-    chunk's values are held at once by this generator."""
-    for chunk in chunks(endpoint.stored_checkpoints(thread_id)):
-        for tup in endpoint.read_checkpoints(thread_id, chunk):
-            if tup is not None:  # else removed since it was listed
-                yield tup
-
-
 def checkpoint_key(tup: CheckpointTuple) -> Key:
     """A tuple's ``(namespace, checkpoint id)``."""
     c = tup.config["configurable"]
