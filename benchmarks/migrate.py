@@ -26,14 +26,27 @@ the case says otherwise:
 
 One sample per case (thousands of threads are their own average); the machine is shared
 (2 cores), so compare ratios, not absolute figures, across runs.
+
+``--long TURNS`` measures one long thread instead (``TURNS`` turns of the same agent in a
+store, about 4 checkpoints a turn): ``langgraph-jsonl copy STORE sqlite:///...`` and
+``langgraph-jsonl export STORE postgresql://... --setup``, each in a child process, in
+seconds and peak RSS. Each checkpoint of a long conversation holds its whole message
+list, so a copy holding the thread at once grows with its square. ``--before DIR``
+runs the same cases with the package of another checkout too (``git worktree add DIR
+<commit>``), for a before/after in one run::
+
+    python benchmarks/migrate.py --long 500 --before /tmp/base   # 2,000 checkpoints
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -43,6 +56,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.migrate import copy_threads
 
 from _common import Table, build_agent_graph, path_bytes, user_message, write_results
@@ -87,6 +101,84 @@ def drop_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+#: A child process running one CLI command: its exit status, seconds and peak RSS on stderr.
+_MEASURED = """
+import json, resource, sys, time
+from langgraph_jsonl_checkpoint.cli import main
+started = time.perf_counter()
+code = main(sys.argv[1:])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"code": code, "seconds": time.perf_counter() - started, "peak_rss": peak}), file=sys.stderr)
+"""
+
+
+def fill_long_store(path: Path, turns: int) -> int:
+    """A store with one thread of ``turns`` turns; returns its number of checkpoints."""
+    with JsonlSaver(path) as saver:
+        graph = build_agent_graph(saver)
+        for turn in range(turns):
+            graph.invoke({"messages": [user_message(7, turn)]}, {"configurable": {"thread_id": "long"}})
+        return sum(len(ids) for ids in saver.store.thread_log("long").refresh().checkpoints.values())
+
+
+def measured(argv: list[str], package: str | None) -> dict[str, float]:
+    """Run ``langgraph-jsonl ARGV`` in a child (with ``package`` first on its path)."""
+    env = dict(os.environ)
+    if package:
+        env["PYTHONPATH"] = package
+    done = subprocess.run([sys.executable, "-c", _MEASURED, *argv], env=env, capture_output=True, text=True)
+    figures: dict[str, float] = json.loads(done.stderr.strip().splitlines()[-1])
+    assert figures["code"] == 0, done.stdout + done.stderr
+    return figures
+
+
+def long_thread(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="bench-migrate-long-", dir=args.tmp))
+    table = Table()
+    raw: dict[str, object] = {"turns": args.long}
+    databases = []
+    try:
+        store = work / "store"
+        started = time.perf_counter()
+        total = fill_long_store(store, args.long)
+        raw.update(checkpoints=total, store_bytes=path_bytes(store))
+        print(f"source: 1 thread, {total} checkpoints, {path_bytes(store) / 2**20:.1f} MiB, "
+              f"built in {time.perf_counter() - started:.1f} s")
+        case = f"1 thread x {args.long} turns ({total:,} checkpoints)"
+        builds = [("this checkout", None)] + ([("before", args.before)] if args.before else [])
+        for build, package in builds:
+            for label, kind in (("store -> SQLite", "sqlite"), ("store -> PostgreSQL", "postgres")):
+                if kind == "sqlite":
+                    argv = ["copy", str(store), f"sqlite:///{work / f'{build}.db'}"]
+                else:
+                    db_name, pg = new_database()
+                    databases.append(db_name)
+                    argv = ["export", str(store), pg, "--setup"]
+                figures = measured(argv, package)
+                name = f"{label} ({build})"
+                print(f"{name}: {figures['seconds']:.1f} s, peak RSS {figures['peak_rss'] / 2**20:,.0f} MiB")
+                # The ratio column divides by the "sqlite" row: this checkout's store -> SQLite.
+                key = "sqlite" if name == "store -> SQLite (this checkout)" else name
+                table.add(case, "seconds", key, figures["seconds"], "s")
+                table.add(case, "peak RSS MiB", key, figures["peak_rss"] / 2**20, "MiB")
+                raw[name] = figures
+    finally:
+        for db_name in databases:
+            drop_database(db_name)
+        shutil.rmtree(work, ignore_errors=True)
+    notes = [
+        f"Source: one thread of {raw['checkpoints']:,} checkpoints in a store "
+        f"({int(raw['store_bytes']) / 2**20:.1f} MiB). Each case is one CLI command "
+        "in a child process, with verification; peak RSS is the child's ru_maxrss.",
+        "The ratio column divides by this checkout's store -> SQLite row.",
+        "One sample per case; the machine is shared (2 cores).",
+    ]
+    command = f"python benchmarks/migrate.py --long {args.long}" + (" --before DIR" if args.before else "")
+    header = "Copying one long thread: seconds and peak RSS\n\n" + f"Command: `{command}`"
+    _, md = write_results(f"{NAME}-long", {"raw": raw}, table, header=header, notes=notes)
+    print(md.read_text())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="50 threads")
@@ -96,7 +188,14 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="where the files go (default $TMPDIR)")
     parser.add_argument("--cases", default=",".join(CASES),
                         help=f"which cases, comma-separated (default all: {','.join(CASES)})")
+    parser.add_argument("--long", type=int, default=None, metavar="TURNS",
+                        help="one thread of TURNS turns instead: seconds and peak RSS of copying it")
+    parser.add_argument("--before", default=None, metavar="DIR",
+                        help="with --long: also run the cases with the package of the checkout in DIR")
     args = parser.parse_args()
+    if args.long:
+        long_thread(args)
+        return
     n = args.threads or (50 if args.quick else 1_000)
     work = Path(tempfile.mkdtemp(prefix="bench-migrate-", dir=args.tmp))
     table = Table()
