@@ -18,7 +18,7 @@ same database, ``SqliteStore`` in the same file).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -73,11 +73,15 @@ class StoredCheckpoint(NamedTuple):
 
 
 class Chunk(list[Key]):
-    """A few checkpoint keys, oldest first, and the id of the source's checkpoint that
-    follows them (``following``; ``None`` for the newest): what a listing ``before`` it
-    returns first."""
+    """A few checkpoint keys, oldest first, and for each of their namespaces the id of
+    the checkpoint of that namespace that follows them (``following``; none for the
+    newest): what a listing of the namespace ``before`` it returns first."""
 
-    following: str | None = None
+    following: dict[str, str]
+
+    def __init__(self, keys: Iterable[Key] = (), following: dict[str, str] | None = None) -> None:
+        super().__init__(keys)
+        self.following = following or {}
 
 
 class WriteSlot(NamedTuple):
@@ -127,18 +131,23 @@ class Endpoint:
         """The tuples of ``keys`` (a few, oldest first: :func:`chunks`), in that order;
         ``None`` for one not there.
 
-        One ``list(before=..., limit=...)`` call answers a chunk when the saver lists a
-        thread newest first across its namespaces (LangGraph's SQL savers and ours do);
-        ``get_tuple`` fetches what that call did not return (other savers, a checkpoint
-        added since, a namespace sharing an id).
+        One ``list(before=..., limit=...)`` call per namespace of the chunk answers it
+        (a namespace's checkpoints listed newest first, ``before`` the one that follows
+        the chunk); ``get_tuple`` fetches what those calls did not return (a saver that
+        lists otherwise, a checkpoint added since).
         """
-        config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
         wanted = set(keys)
-        before = {"configurable": {"checkpoint_id": keys.following}} if keys.following else None
         found: dict[Key, CheckpointTuple] = {}
-        for listed in self.saver.list(config, before=before, limit=len(keys)):  # type: ignore[arg-type]
-            if checkpoint_key(listed) in wanted:
-                found[checkpoint_key(listed)] = listed
+        # With its namespace, the SQL savers' query walks their primary key (without one,
+        # SQLite sorted every older row of the thread, values and all, for each chunk).
+        for ns in dict.fromkeys(k[0] for k in keys):
+            config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+            following = keys.following.get(ns)
+            before: Any = {"configurable": {"checkpoint_id": following}} if following else None
+            limit = sum(1 for k in keys if k[0] == ns)
+            for listed in self.saver.list(config, before=before, limit=limit):
+                if checkpoint_key(listed) in wanted:
+                    found[checkpoint_key(listed)] = listed
         out: list[CheckpointTuple | None] = []
         for ns, checkpoint_id in keys:
             tup: CheckpointTuple | None = found.pop((ns, checkpoint_id), None)
@@ -305,15 +314,19 @@ def _tree_size(path: str) -> int:
     return total
 
 
-def chunks(keys: Iterable[Key], size: int = CHUNK) -> Iterator[Chunk]:
+def chunks(keys: Iterable[Key], size: int = CHUNK) -> list[Chunk]:
     """``keys`` oldest first (parents before children: checkpoint ids are time-ordered),
-    a :class:`Chunk` of at most ``size`` at a time."""
+    in :class:`Chunk` s of at most ``size``."""
     ordered = sorted(keys, key=lambda k: (k[1], k[0]))
-    for start in range(0, len(ordered), size):
-        chunk = Chunk(ordered[start:start + size])
-        if start + size < len(ordered):
-            chunk.following = ordered[start + size][1]
-        yield chunk
+    out: list[Chunk] = []
+    after: dict[str, str] = {}  # per namespace, the oldest id after the chunk being made
+    for start in reversed(range(0, len(ordered), size)):
+        piece = ordered[start:start + size]
+        out.append(Chunk(piece, dict(after)))
+        for ns, cid in reversed(piece):
+            after[ns] = cid
+    out.reverse()
+    return out
 
 
 def checkpoint_key(tup: CheckpointTuple) -> Key:
