@@ -22,7 +22,16 @@ from functools import partial
 from ..migrate.copy import copy_threads
 from ..migrate.report import CopyInterrupted
 from ..saver.config import STORE_ENV
-from .common import EXIT_OK, EXIT_PROBLEMS, UsageError, count_argument, describe, print_json, shown
+from .common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    UsageError,
+    count_argument,
+    describe,
+    print_json,
+    shown,
+)
 from .progress import progress
 
 INTERRUPT_HELP = (
@@ -36,8 +45,6 @@ ENDPOINTS_HELP = (
     "postgresql://user@host:port/database (PostgresSaver, with the replay journal in "
     "PostgresStore in the same database)."
 )
-#: The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command it ended.
-EXIT_INTERRUPTED = 130
 COPY_JSON = (
     "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
     "journal_records, bytes, creates, needs_setup, unmatched, seconds, problems: [{thread_id, problem}], "
