@@ -14,6 +14,15 @@ It is not a setting to ship: every log keeps up to three descriptors (the worker
 its descriptor limit to the hard limit) and its index, which the cyclic collector walks
 (the slowest turns show it).
 
+``--variants`` can add three fills that are not durable and only measure: JsonlSaver
+with ``os.fdatasync`` made a no-op (shipped, and with every log open) and SqliteSaver
+with ``PRAGMA synchronous=OFF``. Beside the durable fills they split each saver's turn
+into its syncs and the rest (its own work: Python for one, C for the other)::
+
+    python benchmarks/fill_bounds.py --rounds 1 --name fill_bounds-no-sync --variants \
+        jsonl jsonl-every-log-open sqlite memory \
+        jsonl-no-sync jsonl-every-log-open-no-sync sqlite-no-sync
+
 Each saver fills a fresh store in a fresh process (durability "sync"); rounds alternate
 the savers, so a busy spell of a shared machine falls on all of them. Per turn: wall
 time; user and system CPU (``getrusage``, all threads of the process, over the whole
@@ -48,19 +57,28 @@ from _common import (
 
 NAME = "fill_bounds"
 VARIANTS = ("jsonl", "jsonl-every-log-open", "sqlite", "memory")
+#: Not durable, never shipped: what each saver's turn costs without its syncs (run with
+#: ``--variants``; see the module docstring).
+NO_SYNC = ("jsonl-no-sync", "jsonl-every-log-open-no-sync", "sqlite-no-sync")
 LABELS = {"jsonl": "JsonlSaver", "jsonl-every-log-open": "JsonlSaver, every log open",
-          "sqlite": "SqliteSaver", "memory": "InMemorySaver"}
+          "sqlite": "SqliteSaver", "memory": "InMemorySaver",
+          "jsonl-no-sync": "JsonlSaver, no fdatasync",
+          "jsonl-every-log-open-no-sync": "JsonlSaver, every log open, no fdatasync",
+          "sqlite-no-sync": "SqliteSaver, synchronous=OFF"}
 
 
 def worker(variant: str, threads: int, turns: int, workdir: Path) -> dict:
     """One fill in this process; its per-turn figures."""
     syncs = 0
+    no_sync = variant.endswith("-no-sync")
+    variant = variant.removesuffix("-no-sync")
     real_fdatasync = os.fdatasync
 
     def counting(fd: int) -> None:
         nonlocal syncs
         syncs += 1
-        real_fdatasync(fd)
+        if not no_sync:
+            real_fdatasync(fd)
 
     os.fdatasync = counting  # type: ignore[assignment]
     options = {}
@@ -73,6 +91,8 @@ def worker(variant: str, threads: int, turns: int, workdir: Path) -> dict:
         options = {"max_open_threads": threads + 1}
     h = open_saver("jsonl" if options else variant, workdir, **options)
     saver, close = h.saver, h.close
+    if no_sync and variant == "sqlite":
+        saver.conn.execute("PRAGMA synchronous=OFF")
     graph = build_agent_graph(saver)
     ids = thread_ids(threads)
     per_turn = []
@@ -96,7 +116,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1000)
     p.add_argument("--turns", type=int, default=10)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS + NO_SYNC)
     p.add_argument("--tmp", default=None, help="where the stores are created (default: $TMPDIR)")
     p.add_argument("--name", default=NAME)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -125,7 +145,7 @@ def main() -> None:
             f"{args.rounds} round(s)")
     results = {}
     for variant, outs in runs.items():
-        label = LABELS[variant] if variant == "jsonl-every-log-open" else variant
+        label = variant if variant in ("jsonl", "sqlite", "memory") else LABELS[variant]
         turns = [x for o in outs for x in o["per_turn"]]
         table.add(case, "time per turn", label, summary(turns), "s")
         table.add(case, "p99 turn", label, quantile(turns, .99), "s")
@@ -146,6 +166,10 @@ def main() -> None:
         "process holds about 460 tracked objects once its run ended).",
         "CPU is the process's (every thread), over the whole fill divided by its turns; "
         "rows of CPU have one sample per round.",
+        "Variants ending in 'no-sync' are not durable and never shipped: JsonlSaver with "
+        "os.fdatasync made a no-op, SqliteSaver with PRAGMA synchronous=OFF. A saver's "
+        "durable turn minus its no-sync turn is what its syncs cost; its no-sync turn minus "
+        "InMemorySaver's is its own work.",
         "fdatasync calls per turn (Python's os.fdatasync only): " + ", ".join(
             f"{LABELS[v]} {sum(r['fdatasync']) / len(r['fdatasync']):.2f}" for v, r in results.items()),
     ]
