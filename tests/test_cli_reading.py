@@ -511,6 +511,21 @@ def test_the_damage_warning_is_printed_by_every_command_that_reads_one_thread(cl
         assert "langgraph-jsonl repair" in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("argv", [["threads"], ["search", "both 2 3"], ["export", "--all", "{tmp}"]])
+def test_a_command_over_every_thread_states_a_damaged_log_once(
+    cli_store: BuiltStore, tmp_path: Path, argv: list[str]
+) -> None:
+    """``threads``, ``search`` and ``export --all`` say per thread what was damaged; the
+    saver's own warning said it a second time, worded otherwise, on stderr."""
+    argv = [a.replace("{tmp}", str(tmp_path / "out")) for a in argv]
+    run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", argv[0],
+                          str(cli_store.path), *argv[1:]], capture_output=True, text=True, timeout=60)
+    said = run.stdout + run.stderr
+    assert run.returncode == 1 and "Traceback" not in said, said
+    assert "damaged" in said and said.count("langgraph-jsonl repair") <= 1, said
+    assert "serving the" not in said, said
+
+
 def test_search_says_which_threads_it_searched_only_in_part(cli_store: BuiltStore, capsys) -> None:
     """A damaged log is searched up to the damage (what a read-only saver serves); a
     match after it cannot be found, so the search says so and exits 1."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shlex
 import sys
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..disk import view
 from ..disk.store import MARKER, Store
 from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
@@ -344,3 +346,20 @@ def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
         f"{newest.archived_at.strftime('%Y-%m-%d %H:%M:%S')} UTC, in {newest.path}): it has no log "
         f"in {saver.store.path} to read. Bring it back with `{command}`, then run this again."
     )
+
+
+def _not_serving_damaged(record: logging.LogRecord) -> bool:
+    return record.msg is not view.SERVING_DAMAGED
+
+
+@contextmanager
+def damage_stated_per_thread() -> Iterator[None]:
+    """For a command over many threads that states each damaged one in its own output
+    (``threads``, ``search``, ``export --all``): the saver's warning, which would say
+    it a second time in other words, is held back meanwhile."""
+    logger = logging.getLogger(view.__name__)
+    logger.addFilter(_not_serving_damaged)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_not_serving_damaged)

@@ -23,6 +23,7 @@ from .common import (
     EXIT_PROBLEMS,
     UsageError,
     add_operands,
+    damage_stated_per_thread,
     describe,
     known_thread,
     open_saver,
@@ -57,8 +58,9 @@ def _export(args: argparse.Namespace) -> int:
         if args.all:
             total = len(saver.store.log_names())
             try:
-                files = export_store(saver, args.all, args.format,
-                                     track=lambda s: progress(s, total=total, what="threads"))
+                with damage_stated_per_thread():
+                    files = export_store(saver, args.all, args.format,
+                                         track=lambda s: progress(s, total=total, what="threads"))
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
             except OSError as exc:

@@ -21,6 +21,7 @@ from .common import (
     UsageError,
     add_operands,
     count_argument,
+    damage_stated_per_thread,
     describe,
     known_thread,
     open_saver,
@@ -36,7 +37,7 @@ BOLD, PLAIN = "\033[1m", "\033[0m"
 
 def _search(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    with open_saver(args) as saver:
+    with open_saver(args) as saver, damage_stated_per_thread():
         threads = [known_thread(saver, t) for t in args.thread] if args.thread else None
         total = len(threads) if threads is not None else len(saver.store.log_names())
         skipped: list[str] = []

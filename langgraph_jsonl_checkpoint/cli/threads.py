@@ -32,6 +32,7 @@ from .common import (
     UsageError,
     add_store_argument,
     count_argument,
+    damage_stated_per_thread,
     describe,
     open_store,
     print_json,
@@ -78,23 +79,8 @@ def detail(s: ThreadSummary) -> str:
 
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
-    # Logs are read through the store alone, never a saver: a saver imports LangGraph's
-    # graph runtime, most of a second of a fresh process.
-    reader = StoreReader(open_store(args), serde_of(args))
-    try:
-        if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
-            page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
-            summaries = list(progress((summary_of(reader, e) for e in page), total=len(page), what="threads"))
-        else:
-            # Every row, from the listing cache where a log did not change.
-
-            def summarise(logs: list[ThreadFile]) -> Iterator[ThreadSummary]:
-                for entry in progress(logs, total=len(logs), what="threads") if logs else ():
-                    yield summary_of(reader, entry)
-
-            summaries = listed_summaries(reader.store, summarise)
-    finally:
-        reader.store.close()
+    with damage_stated_per_thread():  # a damaged thread's row says so
+        summaries = _summaries(args, since)
     damaged = any(s.status == DAMAGED for s in summaries)
     try:
         rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
@@ -115,6 +101,28 @@ def _threads(args: argparse.Namespace) -> int:
             ],
         )
     return EXIT_PROBLEMS if damaged else EXIT_OK
+
+
+def _summaries(args: argparse.Namespace, since: datetime | None) -> list[ThreadSummary]:
+    """Every thread's row (or the first page's), each log read once."""
+    # Logs are read through the store alone, never a saver: a saver imports LangGraph's
+    # graph runtime, most of a second of a fresh process.
+    reader = StoreReader(open_store(args), serde_of(args))
+    try:
+        if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
+            page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
+            summaries = list(progress((summary_of(reader, e) for e in page), total=len(page), what="threads"))
+        else:
+            # Every row, from the listing cache where a log did not change.
+
+            def summarise(logs: list[ThreadFile]) -> Iterator[ThreadSummary]:
+                for entry in progress(logs, total=len(logs), what="threads") if logs else ():
+                    yield summary_of(reader, entry)
+
+            summaries = listed_summaries(reader.store, summarise)
+    finally:
+        reader.store.close()
+    return summaries
 
 
 def define_threads(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,11 @@ from .summary import summarize
 
 logger = logging.getLogger(__name__)
 
+#: The warning a read-only view logs (once) as it serves the records before a log's
+#: damage; a command that states each damaged thread itself holds it back.
+SERVING_DAMAGED = ("thread %r: log %s %s; serving the %d records it holds before that (read-only). "
+                   "%s")
+
 _HEADER_PROBE = 64 * 1024
 #: read_records: records at most this far apart share one read, of at most _READ_SPAN.
 _READ_GAP = 64 * 1024
@@ -364,8 +369,8 @@ class LogView:
         so once per log (``what``: what is wrong with it)."""
         self.damaged_at = offset
         if not self.recovery.damage_reported:
-            logger.warning("thread %r: log %s %s; serving the %d records it holds before that (read-only). "
-                           "%s", self.thread_id, self.path, what, self.index.last_seq, self.repair_hint())
+            logger.warning(SERVING_DAMAGED, self.thread_id, self.path, what, self.index.last_seq,
+                           self.repair_hint())
             self.recovery.damage_reported = True
 
     def distrust_sidecar(self) -> None:
