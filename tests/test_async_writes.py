@@ -419,3 +419,46 @@ def test_group_runner_acknowledges_nothing_of_a_group_that_failed(tmp_path: Path
     ref.put_writes(cfg, [("ch", 9)], "next")
     assert not diff_answers(answers(saver, "t"), answers(ref, "t"))
     saver.close()
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+async def test_a_thread_deleted_while_a_run_is_on_it_stays_deleted(tmp_path: Path, durability: str) -> None:
+    """A user asks for their data to be deleted while a run of their thread is inside a
+    node: the run's later saves carried the whole state, deleted turns included, and
+    brought the thread back (in a fresh process too). They are refused now; the run
+    ends with ThreadDeletedError, and a new run starts the thread afresh."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    entered, go_on = asyncio.Event(), asyncio.Event()
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        if state["messages"][-1].content == "second":
+            entered.set()
+            await asyncio.wait_for(go_on.wait(), 10)
+        return {"messages": [AIMessage(f"reply to {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("after", agent)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "after")
+    saver = JsonlSaver(tmp_path / "s")
+    graph = builder.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "user-42"}}
+    await graph.ainvoke({"messages": [HumanMessage("my secret")]}, cfg, durability=durability)
+    run = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("second")]}, cfg, durability=durability))
+    await asyncio.wait_for(entered.wait(), 10)
+    await saver.adelete_thread("user-42")
+    go_on.set()
+    with pytest.raises(ThreadDeletedError, match="user-42"):
+        await asyncio.wait_for(run, 10)
+    assert (await graph.aget_state(cfg)).values == {}
+    saver.close()
+    fresh = JsonlSaver(tmp_path / "s", read_only=True)
+    assert fresh.get_tuple(cfg) is None
+    fresh.close()
+    saver = JsonlSaver(tmp_path / "s")
+    graph = builder.compile(checkpointer=saver)
+    out = await graph.ainvoke({"messages": [HumanMessage("new start")]}, cfg, durability=durability)
+    assert [m.content for m in out["messages"]] == ["new start", "reply to new start", "reply to reply to new start"]
+    saver.close()

@@ -48,9 +48,21 @@ def test_a_fresh_saver_refuses_late_writes_to_a_deleted_thread(tmp_path: Path) -
     with pytest.raises(ThreadDeletedError, match="'t'"):  # the put of cp 2 landing late
         _put(again, "t", 2, config("t", checkpoint_id=cp_id(1)))
     assert again.get_tuple(config("t")) is None
-    # A checkpoint newer than the tombstone starts the thread again.
-    _put(again, "t", 3, cfg)
+    # A checkpoint continuing a deleted one is a late write too (the run that was going
+    # when the thread was deleted): it would bring the deleted values back.
+    with pytest.raises(ThreadDeletedError, match="'t'"):
+        _put(again, "t", 3, cfg)
+    assert again.get_tuple(config("t")) is None
+    # A new run (a checkpoint with no parent) starts the thread again; after it, the
+    # late write is still refused, and the new run's own checkpoints are not.
+    _put(again, "t", 3)
     assert again.get_tuple(config("t")).config["configurable"]["checkpoint_id"] == cp_id(3)
+    with pytest.raises(ThreadDeletedError, match="'t'"):
+        _put(again, "t", 4, cfg)
+    with pytest.raises(ThreadDeletedError, match="'t'"):
+        again.put_writes(cfg, [("m", "late")], "late-task")
+    _put(again, "t", 5, config("t", checkpoint_id=cp_id(3)))
+    assert [t.checkpoint["id"] for t in again.list(config("t"))] == [cp_id(5), cp_id(3)]
     again.close()
 
 

@@ -18,20 +18,32 @@ from ..values.codec import ValueCodec
 from .runs import NEW_THREAD
 
 
-def refuse_deleted(log: ThreadLog, checkpoint_id: str) -> None:
-    """A late write for a checkpoint of a deleted log must not bring the thread back.
+def refuse_deleted(
+    log: ThreadLog, idx: ThreadIndex, ns: str, *, new: str | None = None, named: str | None = None
+) -> None:
+    """A late write of a deleted thread must not bring it back: a checkpoint of it put
+    again (``new``), writes for one of its checkpoints, or a checkpoint continuing one
+    (``named``: the checkpoint a write names as there already, the parent of a put; the
+    next save of a run still going when the thread was deleted carries the whole state,
+    the deleted turns included). A checkpoint with no parent (a new run) starts the
+    thread again; an archived log restored has its checkpoints again.
 
     Raises:
-        ThreadDeletedError: The thread was deleted after this checkpoint was made.
+        ThreadDeletedError: The write is for, or continues, a deleted checkpoint.
     """
-    if log.exists():
-        return
+    if log.exists() and (named is None or idx.entry(ns, named) is not None):
+        return  # (the tombstone is read only when a write names what the log lacks)
     upto = log.deleted_up_to()
-    if upto is not None and checkpoint_id <= upto:
+    if upto is None:
+        return
+    gone = [cp for cp in (new, named) if cp is not None and cp <= upto and idx.entry(ns, cp) is None]
+    late = gone[0] if gone else None
+    if late is not None:
+        what = "a checkpoint continuing its checkpoint" if late == named and new is not None else (
+            "a write for its checkpoint")
         raise ThreadDeletedError(
-            f"thread {log.thread_id!r} was deleted; refusing a write for its checkpoint "
-            f"{checkpoint_id} (a run was still saving when delete_thread was called). "
-            "Start a new run to use this thread id again."
+            f"thread {log.thread_id!r} was deleted; refusing {what} {late} (a run was still "
+            "saving when delete_thread was called). Start a new run to use this thread id again."
         )
 
 

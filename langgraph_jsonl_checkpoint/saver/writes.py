@@ -137,7 +137,7 @@ class CheckpointWrites:
         ]
 
         def apply(log: ThreadLog, idx: ThreadIndex) -> None:
-            refuse_deleted(log, checkpoint_id)
+            refuse_deleted(log, idx, ns, named=checkpoint_id)
             # A regular slot is stored once (a retried call must not duplicate it); a
             # special one (negative index) replaces the earlier write in its slot.
             fresh = [w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])]
@@ -161,7 +161,7 @@ class CheckpointWrites:
         expected: Any = None,
     ) -> None:
         """Append a checkpoint record (and a snapshot when due). Call under the writer lock."""
-        refuse_deleted(log, record["id"])
+        refuse_deleted(log, idx, ns, new=record["id"], named=parent)
         if self.refuse_other_runs:
             refuse_other_run(self.codec, log, idx, ns, parent, record["md"])
         refuse_moved_head(log, idx, ns, parent, expected)
