@@ -446,7 +446,8 @@ async def test_a_thread_deleted_while_a_run_is_on_it_stays_deleted(tmp_path: Pat
     graph = builder.compile(checkpointer=saver)
     cfg = {"configurable": {"thread_id": "user-42"}}
     await graph.ainvoke({"messages": [HumanMessage("my secret")]}, cfg, durability=durability)
-    run = asyncio.create_task(graph.ainvoke({"messages": [HumanMessage("second")]}, cfg, durability=durability))
+    second = graph.ainvoke({"messages": [HumanMessage("second")]}, cfg, durability=durability)
+    run = asyncio.create_task(second)
     await asyncio.wait_for(entered.wait(), 10)
     await saver.adelete_thread("user-42")
     go_on.set()
@@ -460,5 +461,6 @@ async def test_a_thread_deleted_while_a_run_is_on_it_stays_deleted(tmp_path: Pat
     saver = JsonlSaver(tmp_path / "s")
     graph = builder.compile(checkpointer=saver)
     out = await graph.ainvoke({"messages": [HumanMessage("new start")]}, cfg, durability=durability)
-    assert [m.content for m in out["messages"]] == ["new start", "reply to new start", "reply to reply to new start"]
+    assert [m.content for m in out["messages"]] == [
+        "new start", "reply to new start", "reply to reply to new start"]
     saver.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_jsonl_checkpoint import AsyncJsonlSaver, ConfigError, EncodeError, JsonlSaver
@@ -167,6 +168,13 @@ def test_a_database_url_for_a_path_is_refused_pointing_to_the_migration_commands
         ({"snapshot_every": 0}, "snapshot_every must be a whole number, 1 or more"),
         ({"snapshot_ratio": "2"}, "snapshot_ratio must be a number, 0 or more"),
         ({"snapshot_ratio": -1}, "snapshot_ratio must be a number, 0 or more"),
+        # read from an environment variable: "false" is a non-empty string, so it was true
+        ({"read_only": "false"}, "read_only must be True or False"),
+        ({"read_only": 0}, "read_only must be True or False"),
+        ({"session_memory": "false"}, "session_memory must be True or False"),
+        # a serializer's name instead of one: it failed only inside the first run
+        ({"serde": "json"}, "serde must be a serializer"),
+        ({"serde": JsonPlusSerializer}, "serde must be a serializer"),
     ],
 )
 def test_a_bad_option_value_is_a_config_error_naming_the_option(

@@ -98,6 +98,35 @@ def amount(name: str, value: Any, least: float, unit: str = "") -> float:
     return float(value)
 
 
+def flag(name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False``.
+
+    Raises:
+        ConfigError: It is anything else (``"false"`` from an environment variable is
+            a non-empty string, which Python takes for true), naming ``name``.
+    """
+    if type(value) is not bool:
+        raise ConfigError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def serializer(value: Any) -> Any:
+    """``value`` if it is ``None`` or a serializer object: ``dumps_typed`` and
+    ``loads_typed`` (or LangGraph's older ``dumps`` and ``loads``, which it wraps).
+
+    Raises:
+        ConfigError: It is not (a name, a class): it would fail only in the first run.
+    """
+    if value is None or _is_serializer(value) or (
+        not isinstance(value, type) and all(callable(getattr(value, n, None)) for n in ("dumps", "loads"))
+    ):
+        return value
+    raise ConfigError(
+        f"serde must be a serializer object (with dumps_typed and loads_typed), not {value!r}: "
+        "for example serde=EncryptedSerializer.from_pycryptodome_aes(), not the class or a name"
+    )
+
+
 def load_serde(spec: str) -> Any:
     """The serializer ``spec`` names, ``package.module:attr`` (the attribute may be
     dotted): an object with ``dumps_typed`` and ``loads_typed``, or a class or factory

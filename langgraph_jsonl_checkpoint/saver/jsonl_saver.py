@@ -63,8 +63,10 @@ from .config import (
     MEMORY,
     UNCHECKED_PUTS,
     amount,
+    flag,
     healing,
     next_version,
+    serializer,
     store_path,
     thread_id_of,
     whole_number,
@@ -176,7 +178,7 @@ class JsonlSaver(
         ttl: RetentionPolicy | Mapping[str, Any] | float | None = None,
         session_memory: bool = True,
     ) -> None:
-        super().__init__(serde=serde)
+        super().__init__(serde=serializer(serde))
         #: The retention policy :meth:`sweep` applies (``None``: none configured).
         self.retention = RetentionPolicy.of(ttl) if ttl is not None else None
         if concurrent_runs not in CONCURRENT_RUNS:
@@ -188,6 +190,8 @@ class JsonlSaver(
         whole_number("max_open_threads", max_open_threads, 1)
         whole_number("snapshot_every", snapshot_every, 1)
         amount("snapshot_ratio", snapshot_ratio, 0)
+        flag("read_only", read_only)
+        flag("session_memory", session_memory)
         path = store_path(path)
         self.concurrent_runs = concurrent_runs
         self._runs = RunTracker(enabled=concurrent_runs not in UNCHECKED_PUTS)
