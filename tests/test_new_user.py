@@ -6,11 +6,14 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 
 from langgraph_jsonl_checkpoint import AsyncJsonlSaver, ConfigError, EncodeError, JsonlSaver
 
@@ -191,3 +194,37 @@ def test_an_empty_path_is_refused_as_empty(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "app.py").write_text("")  # a project folder: not empty, not a store
     with pytest.raises(ConfigError, match="path is empty"):
         JsonlSaver("")
+
+
+def test_a_string_with_a_lone_surrogate_is_stored_as_langgraph_s_savers_store_it(tmp_path: Path) -> None:
+    """``os.fsdecode`` of a file name that is not UTF-8 gives a str with a lone surrogate.
+    LangGraph's savers store it with ``?`` in its place and the run goes on; this saver
+    failed the run with a bare ``TypeError`` from the JSON encoder (a value, a message,
+    metadata). It now stores what InMemorySaver stores, in this process and the next."""
+    odd = os.fsdecode(b"report-\xff.txt")
+
+    def node(state: State) -> dict:
+        return {"name": odd, "messages": [AIMessage(f"saved {odd}", id="a1")]}
+
+    builder = StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    cfg = {"configurable": {"thread_id": "t"}, "metadata": {"file": odd}}
+    seen = []
+    for saver in (InMemorySaver(), JsonlSaver(tmp_path / "s")):
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"name": "start", "messages": [HumanMessage(odd, id="h1")]}, cfg)
+        tup = saver.get_tuple(cfg)
+        seen.append((graph.get_state(cfg).values, tup.metadata.get("file")))
+    assert seen[0][0]["name"] == "report-?.txt"  # what LangGraph's own saver does
+    assert seen[1] == seen[0]
+    saver.close()
+    fresh = JsonlSaver(tmp_path / "s", read_only=True)
+    tup = fresh.get_tuple(cfg)
+    assert (builder.compile(checkpointer=fresh).get_state(cfg).values, tup.metadata.get("file")) == seen[0]
+    fresh.close()
+
+
+class State(TypedDict):
+    name: str
+    messages: Annotated[list, add_messages]

@@ -39,7 +39,13 @@ def is_plain_json(value: Any) -> bool:
     while stack:
         v = pop()
         t = type(v)
-        if t is str or t is bool or v is None:
+        if t is str:
+            # A lone surrogate (os.fsdecode of a name that is not UTF-8) is not JSON:
+            # such a value goes to the serializer, as LangGraph's savers send it.
+            if not v.isascii() and not _utf8(v):
+                return False
+            continue
+        if t is bool or v is None:
             continue
         if t is int:
             if not _INT_MIN <= v <= _INT_MAX:
@@ -49,13 +55,22 @@ def is_plain_json(value: Any) -> bool:
                 return False
         elif t is dict:
             for k in v:
-                if type(k) is not str:
+                if type(k) is not str or not (k.isascii() or _utf8(k)):
                     return False
             extend(v.values())
         elif t is list:
             extend(v)
         else:
             return False
+    return True
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
     return True
 
 
