@@ -228,30 +228,3 @@ def test_a_string_with_a_lone_surrogate_is_stored_as_langgraph_s_savers_store_it
 class State(TypedDict):
     name: str
     messages: Annotated[list, add_messages]
-
-
-@pytest.mark.parametrize("call", ["invoke", "get_state", "list", "delete_thread"])
-def test_a_saver_used_after_close_says_it_was_closed(tmp_path: Path, call: str) -> None:
-    """A saver used after close() (or after its with block) went on reading and writing,
-    opening files and starting worker threads that nothing would close again; LangGraph's
-    savers refuse (AsyncSqliteSaver: "no active connection"). It now says it was closed,
-    and opens nothing."""
-    saver = JsonlSaver(tmp_path / "s")
-    graph = _graph(saver)
-    cfg = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": [HumanMessage("hi")]}, cfg)
-    saver.close()
-    files = sorted(os.listdir(tmp_path / "s" / "threads"))
-    calls = {
-        "invoke": lambda: graph.invoke({"messages": [HumanMessage("again")]}, cfg),
-        "get_state": lambda: graph.get_state(cfg),
-        "list": lambda: list(saver.list(None)),
-        "delete_thread": lambda: saver.delete_thread("t"),
-    }
-    with pytest.raises(ConfigError, match=r"JsonlSaver was closed.*open a new JsonlSaver"):
-        calls[call]()
-    assert sorted(os.listdir(tmp_path / "s" / "threads")) == files
-    assert not saver.store._logs  # nothing opened again
-    saver.close()  # still idempotent
-    with JsonlSaver(tmp_path / "s") as again:  # the store itself is as it was
-        assert [m.content for m in _graph(again).get_state(cfg).values["messages"]] == ["hi", "seen 1"]

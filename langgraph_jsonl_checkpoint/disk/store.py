@@ -127,8 +127,8 @@ class Store:
         #: Called with each thread log as it is opened (a layer above attaches the
         #: observers it keeps derived data with, see ``ThreadLog.observers``).
         self.on_open: list[Callable[[ThreadLog], None]] = []
-        #: Why the store can no longer be used (its saver was closed; a ``":memory:"``
-        #: store's directory was removed), said by every use after; ``None`` while it can be.
+        #: Why the store can no longer be used (its directory was removed: a ``":memory:"``
+        #: store closed), said by every use after; ``None`` while it can be.
         self.removed: str | None = None
         open_directory(self.path, read_only=read_only)
 

@@ -171,19 +171,6 @@ def _is_serializer(obj: Any) -> bool:
     )
 
 
-def closed_reason(path: str, *, memory: bool) -> str:
-    """What a closed saver says to every later call (``memory``: its ``":memory:"`` store
-    was removed)."""
-    if memory:
-        return ("this saver's ':memory:' store was removed when the saver was closed; it holds "
-                "nothing any more. Open a new JsonlSaver(':memory:') (and compile the graph with "
-                "it), or give a directory to keep the threads.")
-    return (f"this JsonlSaver was closed (close(), or the end of its with block): it reads and "
-            f"writes nothing any more; a run still going when it was closed stops at its next "
-            f"save. To go on, open a new JsonlSaver({path!r}) and compile the graph with it (the "
-            "store is as it was).")
-
-
 def thread_id_of(config: RunnableConfig | None, what: str) -> str:
     """The config's ``thread_id`` as a str.
 

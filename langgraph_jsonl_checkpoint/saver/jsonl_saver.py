@@ -63,7 +63,6 @@ from .config import (
     MEMORY,
     UNCHECKED_PUTS,
     amount,
-    closed_reason,
     flag,
     healing,
     next_version,
@@ -246,17 +245,18 @@ class JsonlSaver(
 
     def close(self) -> None:
         """Finish queued async writes, end the writer thread, write fresh sidecar indexes
-        and release files and locks (and remove a ``":memory:"`` store). Idempotent. The
-        saver is done with: a later call raises :class:`~.errors.ConfigError` (open a new
-        one on the same path to go on)."""
+        and release files and locks (and remove a ``":memory:"`` store). Idempotent."""
         self._worker.close()
         if self._live is not None:
             self._live.close()
         self.store.close()
         if self.temporary_path is not None:
             shutil.rmtree(self.temporary_path, ignore_errors=True)
-        memory = self.temporary_path is not None
-        self.store.removed = self.store.removed or closed_reason(self.store.path, memory=memory)
+            self.store.removed = (
+                "this saver's ':memory:' store was removed when the saver was closed; it holds "
+                "nothing any more. Open a new JsonlSaver(':memory:') (and compile the graph with "
+                "it), or give a directory to keep the threads."
+            )
 
     def __enter__(self) -> JsonlSaver:
         return self
