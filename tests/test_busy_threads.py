@@ -129,6 +129,26 @@ def test_a_run_on_a_busy_thread_is_refused_before_it_stores_anything(tmp_path: P
     saver.close()
 
 
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_closing_the_saver_leaves_a_live_run_its_thread(tmp_path: Path, durability: str) -> None:
+    """close() while a run is inside a node (an app reloading, a test tearing down) gave
+    up the run's live-run lock, yet the run went on saving: another saver's run on the
+    thread was not refused, and the two interleaved (the first then failed with
+    ConcurrentRunError, its input left without a reply). The lock now stays with the
+    run until it ends, as workers.md says: the live run goes on untouched."""
+    first = JsonlSaver(tmp_path / "s")
+    live = LiveRun(first, durability=durability)
+    first.close()
+    second = JsonlSaver(tmp_path / "s")
+    with within(10), pytest.raises(ThreadBusyError):
+        held_graph(second).invoke({"visits": ["from the second run"]}, CFG)
+    assert live.finish() == {"visits": ["visit 0"]}
+    assert "from the second run" not in _stored(second)
+    assert held_graph(second).invoke({"visits": ["again"]}, CFG) == {"visits": ["visit 0", "again", "visit 2"]}
+    first.close()
+    second.close()
+
+
 def test_two_savers_on_one_store_see_each_others_runs(tmp_path: Path) -> None:
     """Two workers of an app open their own saver on the store: one run per thread."""
     first, second = JsonlSaver(tmp_path / "s"), JsonlSaver(tmp_path / "s")

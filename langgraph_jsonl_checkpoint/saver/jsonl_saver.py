@@ -245,10 +245,12 @@ class JsonlSaver(
 
     def close(self) -> None:
         """Finish queued async writes, end the writer thread, write fresh sidecar indexes
-        and release files and locks (and remove a ``":memory:"`` store). Idempotent."""
+        and close the files (and remove a ``":memory:"`` store). Idempotent. A run still
+        going keeps its thread (another run on it is refused or waits, as before) until
+        it ends; a saver used again opens what it needs again."""
         self._worker.close()
-        if self._live is not None:
-            self._live.close()
+        # A run still live keeps its thread's live-run lock until it ends (its loop's
+        # exit gives it back): it goes on saving, through logs opened again.
         self.store.close()
         if self.temporary_path is not None:
             shutil.rmtree(self.temporary_path, ignore_errors=True)

@@ -282,15 +282,6 @@ class LiveRuns:
         attempts.close()
         self._release(thread_id, token)
 
-    def close(self) -> None:
-        """Let every lock go (the saver is closed)."""
-        with self._lock:
-            held, self._held = list(self._held.items()), {}
-        for thread_id, (_, lock) in held:
-            lock.release()
-            self.store.unpin(thread_id)
-
-
 #: Longest wait for a sweep or restore holding a thread, in a mode that refuses runs.
 MAINTENANCE_WAIT = 10.0
 
