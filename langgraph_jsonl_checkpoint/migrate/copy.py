@@ -44,6 +44,7 @@ from .versions import widen_checkpoint, widen_versions, width_of
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+    from langgraph.store.base import BaseStore
 
     from .endpoints import Chunk, Endpoint, Key, Track, WriteSlot
 
@@ -66,6 +67,8 @@ def copy_threads(
     track: Track | None = None,
     workers: int = 4,
     stop: threading.Event | None = None,
+    source_store: BaseStore | None = None,
+    target_store: BaseStore | None = None,
 ) -> CopyReport:
     """Copy threads from ``source`` to ``target``.
 
@@ -79,7 +82,10 @@ def copy_threads(
         dry_run: Read everything, write nothing and create nothing (no store directory,
             file or table); the report says what would be copied and created.
         verify: After copying a thread, compare its whole history on both ends.
-        journal: Carry the replay adapter's journal too.
+        journal: Carry the replay adapter's journal too. A thread whose journal has
+            records and whose target has no journal store (a checkpointer object
+            without ``target_store``) is reported as a problem: pass ``target_store``,
+            or ``journal=False`` to leave the journal behind.
         setup: Create the target's tables first (``setup()`` of its saver and store).
         track: Wraps the iteration over thread ids (a progress bar).
         workers: Threads copied at once (each put is durable on its own, so copying
@@ -87,6 +93,14 @@ def copy_threads(
             writes one at a time, under its lock).
         stop: Set it (from a signal handler, another thread) to stop the copy as Ctrl-C
             does: each thread's copy stops at its next step, then ``CopyInterrupted``.
+        source_store: The ``BaseStore`` the source's ``ReplayAdapter(store=...)`` keeps
+            its journal in, for a source given as a checkpointer object (``PostgresSaver``,
+            ...), which has none otherwise. A store directory's journal is in its logs,
+            a URL's in the ``PostgresStore``/``SqliteStore`` of its database; a store
+            named here is read instead.
+        target_store: The ``BaseStore`` the target's ``ReplayAdapter(store=...)`` will
+            read (``PostgresStore`` beside a ``PostgresSaver`` object), where the journal
+            goes; as ``source_store``, it replaces the target's own.
 
     Returns:
         What was done; ``report.ok`` is false when a thread could not be read or copied
@@ -99,16 +113,17 @@ def copy_threads(
             the threads done.
         MigrationError: An endpoint cannot be opened, the target lacks its tables
             and ``setup`` was not asked for, or source and target are one place (a
-            store, SQLite file or database named twice, in any spelling).
+            store, SQLite file or database named twice, in any spelling), or a
+            ``source_store``/``target_store`` given with an :class:`Endpoint`.
     """
     from .urls import open_endpoint, place_of, refuse_same_place
 
     started = time.perf_counter()
     names = (_spec_name(source), _spec_name(target))
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
-    src = open_endpoint(source, role="source", workers=workers)
+    src = open_endpoint(source, role="source", workers=workers, store=source_store)
     try:
-        dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run)
+        dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run, store=target_store)
     except BaseException:
         if src is not source:
             src.close()
@@ -218,10 +233,11 @@ def copy_thread(
     stays, and a rerun completes the thread.
     """
     from .endpoints import chunks
-    from .journal import carry
+    from .journal import carry, events_count
     from .verify import HistoryCheck
 
     done = ThreadCopy(thread_id)
+    left_behind = None  # why the journal was not copied, if it was not
     _go_on(stop)
     try:
         stored = src.stored_checkpoints(thread_id)
@@ -274,6 +290,15 @@ def copy_thread(
             done.journal_records = carried.added
             done.mismatches += carried.conflicts
             done.ahead_journal_records = carried.ahead
+        elif journal and src.journal is not None:  # records with nowhere to go: never dropped in silence
+            left = events_count(src.journal.events(thread_id))
+            if left:
+                left_behind = (
+                    f"its {left} tool-call journal record(s) were not copied: {dst.name} has no "
+                    "journal store, so a ReplayAdapter there would run finished tool calls again. "
+                    "Name the store the adapter will use (copy_threads(..., target_store=store)), "
+                    "or leave the journal behind on purpose (journal=False, --no-journal)"
+                )
     except _Unreadable as exc:  # a record that cannot be decoded: what came before it is put
         done.problem = f"cannot read the thread from {src.name}: {exc}"
         return done
@@ -289,7 +314,10 @@ def copy_thread(
         except Exception as exc:
             unverified = _reason(exc)
     if unverified is not None:
-        done.problem = f"cannot verify the copy on {dst.name}: {unverified}"
+        unverified = f"cannot verify the copy on {dst.name}: {unverified}"
+    problems = [p for p in (left_behind, unverified) if p is not None]
+    if problems:
+        done.problem = "; ".join(problems)
     return done
 
 

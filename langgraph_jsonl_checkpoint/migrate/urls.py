@@ -15,6 +15,7 @@ from ..errors import MigrationError
 
 if TYPE_CHECKING:  # imported where an endpoint is opened: `is_database_url` needs none of it
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
 
     from .endpoints import Endpoint, Place
 
@@ -65,7 +66,8 @@ def refuse_same_place(source: Place | None, target: Place | None, names: tuple[s
 
 
 def open_endpoint(
-    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1, dry_run: bool = False
+    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1, dry_run: bool = False,
+    store: BaseStore | None = None,
 ) -> Endpoint:
     """An endpoint for a URL or an object.
 
@@ -80,11 +82,32 @@ def open_endpoint(
         dry_run: A target is only read: a store or SQLite file is opened read-only, and
             one that is not there yet is not made (a :class:`~.endpoints.NewTarget`
             stands in for it).
+        store: The ``BaseStore`` holding this end's replay journal (what its
+            ``ReplayAdapter(store=...)`` reads), instead of the one the endpoint has:
+            a store's logs, the ``PostgresStore``/``SqliteStore`` of a URL's database,
+            none for another checkpointer object.
 
     Raises:
         MigrationError: A URL of an unknown kind, a source that is not there, a
-            database that cannot be reached.
+            database that cannot be reached, a ``store`` given with an :class:`Endpoint`.
     """
+    end = _open(spec, role=role, workers=workers, dry_run=dry_run)
+    if store is not None:
+        from .endpoints import Endpoint
+        from .journal import StoreJournalEnd
+
+        if isinstance(spec, Endpoint):
+            raise MigrationError(
+                f"{spec.name}: a journal store goes with a checkpointer or a URL; an Endpoint "
+                "brings its own (its journal attribute)"
+            )
+        end.journal = StoreJournalEnd(store, setup=getattr(store, "setup", None))
+    return end
+
+
+def _open(
+    spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int, dry_run: bool,
+) -> Endpoint:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.memory import InMemorySaver
 
