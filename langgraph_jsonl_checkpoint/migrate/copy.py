@@ -75,7 +75,10 @@ def copy_threads(
     Args:
         source: Where from: a store directory, ``sqlite:///path.db``,
             ``postgresql://...``, a checkpointer or an :class:`Endpoint`.
-        target: Where to (the same kinds; a new directory becomes a store).
+        target: Where to (the same kinds; a new directory becomes a store). A target
+            named by path or URL is opened with the source saver's serializer
+            (``source.serde``: an encrypted store's copy is encrypted with the same key,
+            and read back with it); a checkpointer object keeps its own.
         threads: Thread ids or shell globs (``"user-*"``) to copy; all when ``None``. One
             that matches no thread of the source is named in the report's ``unmatched``
             (and the report is not ``ok``).
@@ -123,7 +126,8 @@ def copy_threads(
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
     src = open_endpoint(source, role="source", workers=workers, store=source_store)
     try:
-        dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run, store=target_store)
+        dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run, store=target_store,
+                            serde=src.saver.serde)
     except BaseException:
         if src is not source:
             src.close()

@@ -58,7 +58,9 @@ class SqliteEndpoint(Endpoint):
 
     saver: Any
 
-    def __init__(self, path: str, name: str, *, role: str, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str, name: str, *, role: str, read_only: bool = False, serde: Any = None
+    ) -> None:
         SqliteSaver = _sqlite_saver_class()
         exists = os.path.isfile(path)
         if role == "source" and not exists:
@@ -83,7 +85,8 @@ class SqliteEndpoint(Endpoint):
         creates = [f"the SQLite file {path}"] if new_file else []
         if not new_file and not self._readable:
             creates = [f"SqliteSaver's tables in {path}"]
-        super().__init__(SqliteSaver(self.conn), name, "sqlite", self._journal(tables, role), creates)
+        saver = SqliteSaver(self.conn, serde=serde)
+        super().__init__(saver, name, "sqlite", self._journal(tables, role), creates)
 
     def _connect(self, *, isolation_level: Literal["DEFERRED"] | None) -> sqlite3.Connection:
         if not self.read_only:
@@ -193,13 +196,14 @@ def _sorted_slots(rows: list[Any]) -> list[WriteSlot]:
     return slots
 
 
-def open_sqlite(path: str, name: str, *, role: str, dry_run: bool = False) -> Endpoint:
+def open_sqlite(path: str, name: str, *, role: str, dry_run: bool = False, serde: Any = None) -> Endpoint:
     """A ``SqliteSaver`` endpoint on the file ``path`` (a target file is created, except
-    by a dry run: a :class:`~.endpoints.NewTarget` stands in for it)."""
+    by a dry run: a :class:`~.endpoints.NewTarget` stands in for it), with ``serde``
+    (LangGraph's default when ``None``)."""
     if dry_run and role == "target" and not os.path.exists(path):
         _sqlite_saver_class()  # the same error as a real run when the extra is missing
         return NewTarget(name, "sqlite", journal=_has_sqlite_store(), creates=[f"the SQLite file {path}"])
-    return SqliteEndpoint(path, name, role=role, read_only=role == "source" or dry_run)
+    return SqliteEndpoint(path, name, role=role, read_only=role == "source" or dry_run, serde=serde)
 
 
 def _sqlite_saver_class() -> Any:
@@ -240,7 +244,7 @@ SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 class PostgresEndpoint(Endpoint):
     """A ``PostgresSaver`` database, with ``PostgresStore`` for the journal."""
 
-    def __init__(self, url: str, *, role: str, workers: int = 1) -> None:
+    def __init__(self, url: str, *, role: str, workers: int = 1, serde: Any = None) -> None:
         try:
             import psycopg
             from langgraph.checkpoint.postgres import PostgresSaver
@@ -273,7 +277,7 @@ class PostgresEndpoint(Endpoint):
         journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready)
         if role == "source" and not ready:
             journal = None
-        super().__init__(PostgresSaver(self.pool), name, "postgres", journal)
+        super().__init__(PostgresSaver(self.pool, serde=serde), name, "postgres", journal)
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         with self.pool.connection() as conn, conn.cursor() as cur:
@@ -348,7 +352,8 @@ class PostgresEndpoint(Endpoint):
                 pool.close()
 
 
-def open_postgres(url: str, *, role: str, workers: int = 1) -> Endpoint:
+def open_postgres(url: str, *, role: str, workers: int = 1, serde: Any = None) -> Endpoint:
     """A ``PostgresSaver`` endpoint on the database ``url`` names (a pool of ``workers``
-    connections for the saver, one for the store)."""
-    return PostgresEndpoint(url, role=role, workers=workers)
+    connections for the saver, one for the store), with ``serde`` (LangGraph's default
+    when ``None``)."""
+    return PostgresEndpoint(url, role=role, workers=workers, serde=serde)

@@ -15,6 +15,7 @@ from ..errors import MigrationError
 
 if TYPE_CHECKING:  # imported where an endpoint is opened: `is_database_url` needs none of it
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.store.base import BaseStore
 
     from .endpoints import Endpoint, Place
@@ -67,7 +68,7 @@ def refuse_same_place(source: Place | None, target: Place | None, names: tuple[s
 
 def open_endpoint(
     spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int = 1, dry_run: bool = False,
-    store: BaseStore | None = None,
+    store: BaseStore | None = None, serde: SerializerProtocol | None = None,
 ) -> Endpoint:
     """An endpoint for a URL or an object.
 
@@ -86,12 +87,14 @@ def open_endpoint(
             ``ReplayAdapter(store=...)`` reads), instead of the one the endpoint has:
             a store's logs, the ``PostgresStore``/``SqliteStore`` of a URL's database,
             none for another checkpointer object.
+        serde: The serializer of a saver opened from a path or URL (a checkpointer
+            object keeps its own); LangGraph's default when ``None``.
 
     Raises:
         MigrationError: A URL of an unknown kind, a source that is not there, a
             database that cannot be reached, a ``store`` given with an :class:`Endpoint`.
     """
-    end = _open(spec, role=role, workers=workers, dry_run=dry_run)
+    end = _open(spec, role=role, workers=workers, dry_run=dry_run, serde=serde)
     if store is not None:
         from .endpoints import Endpoint
         from .journal import StoreJournalEnd
@@ -107,6 +110,7 @@ def open_endpoint(
 
 def _open(
     spec: str | BaseCheckpointSaver[Any] | Endpoint, *, role: str, workers: int, dry_run: bool,
+    serde: SerializerProtocol | None,
 ) -> Endpoint:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.memory import InMemorySaver
@@ -127,20 +131,20 @@ def _open(
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     dry = dry_run and role == "target"
     if scheme in ("postgresql", "postgres"):
-        return databases.open_postgres(text, role=role, workers=workers)
+        return databases.open_postgres(text, role=role, workers=workers, serde=serde)
     if scheme == "sqlite":
-        return databases.open_sqlite(databases.sqlite_path(text), text, role=role, dry_run=dry)
+        return databases.open_sqlite(databases.sqlite_path(text), text, role=role, dry_run=dry, serde=serde)
     if scheme:
         raise MigrationError(
             f"{text}: unknown kind of {role} URL ({scheme}://). Give a store directory, "
             "sqlite:///path.db or postgresql://user@host:port/database."
         )
     if os.path.isfile(text) and databases.is_sqlite_file(text):
-        return databases.open_sqlite(text, text, role=role, dry_run=dry)
+        return databases.open_sqlite(text, text, role=role, dry_run=dry, serde=serde)
     if os.path.isdir(text) and os.path.isfile(os.path.join(text, MARKER)):
         # A source is only read: it may be a backup, or a store an app is writing now.
         # Read-only, nothing cuts its torn tails or writes its sidecars, catalog or locks.
-        saver = JsonlSaver(text, read_only=dry or role == "source")
+        saver = JsonlSaver(text, serde=serde, read_only=dry or role == "source")
         return JsonlEndpoint(saver, text, owned=True)
     if role == "source":
         what = "a file that is not an SQLite database" if os.path.exists(text) else "nothing there"
@@ -156,4 +160,4 @@ def _open(
     creates = [f"a new store in {text}"]
     if dry:
         return NewTarget(text, "jsonl", journal=True, creates=creates)
-    return JsonlEndpoint(JsonlSaver(text), text, owned=True, creates=creates)
+    return JsonlEndpoint(JsonlSaver(text, serde=serde), text, owned=True, creates=creates)
