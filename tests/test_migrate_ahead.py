@@ -96,7 +96,13 @@ def test_export_again_after_the_app_went_on_on_postgresql_is_ahead(sqlite_app: P
     assert code == 0 and report["ok"] and [a["thread_id"] for a in report["ahead"]] == WENT_ON
 
 
-def test_both_ends_went_on_is_a_difference(sqlite_app: Path, tmp_path: Path, capsys) -> None:
+def test_both_ends_went_on_is_a_difference_and_the_target_is_left_alone(
+    sqlite_app: Path, tmp_path: Path, capsys
+) -> None:
+    """Both apps went on after an import: two histories under one thread id. The import
+    again put the source's new checkpoints into the target before saying so (the
+    target's latest state could become the source's); it now says so, dry run or not,
+    and leaves the target's thread as the app left it."""
     for first in ("source", "target"):  # whichever went on first, the ids interleave or not
         mine = copy_of(sqlite_app, tmp_path / f"{first}.db")
         store = tmp_path / f"s-{first}"
@@ -106,11 +112,38 @@ def test_both_ends_went_on_is_a_difference(sqlite_app: Path, tmp_path: Path, cap
             for end in ends:
                 go_on(end)
             conn.commit()
+        went_on = read_store(store)
         capsys.readouterr()
-        assert main(["import", url(mine), str(store)]) == 1, first
+        for dry in (["--dry-run"], []):
+            assert main(["import", url(mine), str(store), *dry]) == 1, first
+            out, err = capsys.readouterr()
+            assert lines_of("DIFFERS", err) == WENT_ON and lines_of("AHEAD", out) == [], (first, err)
+            assert "both ends hold checkpoints the other lacks" in err and "--threads" in err, err
+        assert read_store(store) == went_on, first
+
+
+def test_an_unrelated_thread_of_the_same_id_on_the_target_is_left_alone(tmp_path: Path, capsys) -> None:
+    """A new app on JsonlSaver has a thread "counter"; the old SQLite app has another one
+    of that id. The import put the SQLite checkpoints into the store's thread (its
+    latest state became the SQLite conversation, two roots in its history), and said so
+    only afterwards; the dry run said nothing."""
+    app = build_sqlite_app(tmp_path / "app.db")
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        for i, n in enumerate((5, 6)):
+            v = {"n": saver.get_next_version(None, None)}
+            parent = config("counter", checkpoint_id=cp_id(90)) if i else config("counter")
+            saver.put(parent, make_checkpoint(cp_id(90 + i), {"n": n}, v), {"source": "loop", "step": i}, v)
+        before = [t.checkpoint for t in saver.list(config("counter"))]
+    capsys.readouterr()
+    for dry in (["--dry-run"], []):
+        assert main(["import", url(app), str(store), *dry]) == 1
         out, err = capsys.readouterr()
-        assert lines_of("DIFFERS", err) == WENT_ON and lines_of("AHEAD", out) == [], (first, err)
-        assert "does not continue from the source's newest checkpoint" in err
+        assert lines_of("DIFFERS", err) == ["counter"], err
+        assert "both ends hold checkpoints the other lacks" in err and "2 only on" in err, err
+    with JsonlSaver(store) as saver:
+        assert [t.checkpoint for t in saver.list(config("counter"))] == before
+        assert saver.get_tuple(cfg("agent")) is not None  # the other threads were copied
 
 
 def test_a_write_added_to_an_older_checkpoint_is_a_difference(sqlite_app: Path, tmp_path: Path) -> None:
