@@ -114,3 +114,44 @@ def test_an_encrypted_store_stays_encrypted_on_a_target_named_by_path_or_url(
         assert not [r for (r,) in rows if "4111" in r]
         with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
             assert history(PostgresSaver(conn, serde=serde())) == expected
+
+
+@pytest.mark.parametrize("command", ["export", "copy", "import"])
+def test_the_move_commands_take_serde_for_both_ends(
+    encrypted: Path, tmp_path: Path, pg_url: str, command: str, capsys, monkeypatch
+) -> None:
+    """``export STORE postgresql://... --serde X`` listed --serde in its help and ignored
+    it: every thread failed to decode, and the summary still said "copied 1 thread(s)"
+    and "verified: every copied thread's history equals the source's"; ``import`` and
+    ``copy`` refused --serde. Each now reads and writes both ends with it (the copy of an
+    encrypted store stays encrypted), and without it the summary does not claim the copy."""
+    from langgraph_jsonl_checkpoint.cli import main
+
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", KEY.decode())
+    spec = "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes"
+    source = str(encrypted)
+    if command == "import":  # an encrypted SqliteSaver app's file, into a new store
+        with _sqlite(tmp_path / "app.db") as app, within(120, "the run"):
+            graph(app).invoke({"messages": [("user", f"my {SECRET}")]}, CFG)
+        source = "sqlite:///" + str(tmp_path / "app.db")
+    target = {"export": pg_url, "copy": str(tmp_path / "copy"), "import": str(tmp_path / "imported")}[command]
+    setup = ["--setup"] if command == "export" else []
+    with within(120, "the copy without --serde"):
+        assert main([command, source, target, *setup]) == 1
+    out, err = capsys.readouterr()
+    assert "PROBLEM thread t-1" in err and "--serde" in err
+    assert "every copied thread's history equals" not in out and "1 thread(s) not copied" in out, out
+    with within(120, "the copy with --serde"):
+        assert main([command, source, target, "--serde", spec]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "verified" in out, (out, err)
+    if command == "export":
+        with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+            assert history(PostgresSaver(conn, serde=serde()))[0][1]["messages"][-1].content.endswith(SECRET)
+        with psycopg.connect(pg_url) as conn:
+            blobs = conn.execute("SELECT blob FROM checkpoint_blobs").fetchall()
+        assert blobs and not [b for (b,) in blobs if b is not None and b"4111" in bytes(b)]
+    else:
+        assert _files_with(Path(target), b"4111") == []
+        with JsonlSaver(target, serde=serde(), read_only=True) as copy:
+            assert history(copy)[0][1]["messages"][-1].content.endswith(SECRET)

@@ -27,9 +27,11 @@ from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
+    add_serde_option,
     count_argument,
     describe,
     print_json,
+    serde_of,
     shown,
 )
 from .progress import progress
@@ -110,6 +112,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
                 source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
                 journal=not args.no_journal, setup=args.setup, workers=args.workers,
                 track=lambda ids: progress(ids, total=len(ids), what="threads"), stop=stop,
+                serde=serde_of(args),
             )
         except CopyInterrupted as stopped:
             print(stopped, file=sys.stderr)
@@ -162,6 +165,7 @@ def define_import(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", nargs="?", metavar="STORE",
                    help=f"the store to import into (default: ${STORE_ENV})")
     add_copy_options(p)
+    add_serde_option(p)
     p.set_defaults(run=_import)
 
 
@@ -180,4 +184,5 @@ def define_copy(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="SOURCE", help="where from")
     p.add_argument("target", metavar="TARGET", help="where to")
     add_copy_options(p)
+    add_serde_option(p)
     p.set_defaults(run=_copy)

@@ -44,6 +44,7 @@ from .versions import widen_checkpoint, widen_versions, width_of
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+    from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.store.base import BaseStore
 
     from .endpoints import Chunk, Endpoint, Key, Track, WriteSlot
@@ -69,6 +70,7 @@ def copy_threads(
     stop: threading.Event | None = None,
     source_store: BaseStore | None = None,
     target_store: BaseStore | None = None,
+    serde: SerializerProtocol | None = None,
 ) -> CopyReport:
     """Copy threads from ``source`` to ``target``.
 
@@ -104,6 +106,9 @@ def copy_threads(
         target_store: The ``BaseStore`` the target's ``ReplayAdapter(store=...)`` will
             read (``PostgresStore`` beside a ``PostgresSaver`` object), where the journal
             goes; as ``source_store``, it replaces the target's own.
+        serde: The serializer of both ends where the copy opens them from a path or URL
+            (an ``EncryptedSerializer``: the source is read and the target written with
+            it); by default LangGraph's for the source, and the source's for the target.
 
     Returns:
         What was done; ``report.ok`` is false when a thread could not be read or copied
@@ -124,10 +129,10 @@ def copy_threads(
     started = time.perf_counter()
     names = (_spec_name(source), _spec_name(target))
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
-    src = open_endpoint(source, role="source", workers=workers, store=source_store)
+    src = open_endpoint(source, role="source", workers=workers, store=source_store, serde=serde)
     try:
         dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run, store=target_store,
-                            serde=src.saver.serde)
+                            serde=serde if serde is not None else src.saver.serde)
     except BaseException:
         if src is not source:
             src.close()
@@ -339,7 +344,12 @@ def _read_source(src: Endpoint, thread_id: str, chunk: Chunk) -> list[Checkpoint
     try:
         return [t for t in src.read_checkpoints(thread_id, chunk) if t is not None]
     except Exception as exc:
-        raise _Unreadable(_reason(exc)) from exc
+        reason = _reason(exc)
+        if isinstance(exc, NotImplementedError) and "serialization type" in reason:
+            # LangGraph's serde meeting values another one wrote (an EncryptedSerializer's)
+            reason += (". It was written with another serializer: name it with --serde module:attr "
+                       "(or copy_threads(..., serde=...)), as the app opens it")
+        raise _Unreadable(reason) from exc
 
 
 def _spec_name(spec: Spec) -> str:

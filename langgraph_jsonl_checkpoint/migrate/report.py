@@ -171,16 +171,22 @@ class CopyReport:
             )
         if present:
             lines.append(f"{present} checkpoint(s) were already on the target and left as they were")
+        failed = sum(1 for t in self.threads if t.problem)
+        if failed:
+            lines.append(f"{failed} thread(s) not copied, or only in part: see each one's problem")
         ahead = len(self.ahead)
+        whole = "every copied thread's history" if not failed else "the history of every other thread"
         if self.verified and self.mismatched:
             lines.append(f"verify: {len(self.mismatched)} thread(s) differ")
+        elif self.verified and failed == len(self.threads):
+            pass  # nothing was copied whole: nothing to say was verified
         elif self.verified and ahead:
             lines.append(
-                f"verified: every copied thread's history equals the source's, or goes on from it: {ahead} "
+                f"verified: {whole} equals the source's, or goes on from it: {ahead} "
                 "thread(s) ahead on the target (the app went on there), left as they are"
             )
         elif self.verified:
-            lines.append("verified: every copied thread's history equals the source's")
+            lines.append(f"verified: {whole} equals the source's")
         return "\n".join(lines)
 
 
