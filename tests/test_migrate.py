@@ -223,6 +223,51 @@ def test_checkpointer_objects_as_endpoints(tmp_path: Path) -> None:
             assert histories(saver, threads) == histories(memory, threads)
 
 
+def _writes_by_task(raw: list[Any]) -> list[Any]:
+    """``histories()``'s raw checkpoints with each one's pending writes ordered by task (each
+    task's own in their order)."""
+    return [(*r[:4], sorted(r[4], key=lambda w: w[0])) for r in raw]
+
+
+def test_a_saver_object_source_without_task_paths_verifies_a_send_fan_out(tmp_path: Path) -> None:
+    """A ``SqliteSaver`` object as source tells no task paths (LangGraph's API has none),
+    so the target orders a step's parallel writes by task id, not as the source did: the
+    copy is still equal (each task's writes in order, LangGraph reads the same), while a
+    write whose value changed on the source since is still a difference."""
+    with closing(sqlite3.connect(tmp_path / "app.db", check_same_thread=False)) as conn, conn:
+        source = SqliteSaver(conn)
+        GRAPHS["fan"]().compile(checkpointer=source).invoke({"items": list("abcdefgh")}, cfg("fan"))
+        with JsonlSaver(tmp_path / "s") as saver:
+            report = copy_threads(source, saver)
+            assert report.ok, report.to_json()
+            assert report.threads[0].writes >= 8 and report.threads[0].mismatches == []
+            with within(120, "reading both"):
+                mine, theirs = histories(saver, ["fan"])["fan"], histories(source, ["fan"])["fan"]
+            assert (mine["history"], mine["subgraphs"]) == (theirs["history"], theirs["subgraphs"])
+            assert _writes_by_task(mine["raw"]) == _writes_by_task(theirs["raw"])
+            assert copy_threads(source, saver).ok  # run again: all there, still equal
+
+            # the source's value of one worker's write changes: a difference, not hidden
+            row = conn.execute(
+                "SELECT rowid, checkpoint_id FROM writes WHERE thread_id = 'fan' AND channel = 'results' "
+                "ORDER BY rowid LIMIT 1"
+            ).fetchone()
+            kind, value = source.serde.dumps_typed(["changed"])
+            conn.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (kind, value, row[0]))
+            conn.commit()
+            changed = copy_threads(source, saver)
+            assert not changed.ok
+            assert changed.threads[0].mismatches == [
+                f"checkpoint {row[1]}: pending writes differ (task, channel, value or order)"]
+
+            # and one write gone from the source: a difference too
+            conn.execute("DELETE FROM writes WHERE rowid = ?", (row[0],))
+            conn.commit()
+            fewer = copy_threads(source, saver)
+            assert not fewer.ok and len(fewer.threads[0].mismatches) == 1
+            assert "pending write(s) on the target" in fewer.threads[0].mismatches[0]
+
+
 def test_the_journal_goes_into_sqlite_store_and_back(tmp_path: Path) -> None:
     """Tool-call events of a store's thread land in ``SqliteStore`` in the SQLite file (what
     ``ReplayAdapter(store=SqliteStore(...))`` reads), and come back unchanged."""

@@ -264,7 +264,9 @@ def copy_thread(
             done.mismatches.append(diverged)
             return done
         width = width_of(dst.saver)
-        check = HistoryCheck(stored, width=width) if verify and not dry_run else None
+        check = None
+        if verify and not dry_run:
+            check = HistoryCheck(stored, width=width, task_order=src.tells_task_paths())
         unverified = None  # why the copy could not be read back, if it could not
         versions: dict[Key, Any] = {}  # each checkpoint's channel versions, for its children's put
         slots: dict[Key, list[WriteSlot]] | None = None

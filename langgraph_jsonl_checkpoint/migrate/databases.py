@@ -136,12 +136,21 @@ class SqliteEndpoint(Endpoint):
             ).fetchall()
         return _stored(rows, counts)
 
+    def tells_task_paths(self) -> bool:
+        with self.saver.lock:
+            return self._has_task_path()
+
+    def _has_task_path(self) -> bool:
+        """Whether the writes table has a ``task_path`` column (files SqliteSaver wrote
+        before it had one do not); under the saver's lock."""
+        if self._task_path is None:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
+            self._task_path = "task_path" in columns
+        return self._task_path
+
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
         with self.saver.lock:  # the saver's connection, shared by the copy's threads
-            if self._task_path is None:
-                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
-                self._task_path = "task_path" in columns
-            path = "task_path" if self._task_path else "''"
+            path = "task_path" if self._has_task_path() else "''"
             rows = self.conn.execute(
                 f"SELECT task_id, {path}, idx, channel FROM writes "
                 "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
@@ -151,10 +160,7 @@ class SqliteEndpoint(Endpoint):
 
     def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
         with self.saver.lock:
-            if self._task_path is None:
-                columns = {r[1] for r in self.conn.execute("PRAGMA table_info(writes)")}
-                self._task_path = "task_path" in columns
-            path = "task_path" if self._task_path else "''"
+            path = "task_path" if self._has_task_path() else "''"
             rows = self.conn.execute(
                 f"SELECT checkpoint_ns, checkpoint_id, task_id, {path}, idx, channel FROM writes "
                 "WHERE thread_id = ?", (thread_id,),
@@ -323,6 +329,9 @@ class PostgresEndpoint(Endpoint):
             (thread_id, ns, checkpoint_id),
         )
         return _sorted_slots([(r["task_id"], r["task_path"], r["idx"], r["channel"]) for r in rows])
+
+    def tells_task_paths(self) -> bool:
+        return True
 
     def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
         rows = self._query(

@@ -168,6 +168,12 @@ class Endpoint:
         id)`` (``None``: ask :meth:`write_slots` per checkpoint)."""
         return None
 
+    def tells_task_paths(self) -> bool:
+        """Whether :meth:`write_slots` gives each write's ``task_path``. Without them the
+        target orders a step's parallel tasks' writes by task id, not as the source did
+        (each task's own writes keep their order), so verification compares them so."""
+        return False
+
     def damage(self, thread_id: str) -> str | None:
         """Why a thread just read was read only in part (``None``: it was read whole).
 
@@ -244,6 +250,9 @@ class JsonlEndpoint(Endpoint):
             writes = idx.sorted_writes(ns, checkpoint_id)
         return [WriteSlot(task, w.task_path, i, w.channel) for task, i, w in writes]
 
+    def tells_task_paths(self) -> bool:
+        return True
+
     def damage(self, thread_id: str) -> str | None:
         log = self.saver.store.thread_log(thread_id)
         with log.mutex:
@@ -301,6 +310,9 @@ class MemoryEndpoint(Endpoint):
         slots = [WriteSlot(task, str(w[3]), idx, w[1]) for (task, idx), w in stored.items()]
         slots.sort(key=lambda s: (s.task_path, s.task_id, s.idx))
         return slots
+
+    def tells_task_paths(self) -> bool:
+        return True
 
 
 def _tree_size(path: str) -> int:

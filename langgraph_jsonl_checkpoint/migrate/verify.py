@@ -2,7 +2,9 @@
 
 Compared per checkpoint (every namespace): parent link, the checkpoint as LangGraph
 loads it (values, versions, versions seen, time), metadata, and pending writes in
-order. Values are compared as Python objects (messages by their fields), not as
+order (by task when the source could not tell their task paths, a saver object's:
+the copy then cannot keep the order of a step's parallel tasks, only each task's
+own). Values are compared as Python objects (messages by their fields), not as
 bytes: each saver encodes differently. A ``DeltaChannel``'s value is rebuilt from its
 snapshots and the pending writes between them, both compared here, so equal tuples
 rebuild equal values (a snapshot one saver hands out at later checkpoints of the same
@@ -87,15 +89,16 @@ def compare_threads(
         width: The width the copy widened versions to (default: the target's own).
     """
     width = width_of(dst.saver) if width is None else width
+    task_order = src.tells_task_paths()
     if source_tuples is not None:
         theirs = {checkpoint_key(t): t for t in source_tuples}
-        check = HistoryCheck(theirs, width=width)
+        check = HistoryCheck(theirs, width=width, task_order=task_order)
         for chunk in chunks(theirs):
             for key, copy in zip(chunk, dst.read_checkpoints(thread_id, chunk)):
                 check.compare(theirs[key], copy)
     else:
         stored = src.stored_checkpoints(thread_id)
-        check = HistoryCheck(stored, width=width)
+        check = HistoryCheck(stored, width=width, task_order=task_order)
         for chunk in chunks(stored):
             pairs = zip(src.read_checkpoints(thread_id, chunk), dst.read_checkpoints(thread_id, chunk))
             for tup, copy in pairs:
@@ -106,7 +109,8 @@ def compare_threads(
 
 
 def compare_histories(
-    source: Sequence[CheckpointTuple], target: Sequence[CheckpointTuple], *, width: int = 0
+    source: Sequence[CheckpointTuple], target: Sequence[CheckpointTuple], *, width: int = 0,
+    task_order: bool = True,
 ) -> HistoryComparison:
     """Compare a thread's checkpoints on both ends (pure): equal, ahead or different
     (the rule is in the module docstring).
@@ -115,9 +119,11 @@ def compare_histories(
         source: The source's checkpoints (every namespace).
         target: The target's.
         width: The width the copy widened the source's versions to.
+        task_order: Whether the order of different tasks' pending writes is compared
+            too (false: the copy had no task paths to keep it, only each task's order).
     """
     ours = {checkpoint_key(t): t for t in target}
-    check = HistoryCheck([checkpoint_key(t) for t in source], width=width)
+    check = HistoryCheck([checkpoint_key(t) for t in source], width=width, task_order=task_order)
     for tup in sorted(source, key=lambda t: (_where(t)[0], _where(t)[1])):
         check.compare(tup, ours.get(checkpoint_key(tup)))
     return check.finish({key: StoredCheckpoint(parent_of(t), 0) for key, t in ours.items()})
@@ -131,10 +137,13 @@ class HistoryCheck:
         source: The source's checkpoints, by ``(namespace, id)`` (every one of them, for
             what only the target holds, and the newest of each namespace).
         width: The width the copy widened the source's versions to.
+        task_order: Whether the order of different tasks' pending writes is compared
+            (false when the source could not tell task paths: :meth:`Endpoint.tells_task_paths`).
     """
 
-    def __init__(self, source: Iterable[Key], *, width: int = 0) -> None:
+    def __init__(self, source: Iterable[Key], *, width: int = 0, task_order: bool = True) -> None:
         self.width = width
+        self.task_order = task_order
         self._source = set(source)
         self._newest: dict[str, str] = {}
         for ns, cid in self._source:
@@ -150,11 +159,10 @@ class HistoryCheck:
             self._out.differences.append(f"{at}: missing on the target")
             return
         last = cid == self._newest.get(ns)
-        self._out.differences += [
-            f"{at}: {d}" for d in compare_tuples(source, copy, width=self.width, writes=not last)
-        ]
+        found = compare_tuples(source, copy, width=self.width, writes=not last, task_order=self.task_order)
+        self._out.differences += [f"{at}: {d}" for d in found]
         if last:
-            _compare_newest_writes(source, copy, at, self._out)
+            _compare_newest_writes(source, copy, at, self._out, self.task_order)
 
     def finish(self, target: Mapping[Key, StoredCheckpoint]) -> HistoryComparison:
         """The comparison, given every checkpoint the target holds (with its parent): what
@@ -183,11 +191,13 @@ class HistoryCheck:
         return out
 
 
-def _compare_newest_writes(a: CheckpointTuple, b: CheckpointTuple, at: str, out: HistoryComparison) -> None:
+def _compare_newest_writes(
+    a: CheckpointTuple, b: CheckpointTuple, at: str, out: HistoryComparison, task_order: bool,
+) -> None:
     """The writes of the source's newest checkpoint of a namespace: equal, more on the
     target (a run went on from it), or different."""
     wa, wb = list(a.pending_writes or []), list(b.pending_writes or [])
-    differs = _writes_difference(wa, wb)
+    differs = _writes_difference(wa, wb, task_order)
     if differs is None:
         return
     beyond = _writes_beyond(wa, wb)
@@ -232,11 +242,12 @@ def _at(ns: str, cid: str) -> str:
 
 
 def compare_tuples(
-    a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0, writes: bool = True
+    a: CheckpointTuple, b: CheckpointTuple, *, width: int = 0, writes: bool = True, task_order: bool = True,
 ) -> list[str]:
     """What differs between two tuples of one checkpoint (names of parts, no values);
     ``a``'s versions are widened to ``width`` first (see :mod:`.versions`); pending
-    writes are compared unless ``writes`` is false."""
+    writes are compared unless ``writes`` is false (each task's in order; different
+    tasks' order too unless ``task_order`` is false)."""
     a = a._replace(checkpoint=widen_checkpoint(a.checkpoint, width))  # type: ignore[arg-type]
     out = []
     if _parent(a) != _parent(b):
@@ -255,14 +266,16 @@ def compare_tuples(
         keys = _differing(dict(a.metadata or {}), dict(b.metadata or {}))
         out.append(f"metadata differs ({', '.join(map(str, keys))})")
     if writes:
-        differs = _writes_difference(list(a.pending_writes or []), list(b.pending_writes or []))
+        differs = _writes_difference(list(a.pending_writes or []), list(b.pending_writes or []), task_order)
         out += [differs] if differs else []
     return out
 
 
-def _writes_difference(wa: list[Any], wb: list[Any]) -> str | None:
+def _writes_difference(wa: list[Any], wb: list[Any], task_order: bool = True) -> str | None:
     if len(wa) != len(wb):
         return f"{len(wb)} pending write(s) on the target, {len(wa)} on the source"
+    if not task_order:  # tasks in one order on both ends; each task's writes as they are (a stable sort)
+        wa, wb = sorted(wa, key=lambda w: str(w[0])), sorted(wb, key=lambda w: str(w[0]))
     if not all(x[0] == y[0] and x[1] == y[1] and _same(x[2], y[2]) for x, y in zip(wa, wb)):
         return "pending writes differ (task, channel, value or order)"
     return None
