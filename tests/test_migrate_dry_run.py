@@ -144,3 +144,45 @@ def test_a_target_file_that_is_not_an_sqlite_database_is_a_clear_error(source: P
         err = capsys.readouterr().err
         assert "is not an SQLite database" in err and "Traceback" not in err
     assert notes.read_text() == "hello" and os.listdir(tmp_path) == ["notes.txt"]
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_target_that_cannot_be_created_is_a_clear_error_dry_run_or_not(
+    source: Path, tmp_path: Path, capsys
+) -> None:
+    """An SQLite file in a directory that is not there or a directory, a store under a file: one line
+    naming the target and what to do, exit status 2, nothing created; the dry run says
+    the same instead of promising to create it."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello")
+    (tmp_path / "adir").mkdir()
+    nodir = "sqlite:///" + str(tmp_path / "nodir" / "x.db")
+    under_a_file = str(notes / "newstore")
+    for flags in (["--dry-run"], []):
+        assert main(["copy", str(source), nodir, *flags]) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert nodir in line and f"{tmp_path / 'nodir'} does not exist" in line, line
+        assert main(["copy", str(source), under_a_file, *flags]) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert under_a_file in line and f"{notes} is not a directory" in line, line
+        assert main(["copy", str(source), "sqlite:///" + str(tmp_path / "adir"), *flags]) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert f"{tmp_path / 'adir'} is a directory; name an SQLite file" in line, line
+    assert sorted(os.listdir(tmp_path)) == ["adir", "notes.txt"] and notes.read_text() == "hello"
+    assert os.listdir(tmp_path / "adir") == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("command", ["copy", "import"])
+def test_a_store_target_the_system_refuses_to_make_is_a_clear_error(source: Path, command: str,
+                                                                    capsys) -> None:
+    """/proc takes no new directory, whatever the permissions say (root's too)."""
+    assert main([command, str(source), "/proc/newstore"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "/proc/newstore: cannot create a store there" in line, line
+    assert not os.path.exists("/proc/newstore")

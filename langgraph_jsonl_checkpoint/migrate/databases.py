@@ -21,7 +21,16 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from langgraph.checkpoint.base import writes_sort_key
 
 from ..errors import MigrationError
-from .endpoints import Endpoint, Key, NewTarget, Place, StoredCheckpoint, WriteSlot, place_of_path
+from .endpoints import (
+    Endpoint,
+    Key,
+    NewTarget,
+    Place,
+    StoredCheckpoint,
+    WriteSlot,
+    cannot_create,
+    place_of_path,
+)
 from .journal import StoreJournalEnd
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -74,8 +83,15 @@ class SqliteEndpoint(Endpoint):
         self._task_path: bool | None = None
         self.store_conn: sqlite3.Connection | None = None
         new_file = not os.path.exists(path)
-        self.conn = self._connect(isolation_level="DEFERRED")
-        tables = self._tables()
+        try:
+            self.conn = self._connect(isolation_level="DEFERRED")
+        except sqlite3.Error as exc:
+            raise _cannot_open(name, path, role, exc) from None
+        try:
+            tables = self._tables()
+        except sqlite3.Error as exc:  # SQLite opens the file on the first statement
+            self.conn.close()
+            raise _cannot_open(name, path, role, exc) from None
         if role == "source" and "checkpoints" not in tables:
             self.conn.close()
             raise MigrationError(
@@ -179,6 +195,12 @@ class SqliteEndpoint(Endpoint):
             self.store_conn.close()
 
 
+def _cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> MigrationError:
+    todo = ("Name a file in a directory that exists and can be written to" if role == "target"
+            else "Check the path and that the file can be read")
+    return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
+
+
 def _stored(rows: list[Any], counts: list[Any]) -> dict[Key, StoredCheckpoint]:
     """``(ns, id, parent)`` rows and ``(ns, id, writes)`` counts as stored checkpoints."""
     writes = {(str(r[0]), str(r[1])): int(r[2]) for r in counts}
@@ -206,6 +228,16 @@ def open_sqlite(path: str, name: str, *, role: str, dry_run: bool = False, serde
     """A ``SqliteSaver`` endpoint on the file ``path`` (a target file is created, except
     by a dry run: a :class:`~.endpoints.NewTarget` stands in for it), with ``serde``
     (LangGraph's default when ``None``)."""
+    if role == "target" and os.path.isdir(path):
+        raise MigrationError(f"{name}: {path} is a directory; name an SQLite file (a new one, or one "
+                             "SqliteSaver wrote)")
+    if role == "target" and not os.path.exists(path):
+        why = cannot_create(path, parents=False)  # SQLite makes no directory
+        if why is not None:
+            raise MigrationError(
+                f"{name}: cannot create the SQLite file {path}: {why}. Name a file in a directory "
+                "that exists and can be written to."
+            )
     if dry_run and role == "target" and not os.path.exists(path):
         _sqlite_saver_class()  # the same error as a real run when the extra is missing
         return NewTarget(name, "sqlite", journal=_has_sqlite_store(), creates=[f"the SQLite file {path}"])

@@ -56,6 +56,25 @@ def place_of_path(path: str) -> Place | None:
     return Place(what, ("path", st.st_dev, st.st_ino), os.path.realpath(path))
 
 
+def cannot_create(path: str, *, parents: bool) -> str | None:
+    """Why a target not there yet cannot be made at ``path``, as far as is cheaply known
+    without making anything (a dry run's promise; ``None``: nothing against it): its
+    directory is missing (with ``parents``, the nearest directory that exists is the
+    one looked at: a store's missing parents are made too), not a directory, or not
+    writable."""
+    parent = os.path.dirname(os.path.normpath(path)) or "."
+    if parents:
+        while not os.path.exists(parent) and os.path.dirname(parent) not in ("", parent):
+            parent = os.path.dirname(parent)
+    if not os.path.exists(parent):
+        return f"its directory {parent} does not exist"
+    if not os.path.isdir(parent):
+        return f"{parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    return None
+
+
 #: Checkpoints a copy reads (and holds with their values) at once, per thread and end:
 #: a long conversation's checkpoints each hold its whole message list, so a thread read
 #: whole costs memory quadratic in its length (:meth:`Endpoint.read_checkpoints`).

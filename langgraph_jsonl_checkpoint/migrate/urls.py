@@ -117,7 +117,7 @@ def _open(
 
     from ..saver.jsonl_saver import JsonlSaver
     from . import databases
-    from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, NewTarget
+    from .endpoints import Endpoint, JsonlEndpoint, MemoryEndpoint, NewTarget, cannot_create
 
     if isinstance(spec, Endpoint):
         return spec
@@ -157,7 +157,16 @@ def _open(
             f"{text}: exists and is not a langgraph-jsonl store; give a new or empty "
             "directory, sqlite:///path.db or postgresql://... as the target."
         )
+    again = "Name a new or empty directory where one can be made."
     creates = [f"a new store in {text}"]
+    if not os.path.exists(text):
+        why = cannot_create(text, parents=True)
+        if why is not None:
+            raise MigrationError(f"{text}: cannot create a store there: {why}. {again}")
     if dry:
         return NewTarget(text, "jsonl", journal=True, creates=creates)
-    return JsonlEndpoint(JsonlSaver(text, serde=serde), text, owned=True, creates=creates)
+    try:
+        saver = JsonlSaver(text, serde=serde)
+    except OSError as exc:  # what no cheap check tells (a file system that takes no new directory)
+        raise MigrationError(f"{text}: cannot create a store there: {exc.strerror or exc}. {again}") from None
+    return JsonlEndpoint(saver, text, owned=True, creates=creates)
