@@ -295,7 +295,9 @@ class PostgresEndpoint(Endpoint):
         try:  # once by hand, for a clear error (a pool would retry until its timeout)
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.OperationalError as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            # psycopg's first line says what failed; a line after it may ask a question of its own
+            first = " ".join(str(exc).strip().split("\n", 1)[0].split()).rstrip(".")
+            reason = first or type(exc).__name__
             raise MigrationError(
                 f"cannot connect to PostgreSQL at {name}: {reason}. Is the server running and "
                 "the URL right (postgresql://user@host:port/database)?"
