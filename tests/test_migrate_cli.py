@@ -138,6 +138,32 @@ def test_clear_errors(app_db: Path, tmp_path: Path, capsys) -> None:
     assert "no such SQLite file" in capsys.readouterr().err
 
 
+# Without a database name, libpq connects to the user's own: "postgres" (the maintenance
+# database) for the user postgres. Only a dry run is pointed at it (nothing is written,
+# fix or not); the copies that would write use a user the server does not know.
+@pytest.mark.parametrize("server, flags", [
+    ("postgres://postgres@127.0.0.1:5432", ["--dry-run"]),
+    ("postgresql://postgres@127.0.0.1:5432/", ["--dry-run"]),
+    ("postgresql://lgj_test_no_such_user@127.0.0.1:5432", []),
+    ("postgresql://lgj_test_no_such_user@127.0.0.1:5432/", ["--setup"]),
+])
+def test_a_postgresql_url_without_a_database_name_is_refused(app_db: Path, tmp_path: Path, server: str,
+                                                             flags: list[str], capsys) -> None:
+    """Not the server's default database (``postgres``, the maintenance one), silently:
+    nothing is read or created there, as a source or a target."""
+    for argv in (["copy", url(app_db), server, *flags], ["import", server, str(tmp_path / "s"), *flags]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == (f"error: {server}: the URL names no database (the server's default would be used, "
+                       "often its 'postgres' maintenance database). Name one: "
+                       "postgresql://user@host:port/database\n"), err
+    assert not (tmp_path / "s").exists()
+    assert main(["copy", url(app_db), "postgresql://127.0.0.1:5432/x?foo=bar", *flags]) == 2
+    assert capsys.readouterr().err == ("error: postgresql://127.0.0.1:5432/x?foo=bar: not a PostgreSQL URL "
+                                       "(invalid URI query parameter: \"foo\"). Give "
+                                       "postgresql://user@host:port/database\n")
+
+
 def _checkpoint_records(store: Path) -> int:
     n = 0
     for log in (store / "threads").glob("*.jsonl"):

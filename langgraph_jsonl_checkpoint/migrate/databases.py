@@ -287,11 +287,22 @@ class PostgresEndpoint(Endpoint):
             import psycopg
             from langgraph.checkpoint.postgres import PostgresSaver
             from langgraph.store.postgres import PostgresStore
+            from psycopg.conninfo import conninfo_to_dict
             from psycopg.rows import dict_row
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise _missing_extra("postgres", exc) from None
         name = redacted(url)
+        try:
+            named = bool(conninfo_to_dict(url).get("dbname", "").strip())
+        except psycopg.ProgrammingError as exc:  # libpq cannot parse it
+            raise MigrationError(f"{name}: not a PostgreSQL URL ({str(exc).strip()}). Give "
+                                 "postgresql://user@host:port/database") from None
+        if not named:  # libpq would connect to the user's own: postgres's is the maintenance database
+            raise MigrationError(
+                f"{name}: the URL names no database (the server's default would be used, often its "
+                "'postgres' maintenance database). Name one: postgresql://user@host:port/database"
+            )
         try:  # once by hand, for a clear error (a pool would retry until its timeout)
             psycopg.connect(url, connect_timeout=10).close()
         except psycopg.OperationalError as exc:
