@@ -135,6 +135,31 @@ def test_a_dry_run_into_a_database_without_tables(source: Path, pg_url: str, set
     assert code == 0 and again["ok"] and again["creates"] == [] and again["checkpoints"] == 0
 
 
+SAVER_TABLES = ["checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"]
+
+
+@pytest.mark.parametrize("how", ["PostgresSaver.setup()", "--setup"])
+def test_no_journal_needs_only_the_saver_s_tables(source: Path, pg_url: str, how: str, capsys) -> None:
+    """--no-journal leaves the journal behind, so PostgresStore's tables are not needed:
+    a database PostgresSaver was set up in is a target as it is, and --setup makes the
+    saver's tables only."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    flags = ["--setup"] if how == "--setup" else []
+    if not flags:
+        with PostgresSaver.from_conn_string(pg_url) as saver:
+            saver.setup()
+    code, dry = run(["export", str(source), pg_url, "--no-journal", "--dry-run", *flags], capsys)
+    assert code == 0 and dry["ok"] and dry["needs_setup"] == [], dry
+    assert dry["creates"] == ([f"the tables {', '.join(SAVER_TABLES)} (--setup)"] if flags else [])
+    code, real = run(["export", str(source), pg_url, "--no-journal", *flags], capsys)
+    assert code == 0 and real["ok"] and counts(real) == counts(dry) and real["checkpoints"] > 0
+    assert real["journal_records"] == dry["journal_records"] == 0
+    assert tables(pg_url) == sorted(SAVER_TABLES)
+    code, journal = run(["export", str(source), pg_url, "--dry-run"], capsys)  # the journal needs them
+    assert code == 1 and journal["needs_setup"] == ["store", "store_migrations"]
+
+
 def test_a_target_file_that_is_not_an_sqlite_database_is_a_clear_error(source: Path, tmp_path: Path,
                                                                       capsys) -> None:
     notes = tmp_path / "notes.txt"

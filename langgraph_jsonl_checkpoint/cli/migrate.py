@@ -97,7 +97,8 @@ def add_copy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-verify", action="store_true",
                         help="do not re-read and compare each thread after copying it")
     parser.add_argument("--no-journal", action="store_true",
-                        help="leave the replay adapter's tool-call journal behind")
+                        help="leave the replay adapter's tool-call journal behind (a PostgreSQL "
+                        "target then needs no PostgresStore tables)")
     parser.add_argument("--workers", type=partial(count_argument, least=1), default=4, metavar="N",
                         help="threads copied at once (default 4)")
 

@@ -90,7 +90,8 @@ def copy_threads(
         journal: Carry the replay adapter's journal too. A thread whose journal has
             records and whose target has no journal store (a checkpointer object
             without ``target_store``) is reported as a problem: pass ``target_store``,
-            or ``journal=False`` to leave the journal behind.
+            or ``journal=False`` to leave the journal behind (then the target's journal
+            store needs no tables, and ``setup`` makes none for it).
         setup: Create the target's tables first (``setup()`` of its saver and store).
         track: Wraps the iteration over thread ids (a progress bar).
         workers: Threads copied at once (each put is durable on its own, so copying
@@ -153,9 +154,9 @@ def _copy(
 ) -> CopyReport:
     from .endpoints import NewTarget, matching
 
-    missing = dst.missing_tables()
+    missing = dst.missing_tables(journal=journal)  # without the journal, not its store's
     if missing and setup and not dry_run:
-        dst.setup()
+        dst.setup(journal=journal)
     elif missing and not dry_run:
         raise MigrationError(
             f"{dst.name}: the target has no {', '.join(missing)} table(s) yet. Run again with "

@@ -277,6 +277,8 @@ POSTGRES_TABLES = (
 )
 #: The tables ``PostgresSaver`` reads.
 SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+#: The tables only ``PostgresStore.setup()`` creates (the journal's: not needed without it).
+STORE_TABLES = ("store", "store_migrations")
 
 
 class PostgresEndpoint(Endpoint):
@@ -341,9 +343,9 @@ class PostgresEndpoint(Endpoint):
         )
         return {r["table_name"] for r in rows}
 
-    def missing_tables(self) -> list[str]:
+    def missing_tables(self, *, journal: bool = True) -> list[str]:
         have = self._tables()
-        return [t for t in POSTGRES_TABLES if t not in have]
+        return [t for t in POSTGRES_TABLES if t not in have and (journal or t not in STORE_TABLES)]
 
     def readable(self) -> bool:
         return set(SAVER_TABLES) <= self._tables()

@@ -205,9 +205,9 @@ class Endpoint:
         """Bytes the storage takes now (``None``: unknown)."""
         return None
 
-    def missing_tables(self) -> list[str]:
+    def missing_tables(self, *, journal: bool = True) -> list[str]:
         """Tables that only :meth:`setup` creates (``--setup``) and are not there yet: the
-        saver's and its journal store's, in the order setup creates them."""
+        saver's and (with ``journal``) its journal store's, in the order setup creates them."""
         return []
 
     def readable(self) -> bool:
@@ -215,12 +215,12 @@ class Endpoint:
         run then reads it as empty, what it would be once set up)."""
         return True
 
-    def setup(self) -> None:
-        """Create what the saver and its journal need (``setup()``)."""
+    def setup(self, *, journal: bool = True) -> None:
+        """Create what the saver and (with ``journal``) its journal need (``setup()``)."""
         setup = getattr(self.saver, "setup", None)
         if callable(setup):
             setup()
-        if self.journal is not None:
+        if journal and self.journal is not None:
             self.journal.setup()
 
     def place(self) -> Place | None:
