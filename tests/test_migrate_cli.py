@@ -5,6 +5,7 @@ store left byte for byte as it was."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -136,6 +137,19 @@ def test_clear_errors(app_db: Path, tmp_path: Path, capsys) -> None:
                         r"and the URL right \(postgresql://user@host:port/database\)\?\n", err), err
     assert main(["import", url(tmp_path / "missing.db"), str(tmp_path / "s")]) == 2
     assert "no such SQLite file" in capsys.readouterr().err
+
+
+def test_a_source_file_that_is_empty_or_not_sqlite_is_named_so(tmp_path: Path, capsys) -> None:
+    """A source is read, never made: no "give a new file" for it."""
+    (tmp_path / "empty.db").write_bytes(b"")
+    (tmp_path / "notes.db").write_text("hello")
+    for name, what in (("empty.db", "is empty (0 bytes)"), ("notes.db", "is not an SQLite database")):
+        source = url(tmp_path / name)
+        assert main(["import", source, str(tmp_path / "s")]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {source}: {tmp_path / name} {what}, so not a file SqliteSaver wrote. Name the "
+            "file your app's SqliteSaver writes to.\n")
+    assert sorted(os.listdir(tmp_path)) == ["empty.db", "notes.db"]
 
 
 # Without a database name, libpq connects to the user's own: "postgres" (the maintenance

@@ -74,7 +74,13 @@ class SqliteEndpoint(Endpoint):
         exists = os.path.isfile(path)
         if role == "source" and not exists:
             raise MigrationError(f"{name}: no such SQLite file ({os.path.abspath(path)})")
-        if exists and (role == "source" or os.path.getsize(path) > 0) and not is_sqlite_file(path):
+        if exists and role == "source" and not is_sqlite_file(path):  # read, never made: no "new file"
+            what = "is empty (0 bytes)" if os.path.getsize(path) == 0 else "is not an SQLite database"
+            raise MigrationError(
+                f"{name}: {path} {what}, so not a file SqliteSaver wrote. Name the file your app's "
+                "SqliteSaver writes to."
+            )
+        if exists and os.path.getsize(path) > 0 and not is_sqlite_file(path):
             raise MigrationError(
                 f"{name}: {path} is not an SQLite database; give a new file or one SqliteSaver wrote"
             )
