@@ -171,6 +171,31 @@ def test_a_target_file_that_is_not_an_sqlite_database_is_a_clear_error(source: P
     assert notes.read_text() == "hello" and os.listdir(tmp_path) == ["notes.txt"]
 
 
+
+def test_an_sqlite_target_of_something_else_is_refused(source: Path, tmp_path: Path, capsys) -> None:
+    """An SQLite file with tables, none of them LangGraph's (an app's own database): not
+    given LangGraph's tables beside its own. One SqliteStore was set up in is LangGraph's."""
+    import sqlite3
+    from contextlib import closing
+
+    inventory = tmp_path / "inventory.db"
+    with closing(sqlite3.connect(inventory)) as conn, conn:
+        conn.execute("CREATE TABLE parts (x)")
+    before = inventory.read_bytes()
+    for flags in (["--dry-run"], []):
+        assert main(["copy", str(source), "sqlite:///" + str(inventory), *flags]) == 2
+        assert capsys.readouterr().err == (
+            f"error: sqlite:///{inventory}: {inventory} is an SQLite database of something else (its "
+            "tables: parts; none of SqliteSaver's): a copy would add LangGraph's tables to it. Name a "
+            "new file or one SqliteSaver wrote.\n")
+    assert inventory.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["inventory.db"]
+
+    from langgraph.store.sqlite import SqliteStore
+
+    with closing(sqlite3.connect(tmp_path / "store.db")) as conn, conn:
+        SqliteStore(conn).setup()
+    assert main(["copy", str(source), "sqlite:///" + str(tmp_path / "store.db")]) == 0
+
 def _one_error_line(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err

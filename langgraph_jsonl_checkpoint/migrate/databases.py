@@ -34,6 +34,11 @@ from .endpoints import (
 from .journal import StoreJournalEnd
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The tables ``SqliteSaver`` and ``SqliteStore`` make: an SQLite target holding tables,
+#: none of them these, is another program's database.
+LANGGRAPH_SQLITE_TABLES = frozenset({
+    "checkpoints", "writes", "store", "store_migrations", "store_vectors", "vector_migrations",
+})
 
 
 def sqlite_path(url: str) -> str:
@@ -102,6 +107,15 @@ class SqliteEndpoint(Endpoint):
             self.conn.close()
             raise MigrationError(
                 f"{name}: {path} has no 'checkpoints' table: it is not a file SqliteSaver wrote"
+            )
+        own = {t for t in tables if not t.startswith("sqlite_")}  # not SQLite's bookkeeping
+        if role == "target" and own and not own & LANGGRAPH_SQLITE_TABLES:
+            self.conn.close()
+            shown = ", ".join(sorted(own)[:5]) + (", ..." if len(own) > 5 else "")
+            raise MigrationError(
+                f"{name}: {path} is an SQLite database of something else (its tables: {shown}; none of "
+                "SqliteSaver's): a copy would add LangGraph's tables to it. Name a new file or one "
+                "SqliteSaver wrote."
             )
         self._readable = {"checkpoints", "writes"} <= tables
         creates = [f"the SQLite file {path}"] if new_file else []
