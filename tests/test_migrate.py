@@ -316,8 +316,40 @@ def test_an_interrupted_copy_says_how_far_it_got_and_a_rerun_completes_it(
     assert isinstance(caught.value, KeyboardInterrupt) and caught.value.total == len(GRAPHS)
     done = len(caught.value.report.threads)
     assert 2 <= done < len(GRAPHS) and stop.is_set()
-    assert str(caught.value) == (f"interrupted after {done} of {len(GRAPHS)} threads; run the same command "
-                                 "again to continue")
+    copied = sum(t.checkpoints for t in caught.value.report.threads)
+    part = [t.checkpoints for t in caught.value.under_way]  # the thread under way, if stopped after a put
+    assert len(part) <= 1 and all(n > 0 for n in part)  # one worker
+    more = f", {part[0]} of them by 1 thread(s) stopped part-way" if part else ""
+    assert str(caught.value) == (f"interrupted after {done} of {len(GRAPHS)} threads ({copied + sum(part)} "
+                                 f"checkpoint(s) copied{more}); run the same command again to continue")
     rest = copy_threads(sqlite_url(sqlite_app), str(tmp_path / "s"))
     assert rest.ok and rest.verified and sum(t.present for t in rest.threads) > 0
     assert read_store(tmp_path / "s") == read_sqlite(sqlite_app)
+
+
+def test_an_interrupted_copy_counts_the_checkpoints_of_the_thread_it_stopped_part_way(
+    sqlite_app: Path, tmp_path: Path
+) -> None:
+    """Stopped in the middle of the first thread: no thread is done, but checkpoints were
+    copied, and the message says so (not a bare "0 of 6 threads")."""
+    stop = threading.Event()
+
+    class StopsAfterFive(InMemorySaver):
+        puts = 0
+
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            self.puts += 1
+            if self.puts == 5:
+                stop.set()  # the copy stops before its next put
+            return super().put(*args, **kwargs)
+
+    target = StopsAfterFive()
+    with pytest.raises(CopyInterrupted) as caught:
+        copy_threads(sqlite_url(sqlite_app), target, stop=stop, workers=1)
+    assert caught.value.report.threads == [] and target.puts == 5
+    assert [(t.thread_id, t.checkpoints) for t in caught.value.under_way] == [("agent", 5)]
+    assert str(caught.value) == (f"interrupted after 0 of {len(GRAPHS)} threads (5 checkpoint(s) copied, "
+                                 "5 of them by 1 thread(s) stopped part-way); run the same command again "
+                                 "to continue")
+    rest = copy_threads(sqlite_url(sqlite_app), target)
+    assert rest.ok and sum(t.present for t in rest.threads) == 5

@@ -191,7 +191,7 @@ def _copy(
         _settle(futures)
         report.threads = [f.result() for f in futures if _finished(f)]
         report.seconds = time.perf_counter() - started
-        raise CopyInterrupted(report, len(ids)) from None
+        raise CopyInterrupted(report, len(ids), _part_way(futures)) from None
     finally:
         close = getattr(walk, "close", None)
         if close is not None:  # a progress bar's generator: its bar goes now
@@ -206,7 +206,10 @@ def _copy(
 
 class _Stopped(BaseException):
     """A thread's copy told to stop (not an ``Exception``: no handler of one may take it
-    for a problem of the thread). What it put is durable; a rerun completes the thread."""
+    for a problem of the thread). What it put is durable; a rerun completes the thread.
+    ``done``: what it put until then (set as it leaves :func:`copy_thread`)."""
+
+    done: ThreadCopy | None = None
 
 
 def _settle(futures: list[Future[ThreadCopy]]) -> None:
@@ -223,6 +226,16 @@ def _settle(futures: list[Future[ThreadCopy]]) -> None:
 
 def _finished(future: Future[ThreadCopy]) -> bool:
     return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _part_way(futures: list[Future[ThreadCopy]]) -> list[ThreadCopy]:
+    """The threads whose copy stopped after putting checkpoints (after :func:`_settle`)."""
+    out = []
+    for f in futures:
+        stopped = None if not f.done() or f.cancelled() else f.exception()
+        if isinstance(stopped, _Stopped) and stopped.done is not None and stopped.done.checkpoints:
+            out.append(stopped.done)
+    return out
 
 
 def _go_on(stop: threading.Event | None) -> None:
@@ -242,11 +255,23 @@ def copy_thread(
     and its writes; raising an exception of its own, a ``BaseException``): what was put
     stays, and a rerun completes the thread.
     """
+    done = ThreadCopy(thread_id)
+    try:
+        return _copy_thread(src, dst, done, dry_run, verify, journal, stop)
+    except _Stopped as stopped:  # what it put until then, for the message saying how far it got
+        stopped.done = done
+        raise
+
+
+def _copy_thread(
+    src: Endpoint, dst: Endpoint, done: ThreadCopy, dry_run: bool, verify: bool, journal: bool,
+    stop: threading.Event | None,
+) -> ThreadCopy:
     from .endpoints import chunks
     from .journal import carry, events_count
     from .verify import HistoryCheck
 
-    done = ThreadCopy(thread_id)
+    thread_id = done.thread_id
     left_behind = None  # why the journal was not copied, if it was not
     _go_on(stop)
     try:

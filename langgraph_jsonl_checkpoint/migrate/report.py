@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,12 +200,19 @@ class CopyInterrupted(KeyboardInterrupt):
     Attributes:
         report: The threads copied in full (and verified, if asked) before it stopped.
         total: How many threads the copy had to do.
+        under_way: The threads stopped part-way, with the checkpoints they had put (kept:
+            the copy run again goes on from them).
     """
 
-    def __init__(self, report: CopyReport, total: int) -> None:
+    def __init__(self, report: CopyReport, total: int, under_way: Sequence[ThreadCopy] = ()) -> None:
         self.report = report
         self.total = total
+        self.under_way = list(under_way)
+        part = sum(t.checkpoints for t in self.under_way)
+        copied = f"{report.checkpoints + part} checkpoint(s) {'counted' if report.dry_run else 'copied'}"
+        if self.under_way:
+            copied += f", {part} of them by {len(self.under_way)} thread(s) stopped part-way"
         super().__init__(
-            f"interrupted after {len(report.threads)} of {total} threads; run the same command "
-            "again to continue"
+            f"interrupted after {len(report.threads)} of {total} threads ({copied}); run the same "
+            "command again to continue"
         )
