@@ -144,7 +144,8 @@ def test_closing_the_saver_leaves_a_live_run_its_thread(tmp_path: Path, durabili
         held_graph(second).invoke({"visits": ["from the second run"]}, CFG)
     assert live.finish() == {"visits": ["visit 0"]}
     assert "from the second run" not in _stored(second)
-    assert held_graph(second).invoke({"visits": ["again"]}, CFG) == {"visits": ["visit 0", "again", "visit 2"]}
+    again = held_graph(second).invoke({"visits": ["again"]}, CFG)
+    assert again == {"visits": ["visit 0", "again", "visit 2"]}
     first.close()
     second.close()
 

@@ -269,7 +269,7 @@ def _copy_thread(
 ) -> ThreadCopy:
     from .endpoints import chunks
     from .journal import carry, events_count
-    from .verify import HistoryCheck
+    from .verify import HistoryCheck, histories_diverged
 
     thread_id = done.thread_id
     left_behind = None  # why the journal was not copied, if it was not
@@ -285,7 +285,7 @@ def _copy_thread(
         return done
     try:
         have = {key: c.writes for key, c in dst.stored_checkpoints(thread_id).items()}
-        diverged = _diverged(stored, have, src.name, dst.name)
+        diverged = histories_diverged(stored, have, src.name, dst.name)
         if diverged is not None:  # before anything is put: the target's history is its own
             done.mismatches.append(diverged)
             return done
@@ -396,25 +396,6 @@ def _spec_name(spec: Spec) -> str:
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().split("\n", 1)[0]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _diverged(stored: Any, have: Any, source: str, target: str) -> str | None:
-    """Why the thread must not be copied: both ends hold checkpoints the other lacks
-    (another conversation under the same id, or both apps went on after an earlier
-    copy). Putting the source's would mix two histories in the target's thread, whose
-    latest state could then be the source's. ``None``: the target holds part of the
-    source's history (a copy to finish), all of it, or all of it and more (ahead)."""
-    only_source = sum(1 for key in stored if key not in have)
-    only_target = sum(1 for key in have if key not in stored)
-    if not (only_source and only_target):
-        return None
-    return (
-        f"both ends hold checkpoints the other lacks ({only_source} only on {source}, "
-        f"{only_target} only on {target}): two histories under one thread id (another "
-        "conversation, or both apps went on after an earlier copy). Nothing was put into the "
-        "target's thread; leave the thread out (--threads), or delete or rename it on the target "
-        "first."
-    )
 
 
 def _where(tup: CheckpointTuple) -> tuple[str, str]:

@@ -324,3 +324,22 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # values whose == raises (arrays): compare their text
         return repr(a) == repr(b)
+
+
+def histories_diverged(stored: Any, have: Any, source: str, target: str) -> str | None:
+    """Why the thread must not be copied: both ends hold checkpoints the other lacks
+    (another conversation under the same id, or both apps went on after an earlier
+    copy). Putting the source's would mix two histories in the target's thread, whose
+    latest state could then be the source's. ``None``: the target holds part of the
+    source's history (a copy to finish), all of it, or all of it and more (ahead)."""
+    only_source = sum(1 for key in stored if key not in have)
+    only_target = sum(1 for key in have if key not in stored)
+    if not (only_source and only_target):
+        return None
+    return (
+        f"both ends hold checkpoints the other lacks ({only_source} only on {source}, "
+        f"{only_target} only on {target}): two histories under one thread id (another "
+        "conversation, or both apps went on after an earlier copy). Nothing was put into the "
+        "target's thread; leave the thread out (--threads), or delete or rename it on the target "
+        "first."
+    )
