@@ -16,7 +16,7 @@ import pytest
 from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing
-from langgraph_jsonl_checkpoint.errors import ConfigError, DurabilityError, RestoreError
+from langgraph_jsonl_checkpoint.errors import ConfigError, RestoreError
 from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
@@ -138,7 +138,7 @@ def test_a_read_only_saver_never_creates_lock_files(tmp_path: Path) -> None:
     for tid in ("a", "b", "typo"):
         with pytest.raises(ConfigError, match="read-only"):
             saver.restore(tid)
-    with pytest.raises(DurabilityError, match="read-only"):
+    with pytest.raises(ConfigError, match="read-only"):
         repair(saver, "b")
     saver.close()
     assert _files(tmp_path / "s") == before

@@ -228,3 +228,31 @@ def test_a_string_with_a_lone_surrogate_is_stored_as_langgraph_s_savers_store_it
 class State(TypedDict):
     name: str
     messages: Annotated[list, add_messages]
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_graph_run_on_a_read_only_saver_is_refused_before_any_node_runs(
+    tmp_path: Path, durability: str
+) -> None:
+    """A run on a read_only=True saver failed at its first save with a DurabilityError
+    (an OSError: code retrying on OSError retried it), saying nothing of what to do; in
+    durability "async" and "exit" its first node (a model call, a tool with side
+    effects) had already run. It is now refused as it reads the thread, before any
+    node runs, with a ConfigError naming read_only."""
+    with JsonlSaver(tmp_path / "s") as saver:
+        _graph(saver).invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
+    ran = []
+    saver = JsonlSaver(tmp_path / "s", read_only=True)
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda s: ran.append(1) or {"messages": [AIMessage("again")]})
+    builder.add_edge(START, "agent")
+    graph = builder.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ConfigError, match=r"read-only.*read_only") as err:
+        graph.invoke({"messages": [HumanMessage("more")]}, cfg, durability=durability)
+    assert not isinstance(err.value, OSError) and "'t'" in str(err.value)
+    assert ran == []
+    assert [m.content for m in graph.get_state(cfg).values["messages"]] == ["hi", "seen 1"]  # reads work
+    with pytest.raises(ConfigError, match=r"read-only.*read_only"):
+        saver.delete_thread("t")
+    saver.close()

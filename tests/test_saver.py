@@ -21,7 +21,6 @@ from langgraph_jsonl_checkpoint import (
     AsyncJsonlSaver,
     ConfigError,
     DecodeError,
-    DurabilityError,
     EncodeError,
     ForeignFileError,
     FormatVersionError,
@@ -781,7 +780,7 @@ def test_compact_of_an_absent_thread_or_a_read_only_store(tmp_path: Path) -> Non
     saver = JsonlSaver(tmp_path / "s")
     assert saver.compact("nobody") == (0, 0)
     _put(saver, "t", 0, {"a": 1})
-    with pytest.raises(DurabilityError, match="opened read-only"):
+    with pytest.raises(ConfigError, match="opened read-only"):
         JsonlSaver(tmp_path / "s", read_only=True).compact("t")
 
 

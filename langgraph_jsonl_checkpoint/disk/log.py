@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import DurabilityError, JsonlCheckpointError
+from ..errors import ConfigError, DurabilityError, JsonlCheckpointError
 from . import files, framing
 from . import view as view_module
 from .entries import RecordRef
@@ -92,6 +92,15 @@ class Parked(NamedTuple):
 
 
 _PARKED = struct.Struct("<QQQ?8s")
+
+
+def read_only_error(thread_id: str) -> ConfigError:
+    """What a write (or a graph run) on a store opened read-only raises."""
+    return ConfigError(
+        f"thread {thread_id!r}: the store was opened read-only (read_only=True), so nothing "
+        "can be written to it: no run, no change. To run the graph or change the thread, "
+        "open the store without read_only."
+    )
 
 
 class ThreadLog(LogView):
@@ -216,7 +225,7 @@ class ThreadLog(LogView):
     def writer(self) -> Iterator[ThreadIndex]:
         """Hold the thread's writer lock, with the index current and any torn tail cut."""
         if self.read_only:
-            raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
+            raise read_only_error(self.thread_id)
         with self.locked():
             if not self.recovery.swept:
                 self.recovery.sweep_temp_files()
@@ -239,11 +248,11 @@ class ThreadLog(LogView):
         """Hold the in-process lock and the cross-process writer lock (nothing else).
 
         Raises:
-            DurabilityError: The store was opened read-only (taking the lock would
-                create its file, and whoever holds it means to write).
+            ConfigError: The store was opened read-only (taking the lock would create
+                its file, and whoever holds it means to write).
         """
         if self.read_only:
-            raise DurabilityError(f"thread {self.thread_id!r}: the store was opened read-only")
+            raise read_only_error(self.thread_id)
         with self.mutex:
             if self._lock_fd is None:
                 self._lock_fd = files.open_refusing_links(

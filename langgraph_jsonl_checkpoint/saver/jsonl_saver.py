@@ -72,7 +72,7 @@ from .config import (
     whole_number,
 )
 from .heads import keep_heads
-from .liveness import LiveRuns, calling_loop
+from .liveness import LiveRuns, calling_loop, refuse_run
 from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
@@ -313,6 +313,8 @@ class JsonlSaver(
         if self._live is not None:
             configurable = (config or {}).get("configurable") or {}
             self._live.enter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
+        elif self.store.read_only:
+            refuse_run(config)
         return self._read_tuple(config)
 
     def _read_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -440,6 +442,8 @@ class JsonlSaver(
         if self._live is not None:
             configurable = (config or {}).get("configurable") or {}
             await self._live.aenter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
+        elif self.store.read_only:
+            refuse_run(config)
         found: CheckpointTuple | None = await self._worker.call(lambda: self._read_tuple(config))
         return found
 

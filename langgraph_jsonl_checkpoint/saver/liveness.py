@@ -56,10 +56,12 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from ..disk.log import read_only_error
 from ..disk.runlock import HOST as _HOST
 from ..disk.runlock import MAINTENANCE, RunLock
 from ..disk.store import Store
 from ..errors import ThreadBusyError
+from .config import thread_id_of
 from .runs import CONFIG_KEY_RUNTIME
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,18 @@ def calling_loop(depth: int = 4) -> Any:
             return candidate
         frame = frame.f_back
     return None
+
+
+def refuse_run(config: Any) -> None:
+    """On a store opened read-only: refuse a graph run as it reads the thread (called
+    from the saver's ``get_tuple``), before any of its nodes runs; its first save would
+    fail, and in durability ``"async"`` and ``"exit"`` only after its first node ran.
+
+    Raises:
+        ConfigError: The caller is a LangGraph graph loop (a run, not a ``get_state``).
+    """
+    if calling_loop(depth=5) is not None:
+        raise read_only_error(thread_id_of(config, "get_tuple"))
 
 
 def run_token(configurable: Mapping[str, Any]) -> Any:
