@@ -246,11 +246,9 @@ class JsonlSaver(
     def close(self) -> None:
         """Finish queued async writes, end the writer thread, write fresh sidecar indexes
         and close the files (and remove a ``":memory:"`` store). Idempotent. A run still
-        going keeps its thread (another run on it is refused or waits, as before) until
-        it ends; a saver used again opens what it needs again."""
+        going keeps its thread's live-run lock until it ends (its loop's exit gives it
+        back); a saver used again opens what it needs again."""
         self._worker.close()
-        # A run still live keeps its thread's live-run lock until it ends (its loop's
-        # exit gives it back): it goes on saving, through logs opened again.
         self.store.close()
         if self.temporary_path is not None:
             shutil.rmtree(self.temporary_path, ignore_errors=True)
@@ -305,14 +303,15 @@ class JsonlSaver(
             ``None`` if there is no such checkpoint.
 
         Raises:
-            ConfigError: The config names no ``thread_id``.
+            ConfigError: The config names no ``thread_id``; or a graph run reads through
+                a ``read_only`` saver (refused before any node runs).
             CorruptLogError: A record the read needs is damaged (a ``read_only`` saver
                 serves the log's valid prefix instead); the message names the file, the
                 offset and the ``langgraph-jsonl repair`` command.
         """
         if self._live is not None:
-            configurable = (config or {}).get("configurable") or {}
-            self._live.enter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
+            self._live.enter((config or {}).get("configurable") or {}, thread_id_of(config, "get_tuple"),
+                             calling_loop())
         elif self.store.read_only:
             refuse_run(config)
         return self._read_tuple(config)
