@@ -31,10 +31,8 @@ from .summary import summarize
 
 logger = logging.getLogger(__name__)
 
-#: The warning a read-only view logs (once) as it serves the records before a log's
-#: damage; a command that states each damaged thread itself holds it back.
-SERVING_DAMAGED = ("thread %r: log %s %s; serving the %d records it holds before that (read-only). "
-                   "%s")
+#: What a read-only view logs once as it serves the records before a log's damage.
+SERVING_DAMAGED = "thread %r: log %s %s; serving the %d records it holds before that (read-only). %s"
 
 _HEADER_PROBE = 64 * 1024
 #: read_records: records at most this far apart share one read, of at most _READ_SPAN.
