@@ -194,6 +194,8 @@ def test_show_of_an_older_checkpoint_and_its_text(cli_store: BuiltStore, capsys)
     assert main(["show", str(cli_store.path), "uncertain"]) == 0
     text = capsys.readouterr().out
     assert "status: waiting (uncertain_tool_calls)" in text and "waiting for an answer:" in text
+    # how to answer, with the held call's id (a newcomer found the question, not the answer)
+    assert 'answer: graph.invoke(Command(resume={"c2": "retry" | "skip" | {"result": ...}}), config)' in text
     assert main(["show", str(cli_store.path), "agent", "1f000000-0000-6000-8000-000000000000"]) == 2
     assert "has no checkpoint 1f000000" in capsys.readouterr().err
 

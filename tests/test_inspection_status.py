@@ -50,6 +50,38 @@ def _review_done(g) -> None:
     g.invoke(Command(resume="yes"), cfg("t"))
 
 
+def _validating_graph():
+    """One node that asks for a number and, given anything else, asks again in the same
+    task (LangGraph's validate-the-answer loop; the replay adapter re-asks so too)."""
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import interrupt
+    from typing_extensions import TypedDict
+
+    class Age(TypedDict, total=False):
+        age: int
+
+    def ask(state: Age) -> dict:
+        answer = interrupt("your age?")
+        while not str(answer).isdigit():
+            answer = interrupt(f"{answer!r} is not a number: your age?")
+        return {"age": int(answer)}
+
+    g = StateGraph(Age)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    return g
+
+
+def _asked_again_in_the_same_task(g) -> None:
+    g.invoke({}, cfg("t"))
+    g.invoke(Command(resume="forty"), cfg("t"))
+
+
+def _asked_again_twice(g) -> None:
+    _asked_again_in_the_same_task(g)
+    g.invoke(Command(resume="forty-one"), cfg("t"))
+
+
 def _parallel_one_answered(g) -> None:
     g.invoke({}, cfg("t"))
     ask_b = next(i for i in g.get_state(cfg("t")).interrupts if isinstance(i.value, dict))
@@ -86,6 +118,8 @@ CASES: dict[str, tuple[Callable, Callable]] = {
     "review answered, asks again": (flow_graphs.build_review_graph, _review_answered_no),
     "review done": (flow_graphs.build_review_graph, _review_done),
     "parallel interrupts, one answered": (flow_graphs.build_parallel_interrupt_graph, _parallel_one_answered),
+    "answer refused, asked again in the same task": (_validating_graph, _asked_again_in_the_same_task),
+    "answer refused twice": (_validating_graph, _asked_again_twice),
     "Send fan-out and join": (flow_graphs.build_fanout_graph, _fan),
     "interrupt in a nested subgraph": (lambda: flow_graphs.build_nested_subgraph_graph(with_interrupt=True),
                                        _nested),

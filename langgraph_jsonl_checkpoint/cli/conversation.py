@@ -24,6 +24,7 @@ from ..inspection.status import WAITING
 from ..inspection.times import shown_time
 from ..inspection.tool_table import tool_calls
 from ..inspection.transcript import Transcript, diff_checkpoints, read_transcript
+from ..replay.plan import INTERRUPT_TYPE
 from .columns import clip
 from .common import (
     EXIT_OK,
@@ -126,6 +127,10 @@ def _show(args: argparse.Namespace) -> int:
         print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
             print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
+            if t.is_latest and q.type == INTERRUPT_TYPE and isinstance(q.value, dict):
+                ids = [c.get("id") for c in q.value.get("calls", ()) if isinstance(c, dict)]
+                shape = ", ".join(f'"{i}": "retry" | "skip" | {{"result": ...}}' for i in ids)
+                print(f"  answer: graph.invoke(Command(resume={{{shape}}}), config)  (docs/tool-calls.md)")
     return exit_status
 
 

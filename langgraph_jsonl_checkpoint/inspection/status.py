@@ -18,7 +18,8 @@ checkpoint, by its naming conventions:
   ``__error_source_node__``, ``__interrupt__``, ``__resume__``), as LangGraph's
   ``read_task_statuses``; the ``__interrupt__`` write of an unfinished task is a
   question waiting for an answer, unless a ``Command(resume=...)`` value is already
-  stored for the step (a ``__resume__`` write of the null task).
+  stored for the step (a ``__resume__`` write of the null task) and the task has not
+  run on it since (no ``__resume__`` write of its own: one that has, asked again).
 
 The trade-off: a graph that builds its own channels outside these conventions (a raw
 ``Pregel`` whose nodes never ran yet) can show fewer next tasks than LangGraph would;
@@ -198,15 +199,21 @@ def finished_tasks(writes: Iterable[PendingWrite]) -> set[str]:
 
 def waiting_interrupts(writes: Sequence[PendingWrite]) -> list[PendingWrite]:
     """The ``__interrupt__`` writes still waiting for an answer: those of unfinished
-    tasks, none if a ``Command(resume=...)`` value is already stored for the step.
+    tasks (LangGraph's rule), but for a question a ``Command(resume=...)`` value stored
+    for the step answers and its task has not run since. A task that ran on an answer
+    (its own ``__resume__`` write) and is unfinished asked again: a question refused
+    and asked anew in the same task, or its next one.
 
     Args:
         writes: A checkpoint's pending writes.
     """
-    if any(w.task_id == NULL_TASK_ID and w.channel == RESUME for w in writes):
-        return []
+    answered = any(w.task_id == NULL_TASK_ID and w.channel == RESUME for w in writes)
     done = finished_tasks(writes)
-    return [w for w in writes if w.channel == INTERRUPT and w.task_id not in done]
+    resumed = {w.task_id for w in writes if w.channel == RESUME and w.task_id != NULL_TASK_ID}
+    return [
+        w for w in writes
+        if w.channel == INTERRUPT and w.task_id not in done and (not answered or w.task_id in resumed)
+    ]
 
 
 def task_errors(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
