@@ -558,3 +558,43 @@ async def test_a_slow_lock_attempt_never_holds_up_the_event_loop(
     assert out == {"visits": ["visit 0"]}
     assert other_ended_first, "the event loop waited for another run's lock attempt"
     saver.close()
+
+
+@pytest.mark.parametrize("at", ["ftruncate", "write"])
+def test_ctrl_c_while_the_lock_is_taken_leaves_the_thread_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str
+) -> None:
+    """A KeyboardInterrupt (Ctrl-C) delivered as the live-run lock was being taken (as
+    its holder record was written, after the flock) left the lock held by this process
+    for good: every later run, restore or sweep of the thread in it was refused until
+    the process exited (a notebook, a server). The lock is let go with the interrupt."""
+    import langgraph_jsonl_checkpoint.disk.files as files_module
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+    from langgraph_jsonl_checkpoint.disk.store import Store
+
+    store = Store(tmp_path / "s")
+    real = files_module.os
+
+    class CtrlC:
+        def __getattr__(self, name: str):
+            attr = getattr(real, name)
+            if name != at:
+                return attr
+
+            def interrupted(*args, **kwargs):
+                attr(*args, **kwargs)
+                raise KeyboardInterrupt  # the signal handler runs as the call returns
+
+            return interrupted
+
+    lock = store.run_lock("t")
+    monkeypatch.setattr(files_module, "os", CtrlC())
+    with pytest.raises(KeyboardInterrupt):
+        lock.try_acquire("run-1")
+    monkeypatch.setattr(files_module, "os", real)
+    other = RunLock(store.log_paths("t"), "t")
+    assert other.try_acquire("run-2"), "the interrupted attempt still holds the lock"
+    other.release()
+    assert lock.try_acquire("run-1") and lock.holder()["run"] == "run-1"
+    lock.release()
+    store.close()

@@ -77,19 +77,23 @@ class RunLock:
             files.write_all(fd, orjson.dumps(holder) + b"\n")  # a fresh descriptor: at offset 0
         except OSError:
             pass  # only what an error message shows; the lock is what counts
+        except BaseException:  # Ctrl-C meanwhile: the caller never got the lock to let go
+            self.release()
+            raise
         return True
 
     def release(self) -> None:
         """Let the lock go (the file stays, for the next run); leave the waiters too."""
         self.stop_waiting()
-        fd, self._fd = self._fd, None
+        fd = self._fd
         if fd is None:
             return
         try:
             files.os.ftruncate(fd, 0)
         except OSError:
             pass
-        finally:
+        finally:  # (a Ctrl-C before this point leaves _fd set: a later release lets it go)
+            self._fd = None
             files.os.close(fd)  # closing the descriptor releases the flock
 
     def seems_held(self) -> bool:
