@@ -433,6 +433,7 @@ sys.exit(main(sys.argv[1:]))
         ("maintenance", "repair", ["repair", "--thread", "t", "--dry-run"]),
         ("search", "search_messages", ["search", "word"]),
         ("threads", "listed_summaries", ["threads"]),
+        ("maintenance", "_compacted", ["compact"]),
     ],
 )
 def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(
@@ -462,3 +463,27 @@ def test_ctrl_c_ends_a_command_with_one_line_and_exit_130(
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     (line,) = err.strip().splitlines()
     assert line.startswith(f"interrupted: langgraph-jsonl {command} stopped before it finished"), line
+    # what it left behind: a command that reads (or a dry run) changed nothing
+    if command == "compact":
+        assert "the store is consistent" in line and "Run it again to finish" in line, line
+    else:
+        assert "it changes nothing in the store" in line and "consistent" not in line, line
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_too() -> None:
+    """The first tenth of a second of ``langgraph-jsonl`` is loading its modules: a Ctrl-C
+    then printed a traceback and died by SIGINT. The entry point catches it too."""
+    script = (
+        "import builtins, sys\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'cli' or name.endswith('.cli'):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "from langgraph_jsonl_checkpoint.__main__ import main\n"
+        "sys.exit(main())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr.strip() == "interrupted: langgraph-jsonl stopped before it started; nothing was changed."

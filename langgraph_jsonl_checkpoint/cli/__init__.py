@@ -13,6 +13,7 @@ characters (a newline, say) are printed as JSON strings, so one id stays one row
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -27,8 +28,9 @@ __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    args = build_parser(define=False).parse_args(argv)  # only the command run is imported
+    args = None
     try:
+        args = build_parser(define=False).parse_args(argv)  # only the command run is imported
         if hasattr(args, "operands"):
             settle_operands(args)
         return int(args.run(args))
@@ -36,14 +38,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        # Every change a command makes to a store is all-or-nothing per thread (a
-        # temp file renamed into place, a durable append), so stopping between two
-        # of them leaves the store consistent; the command run again goes on.
-        print(f"interrupted: langgraph-jsonl {args.command} stopped before it finished; "
-              "the store is consistent (each thread's change is all or nothing). Run it "
-              "again to finish.", file=sys.stderr)
+        print(_interrupted(args), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as other commands do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+
+
+def _interrupted(args: argparse.Namespace | None) -> str:
+    """The one line Ctrl-C ends a command with: what it left behind, what to do."""
+    name = getattr(args, "command", None)
+    if name is None:
+        return "interrupted: langgraph-jsonl stopped before it started; nothing was changed."
+    command = next((c for c in COMMANDS if c.name == name), None)
+    if command is None or not command.changes_store or getattr(args, "dry_run", False):
+        return (f"interrupted: langgraph-jsonl {name} stopped before it finished; it changes "
+                "nothing in the store. Run it again for the whole answer.")
+    # Every change a command makes to a store is all-or-nothing per thread (a temp file
+    # renamed into place, a durable append), so stopping between two of them leaves the
+    # store consistent; the command run again goes on.
+    return (f"interrupted: langgraph-jsonl {name} stopped before it finished; the store is "
+            "consistent (each thread's change is all or nothing). Run it again to finish.")

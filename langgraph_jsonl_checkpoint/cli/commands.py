@@ -39,6 +39,11 @@ class Command:
     summary: str
 
     @property
+    def changes_store(self) -> bool:
+        """Whether it may change the store it is given (with ``--dry-run`` none does)."""
+        return self.group != SEE and self.name not in ("verify", "archived")
+
+    @property
     def define(self) -> str:
         """The function of :attr:`module` that gives the command its help and arguments."""
         return f"define_{self.name}"
