@@ -419,7 +419,8 @@ import sys, time
 import langgraph_jsonl_checkpoint.cli.{module} as command_module
 def slow(*args, **kwargs):
     print("ready", file=sys.stderr, flush=True)
-    time.sleep(60)
+    for _ in range(600):  # short sleeps: a SIGINT that lands before one began acts at the next
+        time.sleep(0.1)
 command_module.{function} = slow
 from langgraph_jsonl_checkpoint.cli import main
 sys.exit(main(sys.argv[1:]))
