@@ -322,6 +322,12 @@ class MemoryBuilder:
             self._message(m, seq)
         if new:
             self.last_message = new[-1].get("id")
+        if "val" in entry:
+            # A value stored in full may edit or remove messages already seen (a question
+            # replaced by id, a RemoveMessage): the goal is the latest human message as
+            # it now stands, not as it was first seen.
+            self.goal = next((clip(_text(m.get("content", "")), GOAL_CHARS) for m in reversed(whole)
+                              if m.get("type") == "human"), "")
 
     def _message_list(self, cell: Any) -> list[dict[str, Any]]:
         if isinstance(cell, dict) and "msgs" in cell:

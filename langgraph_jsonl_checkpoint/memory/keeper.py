@@ -49,7 +49,9 @@ REBUILD_ON_APPEND = 1024 * 1024
 #: 3: journaled calls kept by execution (namespace, checkpoint, call id), not by call id
 #: alone, and decisions taken from what a question was about (a version 2 state is keyed
 #: otherwise, and its decisions may name calls nobody was asked about).
-FILE_VERSION = 3
+#: 4: the goal is the latest human message as the thread now holds it (a version 3 file
+#: may keep a question since edited or removed).
+FILE_VERSION = 4
 
 
 class MemoryKeeper:
