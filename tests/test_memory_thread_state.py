@@ -13,6 +13,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.memory import MemoryBuilder, SessionMemory
+from langgraph_jsonl_checkpoint.memory.keeper import messages_resolver
 
 
 def _answering_graph(saver: JsonlSaver) -> Any:
@@ -26,8 +27,9 @@ def _answering_graph(saver: JsonlSaver) -> Any:
 
 
 def _rebuilt(saver: JsonlSaver, thread_id: str) -> SessionMemory:
-    builder = MemoryBuilder(thread_id, saver.codec.decode)
-    for rec in saver.store.thread_log(thread_id).iter_records():
+    log = saver.store.thread_log(thread_id)
+    builder = MemoryBuilder(thread_id, saver.codec.decode, resolve=messages_resolver(log, saver.codec))
+    for rec in log.iter_records():
         builder.feed(rec)
     return builder.memory()
 
@@ -61,3 +63,72 @@ def test_goal_is_the_latest_question_as_it_now_stands(tmp_path: Path, how: str) 
         assert kept.to_text().splitlines()[1] == f"Current goal: {expected}"
     with JsonlSaver(tmp_path) as fresh:
         assert fresh.session_memory("t").goal == expected
+
+
+def _tool_graph(saver: JsonlSaver) -> Any:
+    """Each question: one tool call (its id unique in the thread), then an answer."""
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if last.type == "human":
+            n = len(state["messages"])
+            return {"messages": [AIMessage("", tool_calls=[{"name": "lookup", "args": {"q": last.content},
+                                                            "id": f"c{n}-{last.content[-2:]}"}])]}
+        return {"messages": [AIMessage(f"done: {last.content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver)
+
+
+def _expected(graph: Any, config: Any) -> tuple[int, int, str]:
+    """Turns, tool calls and goal of the thread as get_state serves it."""
+    messages = graph.get_state(config).values["messages"]
+    humans = [m.content for m in messages if m.type == "human"]
+    calls = sum(len(getattr(m, "tool_calls", None) or []) for m in messages if m.type == "ai")
+    return len(humans), calls, humans[-1]
+
+
+@pytest.mark.parametrize("fork", ["new question", "run again"])
+@pytest.mark.parametrize("tools", [False, True])
+def test_counts_and_goal_follow_the_current_branch_whatever_the_layout(
+    tmp_path: Path, fork: str, tools: bool
+) -> None:
+    config: Any = {"configurable": {"thread_id": "c0"}}
+    with JsonlSaver(tmp_path, snapshot_every=8) as saver:
+        graph = _tool_graph(saver) if tools else _answering_graph(saver)
+        saver.session_memory("c0")  # kept from the first append on
+        for i in range(14):
+            graph.invoke({"messages": [HumanMessage(f"turn {i:02d}")]}, config)
+        history = list(graph.get_state_history(config))
+        if fork == "new question":  # time travel: go on from an earlier checkpoint
+            graph.invoke({"messages": [HumanMessage("from the past")]}, history[len(history) // 2].config)
+        else:  # run an earlier step again: no new question on the current branch
+            earlier = next(h for h in history[len(history) // 2:] if h.next == ("agent",)
+                           and h.values["messages"][-1].type == "human")
+            graph.invoke(None, earlier.config)
+        turns, calls, goal = _expected(graph, config)
+        kept = saver.session_memory("c0")
+        assert (kept.turns, kept.tool_calls, kept.goal) == (turns, calls, goal)
+        assert _rebuilt(saver, "c0").to_text() == kept.to_text()
+        text = kept.to_text()
+        states = [s.values for s in graph.get_state_history(config)]
+        saver.compact("c0")
+        assert [s.values for s in graph.get_state_history(config)] == states
+        assert saver.session_memory("c0").to_text() == text
+    with JsonlSaver(tmp_path) as fresh:
+        assert fresh.session_memory("c0").to_text() == text
+        fresh.prune(["c0"])
+        pruned = fresh.session_memory("c0")
+        assert (pruned.turns, pruned.tool_calls, pruned.goal) == (turns, calls, goal)

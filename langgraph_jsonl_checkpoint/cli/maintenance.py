@@ -37,7 +37,7 @@ def _verify(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         threads = [known_thread(saver, args.thread)] if args.thread else None
         count = 1 if args.thread else len(saver.store.log_names())
-        memory_check = partial(memory_file_problems, decode=saver.codec.decode)
+        memory_check = partial(memory_file_problems, codec=saver.codec)
         head_check = partial(head_file_problems, codec=saver.codec)
         report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"),
                         derived=[memory_check, head_check])

@@ -22,6 +22,11 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .messages import as_dict as _as_dict
+from .messages import call_text as _call_text
+from .messages import conversation
+from .messages import text as _text
+from .messages import tool_message as _tool_message
 from .model import GOAL_CHARS, ITEM_CHARS, MemoryItem, SessionMemory, clip
 
 #: Items kept per section in the builder's state (the budget trims the text further).
@@ -48,60 +53,6 @@ def _key_parts(key: str) -> tuple[str, str, str]:
     return ns, cp, call
 
 
-def _text(content: Any) -> str:
-    """A message's content as text (content blocks joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            b if isinstance(b, str) else str(b.get("text", ""))
-            for b in content
-            if isinstance(b, (str, dict))
-        ]
-        return " ".join(p for p in parts if p)
-    return str(content)
-
-
-def _args_text(args: Any) -> str:
-    """Key arguments, short: ``to=bob@example.com, subject=Hi``."""
-    if isinstance(args, dict):
-        return ", ".join(f"{k}={v if isinstance(v, (str, int, float, bool)) else json.dumps(v, default=str)}"
-                         for k, v in args.items())
-    return "" if args is None else str(args)
-
-
-def _call_text(name: str, args: Any) -> str:
-    return clip(f"{name or '?'}({_args_text(args)})", ITEM_CHARS // 2)
-
-
-def _as_dict(message: Any) -> dict[str, Any] | None:
-    """A stored message dump, or a LangChain message object, as a dict."""
-    if isinstance(message, dict):
-        return message
-    if hasattr(message, "type") and hasattr(message, "content"):
-        return {
-            "type": message.type,
-            "content": message.content,
-            "id": getattr(message, "id", None),
-            "tool_calls": getattr(message, "tool_calls", None) or [],
-            "name": getattr(message, "name", None),
-            "tool_call_id": getattr(message, "tool_call_id", None),
-            "status": getattr(message, "status", "success"),
-        }
-    return None
-
-
-def _tool_message(result: Any) -> dict[str, Any] | None:
-    """The ToolMessage a journaled tool result gives the model (a ``Command``'s first
-    one), as a dict; ``None`` if there is none."""
-    update = getattr(result, "update", None)
-    if isinstance(update, dict):
-        candidates = update.get("messages") or []
-        result = next((m for m in candidates if getattr(m, "type", None) == "tool"), None)
-    message = _as_dict(result)
-    return message if message is not None and message.get("type") == "tool" else None
-
-
 def _newer(version: Any, seen: Any) -> bool:
     if seen is None:
         return True
@@ -118,6 +69,10 @@ class MemoryBuilder:
         decode: Turns a value cell of the log into a value (the saver's codec);
             cells it cannot decode are skipped.
         state: A state from :meth:`state` to continue from (a fresh builder otherwise).
+        resolve: The root graph's messages value of a channel version, read whole from
+            the log (:func:`~.keeper.messages_resolver`); asked only when a record does
+            not extend the head's list (a fork, an edit, a rewritten log). Without it
+            such a record's tail is counted as new.
     """
 
     def __init__(
@@ -125,9 +80,12 @@ class MemoryBuilder:
         thread_id: str,
         decode: Callable[[dict[str, Any]], Any],
         state: dict[str, Any] | None = None,
+        *,
+        resolve: Callable[[Any], Any] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.decode = decode
+        self.resolve = resolve
         s = state or {}
         self.seq: int = s.get("seq", 0)
         self.goal: str = s.get("goal", "")
@@ -156,6 +114,9 @@ class MemoryBuilder:
         self.triggers: dict[str, list[Any]] = dict(s.get("triggers", {}))
         self.last_message: str | None = s.get("last_message")
         self.message_count: int = s.get("message_count", 0)
+        #: version of the head's messages value (``last_message``, ``message_count``: its
+        #: last message's id and its length)
+        self.msg_ver: Any = s.get("msg_ver")
         #: seq of the latest human message, and of the latest sign that its turn was
         #: disturbed (a question about uncertain calls, an answer, a call started again,
         #: an error that stopped the run)
@@ -173,7 +134,7 @@ class MemoryBuilder:
             "dropped": self.dropped, "requested": self.requested, "journal": self.journal,
             "latest": self.latest, "told": self.told, "interrupts": self.interrupts, "head": self.head,
             "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
-            "message_count": self.message_count, "turn_seq": self.turn_seq,
+            "message_count": self.message_count, "msg_ver": self.msg_ver, "turn_seq": self.turn_seq,
             "disturbed_seq": self.disturbed_seq, "unreadable": self.unreadable,
         }
 
@@ -299,35 +260,85 @@ class MemoryBuilder:
             self._messages(entry, seq)
 
     def _messages(self, entry: dict[str, Any], seq: int) -> None:
-        if "tail" in entry:
+        """The head checkpoint's messages: what is new since the previous head is fed
+        (tool calls asked and answered), and the counts and goal are those of this list,
+        the conversation ``get_state`` serves, whatever the log's layout (a delta on
+        another base after a fork or a rewrite, a value stored in full)."""
+        version = entry.get("ver")
+        if "tail" in entry and entry.get("base") == self.msg_ver and entry.get("keep") == self.message_count:
+            # The common case: the head's list extended. Work in proportion to the tail.
             new = self._message_list(entry["tail"])
-            self.message_count = int(entry.get("keep", self.message_count)) + len(new)
-        elif "val" in entry:
-            whole = self._message_list(entry["val"])
-            ids = [m.get("id") for m in whole]
-            if self.last_message is not None and self.last_message in ids:
-                new = whole[ids.index(self.last_message) + 1:]
-            else:
-                new = whole[self.message_count:]
-            # An edit may answer an open call before messages already seen (the replay
-            # adapter answers a call left behind by new input in front of that input).
-            seen = whole[: len(whole) - len(new)]
-            for m in seen:
-                if m.get("type") == "tool" and str(m.get("tool_call_id")) in self.requested:
+            for m in new:
+                self._message(m, seq)
+            self.message_count += len(new)
+            if new:
+                self.last_message = new[-1].get("id")
+            self.msg_ver = version
+            return
+        if "val" in entry:
+            whole: list[dict[str, Any]] | None = self._message_list(entry["val"])
+        elif "tail" in entry:
+            whole = self._resolved(version)
+            if whole is None:  # cannot be read whole: its tail, counted as new
+                new = self._message_list(entry["tail"])
+                for m in new:
                     self._message(m, seq)
-            self.message_count = len(whole)
+                self.message_count = int(entry.get("keep", self.message_count)) + len(new)
+                self.last_message = new[-1].get("id") if new else self.last_message
+                self.msg_ver = version
+                return
         else:
             return
+        assert whole is not None
+        new = self._new_messages(whole)
+        # An edit may answer an open call before messages already seen (the replay
+        # adapter answers a call left behind by new input in front of that input).
+        fresh = {id(m) for m in new}
+        for m in whole:
+            if id(m) in fresh or m.get("type") != "tool":
+                continue
+            if str(m.get("tool_call_id")) in self.requested:
+                self._message(m, seq)
         for m in new:
             self._message(m, seq)
-        if new:
-            self.last_message = new[-1].get("id")
-        if "val" in entry:
-            # A value stored in full may edit or remove messages already seen (a question
-            # replaced by id, a RemoveMessage): the goal is the latest human message as
-            # it now stands, not as it was first seen.
-            self.goal = next((clip(_text(m.get("content", "")), GOAL_CHARS) for m in reversed(whole)
-                              if m.get("type") == "human"), "")
+        self._recount(whole)
+        self.message_count = len(whole)
+        self.last_message = whole[-1].get("id") if whole else None
+        self.msg_ver = version
+
+    def _new_messages(self, whole: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages of ``whole`` the previous head's list did not hold: its tail if
+        it extends that list, else (a fork, an edit) those whose ids that list lacks."""
+        n, last = self.message_count, self.last_message
+        if 0 < n <= len(whole) and last is not None and whole[n - 1].get("id") == last:
+            return whole[n:]
+        before = self._resolved(self.msg_ver) if self.msg_ver is not None else None
+        if before is not None:
+            known = {m.get("id") for m in before}
+            return [m for m in whole if m.get("id") not in known]
+        ids = [m.get("id") for m in whole]
+        if self.last_message is not None and self.last_message in ids:
+            return whole[ids.index(self.last_message) + 1:]
+        return whole[n:]
+
+    def _recount(self, whole: list[dict[str, Any]]) -> None:
+        """Turns, tool calls and goal of the head's list; calls asked on another branch
+        (abandoned by a fork) or edited away are no longer waiting for a result."""
+        self.counts["turns"], self.counts["tool_calls"], self.goal, asked = conversation(whole)
+        for call in [c for c in self.requested if c not in asked]:
+            del self.requested[call]
+
+    def _resolved(self, version: Any) -> list[dict[str, Any]] | None:
+        """The root messages value of ``version``, read whole through ``resolve``."""
+        if self.resolve is None:
+            return None
+        try:
+            raw = self.resolve(version)
+        except Exception:  # noqa: BLE001 - unreadable: the memory does without it
+            return None
+        if not isinstance(raw, list):
+            return None
+        return [d for d in (_as_dict(m) for m in raw) if d is not None]
 
     def _message_list(self, cell: Any) -> list[dict[str, Any]]:
         if isinstance(cell, dict) and "msgs" in cell:

@@ -32,7 +32,9 @@ import orjson
 from ..disk import files, framing
 from ..disk.log import ThreadLog, Written
 from ..disk.view import LogView
-from .builder import MemoryBuilder
+from ..values.codec import ValueCodec
+from ..values.reader import ValueReader
+from .builder import MESSAGES, MemoryBuilder
 from .model import SessionMemory
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,21 @@ REBUILD_ON_APPEND = 1024 * 1024
 #: otherwise, and its decisions may name calls nobody was asked about).
 #: 4: the goal is the latest human message as the thread now holds it (a version 3 file
 #: may keep a question since edited or removed).
-FILE_VERSION = 4
+#: 5: turns, tool calls and goal are those of the head checkpoint's messages (a fork's
+#: abandoned branch, and a delta a rewrite based elsewhere, no longer add to them); the
+#: head's messages version is kept (``msg_ver``).
+FILE_VERSION = 5
+
+
+def messages_resolver(log: LogView, codec: ValueCodec) -> Callable[[Any], Any]:
+    """The root graph's messages value of a version, read whole from ``log`` (for
+    :class:`~.builder.MemoryBuilder`'s ``resolve``; the log's value cache is left as
+    the writer keeps it)."""
+
+    def resolve(version: Any) -> Any:
+        return ValueReader(log, codec, kept=False).value(log.index, "", MESSAGES, version)
+
+    return resolve
 
 
 class MemoryKeeper:
@@ -61,10 +77,17 @@ class MemoryKeeper:
         log: The thread's log.
         decode: Turns a value cell into a value (the saver's codec).
         persist: Write the ``.mem`` file (off for read-only stores).
+        codec: The saver's codec, to read a messages value whole when a record does not
+            extend the head's (a fork, an edit, a rewritten log).
     """
 
     def __init__(
-        self, log: LogView, decode: Callable[[dict[str, Any]], Any], *, persist: bool = True
+        self,
+        log: LogView,
+        decode: Callable[[dict[str, Any]], Any],
+        *,
+        persist: bool = True,
+        codec: ValueCodec | None = None,
     ) -> None:
         # Held weakly: the log holds its keeper (an observer), and a cycle between them
         # would leave every log the store lets go to the cyclic collector (with its
@@ -72,6 +95,7 @@ class MemoryKeeper:
         self._log = weakref.ref(log)
         self.decode = decode
         self.persist = persist
+        self.codec = codec
         self.lock = threading.RLock()
         self.builder: MemoryBuilder | None = None
         self.identity: tuple[Any, ...] | None = None
@@ -91,12 +115,12 @@ class MemoryKeeper:
         return log
 
     @staticmethod
-    def attach(log: ThreadLog, decode: Callable[[dict[str, Any]], Any]) -> MemoryKeeper:
+    def attach(log: ThreadLog, codec: ValueCodec) -> MemoryKeeper:
         """The keeper observing ``log`` (made and attached on first use)."""
         for observer in log.observers:
             if isinstance(observer, MemoryKeeper):
                 return observer
-        keeper = MemoryKeeper(log, decode, persist=not log.read_only)
+        keeper = MemoryKeeper(log, codec.decode, persist=not log.read_only, codec=codec)
         log.observers.append(keeper)
         return keeper
 
@@ -176,8 +200,21 @@ class MemoryKeeper:
                     pass  # only derived data
             return builder
 
+    def _resolver(self) -> Callable[[Any], Any] | None:
+        """The builder's ``resolve``, holding the log weakly (as this keeper does: the log
+        holds the keeper, which holds the builder)."""
+        codec, held = self.codec, self._log
+        if codec is None:
+            return None
+
+        def resolve(version: Any) -> Any:
+            log = held()
+            return None if log is None else messages_resolver(log, codec)(version)
+
+        return resolve
+
     def _reset(self, identity: tuple[Any, ...]) -> None:
-        self.builder = MemoryBuilder(self.log.thread_id, self.decode)
+        self.builder = MemoryBuilder(self.log.thread_id, self.decode, resolve=self._resolver())
         self.identity = identity
         self.end = 0
         self.saved_seq = -1
@@ -239,7 +276,7 @@ class MemoryKeeper:
         ):
             return  # stale or damaged: rebuilt from the log
         try:
-            builder = MemoryBuilder(self.log.thread_id, self.decode, rec["state"])
+            builder = MemoryBuilder(self.log.thread_id, self.decode, rec["state"], resolve=self._resolver())
         except (KeyError, TypeError, ValueError, AttributeError):
             return
         self.builder, self.identity, self.end = builder, identity, rec["end"]
@@ -257,7 +294,7 @@ class MemoryKeeper:
         self.saved_seq = builder.seq
 
 
-def memory_file_problems(log: LogView, decode: Callable[[dict[str, Any]], Any]) -> list[tuple[str, str]]:
+def memory_file_problems(log: LogView, codec: ValueCodec) -> list[tuple[str, str]]:
     """``(path, problem)`` if the thread's ``.mem`` file would be trusted (it names this
     log generation and a record boundary) yet disagrees with the memory rebuilt from the
     log up to the offset it covers; a missing, damaged or stale file is no problem (it
@@ -267,7 +304,7 @@ def memory_file_problems(log: LogView, decode: Callable[[dict[str, Any]], Any]) 
         log.refresh()
         if not log.exists():
             return []
-        keeper = MemoryKeeper(log, decode, persist=False)
+        keeper = MemoryKeeper(log, codec.decode, persist=False, codec=codec)
         ident = log.identity()
         identity = (ident.gen, ident.ino, ident.header_crc)
         keeper._load(identity, log.index.committed_end)
@@ -277,7 +314,7 @@ def memory_file_problems(log: LogView, decode: Callable[[dict[str, Any]], Any]) 
         ends = {r.offset + r.length: r.record.get("seq") for r in scan.records}
         if ends.get(keeper.end) != keeper.builder.seq:
             return []  # not at a record boundary with that seq: a reader rebuilds it
-        fresh = MemoryBuilder(log.thread_id, decode)
+        fresh = MemoryBuilder(log.thread_id, codec.decode, resolve=messages_resolver(log, codec))
         for found in scan.records:
             if found.offset >= keeper.end:
                 break

@@ -23,7 +23,7 @@ def keep_session_memory(store: Store, codec: ValueCodec) -> None:
     """Attach a memory keeper to every log ``store`` opens from now on."""
 
     def attach(log: ThreadLog) -> None:
-        MemoryKeeper.attach(log, codec.decode)
+        MemoryKeeper.attach(log, codec)
 
     store.on_open.append(attach)
 
@@ -53,7 +53,7 @@ class SessionMemoryMethods:
         """
         thread_id = str(thread_id)
         log = self.store.thread_log(thread_id)
-        keeper = MemoryKeeper.attach(log, self.codec.decode)
+        keeper = MemoryKeeper.attach(log, self.codec)
         keeper.wanted = True  # asked for: its appends are followed from now on
         if not self.store.has_thread(thread_id):
             return SessionMemory(thread_id)
