@@ -487,4 +487,5 @@ def test_ctrl_c_while_the_command_loads_is_one_line_too() -> None:
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert run.returncode == 130, run.stderr
-    assert run.stderr.strip() == "interrupted: langgraph-jsonl stopped before it started; nothing was changed."
+    said = "interrupted: langgraph-jsonl stopped before it started; nothing was changed."
+    assert run.stderr.strip() == said
