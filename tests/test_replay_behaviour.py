@@ -28,7 +28,6 @@ from langgraph.types import Command
 from langgraph_jsonl_checkpoint import (
     ConfigError,
     JsonlSaver,
-    RecordedToolError,
     ReplayAdapter,
     ToolCallRecord,
 )
@@ -166,6 +165,23 @@ def env(backend: str, mode: str, tmp_path: Path):
     e = Env(backend, mode, tmp_path)
     yield e
     e.close()
+
+
+def wait_for(env: Env, predicate: Any, then: Any = None) -> Any:
+    """A tool hook's action: wait (bounded) for ``predicate``, then call ``then``; a
+    coroutine for async tools, so the event loop keeps running the others."""
+    if env.mode == "async":
+
+        async def awaiting() -> None:
+            await await_until(predicate)
+            if then is not None:
+                then()
+
+        return awaiting()
+    wait_until(predicate)
+    if then is not None:
+        then()
+    return None
 
 
 def single_interrupt(graph: Any) -> dict:
@@ -567,7 +583,11 @@ async def test_interrupt_in_parallel_call_does_not_rerun_finished_siblings(env: 
 FAILING = [[[call("lookup_order", "c1", order_id="42"), call("explode", "c2", reason="disk full")]]]
 
 
-async def test_failed_call_replays_its_error_and_is_not_called_again(env: Env) -> None:
+async def test_failed_side_effecting_call_is_asked_about_and_not_called_again(env: Env) -> None:
+    """``explode`` took effect, then raised: the run ends with its error. A resumed run
+    neither runs it again on its own nor wedges on the recorded error: it asks (the
+    question says how the call failed), again on each ``invoke(None)`` until answered;
+    ``"skip"`` gives the model the failure. The finished sibling is not run again."""
     graph = env.graph(FAILING)
     with pytest.raises(ToolBoom, match="boom: disk full"):
         await env.start(graph)
@@ -581,19 +601,59 @@ async def test_failed_call_replays_its_error_and_is_not_called_again(env: Env) -
     env.restart()
     graph = env.graph(FAILING)
     for _ in range(2):
-        with pytest.raises(RecordedToolError, match="ToolBoom: boom: disk full"):
-            await env.run(graph, None)
+        await env.run(graph, None)
+        question = single_interrupt(graph)
+        (asked,) = question["calls"]
+        assert (asked["id"], asked["name"], asked["args"]) == ("c2", "explode", {"reason": "disk full"})
+        assert asked["failed"] == {"error_type": "ToolBoom", "error_message": "boom: disk full"}
+        assert asked["started_at"] == recs["c2"].started_at
     assert env.effects() == {"c1": 1, "c2": 1}
     assert env.by_id()["c2"].state == "failed"
 
-    # handing recorded errors to the model instead: the run finishes, nothing re-runs
-    graph = env.graph(FAILING, handle_tool_errors=(RecordedToolError,))
-    out = await env.run(graph, None)
+    out = await env.run(graph, Command(resume={"c2": "skip"}))
     assert_transcript_complete(out["messages"])
     msg = only(out["messages"], "c2")
-    assert msg.status == "error" and "boom: disk full" in msg.content
+    assert msg.status == "error"
+    assert "ToolBoom: boom: disk full" in msg.content and "not run again" in msg.content
+    assert msg.content != SKIPPED_TEXT
     assert only(out["messages"], "c1").content == "order 42: shipped"
     assert env.effects() == {"c1": 1, "c2": 1}
+    assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "agent"])
+async def test_failed_call_is_asked_about_with_an_uncertain_sibling(env: Env, plug: str) -> None:
+    """``explode`` failed and ``send_email`` died after its effect, in one batch (with
+    ``create_agent`` each is its own task): the resumed run asks about both, the failure
+    never hides the other question. ``"skip"`` gives the model the failure,
+    ``{"result": ...}`` answers the other; the idempotent sibling is not run again."""
+    plan = [[[call("explode", "c1", reason="disk full"), call("send_email", "c2", to="bob"),
+              call("lookup_order", "c3", order_id="42")]]]
+    # explode raises once the others have run; send_email "dies" once explode failed
+    others_ran = all_of(effects_present(env.effects_path, ["c2"]), settled(env.records, ["c3"]))
+    hooks = HookMap({
+        ("before_effect", "c1"): lambda: wait_for(env, others_ran),
+        ("after_effect", "c2"): lambda: wait_for(env, settled(env.records, ["c1"]), then=crash),
+    })
+    with pytest.raises((SimulatedCrash, ToolBoom)):  # whichever the tool node raises first
+        await env.start(env.graph(plan, plug=plug, hooks=hooks))
+    env.restart()
+    states = {r.key.call_id: r.state for r in env.records()}
+    assert states == {"c1": "failed", "c2": "started", "c3": "finished"}
+    graph = env.graph(plan, plug=plug)
+    await env.run(graph, None)
+    interrupts = graph.get_state(config(THREAD)).interrupts
+    asked = {c["id"]: c for i in interrupts for c in i.value["calls"]}
+    assert set(asked) == {"c1", "c2"}
+    assert asked["c1"]["failed"] == {"error_type": "ToolBoom", "error_message": "boom: disk full"}
+    assert "failed" not in asked["c2"]
+    answers = {"c1": "skip", "c2": {"result": "sent (checked)"}}
+    out = await env.run(graph, ReplayAdapter.resume_command(interrupts, answers))
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert_transcript_complete(out["messages"])
+    assert "ToolBoom: boom: disk full" in only(out["messages"], "c1").content
+    assert only(out["messages"], "c2").content == "sent (checked)"
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
 
 
 async def test_error_handled_by_tool_node_is_a_finished_result(env: Env) -> None:

@@ -7,7 +7,6 @@ import pytest
 from langgraph_jsonl_checkpoint.replay.lifecycle import ToolCallKey, ToolCallRecord, fold
 from langgraph_jsonl_checkpoint.replay.plan import (
     HOLD,
-    REPLAY_ERROR,
     REPLAY_RESULT,
     RUN,
     SKIP,
@@ -31,7 +30,13 @@ def _record(*events: str) -> ToolCallRecord:
         ((), False, None, RUN),
         (("requested",), False, None, RUN),
         (("requested", "started", "finished"), False, None, REPLAY_RESULT),
-        (("requested", "started", "failed"), True, None, REPLAY_ERROR),
+        (("requested", "started", "failed"), True, None, RUN),
+        (("requested", "started", "failed"), False, None, HOLD),
+        (("requested", "started", "failed"), False, "retry", RUN),
+        (("requested", "started", "failed"), False, "skip", SKIP),
+        (("requested", "started", "failed"), False, {"result": "x"}, SUPPLY),
+        (("requested", "started", "failed", "started"), False, None, HOLD),
+        (("requested", "started", "failed", "started"), True, None, RUN),
         (("requested", "started"), True, None, RUN),
         (("requested", "started"), False, None, HOLD),
         (("requested", "started"), False, "retry", RUN),
@@ -44,6 +49,20 @@ def _record(*events: str) -> ToolCallRecord:
 def test_plan_call(events, idempotent, answer, want) -> None:
     record = _record(*events) if events else None
     assert plan_call(record, idempotent=idempotent, answer=answer) == want
+
+
+def test_a_failed_call_started_again_is_started_again() -> None:
+    """A failed call run again (a RetryPolicy retry, a person's "retry") is started again:
+    if that run never ends, the call is uncertain, asked about with its new start."""
+    events = [
+        {"ev": "requested", "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t0"},
+        {"ev": "started", "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t1"},
+        {"ev": "failed", "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t2", "error": {}},
+        {"ev": "started", "ns": "tools:1", "cp": "cp", "call": "c1", "at": "t3"},
+    ]
+    record = fold(events, lambda c: c)[KEY]
+    assert (record.state, record.started_at) == ("started", "t3")
+    assert fold(events[:3], lambda c: c)[KEY].state == "failed"
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,9 @@ adapter, a node that LangGraph retries after a transient error must end with the
 messages after the same number of tool executions, sync and async, for idempotent and
 side-effecting tools, on both journals (``JsonlSaver``, and ``InMemorySaver`` with
 ``ReplayAdapter(store=InMemoryStore())``). Where the adapter deliberately differs (a
-finished sibling is not run again by a retry; a failure recorded before the run was
-resumed is retried only when the policy retries ``RecordedToolError``) the tests say so.
+finished sibling is not run again by a retry; a side-effecting call that failed before
+the run was resumed is run again only when a person answers ``"retry"``) the tests say
+so.
 
 Each tool execution is one line in the effects file (the failing ones too), so
 "executions" are counted exactly.
@@ -23,7 +24,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import RetryPolicy
+from langgraph.types import Command, RetryPolicy
 
 from langgraph_jsonl_checkpoint import JsonlSaver, RecordedToolError, ReplayAdapter
 from tests.harness.bounded import within
@@ -110,8 +111,9 @@ class Setup:
             self.saver.close()
 
     def graph(self, plan: list, tools: list[BaseTool], retry_policy: RetryPolicy | None,
-              **kwargs: Any) -> Any:
-        plug = "plain" if self.backend == "plain" else "tool_node"
+              agent: bool = False, **kwargs: Any) -> Any:
+        plug = "agent" if agent else "tool_node"
+        plug = f"plain_{plug}".replace("_tool_node", "") if self.backend == "plain" else plug
         return build_graph(plug, tools=tools, plan=plan, checkpointer=self.saver, adapter=self.adapter,
                            retry_policy=retry_policy, **kwargs)
 
@@ -194,62 +196,85 @@ def test_a_retry_does_not_run_a_finished_sibling_again(sides) -> None:
     assert results[1][1] == {"c1": 1, "c2": 3}
 
 
-def test_retries_exhausted_raise_the_tools_own_error_then_resume_replays_it(sides) -> None:
+@pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "side_effecting"])
+def test_retries_exhausted_raise_the_tools_own_error_then_resume_runs_it_again(
+    sides, idempotent: bool
+) -> None:
     """Every attempt fails: both raise the tool's ConnectionError after ``max_attempts``
-    executions. ``invoke(None)`` then runs a plain ToolNode again with a fresh budget;
-    the adapter raises the recorded failure as ``RecordedToolError`` without running the
-    tool, since this policy retries ConnectionError only (see the next test)."""
+    executions. ``invoke(None)`` then runs a plain ToolNode again with a fresh budget.
+    The adapter does the same for an idempotent tool; a side-effecting one's outcome is
+    in doubt (it may have taken effect before it raised), so a person is asked first,
+    and their ``"retry"`` runs it with the same fresh budget."""
     oracle, adapted = sides
     for side in sides:
         tools = [fetch_rate_tool(side.effects_path, failures=100, asynchronous=side.mode == "async",
-                                 idempotent=False)]
+                                 idempotent=idempotent)]
         graph = side.graph(ONE_CALL, tools, policy(max_attempts=3))
         with pytest.raises(ConnectionError, match="transient 3"):
             side.start(graph)
         assert side.effects() == {"c1": 3}
         side.restart()
         graph = side.graph(ONE_CALL, tools, policy(max_attempts=3))
-        if side is oracle:
+        if side is adapted and not idempotent:
+            out = side.run(graph, None)
+            (question,) = [i.value for i in out["__interrupt__"]]
+            assert question["type"] == "uncertain_tool_calls"
+            (asked,) = question["calls"]
+            assert (asked["id"], asked["name"], asked["args"]) == ("c1", "fetch_rate", {"currency": "EUR"})
+            assert asked["failed"] == {"error_type": "ConnectionError", "error_message": "transient 3"}
+            assert asked["started_at"]
+            assert side.effects() == {"c1": 3}
+            with pytest.raises(ConnectionError, match="transient 6"):
+                side.run(graph, Command(resume={"c1": "retry"}))
+            # that "retry" was about the failure asked about, not the ones it led to
+            out = side.run(graph, None)
+            (question,) = [i.value for i in out["__interrupt__"]]
+            (again,) = question["calls"]
+            assert again["failed"] == {"error_type": "ConnectionError", "error_message": "transient 6"}
+            assert again["started_at"] > asked["started_at"]
+        else:
             with pytest.raises(ConnectionError, match="transient 6"):
                 side.run(graph, None)
-            assert side.effects() == {"c1": 6}
-        else:
-            with pytest.raises(RecordedToolError, match="ConnectionError: transient 3") as caught:
-                side.run(graph, None)
-            assert (caught.value.call_id, caught.value.error_type) == ("c1", "ConnectionError")
-            assert side.effects() == {"c1": 3}
+        assert side.effects() == {"c1": 6}
 
 
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "side_effecting"])
-def test_a_policy_that_retries_recorded_errors_runs_a_failed_call_again_on_resume(
-    tmp_path: Path, backend: str, mode: str, idempotent: bool
-) -> None:
-    """The run died (here: gave up) after the call failed; the resumed run's first
-    attempt raises the recorded failure, the policy retries ``RecordedToolError``, and
-    the next attempt runs the call again."""
-    side = Setup(tmp_path, backend=backend, mode=mode)
-    try:
-        tools = [fetch_rate_tool(side.effects_path, failures=2, asynchronous=mode == "async",
+def test_a_transient_failure_runs_again_on_resume(sides, idempotent: bool) -> None:
+    """The run gave up after the call failed (the policy's attempts ran out); the
+    transient error is gone by the resumed run. An idempotent call runs again, as with a
+    plain ToolNode; a side-effecting one runs again once a person answers ``"retry"``.
+    Either way the run ends as the oracle's does, after the same executions."""
+    results = []
+    for side in sides:
+        tools = [fetch_rate_tool(side.effects_path, failures=2, asynchronous=side.mode == "async",
                                  idempotent=idempotent)]
-        retrying = policy(max_attempts=2, retry_on=(ConnectionError, RecordedToolError))
         with pytest.raises(ConnectionError, match="transient 2"):
-            side.start(side.graph(ONE_CALL, tools, retrying))
+            side.start(side.graph(ONE_CALL, tools, policy(max_attempts=2)))
         side.restart()
-        out = side.run(side.graph(ONE_CALL, tools, retrying), None)
+        graph = side.graph(ONE_CALL, tools, policy(max_attempts=2))
+        out = side.run(graph, None)
+        if side.adapter is not None and not idempotent:
+            (question,) = [i.value for i in out["__interrupt__"]]
+            assert [c["id"] for c in question["calls"]] == ["c1"]
+            assert side.effects() == {"c1": 2}
+            out = side.run(graph, Command(resume={"c1": "retry"}))
         assert_transcript_complete(out["messages"])
-        assert out["messages"][-1].content == "done: c1=rate for EUR"
-        assert side.effects() == {"c1": 3}
-    finally:
-        side.close()
+        results.append((transcript(out), side.effects()))
+    assert results[0] == results[1]
+    assert results[1] == (results[1][0], {"c1": 3})
+    assert results[1][0][-1][1] == "done: c1=rate for EUR"
 
 
 FAILING = [[[call("explode", "c1", reason="disk full")]]]
 
 
-def test_the_default_policy_does_not_run_a_failed_call_again(tmp_path: Path, backend: str, mode: str) -> None:
-    """``RetryPolicy()`` does not retry ValueError (``ToolBoom``), so it must not retry
-    that failure when it comes back as ``RecordedToolError`` after a resume either: the
-    tool took effect before it raised, and it is not run again."""
+def test_a_failed_side_effecting_call_is_asked_about_not_replayed_as_an_error(
+    tmp_path: Path, backend: str, mode: str
+) -> None:
+    """``RetryPolicy()`` does not retry ValueError (``ToolBoom``): the run ends with it.
+    ``explode`` took effect before it raised, so the resumed run does not run it again on
+    its own: it asks, every time until answered (never a RecordedToolError), and
+    ``"skip"`` gives the model the failure, not the crash text."""
     side = Setup(tmp_path, backend=backend, mode=mode)
     try:
         tools = make_tools(side.effects_path, asynchronous=mode == "async")
@@ -257,8 +282,88 @@ def test_the_default_policy_does_not_run_a_failed_call_again(tmp_path: Path, bac
         with pytest.raises(ToolBoom):
             side.start(side.graph(FAILING, tools, retrying))
         side.restart()
-        with pytest.raises(RecordedToolError, match="ToolBoom: boom: disk full"):
-            side.run(side.graph(FAILING, tools, retrying), None)
+        graph = side.graph(FAILING, tools, retrying)
+        for _ in range(2):
+            out = side.run(graph, None)
+            (question,) = [i.value for i in out["__interrupt__"]]
+            (asked,) = question["calls"]
+            assert asked["failed"] == {"error_type": "ToolBoom", "error_message": "boom: disk full"}
+        out = side.run(graph, Command(resume={"c1": "skip"}))
+        assert_transcript_complete(out["messages"])
+        (msg,) = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c1"]
+        assert msg.status == "error"
+        assert "ToolBoom: boom: disk full" in msg.content and "not run again" in msg.content
+        assert "crash" not in msg.content
+        assert side.effects() == {"c1": 1}
+        (rec,) = side.adapter.tool_calls(THREAD)
+        assert (rec.state, rec.resolution) == ("finished", "skip")
+    finally:
+        side.close()
+
+
+def test_recorded_tool_error_is_still_importable() -> None:
+    """A public name: code that catches it keeps importing; nothing raises it now."""
+    import langgraph_jsonl_checkpoint as pkg
+
+    assert pkg.RecordedToolError is RecordedToolError
+    assert issubclass(RecordedToolError, RuntimeError)
+
+
+@pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "side_effecting"])
+def test_create_agent_runs_a_transiently_failed_idempotent_call_again_on_resume(
+    sides, idempotent: bool
+) -> None:
+    """``create_agent``'s tool node takes no RetryPolicy: the first ConnectionError ends
+    the run, and ``invoke(None)`` runs a plain agent's call again, which now succeeds.
+    With the adapter the same happens for an idempotent tool; a side-effecting one is
+    asked about first, and ``"retry"`` runs it once more. Never a wedge."""
+    results = []
+    for side in sides:
+        tools = [fetch_rate_tool(side.effects_path, failures=1, asynchronous=side.mode == "async",
+                                 idempotent=idempotent)]
+        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        with pytest.raises(ConnectionError, match="transient 1"):
+            side.start(graph)
+        side.restart()
+        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        out = side.run(graph, None)
+        if side.adapter is not None and not idempotent:
+            interrupts = graph.get_state(config(THREAD)).interrupts
+            ((asked,),) = [i.value["calls"] for i in interrupts]
+            assert asked["failed"] == {"error_type": "ConnectionError", "error_message": "transient 1"}
+            assert side.effects() == {"c1": 1}
+            out = side.run(graph, ReplayAdapter.resume_command(interrupts, {"c1": "retry"}))
+        assert graph.get_state(config(THREAD)).next == ()
+        assert_transcript_complete(out["messages"])
+        results.append((transcript(out), side.effects()))
+    assert results[0] == results[1]
+    assert results[1][1] == {"c1": 2}
+    assert results[1][0][-1][1] == "done: c1=rate for EUR"
+
+
+def test_create_agent_skip_gives_the_model_the_failure(tmp_path: Path, backend: str, mode: str) -> None:
+    """The side-effecting call failed with a timeout (it may have taken effect); the
+    person answers ``"skip"``: the run finishes, the model is told the call failed with
+    that error and was not run again, and it is not run again."""
+    side = Setup(tmp_path, backend=backend, mode=mode)
+    try:
+        tools = [fetch_rate_tool(side.effects_path, failures=1, asynchronous=mode == "async",
+                                 idempotent=False)]
+        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        with pytest.raises(ConnectionError, match="transient 1"):
+            side.start(graph)
+        side.restart()
+        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        for _ in range(2):  # asked again until answered: the thread is never wedged
+            side.run(graph, None)
+            interrupts = graph.get_state(config(THREAD)).interrupts
+            assert [c["id"] for i in interrupts for c in i.value["calls"]] == ["c1"]
+        out = side.run(graph, ReplayAdapter.resume_command(interrupts, {"c1": "skip"}))
+        assert graph.get_state(config(THREAD)).next == ()
+        assert_transcript_complete(out["messages"])
+        (msg,) = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "c1"]
+        assert msg.status == "error"
+        assert "ConnectionError: transient 1" in msg.content and "not run again" in msg.content
         assert side.effects() == {"c1": 1}
     finally:
         side.close()

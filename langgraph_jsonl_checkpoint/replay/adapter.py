@@ -12,17 +12,20 @@ again for the same checkpoint, each call is planned from its record
 record                 what happens
 =====================  =====================================================
 finished               the recorded result is returned; the tool is not called
-failed                 the recorded error is raised; the tool is not called
-                       (on a ``RetryPolicy`` retry of the node: the tool runs)
+failed, idempotent     the tool runs again
+failed, side effects   held with the started ones (on a ``RetryPolicy`` retry of
+                       the node: the tool runs)
 requested, never run   the tool runs
 started, idempotent    the tool runs again
 started, side effects  held: one ``interrupt()`` asks a person
 =====================  =====================================================
 
 The interrupt's value is ``{"type": "uncertain_tool_calls", "calls": [{"id", "name",
-"args", "started_at"}, ...]}``; resume with ``Command(resume={call_id: "retry" | "skip" |
+"args", "started_at"}, ...]}`` (a failed call's entry adds ``"failed": {"error_type",
+"error_message"}``); resume with ``Command(resume={call_id: "retry" | "skip" |
 {"result": ...}})``. ``"skip"`` answers the model with a ToolMessage saying the outcome
-is unknown, so the transcript never keeps a tool call without a result.
+is unknown (or, for a failed call, that it failed with that error), so the transcript
+never keeps a tool call without a result.
 
 How questions and answers keep their ``interrupt()`` slots across re-executions is in
 :mod:`.asking`. Within one ``ToolNode`` task the whole batch shares one interrupt. ``create_agent`` runs
@@ -67,10 +70,8 @@ from .middleware import replay_middleware
 from .pending import replacing_update, settle
 from .plan import (
     INTERRUPT_TYPE,
-    REPLAY_ERROR,
     REPLAY_RESULT,
     RUN,
-    RecordedToolError,
     answer_message,
     answered_action,
     plan_call,
@@ -133,13 +134,13 @@ class ReplayAdapter:
 
     Each call is recorded ``requested``, ``started`` (durable before the tool body runs),
     then ``finished`` or ``failed``. When LangGraph runs the tool node again for the same
-    checkpoint (a resume after a crash), a finished call returns its recorded result, a
-    failed one raises its recorded error (:class:`RecordedToolError`), and a
-    side-effecting call that started but never finished is held behind one
-    ``interrupt()`` of type ``"uncertain_tool_calls"`` until a person answers
-    ``"retry"``, ``"skip"`` or ``{"result": ...}``. Idempotent tools run again. When
-    LangGraph retries the node under its ``RetryPolicy``, a call that failed runs again
-    (finished ones are still replayed, uncertain ones still held).
+    checkpoint (a resume after a crash), a finished call returns its recorded result, and
+    a side-effecting call that started but never finished, or failed (it may have taken
+    effect before it raised), is held behind one ``interrupt()`` of type
+    ``"uncertain_tool_calls"`` until a person answers ``"retry"``, ``"skip"`` or
+    ``{"result": ...}``. Idempotent tools run again. When LangGraph retries the node
+    under its ``RetryPolicy``, a call that failed runs again (finished ones are still
+    replayed, uncertain ones still held).
 
     In a graph::
 
@@ -367,19 +368,8 @@ class ReplayAdapter:
         if action == REPLAY_RESULT:
             assert record is not None
             return record.result, []
-        if action == REPLAY_ERROR:
-            assert record is not None
-            err = record.error or {}
-            kind, text = str(err.get("type", "Error")), str(err.get("message", ""))
-            return RecordedToolError(
-                f"tool {call.get('name')!r} (call {call.get('id')}) failed before the run was "
-                f"resumed: {kind}: {text}. It is not run again; to run it again, let the tool "
-                "node's RetryPolicy retry RecordedToolError; to give the model the error, "
-                "handle_tool_errors=(RecordedToolError,)",
-                call_id=str(call.get("id")), error_type=kind, error_message=text,
-            ), []
         call_id = call_id_of(call, ctx.thread_id)
-        msg, resolution = answer_message(call_id, call.get("name"), answer)  # SKIP, SUPPLY
+        msg, resolution = answer_message(call_id, call.get("name"), answer, record)  # SKIP, SUPPLY
         event = ctx.event(call_id, FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]
 

@@ -1,9 +1,10 @@
 """Asking a person about a tool-node task's uncertain calls: the questions, their slots,
 the answers (the adapter's ``interrupt()`` side; see :mod:`.adapter`).
 
-A call is uncertain when it started and never finished and is not idempotent (its effect
-may or may not have happened), or when it stands for a call of a lost run (see
-:mod:`.lost`). The task's uncertain calls are asked about in one question, an
+A call is uncertain when it is not idempotent and started and never finished, or failed
+before this run (its effect may or may not have happened; not on a ``RetryPolicy``
+retry of the node, which runs a failed call again), or when it stands for a call of a
+lost run (see :mod:`.lost`). The task's uncertain calls are asked about in one question, an
 ``interrupt()`` whose value is ``{"type": "uncertain_tool_calls", "calls": [...]}``.
 
 LangGraph hands resume values to a task's interrupt() calls by position ("slot"), and
@@ -28,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from langgraph.types import interrupt
 
 from .calls import Batch, CallContext, slots_held
-from .lifecycle import ANSWER, ASK, ASKS_CALL_ID, REQUESTED, STARTED
+from .lifecycle import ANSWER, ASK, ASKS_CALL_ID, FAILED, REQUESTED
 from .lost import closing_event, lost_question
-from .plan import INTERRUPT_TYPE, answer_problems
+from .plan import INTERRUPT_TYPE, answer_problems, failure_of, is_held
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -47,22 +48,24 @@ _PASSED_BY: dict[str, Any] = {"type": INTERRUPT_TYPE, "calls": []}
 def uncertain_calls(
     ctx: CallContext, batch: Batch, request: ToolCallRequest, is_idempotent: IsIdempotent
 ) -> list[dict[str, Any]]:
-    """The batch's calls a person must be asked about: started and not finished
-    side-effecting calls, and calls standing for lost ones (with their questions)."""
+    """The batch's calls a person must be asked about: side-effecting calls started and
+    not finished, or failed (their entries say how), and calls standing for lost ones
+    (with their questions)."""
     tools = {getattr(t, "name", None): t for t in (getattr(request.runtime, "tools", None) or [])}
     out = []
     for call in ctx.batch:
         rec = batch.records.get(ctx.key(call["id"]))
         idem = is_idempotent(call.get("name"), tools.get(call.get("name")))
-        if rec is not None and rec.open_state == STARTED and not idem:
-            out.append(
-                {
-                    "id": call["id"],
-                    "name": call.get("name"),
-                    "args": call.get("args"),
-                    "started_at": rec.started_at,
-                }
-            )
+        if rec is not None and is_held(rec, idempotent=idem, retrying=ctx.attempt > 1):
+            entry = {
+                "id": call["id"],
+                "name": call.get("name"),
+                "args": call.get("args"),
+                "started_at": rec.started_at,
+            }
+            if rec.open_state == FAILED:
+                entry["failed"] = failure_of(rec)
+            out.append(entry)
         elif call["id"] in batch.linked and (rec is None or rec.state == REQUESTED):
             out.append(lost_question(call["id"], batch.linked[call["id"]]))
     return out + [lost_question(qid, lost) for qid, lost in batch.unmatched.items()]

@@ -154,8 +154,9 @@ class ToolCallRecord:
                 self.args = decode(event["args"])
             self.requested_at = self.requested_at or event.get("at")
         elif ev == STARTED:
-            if self.state in (FINISHED, FAILED):
-                return  # a late duplicate never reopens a settled call
+            if self.state == FINISHED:
+                return  # a late duplicate never reopens a finished call
+            # (a failed call is started again by a retry: until it ends, it is open)
             self.state = STARTED
             self.started_at = event.get("at")
             self.process = event.get("proc")

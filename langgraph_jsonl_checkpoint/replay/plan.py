@@ -4,17 +4,19 @@
 record                 what happens
 =====================  =====================================================
 finished               the recorded result is returned; the tool is not called
-failed                 the recorded error is raised; the tool is not called
-                       (on a ``RetryPolicy`` retry of the node: the tool runs)
+failed, idempotent     the tool runs again
+failed, side effects   held, as a started one (on a ``RetryPolicy`` retry of
+                       the node: the tool runs)
 requested, never run   the tool runs
 started, idempotent    the tool runs again
 started, side effects  held: a person answers ``retry``, ``skip`` or a result
 =====================  =====================================================
 
-A failed call's outcome is known (the tool raised), so LangGraph's retry of the node
-runs it again, as it would without the adapter. The first attempt of a resumed run
-raises the recorded error instead: the node's policy, which the adapter cannot see,
-then decides on :class:`RecordedToolError` whether the next attempt runs the call.
+A failed call's outcome is in doubt when the tool has side effects: it may have taken
+effect before it raised (a timeout after the email went out). LangGraph's retry of the
+node runs it again, as it would without the adapter (the node's policy chose to); a
+resumed run asks a person first, in the same question as the uncertain calls. Nothing
+here ends a resumed run with an error of its own, so no thread is wedged.
 
 A call superseded by new input (see :mod:`.pending`) is planned as it was then: its
 tool node runs again only by time travel to the checkpoint it ran from.
@@ -45,23 +47,29 @@ SKIPPED_TEXT = (
     "This tool call was interrupted by a crash while it was running, and its outcome is "
     "unknown: it may or may not have taken effect. It was not run again."
 )
+#: What the model is told of a failed call a person chose to skip (``{error}``: the
+#: tool's error, ``Type: message``).
+FAILED_SKIPPED_TEXT = (
+    "This tool call failed with {error}. It may have taken effect before it failed. "
+    "It was not run again."
+)
 
 # plan_call outcomes
 RUN = "run"
 REPLAY_RESULT = "replay_result"
-REPLAY_ERROR = "replay_error"
 HOLD = "hold"
 SKIP = "skip"
 SUPPLY = "supply"
 
 
 class RecordedToolError(JsonlCheckpointError, RuntimeError):
-    """A tool call failed before the run was resumed; its recorded error is raised again.
+    """Formerly raised when a resumed run met a tool call that had failed before; no
+    longer raised by anything in the adapter.
 
-    A ``RuntimeError``, so LangGraph's default ``RetryPolicy`` does not retry it (the
-    original error may be one it would not retry). A node whose policy names it
-    (``retry_on=(ConnectionError, RecordedToolError)``, or a callable that looks at
-    ``error_type``) runs the call again in its next attempt.
+    That wedged threads whose tool node could not retry it (``create_agent``'s). A
+    failed call is now run again in a resumed run if its tool is idempotent, and held
+    behind the ``uncertain_tool_calls`` interrupt if it has side effects (the question
+    says how it failed). Kept so code that imports or catches it keeps working.
 
     Attributes:
         call_id: The tool call.
@@ -92,27 +100,45 @@ def plan_call(
             attempt after the first of one execution): a failed call then runs again.
 
     Returns:
-        One of ``RUN``, ``REPLAY_RESULT``, ``REPLAY_ERROR``, ``HOLD`` (ask a person),
-        ``SKIP``, ``SUPPLY``.
+        One of ``RUN``, ``REPLAY_RESULT``, ``HOLD`` (ask a person), ``SKIP``, ``SUPPLY``.
     """
     state = record.open_state if record is not None else REQUESTED
     if state == REQUESTED:
         return RUN
     if state == FINISHED:
         return REPLAY_RESULT
-    if state == FAILED:
-        return RUN if retrying else REPLAY_ERROR
-    # started and never settled
-    return RUN if idempotent else answered_action(answer)
+    if idempotent or (state == FAILED and retrying):
+        return RUN
+    # a side-effecting call started and never settled, or failed before this run
+    return answered_action(answer)
 
 
-def answer_message(call_id: str, name: str | None, answer: Any) -> tuple[Any, str]:
+def is_held(record: ToolCallRecord | None, *, idempotent: bool, retrying: bool) -> bool:
+    """Whether a person must answer for a call before it runs again (pure): what
+    :func:`plan_call` holds when there is no answer."""
+    return record is not None and plan_call(record, idempotent=idempotent, retrying=retrying) == HOLD
+
+
+def failure_of(record: ToolCallRecord) -> dict[str, str]:
+    """A failed call's error as a question shows it."""
+    err = record.error or {}
+    return {"error_type": str(err.get("type", "Error")), "error_message": str(err.get("message", ""))}
+
+
+def answer_message(
+    call_id: str, name: str | None, answer: Any, record: ToolCallRecord | None = None
+) -> tuple[Any, str]:
     """The ToolMessage a person's ``"skip"`` or ``{"result": ...}`` gives the model for
-    a call, and the resolution to journal (``"skip"``, ``"result"``)."""
+    a call (``record``: its lifecycle, which says whether it failed), and the resolution
+    to journal (``"skip"``, ``"result"``)."""
     from langchain_core.messages import ToolMessage
 
     if answer == "skip":
-        return ToolMessage(SKIPPED_TEXT, tool_call_id=call_id, name=name, status="error"), "skip"
+        text = SKIPPED_TEXT
+        if record is not None and record.open_state == FAILED:
+            failed = failure_of(record)
+            text = FAILED_SKIPPED_TEXT.format(error=f"{failed['error_type']}: {failed['error_message']}")
+        return ToolMessage(text, tool_call_id=call_id, name=name, status="error"), "skip"
     result = answer["result"]
     if isinstance(result, ToolMessage):
         return result, "result"
