@@ -392,6 +392,29 @@ async def test_crash_during_retry_asks_again(env: Env) -> None:
 APPROVE = [[[call("approve", "c1", action="refund")]]]
 
 
+async def test_a_supplied_tool_message_for_another_call_is_refused(env: Env) -> None:
+    """``{"result": ToolMessage(..., tool_call_id="oops")}`` for c2 would leave c2 without
+    an answer in the history (chat APIs reject it) and put in an answer to no call: it is
+    refused, re-asked with an error naming the call and the wrong id. A ToolMessage with
+    c2's id is taken as it is."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
+    graph = env.graph(BATCH)
+    await env.run(graph, None)
+    wrong = ToolMessage("sent (checked by hand)", tool_call_id="oops")
+    await env.run(graph, Command(resume={"c2": {"result": wrong}}))
+    value = single_interrupt(graph)
+    assert [c["id"] for c in value["calls"]] == ["c2"]
+    assert "c2" in value["error"] and "'oops'" in value["error"]
+    assert env.by_id()["c2"].state == "started"
+    right = ToolMessage("sent (checked by hand)", tool_call_id="c2", artifact={"checked": True})
+    out = await env.run(graph, Command(resume={"c2": {"result": right}}))
+    assert_transcript_complete(out["messages"])
+    msg = only(out["messages"], "c2")
+    assert (msg.content, msg.artifact) == ("sent (checked by hand)", {"checked": True})
+    assert not [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "oops"]
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+
+
 async def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(env: Env) -> None:
     """The tool's ``interrupt()`` was answered "yes" and the run died inside the tool:
     LangGraph still holds "yes" for the task's slot 0, so the adapter asks at slot 1,

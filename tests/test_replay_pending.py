@@ -19,8 +19,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
-from langgraph_jsonl_checkpoint.replay.lifecycle import REQUESTED, STARTED, ToolCallKey, ToolCallRecord
-from langgraph_jsonl_checkpoint.replay.pending import answered_history, dangling_calls
+from langgraph_jsonl_checkpoint.replay.lifecycle import (
+    FINISHED,
+    REQUESTED,
+    STARTED,
+    ToolCallKey,
+    ToolCallRecord,
+)
+from langgraph_jsonl_checkpoint.replay.pending import Dangling, answered_history, dangling_calls, message_for
 from langgraph_jsonl_checkpoint.replay.plan import HOLD, NOT_RUN_TEXT, RUN, SUPERSEDED_TEXT, plan_call
 from tests.harness.bounded import within
 from tests.harness.busy import transcript_problems
@@ -276,3 +282,17 @@ def test_a_superseded_call_is_planned_as_it_was_when_time_travel_re_runs_it() ->
     done.apply({"ev": "finished", "at": "t", "result": "r"}, decode)
     done.apply({"ev": "superseded", "at": "t2", "result": "msg"}, decode)
     assert (done.state, done.result) == ("finished", "r")
+
+
+def test_a_recorded_tool_message_with_another_calls_id_answers_the_call_it_was_recorded_for() -> None:
+    """A journal written before such answers were refused can hold, for call c1, a
+    supplied ToolMessage whose tool_call_id is another: the dangling c1 is answered with
+    its content under c1's id (not the wrong id, which would leave c1 dangling and be
+    inserted again on every turn)."""
+    recorded = ToolMessage("sent (checked by hand)", tool_call_id="oops", name="send_email")
+    record = ToolCallRecord(ToolCallKey("tools:1", "cp", "c1"), name="send_email", state=FINISHED,
+                            result=recorded, resolution="result")
+    msg = message_for(Dangling(0, {"id": "c1", "name": "send_email", "args": {}}), record)
+    assert (msg.tool_call_id, msg.content, msg.name) == ("c1", "sent (checked by hand)", "send_email")
+    history = [AIMessage("", tool_calls=[{"id": "c1", "name": "send_email", "args": {}}], id="a1")]
+    assert dangling_calls(answered_history(history, {"c1": msg})) == []

@@ -74,6 +74,7 @@ from .plan import (
     RUN,
     answer_message,
     answered_action,
+    for_call,
     plan_call,
 )
 from .steps import Steps, arun, run
@@ -365,10 +366,10 @@ class ReplayAdapter:
     ) -> tuple[Any, list[dict[str, Any]]]:
         """Result (or exception) for actions that do not run the tool, plus events to record."""
         call = request.tool_call
+        call_id = call_id_of(call, ctx.thread_id)
         if action == REPLAY_RESULT:
             assert record is not None
-            return record.result, []
-        call_id = call_id_of(call, ctx.thread_id)
+            return for_call(record.result, call_id), []
         msg, resolution = answer_message(call_id, call.get("name"), answer, record)  # SKIP, SUPPLY
         event = ctx.event(call_id, FINISHED, result=self.journal.encode(msg), resolution=resolution)
         return msg, [event]

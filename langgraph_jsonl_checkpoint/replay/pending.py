@@ -45,7 +45,7 @@ from .lifecycle import (
     ToolCallRecord,
     event_for,
 )
-from .plan import NOT_RUN_TEXT, SUPERSEDED_TEXT
+from .plan import NOT_RUN_TEXT, SUPERSEDED_TEXT, for_call
 from .steps import Steps, call
 
 #: ``add_messages``' id meaning "every message": what lets an update insert in the middle.
@@ -112,10 +112,10 @@ def message_for(dangling: Dangling, record: ToolCallRecord | None) -> ToolMessag
 
 
 def _tool_message_in(result: Any, call_id: str) -> ToolMessage | None:
-    """The ToolMessage for ``call_id`` in a recorded result (a ToolMessage, or a
-    ``Command`` whose update holds it)."""
+    """The ToolMessage for ``call_id`` in a recorded result (a ToolMessage, with
+    ``call_id`` if it was recorded with another, or a ``Command`` whose update holds it)."""
     if isinstance(result, ToolMessage):
-        return result
+        return for_call(result, call_id)  # type: ignore[no-any-return]
     if isinstance(result, Command) and isinstance(result.update, Mapping):
         for m in result.update.get("messages", []) or []:
             if isinstance(m, ToolMessage) and m.tool_call_id == call_id:

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from langchain_core.messages import ToolMessage
+
 from ..errors import JsonlCheckpointError
 from .lifecycle import FAILED, FINISHED, REQUESTED, ToolCallRecord
 
@@ -131,8 +133,6 @@ def answer_message(
     """The ToolMessage a person's ``"skip"`` or ``{"result": ...}`` gives the model for
     a call (``record``: its lifecycle, which says whether it failed), and the resolution
     to journal (``"skip"``, ``"result"``)."""
-    from langchain_core.messages import ToolMessage
-
     if answer == "skip":
         text = SKIPPED_TEXT
         if record is not None and record.open_state == FAILED:
@@ -177,6 +177,28 @@ def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
             f"no valid answer for tool call(s) {', '.join(bad)}: each needs 'retry', "
             "'skip' or {'result': ...}"
         )
+    wrong = [
+        f"{i} (its tool_call_id is {answer[i]['result'].tool_call_id!r})"
+        for i in ids
+        if isinstance(answer[i], dict)
+        and isinstance(answer[i]["result"], ToolMessage)
+        and answer[i]["result"].tool_call_id != i
+    ]
+    if wrong:
+        return (
+            f"the ToolMessage given as the result of tool call(s) {', '.join(wrong)} answers "
+            "another call: give it the call's id as tool_call_id, or give the content "
+            "itself as {'result': ...}"
+        )
     return None
+
+
+def for_call(result: Any, call_id: str) -> Any:
+    """A recorded result as the answer to ``call_id``: a ToolMessage recorded with
+    another call's id (a person's answer before those were refused) gets ``call_id``, so
+    the call is answered and no message answers a call that does not exist."""
+    if isinstance(result, ToolMessage) and result.tool_call_id != call_id:
+        return result.model_copy(update={"tool_call_id": call_id})
+    return result
 
 
