@@ -99,3 +99,40 @@ def test_a_tool_call_without_an_id_is_refused_with_the_thread_and_tool_named() -
                  {"id": "", "name": "send_email"}):
         with pytest.raises(ConfigError, match=r"thread 't1'.*'send_email'.*has no id"):
             call_id_of(call, "t1")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"status": "sent", "to": "Zoë"},
+        ["a", "b"],
+        [{"type": "text", "text": "sent"}],
+        42,
+        None,
+        "sent",
+        {1, 2},  # not JSON: str(), as ToolNode falls back to
+    ],
+    ids=["dict", "list-of-str", "content-blocks", "int", "none", "str", "set"],
+)
+def test_a_supplied_result_becomes_what_a_tool_node_makes_of_it(value) -> None:
+    """Oracle: a plain ToolNode running a tool that returns ``value``. A person's
+    ``{"result": value}`` gives the model the same content (a dict as JSON, not repr)."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from langgraph_jsonl_checkpoint.replay.plan import answer_message
+
+    @tool
+    def send_email(to: str) -> object:
+        """Send an email."""
+        return value
+
+    ai = AIMessage("", tool_calls=[{"name": "send_email", "args": {"to": "x"}, "id": "c1"}])
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode([send_email]))
+    builder.add_edge(START, "tools")
+    want = builder.compile().invoke({"messages": [ai]})["messages"][-1]
+    got, resolution = answer_message("c1", "send_email", {"result": value})
+    assert (got.content, got.tool_call_id, resolution) == (want.content, "c1", "result")

@@ -25,7 +25,7 @@ tool node runs again only by time travel to the checkpoint it ran from.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import ToolMessage
 
@@ -142,7 +142,10 @@ def answer_message(
     result = answer["result"]
     if isinstance(result, ToolMessage):
         return result, "result"
-    content = result if isinstance(result, (str, list)) else str(result)
+    from langgraph.prebuilt.tool_node import msg_content_output
+
+    # ToolNode's own conversion of a tool's output: a dict as JSON, not its repr
+    content = cast("str | list[str | dict[Any, Any]]", msg_content_output(result))
     return ToolMessage(content, tool_call_id=call_id, name=name), "result"
 
 
