@@ -447,6 +447,46 @@ async def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(env: En
     assert env.effects() == {"c1": 2}
 
 
+@pytest.mark.parametrize("mode", ["sync"])
+@pytest.mark.parametrize("by_id", [False, True], ids=["plain-resume", "resume-by-interrupt-id"])
+async def test_a_refused_answer_names_the_thread_and_the_keys_that_are_not_held_calls(
+    env: Env, by_id: bool
+) -> None:
+    """A typo'd call id is named as not held (with the held ones); the error names the
+    thread; a value that is not an answer is shown. A later plain ``invoke(None)`` does
+    not present an old refusal as news: it asks afresh, or (a plain
+    ``Command(resume=...)``, whose value LangGraph hands to the next question again)
+    says the error is about the last answer given."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
+    graph = env.graph(BATCH)
+    await env.run(graph, None)
+
+    def answer(value: Any) -> Command:
+        if not by_id:
+            return Command(resume=value)
+        (pending,) = graph.get_state(config(THREAD)).interrupts
+        return Command(resume={pending.id: value})
+
+    await env.run(graph, answer({"c2x": "skip"}))
+    error = single_interrupt(graph)["error"]
+    assert f"thread {THREAD!r}" in error and "last answer" in error
+    assert "c2x" in error and "not" in error.split("c2x", 1)[1]
+    await env.run(graph, answer({"c2": "retyr"}))
+    error = single_interrupt(graph)["error"]
+    assert "'retyr'" in error and f"thread {THREAD!r}" in error and "c2x" not in error
+    for _ in range(2):
+        await env.run(graph, None)
+        value = single_interrupt(graph)
+        assert [c["id"] for c in value["calls"]] == ["c2"]
+        if by_id:
+            assert "error" not in value, value
+        else:
+            assert "last answer" in value["error"] and "'retyr'" in value["error"]
+    out = await env.run(graph, answer({"c2": "skip"}))
+    assert_transcript_complete(out["messages"])
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+
+
 # (Command(resume=None) is not a resume value for LangGraph itself, so it is not tried.)
 MALFORMED = {"bare-string": "retry", "list": ["retry"], "empty": {}, "other-id": {"c3": "retry"},
              "unknown-word": {"c2": "maybe"}, "no-result-key": {"c2": {"value": "x"}}, "null": {"c2": None}}

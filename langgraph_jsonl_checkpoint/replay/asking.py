@@ -12,7 +12,10 @@ keeps them only once the task finishes or interrupts. Questions and answers are
 journaled with their slots; on re-execution :func:`deliberate` calls interrupt() again
 for each of its slots LangGraph still holds a value for (so a tool's own interrupt()
 later in the task keeps its slot), takes answers from the journal, and asks a new
-question only for an uncertain call whose current run has no answer.
+question only for an uncertain call whose current run has no answer. A question carries
+an ``"error"`` only about the answer to the last question asked: a refused answer to an
+earlier one was reported when that later question was asked, so a plain ``invoke(None)``
+asks afresh.
 
 A new question goes after every slot LangGraph holds a value for. Values past the
 journaled questions belong to a tool's own interrupt() in a run that died inside the
@@ -105,13 +108,16 @@ def deliberate(
     asked = max(questions) + 1 if questions else 0  # the slots up to the last question
     replay = asked if held is None else min(asked, held)
     problem: str | None = None
+    latest = max(questions) if questions else -1  # the slot of the last question asked
     for slot in range(replay):
         number, question = questions.get(slot, (0, _PASSED_BY))
         value = interrupt(question)  # LangGraph holds a value: returns it at once
         if slot not in questions or (slot, number) in answered_slots:
             continue  # passed by (a tool's answer), or answered in the journal
-        problem = answer_problems(value, [c["id"] for c in question["calls"]])
-        if problem is None:
+        refused = answer_problems(value, [c["id"] for c in question["calls"]], ctx.thread_id)
+        # refused before and asked again since: said then, not again now
+        problem = refused if slot == latest else None
+        if refused is None:
             about = [[c["id"], c["started_at"]] for c in question["calls"]]
             yield [_answer_event(ctx, slot, value, about, encode), *_closing(batch, value, about, encode)]
             for call_id, started_at in about:
@@ -137,7 +143,7 @@ def deliberate(
             question["error"] = problem
         yield [ctx.event(ASKS_CALL_ID, ASK, slot=slot, question=encode(question))]
         value = interrupt(question)  # raises until a person answers
-        problem = answer_problems(value, [c["id"] for c in open_calls])
+        problem = answer_problems(value, [c["id"] for c in open_calls], ctx.thread_id)
         if problem is None:
             about = [[c["id"], c["started_at"]] for c in open_calls]
             yield [_answer_event(ctx, slot, value, about, encode), *_closing(batch, value, about, encode)]

@@ -159,13 +159,23 @@ def answered_action(answer: Any) -> str:
     return SKIP if answer == "skip" else SUPPLY
 
 
-def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
-    """Why a resume value does not answer every uncertain call, or ``None`` if it does."""
+def answer_problems(answer: Any, call_ids: Iterable[str], thread_id: str | None = None) -> str | None:
+    """Why a resume value does not answer every uncertain call, or ``None`` if it does.
+
+    The reason names the thread (if given), says it is about the last answer given
+    (LangGraph hands a plain ``Command(resume=...)`` value to the next question again
+    on a later ``invoke(None)``), the calls without a valid answer and what they got,
+    and keys of the answer that are not among ``call_ids`` (a typo'd id).
+    Keys for other calls do not make an answer invalid: ``resume_command`` gives every
+    task the answers for all of them.
+    """
     ids = list(call_ids)
+    where = f"thread {thread_id!r}: " if thread_id is not None else ""
+    where += "the last answer given was not taken: "
     if not isinstance(answer, dict):
         return (
-            "resume with a mapping from tool call id to 'retry', 'skip' or "
-            f"{{'result': ...}}, covering: {', '.join(ids)}"
+            f"{where}{_shown(answer)} is not a mapping; resume with a mapping from "
+            f"tool call id to 'retry', 'skip' or {{'result': ...}}, covering: {', '.join(ids)}"
         )
     bad = [
         i
@@ -176,10 +186,18 @@ def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
         )
     ]
     if bad:
-        return (
-            f"no valid answer for tool call(s) {', '.join(bad)}: each needs 'retry', "
+        got = [f"{i} (got {_shown(answer[i])})" if i in answer else f"{i} (none given)" for i in bad]
+        others = [str(k) for k in answer if k not in ids]
+        text = (
+            f"{where}no valid answer for tool call(s) {', '.join(got)}: each needs 'retry', "
             "'skip' or {'result': ...}"
         )
+        if others:
+            text += (
+                f"; the answer's key(s) {', '.join(others)} are not tool calls held here "
+                f"(held: {', '.join(ids)})"
+            )
+        return text
     wrong = [
         f"{i} (its tool_call_id is {answer[i]['result'].tool_call_id!r})"
         for i in ids
@@ -189,11 +207,16 @@ def answer_problems(answer: Any, call_ids: Iterable[str]) -> str | None:
     ]
     if wrong:
         return (
-            f"the ToolMessage given as the result of tool call(s) {', '.join(wrong)} answers "
-            "another call: give it the call's id as tool_call_id, or give the content "
-            "itself as {'result': ...}"
+            f"{where}the ToolMessage given as the result of tool call(s) {', '.join(wrong)} "
+            "answers another call: give it the call's id as tool_call_id, or give the "
+            "content itself as {'result': ...}"
         )
     return None
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def for_call(result: Any, call_id: str) -> Any:
