@@ -415,6 +415,57 @@ async def test_a_supplied_tool_message_for_another_call_is_refused(env: Env) -> 
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
 
 
+@pytest.mark.parametrize("plug", ["tool_node", "agent"])
+async def test_an_answer_given_before_the_question_is_taken(env: Env, plug: str) -> None:
+    """The operator saw ``uncertain`` (``langgraph-jsonl tools``) and answered at once,
+    ``Command(resume={"c2": "skip"})``, before the resumed run asked: LangGraph hands that
+    value to the adapter's first ``interrupt()``. It answers the held call, so it is
+    taken (journaled like any answer), and the run finishes without asking."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"), plug=plug)
+    graph = env.graph(BATCH, plug=plug)
+    out = await env.run(graph, Command(resume={"c2": "skip"}))
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert_transcript_complete(out["messages"])
+    assert only(out["messages"], "c2").content == SKIPPED_TEXT
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+    assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
+
+
+async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_old_answer(
+    env: Env,
+) -> None:
+    """``"retry"`` was given as a plain ``Command(resume=...)``, which LangGraph hands to
+    the task again on a later ``invoke(None)``; the retry died after its effect. That
+    old answer is not taken for the new run (nor as an early answer): asked again."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
+    graph = env.graph(BATCH)
+    await env.run(graph, None)
+    hooks = install_crash(env.adapter, point="after_effect", call_id="c2", crash=crash)
+    with pytest.raises(SimulatedCrash):
+        await env.run(env.graph(BATCH, hooks=hooks), Command(resume={"c2": "retry"}))
+    env.restart()
+    assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+    graph = env.graph(BATCH)
+    await env.run(graph, None)
+    value = single_interrupt(graph)
+    assert [c["id"] for c in value["calls"]] == ["c2"] and "error" not in value
+    assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+
+
+async def test_an_early_answer_that_does_not_fit_is_said_to_be_ignored(env: Env) -> None:
+    """An answer given before the question that does not answer the held call is not
+    taken, and the question says so (not a silent no-op); answering it then works."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
+    graph = env.graph(BATCH)
+    await env.run(graph, Command(resume={"c2": "later"}))
+    value = single_interrupt(graph)
+    assert [c["id"] for c in value["calls"]] == ["c2"]
+    assert "before this question was asked" in value["error"] and "'later'" in value["error"]
+    out = await env.run(graph, Command(resume={"c2": {"result": "bounced"}}))
+    assert only(out["messages"], "c2").content == "bounced"
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+
+
 async def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(env: Env) -> None:
     """The tool's ``interrupt()`` was answered "yes" and the run died inside the tool:
     LangGraph still holds "yes" for the task's slot 0, so the adapter asks at slot 1,

@@ -21,7 +21,12 @@ A new question goes after every slot LangGraph holds a value for. Values past th
 journaled questions belong to a tool's own interrupt() in a run that died inside the
 tool (its approval, say): they are passed by, never taken as the answer to a question
 nobody has seen. The slots passed by lie before the question's, so a re-execution that
-replays the question passes them by again.
+replays the question passes them by again. One exception: when the task never asked, the
+last value held may be a person's answer given before the question (a plain
+``Command(resume={call_id: ...})`` right after a crash): a mapping naming only calls of
+the AI message is taken as the answer if it answers every call asked about (journaled as
+a question and its answer at that slot), and otherwise reported in the question's
+``"error"``.
 """
 
 from __future__ import annotations
@@ -135,10 +140,26 @@ def deliberate(
         open_calls = [c for c in uncertain if c["id"] not in batch.answers]
         if not open_calls:
             return
+        early: Any = None
         while held is not None and slot < held:  # a tool's answer from a run that died
-            interrupt(_PASSED_BY)  # returns it at once; it is not an answer to this question
+            early = interrupt(_PASSED_BY)  # returns it at once; not an answer to this question
             slot += 1
         question = {"type": INTERRUPT_TYPE, "calls": open_calls}
+        if not questions and early is not None and slot == held and _meant_for(early, ctx):
+            # The last value held, and this task never asked: given before any question
+            # (Command(resume=...) right after the crash), an answer to the calls of this
+            # message, taken if valid. (Once a question was asked, a value past it is
+            # LangGraph's leftover of an earlier answer: never taken for a new run.)
+            refused = answer_problems(early, [c["id"] for c in open_calls], ctx.thread_id)
+            if refused is None:
+                about = [[c["id"], c["started_at"]] for c in open_calls]
+                ask = ctx.event(ASKS_CALL_ID, ASK, slot=slot - 1, question=encode(question))
+                yield [ask, _answer_event(ctx, slot - 1, early, about, encode),
+                       *_closing(batch, early, about, encode)]
+                for call_id, started_at in about:
+                    answers[call_id] = (early[call_id], started_at)
+                continue
+            problem = f"an answer given before this question was asked was not taken ({refused})"
         if problem is not None:
             question["error"] = problem
         yield [ctx.event(ASKS_CALL_ID, ASK, slot=slot, question=encode(question))]
@@ -150,6 +171,14 @@ def deliberate(
             for call_id, started_at in about:
                 answers[call_id] = (value[call_id], started_at)
         slot += 1
+
+
+def _meant_for(value: Any, ctx: CallContext) -> bool:
+    """Whether a value LangGraph holds is an answer meant for this task's question: a
+    mapping whose keys are all tool call ids of the AI message (a tool's own answer
+    from a run that died, "yes" say, is not)."""
+    ids = {c.get("id") for c in ctx.calls} | {c.get("id") for c in ctx.batch}
+    return isinstance(value, dict) and bool(value) and all(k in ids for k in value)
 
 
 def _closing(batch: Batch, answer: Any, about: list[list[Any]], encode: Encode) -> list[dict[str, Any]]:
