@@ -102,6 +102,9 @@ class LogView:
         #: records before it; ``None`` while the log reads whole. (A writable view raises
         #: :class:`~..errors.CorruptLogError` instead.)
         self.damaged_at: int | None = None
+        #: Read-only views only: the error a writable view raised instead (a dry run
+        #: refuses the log as the real run would).
+        self.damage: CorruptLogError | None = None
 
     @property
     def path(self) -> str:
@@ -216,13 +219,10 @@ class LogView:
                 short = (f"holds committed records up to sequence {self.index.last_seq}, but its index "
                          f"says records up to {durable} were durable")
                 cause = f"the record at byte offset {end} is damaged or the file was cut"
-                if self.read_only:
-                    self._serve_damaged(end, f"{short} ({cause})")
-                    return self.index
-                raise CorruptLogError(
+                self._damaged(CorruptLogError(
                     f"thread {self.thread_id!r}: log {self.path} {short}: {cause}. Nothing was "
                     f"changed. {self.repair_hint()}", path=self.path, offset=end,
-                )
+                ), f"{short} ({cause})")
             return self.index
 
     def _tail_unchanged(self, size: int) -> bool:
@@ -243,7 +243,7 @@ class LogView:
         self._size = None
         self._header_crc = ""
         self.gen = 0
-        self.damaged_at = None
+        self.damaged_at = self.damage = None
         self.index = ThreadIndex()
         self._drop_derived()
         self.sidecar.reset()
@@ -350,22 +350,22 @@ class LogView:
         self.sidecar.note_last_crc(self._rfd)
         if result.corrupt_offset is None:
             return
-        if self.read_only:
-            self._serve_damaged(result.corrupt_offset, f"is damaged at byte offset {result.corrupt_offset}")
-            return
-        raise CorruptLogError(
+        self._damaged(CorruptLogError(
             f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
             f"offset {result.corrupt_offset}, followed by valid records. Nothing was "
             "changed. Records before it can be read with JsonlSaver(..., "
             f"read_only=True). {self.repair_hint()}",
-            path=self.path,
-            offset=result.corrupt_offset,
-        )
+            path=self.path, offset=result.corrupt_offset,
+        ), f"is damaged at byte offset {result.corrupt_offset}")
 
-    def _serve_damaged(self, offset: int, what: str) -> None:
-        """A read-only view serves the records before ``offset`` of a damaged log; say
-        so once per log (``what``: what is wrong with it)."""
-        self.damaged_at = offset
+    def _damaged(self, error: CorruptLogError, what: str) -> None:
+        """A writable view raises ``error``; a read-only one keeps it and serves the
+        records before the damage, saying so once per log (``what``: what is wrong); the
+        first damage found is kept, as a writable view raises the first."""
+        if not self.read_only:
+            raise error
+        if self.damage is None:
+            self.damaged_at, self.damage = error.offset, error
         if not self.recovery.damage_reported:
             logger.warning(SERVING_DAMAGED, self.thread_id, self.path, what, self.index.last_seq,
                            self.repair_hint())

@@ -218,6 +218,21 @@ class Compaction(NamedTuple):
     checkpoints_after: int
 
 
+def read_whole(log: ThreadLog) -> ThreadIndex:
+    """``log.refresh()``, refusing a damaged log as a writable store does: a read-only
+    one serves the part before the damage, and a dry run must refuse what its real run
+    would (with the same error).
+
+    Raises:
+        CorruptLogError: The log cannot be read whole.
+    """
+    idx = log.refresh()
+    damage = log.damage
+    if damage is not None:
+        raise CorruptLogError(str(damage), path=damage.path, offset=damage.offset)
+    return idx
+
+
 def preview(saver: StoreAccess, thread_id: str, *, keep_latest: bool = False) -> Compaction:
     """What :func:`compact_thread` (with ``keep_latest``, :func:`prune_thread`) would
     leave of a thread's log, computed the same way, with nothing written and no lock
@@ -230,7 +245,7 @@ def preview(saver: StoreAccess, thread_id: str, *, keep_latest: bool = False) ->
         return Compaction(0, 0, 0, 0)
     log = saver.store.thread_log(thread_id)
     with log.mutex:
-        idx = log.refresh()
+        idx = read_whole(log)
         if not log.exists():
             return Compaction(0, 0, 0, 0)
         count = checkpoint_count(idx)

@@ -38,7 +38,7 @@ from ..disk.index import ThreadIndex
 from ..disk.runlock import MAINTENANCE
 from ..errors import ConfigError, JsonlCheckpointError, RestoreError
 from .access import StoreAccess
-from .compaction import prune_locked
+from .compaction import prune_locked, read_whole
 
 #: What a sweep does with an expired thread.
 STRATEGIES = ("delete", "keep_latest", "archive")
@@ -259,7 +259,7 @@ def _look(access: StoreAccess, policy: RetentionPolicy, thread_id: str, report: 
     """A dry run's judgement of one expired thread (nothing taken, nothing written)."""
     if access.store.run_lock(thread_id).seems_held():
         report.live.append(thread_id)
-    elif is_pinned(access, access.store.thread_log(thread_id).refresh()):
+    elif is_pinned(access, read_whole(access.store.thread_log(thread_id))):
         report.pinned.append(thread_id)
     else:
         report.swept.append((thread_id, policy.strategy))

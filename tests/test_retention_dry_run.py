@@ -1,0 +1,107 @@
+"""Dry runs of sweep and compact predict their real runs and change nothing.
+
+The oracle is the real run on the same store right after the dry run (which changed
+nothing): the same threads acted on, skipped or refused, the same error text, the same
+exit status. Stores are made by real graph runs; damage is one byte changed inside a
+record followed by valid records (as ``docs/cli.md#verify`` shows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.flow_graphs import build_agent_graph
+from tests.harness.raw_log import record_spans, write_in_place
+
+HOUR = 3600.0
+
+
+def _store(path: Path, tids: list[str], *, age: float = 2 * HOUR) -> str:
+    """Threads of two agent turns each, idle for ``age`` seconds."""
+    with JsonlSaver(path) as saver:
+        graph = build_agent_graph().compile(checkpointer=saver)
+        for tid in tids:
+            for turn in range(2):
+                msg = HumanMessage(f"what is {turn} + 2?", id=f"{tid}-h{turn}")
+                graph.invoke({"messages": [msg]}, {"configurable": {"thread_id": tid}})
+        t = time.time() - age
+        for tid in tids:
+            os.utime(saver.store.thread_log(tid).path, (t, t))
+    return str(path)
+
+
+def _damage(store: str, tid: str) -> None:
+    """Change one byte inside a record in the middle of the thread's log (its time kept)."""
+    with JsonlSaver(store, read_only=True) as saver:
+        path = saver.store.thread_log(tid).path
+    st = os.stat(path)
+    data = bytearray(Path(path).read_bytes())
+    offset, length, _ = record_spans(bytes(data))[len(record_spans(bytes(data))) // 2]
+    at = data.index(b'"', offset + 10)  # inside the record's JSON, before its checksum
+    data[at + 1] = ord("X") if data[at + 1] != ord("X") else ord("Y")
+    write_in_place(path, bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _files(store: str) -> dict[str, tuple[str, int]]:
+    """Every file of the store: its content hash and modification time."""
+    out = {}
+    for dirpath, _, names in os.walk(store):
+        for name in names:
+            p = os.path.join(dirpath, name)
+            out[os.path.relpath(p, store)] = (hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+                                              os.stat(p).st_mtime_ns)
+    return out
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
+    status = main(args)
+    return status, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
+def test_sweep_dry_run_refuses_a_damaged_thread_as_the_real_sweep_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], strategy: str
+) -> None:
+    store = _store(tmp_path / "s", ["a", "b", "c"])
+    _damage(store, "b")
+    files = _files(store)
+    args = ["sweep", store, "--ttl", "60", "--strategy", strategy, "--json"]
+
+    dry_status, dry = _run([*args, "--dry-run"], capsys)
+    assert _files(store) == files  # the dry run changed nothing
+    real_status, real = _run(args, capsys)
+
+    assert real_status == 1 and [w for w, _ in map(dict.values, real["errors"])] == ["b"]
+    assert dry_status == real_status
+    assert dry["errors"] == real["errors"]
+    assert sorted(dry["swept"]) == sorted(real["swept"]) == ["a", "c"]
+
+
+@pytest.mark.parametrize("keep_latest", [False, True])
+def test_compact_dry_run_refuses_a_damaged_thread_as_the_real_compact_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keep_latest: bool
+) -> None:
+    store = _store(tmp_path / "s", ["a", "b", "c"])
+    _damage(store, "b")
+    files = _files(store)
+    args = ["compact", store, "--json", *(["--keep-latest"] if keep_latest else [])]
+
+    dry_status, dry = _run([*args, "--dry-run"], capsys)
+    assert _files(store) == files
+    real_status, real = _run(args, capsys)
+
+    assert real_status == 1 and [s["thread_id"] for s in real["skipped"]] == ["b"]
+    assert dry_status == real_status
+    assert dry["skipped"] == real["skipped"]
+    assert [t["thread_id"] for t in dry["threads"]] == [t["thread_id"] for t in real["threads"]]
+    assert [t["after"] for t in dry["threads"]] == [t["after"] for t in real["threads"]]
