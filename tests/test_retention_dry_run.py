@@ -105,3 +105,37 @@ def test_compact_dry_run_refuses_a_damaged_thread_as_the_real_compact_does(
     assert dry["skipped"] == real["skipped"]
     assert [t["thread_id"] for t in dry["threads"]] == [t["thread_id"] for t in real["threads"]]
     assert [t["after"] for t in dry["threads"]] == [t["after"] for t in real["threads"]]
+
+
+def test_keep_latest_dry_run_predicts_threads_pruned_already(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path / "s", ["a", "b", "c"])
+    args = ["sweep", store, "--ttl", "60", "--strategy", "keep_latest"]
+    assert main(args) == 0
+    assert "3 thread(s) pruned" in capsys.readouterr().out
+    _store(tmp_path / "s", ["d"])  # one more expired thread, not pruned yet (a, b, c keep their times)
+
+    dry_status, dry = _run([*args, "--dry-run", "--json"], capsys)
+    assert main([*args, "--dry-run"]) == 0
+    dry_text = capsys.readouterr().out
+    real_status, real = _run([*args, "--json"], capsys)
+
+    assert dry_status == real_status == 0
+    assert real["swept"] == ["d"] and real["unchanged"] == 3  # a, b, c: pruned already, still expired
+    assert (dry["swept"], dry["unchanged"]) == (real["swept"], real["unchanged"])
+    assert "d\twould be pruned" in dry_text and "a\twould be pruned" not in dry_text
+    assert "1 thread(s) would be pruned, 3 pruned already, 0 pinned, 0 live, 0 active" in dry_text
+
+
+def test_the_sweep_summary_counts_threads_pruned_already(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path / "s", ["a", "b", "c"])
+    args = ["sweep", store, "--ttl", "60", "--strategy", "keep_latest"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "0 thread(s) pruned, 3 pruned already, 0 pinned, 0 live, 0 active"
+    )

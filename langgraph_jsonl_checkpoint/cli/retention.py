@@ -70,7 +70,9 @@ def _sweep(args: argparse.Namespace) -> int:
     for what, error in report.errors:
         print(f"{shown(what)}\tcould not be swept: {error.splitlines()[0]}")
     print(
-        f"{len(report.swept)} thread(s) {verb}, {len(report.pinned)} pinned, {len(report.live)} live, "
+        f"{len(report.swept)} thread(s) {verb}, "
+        + (f"{report.unchanged} pruned already, " if report.unchanged else "")
+        + f"{len(report.pinned)} pinned, {len(report.live)} live, "
         f"{report.active} active (idle less than {policy.default_ttl:g} minutes)"
         + (f", {report.limited} left for the next sweep (sweep_limit)" if report.limited else "")
         + (f", {len(report.errors)} error(s)" if report.errors else "")

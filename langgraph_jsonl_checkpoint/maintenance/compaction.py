@@ -263,8 +263,8 @@ def _compacted(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dic
     return _rebuilt_records(saver, log, idx, keep, live_writes_only=True)
 
 
-def _pruned(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dict[str, Any]] | None:
-    """The records of a pruned log (see :func:`prune_thread`); ``None``: nothing to drop."""
+def _prune_keeps(saver: StoreAccess, idx: ThreadIndex) -> set[tuple[str, str]] | None:
+    """The checkpoints a prune keeps; ``None``: it would drop nothing."""
     keep: set[tuple[str, str]] = set()
     for ns in idx.namespaces():
         latest = idx.latest_id(ns)
@@ -273,7 +273,19 @@ def _pruned(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dict[s
         keep.update((ns, a) for a in _delta_ancestors(saver, idx, ns, latest))
     if keep == _all_checkpoints(idx) and set(idx.writes) <= keep:
         return None
-    return _rebuilt_records(saver, log, idx, keep)
+    return keep
+
+
+def prune_would_change(saver: StoreAccess, idx: ThreadIndex) -> bool:
+    """Whether :func:`prune_thread` would rewrite a log with this index (a dry run's
+    answer, as cheap as the real prune's own check)."""
+    return _prune_keeps(saver, idx) is not None
+
+
+def _pruned(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> list[dict[str, Any]] | None:
+    """The records of a pruned log (see :func:`prune_thread`); ``None``: nothing to drop."""
+    keep = _prune_keeps(saver, idx)
+    return None if keep is None else _rebuilt_records(saver, log, idx, keep)
 
 
 def compact_thread(saver: StoreAccess, thread_id: str) -> tuple[int, int]:

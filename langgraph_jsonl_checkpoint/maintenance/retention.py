@@ -38,7 +38,7 @@ from ..disk.index import ThreadIndex
 from ..disk.runlock import MAINTENANCE
 from ..errors import ConfigError, JsonlCheckpointError, RestoreError
 from .access import StoreAccess
-from .compaction import prune_locked, read_whole
+from .compaction import prune_locked, prune_would_change, read_whole
 
 #: What a sweep does with an expired thread.
 STRATEGIES = ("delete", "keep_latest", "archive")
@@ -256,11 +256,16 @@ def sweep(
 
 
 def _look(access: StoreAccess, policy: RetentionPolicy, thread_id: str, report: SweepReport) -> None:
-    """A dry run's judgement of one expired thread (nothing taken, nothing written)."""
+    """A dry run's judgement of one expired thread (nothing taken, nothing written), in
+    :func:`_sweep_one`'s order."""
     if access.store.run_lock(thread_id).seems_held():
         report.live.append(thread_id)
-    elif is_pinned(access, read_whole(access.store.thread_log(thread_id))):
+        return
+    idx = read_whole(access.store.thread_log(thread_id))
+    if is_pinned(access, idx):
         report.pinned.append(thread_id)
+    elif policy.strategy == "keep_latest" and not prune_would_change(access, idx):
+        report.unchanged += 1
     else:
         report.swept.append((thread_id, policy.strategy))
 
