@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -139,3 +140,16 @@ def test_the_sweep_summary_counts_threads_pruned_already(
     assert capsys.readouterr().out.splitlines()[-1].startswith(
         "0 thread(s) pruned, 3 pruned already, 0 pinned, 0 live, 0 active"
     )
+
+
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
+def test_a_dry_sweep_on_a_writable_saver_writes_nothing(tmp_path: Path, strategy: str) -> None:
+    store = _store(tmp_path / "s", [f"t-{i}" for i in range(4)])
+    copy = tmp_path / "copy"  # a copy keeping file times: every sidecar and the catalog are stale
+    shutil.copytree(store, copy, copy_function=shutil.copy2)
+    files = _files(str(copy))
+
+    with JsonlSaver(copy) as saver:
+        report = saver.sweep({"default_ttl": 60, "strategy": strategy}, dry_run=True)
+    assert sorted(t for t, _ in report.swept) == [f"t-{i}" for i in range(4)]
+    assert _files(str(copy)) == files  # nothing written, not even a derived file

@@ -30,15 +30,21 @@ import json
 import os
 import time
 from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..disk.archive import ArchivedThread, ThreadArchive, require_zstandard
 from ..disk.index import ThreadIndex
 from ..disk.runlock import MAINTENANCE
+from ..disk.store import Store
 from ..errors import ConfigError, JsonlCheckpointError, RestoreError
 from .access import StoreAccess
 from .compaction import prune_locked, prune_would_change, read_whole
+
+if TYPE_CHECKING:  # annotations only: `langgraph-jsonl` imports maintenance without LangGraph
+    from ..values.codec import ValueCodec
+    from ..values.records import SnapshotPolicy
 
 #: What a sweep does with an expired thread.
 STRATEGIES = ("delete", "keep_latest", "archive")
@@ -214,7 +220,9 @@ def sweep(
         policy: The policy.
         now: The time to judge by (epoch seconds; default: now).
         dry_run: Report what would be done and change nothing (no lock is taken: a
-            thread whose run starts meanwhile may be listed as expired).
+            thread whose run starts meanwhile may be listed as expired). It reads
+            through a read-only store of the same directory, so nothing is written,
+            not even a derived file (a sidecar index, the catalog).
 
     Returns:
         The report. One thread that cannot be swept is reported and the others are.
@@ -228,6 +236,11 @@ def sweep(
     if store.read_only and not dry_run:
         raise ConfigError(f"store {store.path} was opened read-only: a sweep that changes threads needs a "
                           "writable saver (or pass dry_run=True)")
+    if dry_run and not store.read_only:
+        # Look through a read-only twin: threads opened in the saver's own store would
+        # have their sidecars (and the catalog) written when they are let go.
+        with closing(Store(store.path, read_only=True)) as twin:
+            return sweep(_Twin(twin, access), policy, now=now, dry_run=True)
     archive = ThreadArchive(store)
     if not dry_run:
         _settle_archive(access, archive, report)
@@ -253,6 +266,22 @@ def sweep(
         except (OSError, JsonlCheckpointError) as exc:
             report.errors.append((thread_id, str(exc)))
     return report
+
+
+@dataclass(frozen=True)
+class _Twin:
+    """A saver's codec and snapshot policy on another :class:`Store` of its directory."""
+
+    store: Store
+    saver: StoreAccess
+
+    @property
+    def codec(self) -> ValueCodec:
+        return self.saver.codec
+
+    @property
+    def snapshot_policy(self) -> SnapshotPolicy:
+        return self.saver.snapshot_policy
 
 
 def _look(access: StoreAccess, policy: RetentionPolicy, thread_id: str, report: SweepReport) -> None:
