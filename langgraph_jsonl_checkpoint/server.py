@@ -57,6 +57,9 @@ DEFAULT_STORE = "checkpoints"
 server's working directory, the project's)."""
 BUSY_TIMEOUT = 30.0
 """Seconds a run waits for a thread another run still holds before going ahead."""
+SWEEP_STOP_TIMEOUT = 10.0
+"""Seconds the factory's close waits for a sweep under way to stop (it stops after the
+thread it is sweeping; then the saver is closed even if it has not)."""
 
 logger = logging.getLogger(__name__)
 _sweeper_lock = threading.Lock()
@@ -87,30 +90,42 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     )
     logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
     sweeper: asyncio.Task[None] | None = None
+    stop, wake = threading.Event(), asyncio.Event()
     if policy is not None:
         with _sweeper_lock:
             if not _sweeper_running:
                 _sweeper_running = True
-                sweeper = asyncio.create_task(_sweep_every(saver, policy))
+                sweeper = asyncio.create_task(_sweep_every(saver, policy, stop, wake))
     try:
         yield saver
     finally:
         if sweeper is not None:
-            sweeper.cancel()
-            with suppress(asyncio.CancelledError):
-                await sweeper
+            # Cancelling the task would leave a sweep under way running in its worker
+            # thread: tell the sweep to stop (after its thread) and wait for it, bounded.
+            stop.set()
+            wake.set()
+            try:
+                await asyncio.wait_for(sweeper, SWEEP_STOP_TIMEOUT)
+            except TimeoutError:
+                logger.warning("langgraph-jsonl-checkpoint: the sweep under way did not stop within "
+                               "%g s; closing the saver anyway", SWEEP_STOP_TIMEOUT)
+            except asyncio.CancelledError:
+                pass
             with _sweeper_lock:
                 _sweeper_running = False
         await asyncio.to_thread(saver.close)
 
 
-async def _sweep_every(saver: JsonlSaver, policy: RetentionPolicy) -> None:
-    """Sweep at once, then every ``sweep_interval_minutes``; a failed sweep is logged
-    and the next one runs on time."""
+async def _sweep_every(
+    saver: JsonlSaver, policy: RetentionPolicy, stop: threading.Event, wake: asyncio.Event
+) -> None:
+    """Sweep at once, then every ``sweep_interval_minutes``, until ``stop`` is set (which
+    also stops a sweep under way, between two threads; ``wake`` ends the wait between
+    sweeps); a failed sweep is logged and the next one runs on time."""
     interval = (policy.sweep_interval_minutes or DEFAULT_SWEEP_INTERVAL) * 60
-    while True:
+    while not stop.is_set():
         try:
-            report = await saver.asweep(policy)
+            report = await saver.asweep(policy, stop=stop)
             if report.swept or report.errors:
                 logger.info(
                     "langgraph-jsonl-checkpoint sweep: %d %s, %d pinned, %d live, %d errors",
@@ -119,4 +134,5 @@ async def _sweep_every(saver: JsonlSaver, policy: RetentionPolicy) -> None:
                 )
         except Exception:  # noqa: BLE001 - a server must outlive one bad sweep
             logger.exception("langgraph-jsonl-checkpoint: sweep failed")
-        await asyncio.sleep(interval)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval)

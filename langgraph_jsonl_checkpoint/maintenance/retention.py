@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping
 from contextlib import closing
@@ -136,6 +137,8 @@ class SweepReport:
         settled: Archive files a crash had left half moved, finished now.
         errors: ``(thread or file, message)`` of threads that could not be swept.
         limited: Expired threads left for the next sweep (``sweep_limit`` reached).
+        stopped: The sweep was told to stop (``stop``) and did, between two threads;
+            the threads after were not looked at (a next sweep does).
     """
 
     dry_run: bool
@@ -147,6 +150,7 @@ class SweepReport:
     settled: list[str] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     limited: int = 0
+    stopped: bool = False
 
 
 def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
@@ -211,7 +215,8 @@ def is_pinned(access: StoreAccess, idx: ThreadIndex) -> bool:
 
 
 def sweep(
-    access: StoreAccess, policy: RetentionPolicy, *, now: float | None = None, dry_run: bool = False
+    access: StoreAccess, policy: RetentionPolicy, *, now: float | None = None, dry_run: bool = False,
+    stop: threading.Event | None = None,
 ) -> SweepReport:
     """Apply ``policy`` to every thread of the store.
 
@@ -223,6 +228,9 @@ def sweep(
             thread whose run starts meanwhile may be listed as expired). It reads
             through a read-only store of the same directory, so nothing is written,
             not even a derived file (a sidecar index, the catalog).
+        stop: Set it (from another thread: a server shutting down) to stop the sweep
+            before its next thread; the report then says ``stopped``. A thread being
+            swept is finished first (each is one crash-atomic step).
 
     Returns:
         The report. One thread that cannot be swept is reported and the others are.
@@ -240,11 +248,14 @@ def sweep(
         # Look through a read-only twin: threads opened in the saver's own store would
         # have their sidecars (and the catalog) written when they are let go.
         with closing(Store(store.path, read_only=True)) as twin:
-            return sweep(_Twin(twin, access), policy, now=now, dry_run=True)
+            return sweep(_Twin(twin, access), policy, now=now, dry_run=True, stop=stop)
     archive = ThreadArchive(store)
     if not dry_run:
         _settle_archive(access, archive, report)
     for path, last_activity in store.log_activity():
+        if stop is not None and stop.is_set():
+            report.stopped = True
+            break
         if not policy.expired(last_activity, now):
             report.active += 1
             continue

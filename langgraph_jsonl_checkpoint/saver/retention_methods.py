@@ -9,6 +9,7 @@ twins in a worker thread, so a server's event loop never waits on the disk.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -31,6 +32,7 @@ class RetentionMethods:
         *,
         dry_run: bool = False,
         now: float | None = None,
+        stop: threading.Event | None = None,
     ) -> SweepReport:
         """Apply the retention policy: each thread idle for ``default_ttl`` minutes is
         deleted, pruned to its latest checkpoints or archived, unless it is pinned
@@ -41,6 +43,8 @@ class RetentionMethods:
             ttl: The policy to apply (default: the saver's ``ttl``).
             dry_run: Only report what would be done.
             now: The time to judge by, in epoch seconds (default: now).
+            stop: Set it (from another thread) to stop the sweep before its next
+                thread (the thread under way is finished); the report says ``stopped``.
 
         Returns:
             What was done (or would be), thread by thread.
@@ -54,7 +58,7 @@ class RetentionMethods:
                 "sweep needs a retention policy: open the saver with ttl={'default_ttl': "
                 "minutes, 'strategy': 'delete' | 'keep_latest' | 'archive'} or pass one to sweep()."
             )
-        return sweep(cast(StoreAccess, self), policy, now=now, dry_run=dry_run)
+        return sweep(cast(StoreAccess, self), policy, now=now, dry_run=dry_run, stop=stop)
 
     def restore(self, thread_id: str) -> ArchivedThread:
         """Bring an archived thread back (its newest archive): it then reads exactly as
@@ -79,9 +83,11 @@ class RetentionMethods:
         *,
         dry_run: bool = False,
         now: float | None = None,
+        stop: threading.Event | None = None,
     ) -> SweepReport:
-        """Async :meth:`sweep`."""
-        return await asyncio.to_thread(lambda: self.sweep(ttl, dry_run=dry_run, now=now))
+        """Async :meth:`sweep`. Cancelling it does not stop the sweep running in its
+        worker thread: set ``stop`` for that."""
+        return await asyncio.to_thread(lambda: self.sweep(ttl, dry_run=dry_run, now=now, stop=stop))
 
     async def arestore(self, thread_id: str) -> ArchivedThread:
         """Async :meth:`restore`."""
