@@ -77,18 +77,23 @@ class RetentionPolicy:
     sweep_limit: int = DEFAULT_SWEEP_LIMIT
 
     def __post_init__(self) -> None:
-        if not isinstance(self.default_ttl, int | float) or not self.default_ttl >= 0:
+        # A bool is an int to Python, not a number of minutes (nor of threads) to anyone.
+        if not _is_number(self.default_ttl) or not self.default_ttl >= 0:
             raise ConfigError(
                 f"ttl: default_ttl must be a number of minutes, 0 or more, not {self.default_ttl!r}"
             )
-        if self.strategy not in STRATEGIES:
+        if not isinstance(self.strategy, str) or self.strategy not in STRATEGIES:
             raise ConfigError(
                 f"ttl: strategy must be one of {', '.join(map(repr, STRATEGIES))}, not {self.strategy!r}"
             )
-        if self.sweep_interval_minutes is not None and not self.sweep_interval_minutes > 0:
-            raise ConfigError("ttl: sweep_interval_minutes must be a positive number of minutes")
-        if not isinstance(self.sweep_limit, int) or self.sweep_limit < 1:
-            raise ConfigError("ttl: sweep_limit must be a positive whole number")
+        interval = self.sweep_interval_minutes
+        if interval is not None and (not _is_number(interval) or not interval > 0):
+            raise ConfigError(
+                f"ttl: sweep_interval_minutes must be a positive number of minutes, not {interval!r}"
+            )
+        limit = self.sweep_limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ConfigError(f"ttl: sweep_limit must be a positive whole number, not {limit!r}")
         if self.strategy == "archive":
             require_zstandard()
 
@@ -111,11 +116,12 @@ class RetentionPolicy:
             raise ConfigError(f"ttl: unknown keys {sorted(unknown)}")
         if ttl.get("default_ttl") is None:
             raise ConfigError("ttl: default_ttl (minutes of inactivity) is required")
+        strategy, limit = ttl.get("strategy"), ttl.get("sweep_limit")  # absent or null: the default
         return cls(
             default_ttl=ttl["default_ttl"],
-            strategy=ttl.get("strategy") or "delete",
+            strategy="delete" if strategy is None else strategy,
             sweep_interval_minutes=ttl.get("sweep_interval_minutes"),
-            sweep_limit=ttl.get("sweep_limit") or DEFAULT_SWEEP_LIMIT,
+            sweep_limit=DEFAULT_SWEEP_LIMIT if limit is None else limit,
         )
 
     def expired(self, last_activity: float, now: float) -> bool:
@@ -153,6 +159,10 @@ class SweepReport:
     stopped: bool = False
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
     """The retention policy an environment configures, if any: ``LANGGRAPH_JSONL_TTL``,
     else the server's ``LANGGRAPH_THREAD_TTL``, else the ``ttl`` block of the server's
@@ -181,7 +191,7 @@ def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
         source = "langgraph.json checkpointer.ttl"
     if raw is None:
         return None
-    if isinstance(raw, int | float):
+    if isinstance(raw, int | float):  # a bool too: refused as default_ttl, naming it
         raw = {"default_ttl": raw}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a ttl block like {{\"default_ttl\": 60}}, got {raw!r}")
