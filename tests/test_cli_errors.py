@@ -489,3 +489,46 @@ def test_ctrl_c_while_the_command_loads_is_one_line_too() -> None:
     assert run.returncode == 130, run.stderr
     said = "interrupted: langgraph-jsonl stopped before it started; nothing was changed."
     assert run.stderr.strip() == said
+
+
+SLOW_SWEEP = """
+import sys, time
+import langgraph_jsonl_checkpoint.maintenance.retention as retention
+real = retention._sweep_one
+def first_then_slow(*args, **kwargs):
+    real(*args, **kwargs)
+    if not getattr(first_then_slow, "done", False):
+        first_then_slow.done = True
+        print("ready", file=sys.stderr, flush=True)
+        for _ in range(40):  # Ctrl-C lands meanwhile; the sweep stops before its next thread
+            time.sleep(0.05)
+retention._sweep_one = first_then_slow
+from langgraph_jsonl_checkpoint.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_stops_a_sweep_after_the_thread_under_way_and_says_what_it_did(tmp_path: Path) -> None:
+    """Ctrl-C in a sweep ended it with exit 130 and printed none of the threads it had
+    already archived (its lines came at the end). It now stops before the next thread,
+    prints what it did, says how to finish, and the same command again finishes."""
+    store = tmp_path / "s"
+    _store(store, [f"t{i}" for i in range(5)])
+    argv = ["sweep", str(store), "--ttl", "0", "--strategy", "archive"]
+    child = subprocess.Popen([sys.executable, "-c", SLOW_SWEEP, *argv],
+                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with child:
+        try:
+            assert child.stderr is not None and child.stderr.readline().strip() == "ready"
+            child.send_signal(2)
+            out, err = child.communicate(timeout=60)
+        finally:
+            child.kill()
+    assert child.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert "interrupted: langgraph-jsonl sweep stopped after 1 thread(s) swept" in err, err
+    (line,) = [line for line in out.splitlines() if line.endswith("\tarchived")]
+    assert "1 thread(s) archived" in out, out
+    assert len(os.listdir(store / "threads")) > 1  # the others are still there
+    assert main(argv) == 0
+    assert sorted(os.path.basename(p) for p in (store / "threads").glob("*.jsonl")) == []

@@ -15,7 +15,9 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -363,3 +365,28 @@ def damage_stated_per_thread() -> Iterator[None]:
         yield
     finally:
         logger.removeFilter(_not_serving_damaged)
+
+
+@contextmanager
+def ctrl_c_stops(stop: threading.Event, *, again: str) -> Iterator[None]:
+    """While a command works thread by thread (a copy, a sweep), the first Ctrl-C sets
+    ``stop`` (the work stops at its next step, then the command says how far it got)
+    instead of raising ``KeyboardInterrupt`` wherever the main thread is: in a
+    destructor Python would print it as a traceback and go on. A second Ctrl-C ends the
+    process at once with ``again`` and exit status 130: safe, as after a kill (each
+    thread's change is durable or not there; the command run again continues)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.is_set():
+            os.write(2, f"{again} (stopped at once)\n".encode())
+            os._exit(EXIT_INTERRUPTED)
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 
 from ..migrate.copy import copy_threads
@@ -29,6 +26,7 @@ from .common import (
     UsageError,
     add_serde_option,
     count_argument,
+    ctrl_c_stops,
     describe,
     print_json,
     serde_of,
@@ -59,31 +57,6 @@ COPY_JSON = (
 AGAIN = "interrupted; run the same command again to continue"
 
 
-@contextmanager
-def _ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
-    """While copying, the first Ctrl-C sets ``stop`` (each thread's copy stops at its next
-    step, then the copy says how far it got) instead of raising ``KeyboardInterrupt``
-    wherever the main thread is: in a destructor Python would print it as a traceback
-    and go on. A second Ctrl-C ends the process at once, one line and exit status 130:
-    safe, as after a kill (each put is durable or not there; the copy run again
-    continues)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if stop.is_set():
-            os.write(2, f"{AGAIN} (stopped at once)\n".encode())
-            os._exit(EXIT_INTERRUPTED)
-        stop.set()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def add_copy_options(parser: argparse.ArgumentParser) -> None:
     """The options every copy takes (``import``, ``copy``, ``export DATABASE``)."""
     parser.add_argument("--threads", nargs="+", metavar="ID", action="extend",
@@ -107,7 +80,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
     """Copy, print the report (or its JSON); exit 1 when a thread failed or differs, 130
     after Ctrl-C (one line: how far it got; the same command again continues)."""
     stop = threading.Event()
-    with _ctrl_c_stops(stop):
+    with ctrl_c_stops(stop, again=AGAIN):
         try:
             report = copy_threads(
                 source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import threading
 from typing import Any
 
 from ..maintenance.retention import STRATEGIES, TTL_ENV, RetentionPolicy, ttl_from_environment
 from .common import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
     add_store_argument,
+    ctrl_c_stops,
     describe,
     open_saver,
     print_json,
@@ -31,6 +35,9 @@ from .common import (
     shown,
     shown_id,
 )
+
+#: What a second Ctrl-C says as it ends a sweep at once.
+SWEEP_AGAIN = "interrupted: langgraph-jsonl sweep stopped; run it again to finish"
 
 
 def _policy(args: argparse.Namespace) -> RetentionPolicy:
@@ -48,16 +55,25 @@ def _policy(args: argparse.Namespace) -> RetentionPolicy:
 
 def _sweep(args: argparse.Namespace) -> int:
     policy = _policy(args)
-    with open_saver(args, write=not args.dry_run) as saver:
-        report = saver.sweep(policy, dry_run=args.dry_run)
+    stop = threading.Event()
+    with open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN):
+        report = saver.sweep(policy, dry_run=args.dry_run, stop=stop)
+    status = EXIT_INTERRUPTED if report.stopped else EXIT_PROBLEMS if report.errors else EXIT_OK
+    if report.stopped:  # what was done is said as after a whole sweep, then how to finish
+        print(f"interrupted: langgraph-jsonl sweep stopped after {len(report.swept)} thread(s) "
+              f"{'would be ' if report.dry_run else ''}swept; "
+              + ("it changes nothing in the store." if report.dry_run else
+                 "the store is consistent (each thread's change is all or nothing). Run it again "
+                 "to finish."), file=sys.stderr)
     if args.json:
         print_json({
             "dry_run": report.dry_run, "strategy": policy.strategy, "default_ttl": policy.default_ttl,
             "swept": [t for t, _ in report.swept], "pinned": report.pinned, "live": report.live,
             "active": report.active, "unchanged": report.unchanged, "limited": report.limited,
             "settled": report.settled, "errors": [{"what": w, "error": e} for w, e in report.errors],
+            "stopped": report.stopped,
         })
-        return EXIT_PROBLEMS if report.errors else EXIT_OK
+        return status
     verb = {"delete": "deleted", "keep_latest": "pruned", "archive": "archived"}[policy.strategy]
     if report.dry_run:
         verb = f"would be {verb}"
@@ -77,7 +93,7 @@ def _sweep(args: argparse.Namespace) -> int:
         + (f", {report.limited} left for the next sweep (sweep_limit)" if report.limited else "")
         + (f", {len(report.errors)} error(s)" if report.errors else "")
     )
-    return EXIT_PROBLEMS if report.errors else EXIT_OK
+    return status
 
 
 def _archived(args: argparse.Namespace) -> int:
