@@ -415,7 +415,9 @@ def test_a_serde_that_cannot_be_used_is_a_clear_error(
 
 
 SLOW_COMMAND = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as in a terminal: a test run in the background (CI) inherits SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import langgraph_jsonl_checkpoint.cli.{module} as command_module
 def slow(*args, **kwargs):
     print("ready", file=sys.stderr, flush=True)
@@ -492,7 +494,8 @@ def test_ctrl_c_while_the_command_loads_is_one_line_too() -> None:
 
 
 SLOW_SWEEP = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (see above)
 import langgraph_jsonl_checkpoint.maintenance.retention as retention
 real = retention._sweep_one
 def first_then_slow(*args, **kwargs):
