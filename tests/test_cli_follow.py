@@ -21,6 +21,7 @@ import pytest
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from tests.harness.flow_graphs import build_agent_graph
+from tests.harness.terminal import sigint_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 4
@@ -100,7 +101,8 @@ def test_tail_follows_a_writer_in_another_process_without_its_lock(tmp_path: Pat
     with open(errors, "w") as err:
         tail = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(store), "t",
                                  "-f", "-n", "100", "--poll", "0.05", "--json"],
-                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env())
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=_env(),
+                                preexec_fn=sigint_as_in_a_terminal)
     followed = Lines(tail)
     deadline = time.monotonic() + 30
     while "waiting for thread t to appear" not in errors.read_text() and time.monotonic() < deadline:

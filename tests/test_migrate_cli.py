@@ -25,6 +25,7 @@ from langgraph_jsonl_checkpoint.migrate import copy_threads
 from tests.harness.bounded import run_bounded
 from tests.harness.migration import GRAPHS, build_sqlite_app, cfg, record_uncertain_call
 from tests.harness.state_graphs import build_counter_graph
+from tests.harness.terminal import sigint_as_in_a_terminal
 
 CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
 
@@ -397,7 +398,8 @@ def test_ctrl_c_stops_a_copy_with_one_line_and_a_rerun_completes_it(
                 return 0
             return int(conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0])
 
-    child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while copied() < 20 and child.poll() is None and time.monotonic() < deadline:

@@ -34,6 +34,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.migrate import copy_threads
 from tests.harness.bounded import run_bounded
 from tests.harness.long_thread import build_long_sqlite, build_long_store
+from tests.harness.terminal import sigint_as_in_a_terminal
 
 CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
 #: Turns of the memory tests' thread (five checkpoints each).
@@ -143,7 +144,8 @@ def interrupt_when(argv: list[str], started: Callable[[], bool]) -> tuple[float,
     """Run the CLI, send SIGINT once ``started()`` holds; returns the seconds it took to
     end after the signal (failing if more than :data:`STOP_SECONDS`), its exit status
     and its stderr."""
-    child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not started() and child.poll() is None and time.monotonic() < deadline:
