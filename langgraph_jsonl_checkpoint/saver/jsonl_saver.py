@@ -72,7 +72,7 @@ from .config import (
     whole_number,
 )
 from .heads import keep_heads
-from .liveness import LiveRuns, calling_loop, refuse_run
+from .liveness import LiveRuns, ReadOnlyRuns, calling_loop
 from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
@@ -214,12 +214,12 @@ class JsonlSaver(
         #: The replay adapter's journal in the logs (shared with with_allowlist's copies).
         self._tool_log = ToolLog(self.store)
         #: The live-run locks of this saver's runs (shared with with_allowlist's copies).
-        self._live = (
-            LiveRuns(
+        self._live: LiveRuns | ReadOnlyRuns | None = (
+            ReadOnlyRuns() if read_only else LiveRuns(
                 self.store, wait=concurrent_runs == "wait", busy_timeout=busy_timeout,
                 never_refuse=concurrent_runs == "hold",
             )
-            if concurrent_runs in ("refuse", "wait", "hold") and not read_only else None
+            if concurrent_runs in ("refuse", "wait", "hold") else None
         )
 
     # -- construction helpers ------------------------------------------------------
@@ -310,10 +310,8 @@ class JsonlSaver(
                 offset and the ``langgraph-jsonl repair`` command.
         """
         if self._live is not None:
-            self._live.enter((config or {}).get("configurable") or {}, thread_id_of(config, "get_tuple"),
-                             calling_loop())
-        elif self.store.read_only:
-            refuse_run(config)
+            configurable = (config or {}).get("configurable") or {}
+            self._live.enter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
         return self._read_tuple(config)
 
     def _read_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -441,8 +439,6 @@ class JsonlSaver(
         if self._live is not None:
             configurable = (config or {}).get("configurable") or {}
             await self._live.aenter(configurable, thread_id_of(config, "get_tuple"), calling_loop())
-        elif self.store.read_only:
-            refuse_run(config)
         found: CheckpointTuple | None = await self._worker.call(lambda: self._read_tuple(config))
         return found
 

@@ -61,7 +61,6 @@ from ..disk.runlock import HOST as _HOST
 from ..disk.runlock import MAINTENANCE, RunLock
 from ..disk.store import Store
 from ..errors import ThreadBusyError
-from .config import thread_id_of
 from .runs import CONFIG_KEY_RUNTIME
 
 logger = logging.getLogger(__name__)
@@ -97,16 +96,24 @@ def calling_loop(depth: int = 4) -> Any:
     return None
 
 
-def refuse_run(config: Any) -> None:
-    """On a store opened read-only: refuse a graph run as it reads the thread (called
-    from the saver's ``get_tuple``), before any of its nodes runs; its first save would
-    fail, and in durability ``"async"`` and ``"exit"`` only after its first node ran.
+class ReadOnlyRuns:
+    """What stands for :class:`LiveRuns` on a store opened read-only: a graph run is
+    refused as its root loop first reads the thread, before any of its nodes runs (its
+    first save would fail, in durability ``"async"`` and ``"exit"`` only after its first
+    node ran); a read that is not a run's (``get_state``) goes on."""
 
-    Raises:
-        ConfigError: The caller is a LangGraph graph loop (a run, not a ``get_state``).
-    """
-    if calling_loop(depth=5) is not None:
-        raise read_only_error(thread_id_of(config, "get_tuple"))
+    def enter(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> None:
+        """Refuse a run (``loop``: the caller's graph loop, ``None`` for no run).
+
+        Raises:
+            ConfigError: The caller is a LangGraph graph loop.
+        """
+        if loop is not None:
+            raise read_only_error(thread_id)
+
+    async def aenter(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> None:
+        """:meth:`enter` for an async run."""
+        self.enter(configurable, thread_id, loop)
 
 
 def run_token(configurable: Mapping[str, Any]) -> Any:
