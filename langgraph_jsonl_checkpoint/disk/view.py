@@ -97,14 +97,14 @@ class LogView:
         self._just_appended: tuple[int, bytes] | None = None
         #: Values a layer above rebuilt from this log (see :class:`DerivedCache`).
         self.derived: DerivedCache | None = None
-        #: Read-only views only: the byte offset where indexing found damage (a damaged
-        #: record, or fewer records than the sidecar says were durable), serving the
-        #: records before it; ``None`` while the log reads whole. (A writable view raises
-        #: :class:`~..errors.CorruptLogError` instead.)
-        self.damaged_at: int | None = None
-        #: Read-only views only: the error a writable view raised instead (a dry run
-        #: refuses the log as the real run would).
+        #: Read-only views only: damage indexing found, as the error a writable view raises
+        #: (a dry run refuses the log as a real run would); ``None`` while it reads whole.
         self.damage: CorruptLogError | None = None
+
+    @property
+    def damaged_at(self) -> int | None:
+        """The byte offset of :attr:`damage` (``None`` while the log reads whole)."""
+        return self.damage.offset if self.damage is not None else None
 
     @property
     def path(self) -> str:
@@ -219,10 +219,9 @@ class LogView:
                 short = (f"holds committed records up to sequence {self.index.last_seq}, but its index "
                          f"says records up to {durable} were durable")
                 cause = f"the record at byte offset {end} is damaged or the file was cut"
-                self._damaged(CorruptLogError(
-                    f"thread {self.thread_id!r}: log {self.path} {short}: {cause}. Nothing was "
-                    f"changed. {self.repair_hint()}", path=self.path, offset=end,
-                ), f"{short} ({cause})")
+                said = f"thread {self.thread_id!r}: log {self.path} {short}: {cause}. Nothing was changed."
+                self._damaged(CorruptLogError(f"{said} {self.repair_hint()}", path=self.path, offset=end),
+                              f"{short} ({cause})")
             return self.index
 
     def _tail_unchanged(self, size: int) -> bool:
@@ -243,7 +242,7 @@ class LogView:
         self._size = None
         self._header_crc = ""
         self.gen = 0
-        self.damaged_at = self.damage = None
+        self.damage = None
         self.index = ThreadIndex()
         self._drop_derived()
         self.sidecar.reset()
@@ -350,13 +349,12 @@ class LogView:
         self.sidecar.note_last_crc(self._rfd)
         if result.corrupt_offset is None:
             return
+        at = result.corrupt_offset
         self._damaged(CorruptLogError(
-            f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte "
-            f"offset {result.corrupt_offset}, followed by valid records. Nothing was "
-            "changed. Records before it can be read with JsonlSaver(..., "
-            f"read_only=True). {self.repair_hint()}",
-            path=self.path, offset=result.corrupt_offset,
-        ), f"is damaged at byte offset {result.corrupt_offset}")
+            f"thread {self.thread_id!r}: log {self.path} has a damaged record at byte offset {at}, "
+            "followed by valid records. Nothing was changed. Records before it can be read with "
+            f"JsonlSaver(..., read_only=True). {self.repair_hint()}", path=self.path, offset=at,
+        ), f"is damaged at byte offset {at}")
 
     def _damaged(self, error: CorruptLogError, what: str) -> None:
         """A writable view raises ``error``; a read-only one keeps it and serves the
@@ -364,8 +362,7 @@ class LogView:
         first damage found is kept, as a writable view raises the first."""
         if not self.read_only:
             raise error
-        if self.damage is None:
-            self.damaged_at, self.damage = error.offset, error
+        self.damage = self.damage or error
         if not self.recovery.damage_reported:
             logger.warning(SERVING_DAMAGED, self.thread_id, self.path, what, self.index.last_seq,
                            self.repair_hint())
