@@ -5,15 +5,15 @@ records (the root graph's new messages and which steps are scheduled), writes re
 (interrupts, resumes, errors, finished steps) and the replay adapter's tool records
 (calls started, failed, decided by a person) — and keeps only what the memory needs:
 a few counters, the last items of each section, and the calls and interrupts still
-open. Each record costs work proportional to its own size, never a walk of the thread,
-and the state is plain JSON (:meth:`MemoryBuilder.state`) so it can be kept beside the
-log (:mod:`.keeper`). Rebuilding from the log is feeding every record to a fresh
-builder: the same records give the same memory.
+open; the state is plain JSON (:meth:`MemoryBuilder.state`), kept beside the log
+(:mod:`.keeper`). Rebuilding is feeding every record to a fresh builder: the same
+records give the same memory.
 
 Only the root graph (namespace ``""``) is read for messages; subgraphs count as
-checkpoints. A messages value stored in full (a non-append edit, a long delta chain
-cut) is read from after the last message already seen, or, if that one is gone, from
-the position the previous value ended at. Values the codec cannot read are skipped.
+checkpoints. Counts and goal are those of the head checkpoint's conversation as
+``get_state`` serves it: a record extending the head's list costs work in proportion to
+its tail; one that does not (a fork, an edit, a log compaction rewrote) is read whole,
+once (``resolve``). Values the codec cannot read are skipped.
 """
 
 from __future__ import annotations
@@ -114,8 +114,7 @@ class MemoryBuilder:
         self.triggers: dict[str, list[Any]] = dict(s.get("triggers", {}))
         self.last_message: str | None = s.get("last_message")
         self.message_count: int = s.get("message_count", 0)
-        #: version of the head's messages value (``last_message``, ``message_count``: its
-        #: last message's id and its length)
+        #: the head's messages version (last_message, message_count: its last id, its length)
         self.msg_ver: Any = s.get("msg_ver")
         #: seq of the latest human message, and of the latest sign that its turn was
         #: disturbed (a question about uncertain calls, an answer, a call started again,
@@ -265,31 +264,16 @@ class MemoryBuilder:
         the conversation ``get_state`` serves, whatever the log's layout (a delta on
         another base after a fork or a rewrite, a value stored in full)."""
         version = entry.get("ver")
-        if "tail" in entry and entry.get("base") == self.msg_ver and entry.get("keep") == self.message_count:
-            # The common case: the head's list extended. Work in proportion to the tail.
-            new = self._message_list(entry["tail"])
-            for m in new:
-                self._message(m, seq)
-            self.message_count += len(new)
-            if new:
-                self.last_message = new[-1].get("id")
-            self.msg_ver = version
-            return
         if "val" in entry:
             whole: list[dict[str, Any]] | None = self._message_list(entry["val"])
-        elif "tail" in entry:
-            whole = self._resolved(version)
-            if whole is None:  # cannot be read whole: its tail, counted as new
-                new = self._message_list(entry["tail"])
-                for m in new:
-                    self._message(m, seq)
-                self.message_count = int(entry.get("keep", self.message_count)) + len(new)
-                self.last_message = new[-1].get("id") if new else self.last_message
-                self.msg_ver = version
-                return
-        else:
+        elif "tail" not in entry:
             return
-        assert whole is not None
+        elif entry.get("base") == self.msg_ver and entry.get("keep") == self.message_count:
+            whole = None  # the common case: the head's list extended (work as the tail)
+        else:
+            whole = self._resolved(version)  # None: it cannot be read whole
+        if whole is None:
+            return self._extend(entry, seq, version)
         new = self._new_messages(whole)
         # An edit may answer an open call before messages already seen (the replay
         # adapter answers a call left behind by new input in front of that input).
@@ -304,6 +288,16 @@ class MemoryBuilder:
         self._recount(whole)
         self.message_count = len(whole)
         self.last_message = whole[-1].get("id") if whole else None
+        self.msg_ver = version
+
+    def _extend(self, entry: dict[str, Any], seq: int, version: Any) -> None:
+        """A delta's tail fed as the messages new to the head's list."""
+        new = self._message_list(entry["tail"])
+        for m in new:
+            self._message(m, seq)
+        self.message_count = int(entry.get("keep", self.message_count)) + len(new)
+        if new:
+            self.last_message = new[-1].get("id")
         self.msg_ver = version
 
     def _new_messages(self, whole: list[dict[str, Any]]) -> list[dict[str, Any]]:
