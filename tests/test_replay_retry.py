@@ -309,6 +309,18 @@ def test_recorded_tool_error_is_still_importable() -> None:
     assert issubclass(RecordedToolError, RuntimeError)
 
 
+def _create_agent_failed_once(side: Any, *, idempotent: bool) -> Any:
+    """A ``create_agent`` graph whose one call failed once (a ConnectionError ended the
+    run) on ``side``, restarted: the graph to resume."""
+    tools = [fetch_rate_tool(side.effects_path, failures=1, asynchronous=side.mode == "async",
+                             idempotent=idempotent)]
+    graph = side.graph(ONE_CALL, tools, None, agent=True)
+    with pytest.raises(ConnectionError, match="transient 1"):
+        side.start(graph)
+    side.restart()
+    return side.graph(ONE_CALL, tools, None, agent=True)
+
+
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "side_effecting"])
 def test_create_agent_runs_a_transiently_failed_idempotent_call_again_on_resume(
     sides, idempotent: bool
@@ -319,13 +331,7 @@ def test_create_agent_runs_a_transiently_failed_idempotent_call_again_on_resume(
     asked about first, and ``"retry"`` runs it once more. Never a wedge."""
     results = []
     for side in sides:
-        tools = [fetch_rate_tool(side.effects_path, failures=1, asynchronous=side.mode == "async",
-                                 idempotent=idempotent)]
-        graph = side.graph(ONE_CALL, tools, None, agent=True)
-        with pytest.raises(ConnectionError, match="transient 1"):
-            side.start(graph)
-        side.restart()
-        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        graph = _create_agent_failed_once(side, idempotent=idempotent)
         out = side.run(graph, None)
         if side.adapter is not None and not idempotent:
             interrupts = graph.get_state(config(THREAD)).interrupts
@@ -347,13 +353,7 @@ def test_create_agent_skip_gives_the_model_the_failure(tmp_path: Path, backend: 
     that error and was not run again, and it is not run again."""
     side = Setup(tmp_path, backend=backend, mode=mode)
     try:
-        tools = [fetch_rate_tool(side.effects_path, failures=1, asynchronous=mode == "async",
-                                 idempotent=False)]
-        graph = side.graph(ONE_CALL, tools, None, agent=True)
-        with pytest.raises(ConnectionError, match="transient 1"):
-            side.start(graph)
-        side.restart()
-        graph = side.graph(ONE_CALL, tools, None, agent=True)
+        graph = _create_agent_failed_once(side, idempotent=False)
         for _ in range(2):  # asked again until answered: the thread is never wedged
             side.run(graph, None)
             interrupts = graph.get_state(config(THREAD)).interrupts

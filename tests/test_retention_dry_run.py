@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,18 +70,26 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     return status, json.loads(capsys.readouterr().out)
 
 
+def _dry_then_real(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: Callable[[str], list[str]]
+) -> tuple[int, dict, int, dict]:
+    """On a store of threads a, b and c, b damaged: the dry run of ``argv(store)`` (which
+    must change nothing), then the real run; each one's exit status and JSON report."""
+    store = _store(tmp_path / "s", ["a", "b", "c"])
+    _damage(store, "b")
+    files = _files(store)
+    dry_status, dry = _run([*argv(store), "--dry-run"], capsys)
+    assert _files(store) == files  # the dry run changed nothing
+    real_status, real = _run(argv(store), capsys)
+    return dry_status, dry, real_status, real
+
+
 @pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
 def test_sweep_dry_run_refuses_a_damaged_thread_as_the_real_sweep_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], strategy: str
 ) -> None:
-    store = _store(tmp_path / "s", ["a", "b", "c"])
-    _damage(store, "b")
-    files = _files(store)
-    args = ["sweep", store, "--ttl", "60", "--strategy", strategy, "--json"]
-
-    dry_status, dry = _run([*args, "--dry-run"], capsys)
-    assert _files(store) == files  # the dry run changed nothing
-    real_status, real = _run(args, capsys)
+    dry_status, dry, real_status, real = _dry_then_real(
+        tmp_path, capsys, lambda store: ["sweep", store, "--ttl", "60", "--strategy", strategy, "--json"])
 
     assert real_status == 1 and [w for w, _ in map(dict.values, real["errors"])] == ["b"]
     assert dry_status == real_status
@@ -92,14 +101,9 @@ def test_sweep_dry_run_refuses_a_damaged_thread_as_the_real_sweep_does(
 def test_compact_dry_run_refuses_a_damaged_thread_as_the_real_compact_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], keep_latest: bool
 ) -> None:
-    store = _store(tmp_path / "s", ["a", "b", "c"])
-    _damage(store, "b")
-    files = _files(store)
-    args = ["compact", store, "--json", *(["--keep-latest"] if keep_latest else [])]
-
-    dry_status, dry = _run([*args, "--dry-run"], capsys)
-    assert _files(store) == files
-    real_status, real = _run(args, capsys)
+    options = ["--keep-latest"] if keep_latest else []
+    dry_status, dry, real_status, real = _dry_then_real(
+        tmp_path, capsys, lambda store: ["compact", store, "--json", *options])
 
     assert real_status == 1 and [s["thread_id"] for s in real["skipped"]] == ["b"]
     assert dry_status == real_status
