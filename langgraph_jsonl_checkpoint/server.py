@@ -99,6 +99,7 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     try:
         yield saver
     finally:
+        cancelled: asyncio.CancelledError | None = None
         if sweeper is not None:
             # Cancelling the task would leave a sweep under way running in its worker
             # thread: tell the sweep to stop (after its thread) and wait for it, bounded.
@@ -109,11 +110,19 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
             except TimeoutError:
                 logger.warning("langgraph-jsonl-checkpoint: the sweep under way did not stop within "
                                "%g s; closing the saver anyway", SWEEP_STOP_TIMEOUT)
-            except asyncio.CancelledError:
-                pass
-            with _sweeper_lock:
-                _sweeper_running = False
+            except asyncio.CancelledError as exc:
+                # The server cancelled its shutdown while it waited: the saver is still
+                # closed, then the cancellation goes on to the server. (A sweeper task
+                # cancelled by someone else ends here too, and is only over.)
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    cancelled = exc
+            finally:
+                with _sweeper_lock:
+                    _sweeper_running = False
         await asyncio.to_thread(saver.close)
+        if cancelled is not None:
+            raise cancelled
 
 
 async def _sweep_every(

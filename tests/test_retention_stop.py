@@ -90,3 +90,60 @@ def test_leaving_the_factory_stops_its_sweep_after_the_thread_under_way(
     assert closing_took < 5  # it did not wait out the hold (10 s) nor the whole store
     with JsonlSaver(store, read_only=True) as saver:
         assert [t for t in TIDS if saver.store.has_thread(t)] == TIDS[1:]  # one swept, then it stopped
+
+
+def test_a_server_shutdown_cancelled_while_the_factory_waits_for_the_sweep_stays_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server cancels its lifespan while the factory's close waits for a sweep that
+    does not stop at once: the cancellation reaches the server (it was swallowed, and the
+    shutdown went on as if nothing had been asked), and the saver is still closed."""
+    store = _store(tmp_path / "s")
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)
+    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 0, "strategy": "delete"}')
+    started, release = threading.Event(), threading.Event()
+    told: dict[str, threading.Event] = {}
+    real_sweep, real_sweep_one = retention_methods.sweep, retention._sweep_one
+
+    def sweep(*args: Any, **kwargs: Any) -> retention.SweepReport:
+        told["stop"] = kwargs.get("stop") or threading.Event()
+        return real_sweep(*args, **kwargs)
+
+    def sweep_one(*args: Any, **kwargs: Any) -> None:
+        real_sweep_one(*args, **kwargs)
+        if not started.is_set():  # the first thread is swept: deaf to the stop for a while
+            started.set()
+            release.wait(10)
+
+    monkeypatch.setattr(retention_methods, "sweep", sweep)
+    monkeypatch.setattr(retention, "_sweep_one", sweep_one)
+    box: dict[str, Any] = {}
+    closed = threading.Event()
+
+    async def serve() -> None:
+        async with checkpointer() as saver:
+            real_close = saver.close
+
+            def close() -> None:
+                real_close()
+                closed.set()
+
+            monkeypatch.setattr(saver, "close", close)
+            assert await asyncio.to_thread(started.wait, 10)
+
+    async def main() -> None:
+        task = asyncio.create_task(serve())
+        while not ("stop" in told and told["stop"].is_set()):  # the close is waiting now
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            box["cancelled"] = True
+        finally:
+            release.set()
+
+    with within(20, "leaving the factory"):
+        asyncio.run(main())
+    assert box.get("cancelled"), "the shutdown's cancellation was swallowed by the factory"
+    assert closed.wait(10), "the saver was not closed"
