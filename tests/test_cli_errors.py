@@ -535,3 +535,32 @@ def test_ctrl_c_stops_a_sweep_after_the_thread_under_way_and_says_what_it_did(tm
     assert len(os.listdir(store / "threads")) > 1  # the others are still there
     assert main(argv) == 0
     assert sorted(os.path.basename(p) for p in (store / "threads").glob("*.jsonl")) == []
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_text_the_terminal_cannot_encode_is_escaped_not_a_traceback(tmp_path: Path, encoding: str) -> None:
+    """A terminal whose encoding is not UTF-8 (``PYTHONIOENCODING``, a Latin-1 locale):
+    a command printed its first rows, then a ``UnicodeEncodeError`` traceback at the
+    first character it could not encode. Such text is now escaped; ``--json`` stays
+    valid JSON that reads back as the same text."""
+    import json
+
+    store = tmp_path / "s"
+    tid, text = "tid-東京", "naïve café · 東京 🚀"
+    with JsonlSaver(store) as saver:
+        v = {"messages": saver.get_next_version(None, None)}
+        saver.put(config(tid), make_checkpoint(cp_id(1), {"messages": [text]}, v), {"note": text}, v)
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+
+    def cli(*argv: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                             capture_output=True, env=env, timeout=60)
+        assert run.returncode == 0 and b"Traceback" not in run.stderr, (argv, run.stderr)
+        return run.stdout.decode(encoding)
+
+    assert "tid-\\u6771\\u4eac" in cli("threads", str(store))
+    for argv in (["show", str(store), tid], ["history", str(store), tid], ["search", str(store), "café"],
+                 ["export", str(store), tid], ["tools", str(store), tid]):
+        cli(*argv)
+    assert [t["thread_id"] for t in json.loads(cli("threads", str(store), "--json"))] == [tid]
+    assert text in json.dumps(json.loads(cli("show", str(store), tid, "--json")), ensure_ascii=False)

@@ -9,6 +9,7 @@ all is well, 1 when a command found problems (a damaged thread, ``verify`` findi
 on bad usage or an error (printed without a traceback), 130 after Ctrl-C (one line).
 One bad thread is reported and the others are still served. Thread ids holding control
 characters (a newline, say) are printed as JSON strings, so one id stays one row.
+Text the terminal's encoding cannot hold is printed escaped (``--json`` as JSON escapes).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 from ..errors import JsonlCheckpointError
 from .commands import COMMANDS, GROUPS, Command
-from .common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError, settle_operands
+from .common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError, settle_operands, tolerant_output
 from .parser import build_parser
 
 __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
@@ -29,6 +30,7 @@ __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = None
+    tolerant_output()
     try:
         args = build_parser(define=False).parse_args(argv)  # only the command run is imported
         if hasattr(args, "operands"):

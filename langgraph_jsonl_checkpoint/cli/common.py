@@ -11,9 +11,12 @@ makes them).
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
@@ -74,6 +77,40 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_args(action, default_metavar)
 
 
+def tolerant_output() -> None:
+    """Text the terminal cannot encode (a Latin-1 or ASCII locale, ``PYTHONIOENCODING``,
+    a lone surrogate from a file name) is printed escaped (``\\u6771``), not ended by a
+    ``UnicodeEncodeError`` traceback after the first rows."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _json_text(raw: bytes) -> str:
+    """orjson's UTF-8 as text for stdout: as it is where stdout takes any character,
+    else with every non-ASCII character as a JSON escape (still the same JSON)."""
+    text = raw.decode()
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        utf = codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        utf = False
+    if utf or text.isascii():
+        return text
+    return _NON_ASCII.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: a surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def print_json(data: Any, *, plain: bool = False) -> None:
     """Print one JSON document (``--json``); values that are not JSON are made so.
 
@@ -85,12 +122,12 @@ def print_json(data: Any, *, plain: bool = False) -> None:
             10,000 rows), the same bytes.
     """
     out = data if plain else jsonable(data)
-    sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(_json_text(orjson.dumps(out, option=orjson.OPT_INDENT_2)) + "\n")
 
 
 def print_json_line(data: Any) -> None:
     """Print one JSON value on one line and flush (a stream: ``tail --json``)."""
-    sys.stdout.write(orjson.dumps(jsonable(data)).decode() + "\n")
+    sys.stdout.write(_json_text(orjson.dumps(jsonable(data))) + "\n")
     sys.stdout.flush()
 
 
