@@ -77,6 +77,28 @@ def test_import_prints_a_report_and_its_json(app_db: Path, tmp_path: Path, capsy
     assert set(report) >= {"journal_records", "problems", "mismatches", "present", "dry_run"}
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("as_url", [True, False])
+def test_import_with_a_database_as_the_store_is_refused_as_swapped_operands(
+    app_db: Path, many_store: Path, tmp_path: Path, capsys, dry_run: bool, as_url: bool
+) -> None:
+    """``import STORE app.db`` (the operands swapped): the store's threads were copied
+    into the app's SQLite database (the dry run promised it too), where ``import`` is
+    to bring threads into a store. It is refused before anything is read or written,
+    naming the order and the command that copies out of a store."""
+    db = tmp_path / "app.db"
+    db.write_bytes(app_db.read_bytes())
+    before = db.read_bytes()
+    target = url(db) if as_url else str(db)
+    code = main(["import", str(many_store), target, *(["--dry-run"] if dry_run else [])])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert db.read_bytes() == before
+    assert "imports into a store directory" in err, err
+    assert f"langgraph-jsonl import {target} {many_store}" in err, err
+    assert "langgraph-jsonl copy" in err, err
+
+
 def test_import_into_the_store_named_by_the_environment(
     app_db: Path, tmp_path: Path, monkeypatch, capsys
 ) -> None:

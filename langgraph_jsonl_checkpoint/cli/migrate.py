@@ -17,7 +17,9 @@ import threading
 from functools import partial
 
 from ..migrate.copy import copy_threads
+from ..migrate.databases import is_sqlite_file
 from ..migrate.report import CopyInterrupted
+from ..migrate.urls import is_database_url
 from ..saver.config import STORE_ENV
 from .common import (
     EXIT_INTERRUPTED,
@@ -114,6 +116,14 @@ def _import(args: argparse.Namespace) -> int:
     store = args.store or os.environ.get(STORE_ENV)
     if not store:
         raise UsageError(f"name the store directory to import into, or set {STORE_ENV}")
+    if is_database_url(store) or (os.path.isfile(store) and is_sqlite_file(store)):
+        # The operands swapped: copying the other way would write into the app's database.
+        raise UsageError(
+            f"langgraph-jsonl import imports into a store directory, and {store} is a database; "
+            "nothing was read or written. The source comes first: `langgraph-jsonl import "
+            f"{store} {args.source}` brings its threads into the store; `langgraph-jsonl copy "
+            f"{args.source} {store}` copies the store's threads into it."
+        )
     return run_copy(args, args.source, store)
 
 
