@@ -120,6 +120,8 @@ def test_a_run_on_a_busy_thread_is_refused_before_it_stores_anything(tmp_path: P
     assert isinstance(err, ConcurrentRunError) and isinstance(err, JsonlCheckpointError)
     assert "'shared'" in str(err) and f"process {os.getpid()}" in str(err), str(err)
     assert "concurrent_runs='wait'" in str(err)
+    # the holder in words a person can use, not an object's repr ("run RunControl@7f95b6f1c460")
+    assert "@" not in str(err) and "RunControl" not in str(err), str(err)
     assert err.thread_id == "shared" and err.holder["pid"] == os.getpid()
     # the live run goes on untouched; nothing of the refused run was stored
     assert live.finish() == {"visits": ["visit 0"]}

@@ -179,9 +179,9 @@ class LiveRuns:
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
         holder = self.store.run_lock(thread_id).holder()
-        who = (
-            f"run {holder.get('run')} of process {holder.get('pid')} on {holder.get('host')}, "
-            f"since {holder.get('since')}" if holder else "another run"
+        who = (  # (the holder's "run" tells runs apart in the file; it means nothing to a person)
+            f"a run of process {holder.get('pid')} on {holder.get('host')}, "
+            f"since {holder.get('since')}," if holder else "another run"
         )
         how = (
             f"It waited {waited:.1f} s (busy_timeout) for that run to end."
