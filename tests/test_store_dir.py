@@ -176,3 +176,32 @@ def test_a_new_store_under_an_unwritable_folder_is_refused_with_a_clear_error(tm
             with pytest.raises(StoreError, match="cannot be written") as err:
                 JsonlSaver(d)
             assert str(parent) in str(err.value)
+
+
+def test_a_store_path_starting_with_a_tilde_is_in_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``JsonlSaver("~/checkpoints")``, or ``LANGGRAPH_JSONL_STORE=~/checkpoints`` from a
+    ``.env`` file (nothing expands it there): the store was made in a directory named
+    ``~`` under the working directory, where ``langgraph-jsonl threads ~/checkpoints``
+    (the shell expanding it) found no store. Now ``~`` is the home directory, as the
+    shell has it."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from langgraph_jsonl_checkpoint.migrate import copy_threads
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    with JsonlSaver("~/checkpoints") as saver:
+        assert saver.store.path == str(home / "checkpoints")
+        saver.put(config("t"), make_checkpoint(cp_id(1), {}, {}), {}, {})
+    assert not (cwd / "~").exists()
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", "~/checkpoints")
+    assert main(["threads", "--json"]) == 0
+    assert [row["thread_id"] for row in json.loads(capsys.readouterr().out)] == ["t"]
+    assert copy_threads("~/checkpoints", "~/copy").ok
+    assert main(["import", "~/checkpoints", "~/imported"]) == 0
+    assert (home / "copy" / "STORE.json").is_file() and (home / "imported" / "STORE.json").is_file()
+    assert not (cwd / "~").exists()

@@ -261,7 +261,7 @@ def _missing_operands(
 
 def is_store(path: str) -> bool:
     """Whether ``path`` is a store directory (it holds the marker)."""
-    return os.path.isfile(os.path.join(path, MARKER))
+    return os.path.isfile(os.path.join(os.path.expanduser(path), MARKER))
 
 
 def store_path(args: argparse.Namespace) -> str:
@@ -269,7 +269,7 @@ def store_path(args: argparse.Namespace) -> str:
     path = args.store or os.environ.get(STORE_ENV)
     if not path:
         raise UsageError(f"name the store directory, or set {STORE_ENV}")
-    return str(path)
+    return os.path.expanduser(str(path))  # `~/x` from the environment: as the shell has it
 
 
 def shown(text: str) -> str:

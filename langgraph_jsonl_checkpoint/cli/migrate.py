@@ -114,6 +114,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     store = args.store or os.environ.get(STORE_ENV)
+    store = os.path.expanduser(store) if store else store
     if not store:
         raise UsageError(f"name the store directory to import into, or set {STORE_ENV}")
     if is_database_url(store) or (os.path.isfile(store) and is_sqlite_file(store)):

@@ -41,7 +41,7 @@ from .store_dir import MARKER_TEMP as MARKER_TEMP
 from .store_dir import STORE_FORMAT as STORE_FORMAT
 from .store_dir import TEMP_DIR as TEMP_DIR
 from .store_dir import THREADS_DIR as THREADS_DIR
-from .store_dir import open_directory
+from .store_dir import open_directory, store_path
 from .view import LogView
 
 #: Thread logs kept open at once besides those a live run holds (which stay open while
@@ -108,7 +108,7 @@ class Store:
         read_only: bool = False,
         max_open_threads: int = DEFAULT_MAX_OPEN_THREADS,
     ) -> None:
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = store_path(path)
         self.read_only = read_only
         self.threads_path = os.path.join(self.path, THREADS_DIR)
         self.temp_path = os.path.join(self.path, TEMP_DIR)

@@ -31,6 +31,13 @@ ARCHIVE_DIR = "archive"
 logger = logging.getLogger(__name__)
 
 
+def store_path(path: str | os.PathLike[str]) -> str:
+    """A store directory as a person wrote it, made absolute: a leading ``~`` is the home
+    directory, as the shell has it (a path from a ``.env`` file or a config is not
+    expanded by anything else, and would make a directory named ``~``)."""
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
 def open_directory(path: str, *, read_only: bool) -> None:
     """Check ``path`` is a store of this package (making an empty or new directory one,
     unless ``read_only``), its folders private and present, and remove the temp files

@@ -49,7 +49,7 @@ def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme == "sqlite":
         return place_of_path(databases.sqlite_path(text))
-    return None if scheme else place_of_path(text)
+    return None if scheme else place_of_path(os.path.expanduser(text))
 
 
 def refuse_same_place(source: Place | None, target: Place | None, names: tuple[str, str]) -> None:
@@ -129,6 +129,8 @@ def _open(
         return Endpoint(spec, type(spec).__name__)
     text = os.fspath(spec)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if not scheme:
+        text = os.path.expanduser(text)  # a store or SQLite path: `~` as the shell has it
     dry = dry_run and role == "target"
     if scheme in ("postgresql", "postgres"):
         return databases.open_postgres(text, role=role, workers=workers, serde=serde)
