@@ -7,6 +7,7 @@ Written for mutants of ``disk/store.py`` that survived the suite (stress/mutatio
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -205,3 +206,28 @@ def test_a_store_path_starting_with_a_tilde_is_in_the_home_directory(
     assert main(["import", "~/checkpoints", "~/imported"]) == 0
     assert (home / "copy" / "STORE.json").is_file() and (home / "imported" / "STORE.json").is_file()
     assert not (cwd / "~").exists()
+
+
+@pytest.mark.parametrize("code", [errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS])
+def test_a_file_system_without_file_locks_is_refused_at_open_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """A store on a mount without ``flock`` (some NFS, SMB and container volume mounts):
+    the first put failed with a bare ``OSError: [Errno 37] No locks available`` naming
+    neither the store nor what to do. Opening it to write now says so; read-only still
+    opens (a reader takes no lock)."""
+    import fcntl
+
+    JsonlSaver(tmp_path / "s").close()
+
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(StoreError, match="file locks") as caught:
+        JsonlSaver(tmp_path / "s")
+    assert str(tmp_path / "s") in str(caught.value) and "local file system" in str(caught.value)
+    with pytest.raises(StoreError, match="file locks"):
+        JsonlSaver(tmp_path / "new")
+    with JsonlSaver(tmp_path / "s", read_only=True) as saver:
+        assert list(saver.list(None)) == []

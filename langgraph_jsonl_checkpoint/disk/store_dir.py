@@ -6,6 +6,7 @@ a directory through :func:`open_directory`; the names of the layout live here.
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import stat
@@ -92,7 +93,34 @@ def _open_directory(path: str, *, read_only: bool) -> None:
     for sub in (path, threads_path, temp_path):
         if not os.access(sub, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
             raise _cannot_write(path, sub, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+    _check_file_locks(path, marker)
     _sweep_dead_temp_files(path, temp_path)
+
+
+#: What ``flock`` fails with on a file system that has no file locks.
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
+
+
+def _check_file_locks(path: str, marker: str) -> None:
+    """A writer needs ``flock`` (writers and runs of one thread are kept apart with it):
+    refuse a store on a file system without it now, not at the first put."""
+    try:
+        fd = files.os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # the marker checks above said what was wrong, or will
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError as exc:
+        if exc.errno in _NO_LOCKS:
+            raise StoreError(
+                f"store {path} is on a file system without file locks (flock: {exc.strerror}). "
+                "JsonlSaver locks each thread's files to keep writers and runs apart, in this "
+                "process and others. Put the store on a local file system (ext4, xfs, btrfs, "
+                "APFS, tmpfs); read_only=True opens it as it is (a reader takes no lock)."
+            ) from exc
+    finally:
+        files.os.close(fd)
 
 def _become_store(path: str, marker: str, read_only: bool) -> None:
     """Make an empty directory a store (several processes may do it at once).
