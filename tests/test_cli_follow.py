@@ -215,3 +215,41 @@ def test_tail_follow_ended_by_ctrl_c_exits_1_for_a_damaged_thread(
         polls.clear()
         assert main(["tail", str(cli_store.path), thread, "-f", "--poll", "0.01"]) == status, thread
         assert len(polls) == 3 and capsys.readouterr().out.strip()
+
+
+def test_tail_follow_says_when_the_thread_is_deleted_and_when_it_comes_back(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A followed thread deleted (by the app, a sweep) went silent: the follower went on
+    polling a log that was gone, saying nothing. It now says so once, waits, and says
+    when a new run starts the thread again, whose messages it follows."""
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_jsonl_checkpoint.cli import conversation
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        build_agent_graph().compile(checkpointer=saver).invoke(
+            {"messages": [HumanMessage("before the delete")]}, {"configurable": {"thread_id": "t"}})
+    polls = []
+
+    def poll(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) in (2, 6):
+            with JsonlSaver(store) as other:
+                if len(polls) == 2:
+                    other.delete_thread("t")
+                else:
+                    build_agent_graph().compile(checkpointer=other).invoke(
+                        {"messages": [HumanMessage("after the delete")]},
+                        {"configurable": {"thread_id": "t"}})
+        if len(polls) == 9:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(conversation, "time", SimpleNamespace(sleep=poll))
+    assert main(["tail", str(store), "t", "-f", "--poll", "0.01"]) == 0
+    out, err = capsys.readouterr()
+    assert "before the delete" in out and "after the delete" in out
+    assert out.index("before the delete") < out.index("after the delete")
+    assert err.count("thread t was deleted") == 1, err
+    assert err.count("thread t appeared again") == 1, err

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..inspection.conversation import compact_json, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
@@ -47,6 +47,9 @@ from .common import (
 from .threads import since_argument
 
 # -- history --------------------------------------------------------------------------
+
+if TYPE_CHECKING:  # annotations only
+    from ..saver.jsonl_saver import JsonlSaver
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -274,14 +277,30 @@ def _follow(args: argparse.Namespace) -> int:
         follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
         _emit(backlog[-args.lines:] if args.lines else [], args.json)
+        present = saver.store.has_thread(args.thread)
         try:
             while args.follow:
                 sys.stdout.flush()
                 time.sleep(args.poll)
+                if saver.store.has_thread(args.thread) != present:
+                    present = not present
+                    _say_presence(saver, args.thread, present)
                 _emit(follower.read_new(), args.json)
         except KeyboardInterrupt:  # how a person ends `tail -f`: the exit status still tells of damage
             pass
         return max(served_status(saver, args.thread), unreadable_status(args.thread, follower.unreadable))
+
+
+def _say_presence(saver: JsonlSaver, thread_id: str, present: bool) -> None:
+    """Tell a follower's reader that the thread went (deleted, archived) or came back."""
+    if present:
+        note = f"thread {shown(thread_id)} appeared again (a new run started it); following it"
+    else:
+        archived = archived_note(saver, thread_id)
+        gone = "was archived" if archived else "was deleted"
+        note = (f"thread {shown(thread_id)} {gone}; waiting for it to appear again "
+                "(Ctrl-C ends)" + (f"\n{archived}" if archived else ""))
+    print(note, file=sys.stderr, flush=True)
 
 
 # -- registration ---------------------------------------------------------------------
