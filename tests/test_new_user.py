@@ -196,6 +196,18 @@ def test_an_empty_path_is_refused_as_empty(tmp_path: Path, monkeypatch: pytest.M
         JsonlSaver("")
 
 
+@pytest.mark.parametrize("path", [None, 123])
+def test_a_path_that_is_not_one_is_refused_saying_what_to_pass(path: object) -> None:
+    """``JsonlSaver(os.environ.get("STORE"))`` with the variable unset: a bare
+    ``TypeError: expected str, bytes or os.PathLike object, not NoneType``. It now says
+    what was passed and what a path is."""
+    with pytest.raises(ConfigError, match="JsonlSaver path is") as caught:
+        JsonlSaver(path)  # type: ignore[arg-type]
+    assert repr(path) in str(caught.value) and "JsonlSaver('./checkpoints')" in str(caught.value)
+    if path is None:
+        assert "environment variable" in str(caught.value)
+
+
 def test_a_string_with_a_lone_surrogate_is_stored_as_langgraph_s_savers_store_it(tmp_path: Path) -> None:
     """``os.fsdecode`` of a file name that is not UTF-8 gives a str with a lone surrogate.
     LangGraph's savers store it with ``?`` in its place and the run goes on; this saver

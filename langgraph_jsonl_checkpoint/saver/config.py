@@ -53,9 +53,16 @@ def store_path(path: Any) -> str:
     """The directory a ``JsonlSaver`` path names (``str`` or path-like).
 
     Raises:
-        ConfigError: It is empty, or a database URL (a newcomer's ``SqliteSaver`` or
+        ConfigError: It is not a path, is empty, or a database URL (a newcomer's ``SqliteSaver`` or
             ``PostgresSaver`` connection string).
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        unset = " (an environment variable that is not set?)" if path is None else ""
+        raise ConfigError(
+            f"JsonlSaver path is {path!r}{unset}, not a directory path. Pass the directory "
+            "of the store as a str or path (it is created if missing), e.g. "
+            "JsonlSaver('./checkpoints')."
+        )
     text: str = os.fsdecode(os.fspath(path))
     if not text:
         raise ConfigError(
