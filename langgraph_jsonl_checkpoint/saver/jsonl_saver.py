@@ -336,7 +336,8 @@ class JsonlSaver(
 
         Args:
             config: Restrict to a thread (and to a namespace if ``checkpoint_ns`` is
-                given, to one checkpoint if ``checkpoint_id`` is); ``None`` for all threads.
+                given, to one checkpoint if ``checkpoint_id`` is); ``None`` (or ``{}``) for
+                all threads.
             filter: Metadata keys and the values they must equal.
             before: Only checkpoints with an id strictly smaller than this config's.
             limit: At most this many results (after filtering).

@@ -148,7 +148,7 @@ class CheckpointReads:
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints, newest first (see ``JsonlSaver.list``)."""
-        if config is not None:
+        if config:  # None and {} list every thread, as LangGraph's savers do
             thread_ids: Any = [thread_id_of(config, "list")]
             configurable = config["configurable"]
             ns_filter = configurable.get("checkpoint_ns")
