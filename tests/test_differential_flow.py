@@ -1,5 +1,7 @@
 """Differential tests: the tool-calling agent (with a second interleaved thread),
-fan-out / fan-in and ``Send``, a task that fails and is retried.
+fan-out / fan-in and ``Send``, a task that fails and is retried, ``Command(goto=...)``
+with a ``Send`` fan-out (one branch retried, one failing), ``Command.PARENT``, and the
+functional API.
 
 Each test runs a graph and a scenario with LangGraph's ``InMemorySaver`` and with the
 saver under test, and compares everything they serve (the driver is
@@ -8,8 +10,11 @@ saver under test, and compares everything they serve (the driver is
 
 from __future__ import annotations
 
+from langgraph.types import Command
+
 from tests.harness.differential import DURABILITIES, MODES, cfg_of, differential
 from tests.harness.differential_ops import GetState, History, Invoke, Stream
+from tests.harness.feature_graphs import build_command_send, build_functional, build_parent_command
 from tests.harness.flow_graphs import build_agent_graph, build_fanout_graph, build_flaky_graph
 from tests.harness.state_graphs import human
 
@@ -88,3 +93,84 @@ def test_error_then_retry(jsonl_saver_factory, tmp_path, mode, durability):
         mode=mode, durability=durability,
     )
     assert out.test_transcript[0][1][0] == "raised"
+
+
+# ---------------------------------------------------------------------------
+# Command(goto=...) with a Send fan-out: one branch retried, one failing, then a fork
+# ---------------------------------------------------------------------------
+
+
+def command_send_scenario(cfg):
+    yield Invoke({"log": ["s"]}, cfg)
+    yield GetState(cfg)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_command_goto_and_send_with_retry(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_command_send, command_send_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+    assert "work 1 ok" in out.test_dump["t1"]["state"].values["log"]
+
+
+def failed_branch_scenario(cfg):
+    yield Invoke({"log": ["s"]}, cfg, expect_error=True)
+    yield GetState(cfg)  # the branches that succeeded are pending writes
+    yield Invoke(None, cfg)
+    yield GetState(cfg)
+    hist = yield History(cfg)
+    # fork from the checkpoint the Send branches ran from
+    yield Invoke(None, [h for h in hist if "work" in h.next][-1].config)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_send_branch_fails_then_resume_and_fork(jsonl_saver_factory, tmp_path, mode, durability):
+    differential(
+        lambda: build_command_send(hard_fail=True), failed_branch_scenario,
+        jsonl_saver_factory, tmp_path, mode=mode, durability=durability,
+    )
+
+
+def parent_command_scenario(cfg):
+    yield Invoke({"log": ["s"]}, cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_command_to_parent_graph(jsonl_saver_factory, tmp_path, mode, durability):
+    differential(
+        build_parent_command, parent_command_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+
+
+# ---------------------------------------------------------------------------
+# the functional API: @entrypoint, parallel @tasks, an interrupt, previous and final
+# ---------------------------------------------------------------------------
+
+
+def functional_scenario(cfg):
+    yield Invoke({"n": 3}, cfg)
+    yield GetState(cfg)
+    yield Invoke(Command(resume="yes"), cfg)
+    yield Invoke({"n": 2}, cfg)
+    yield Invoke(Command(resume="again"), cfg)
+    yield GetState(cfg)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_functional_api(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_functional, functional_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+    assert out.test_transcript[-3][1]["prev"] == {"last": "yes", "prev": None}

@@ -1,5 +1,6 @@
 """Differential tests: ``interrupt()`` and ``Command(resume=...)``, parallel and repeated
-interrupts, nested subgraphs and an interrupt inside one.
+interrupts, nested subgraphs and an interrupt inside one, a subgraph with its own
+checkpointer, time travel through nested subgraphs.
 
 Each test runs a graph and a scenario with LangGraph's ``InMemorySaver`` and with the
 saver under test, and compares everything they serve (the driver is
@@ -11,7 +12,8 @@ from __future__ import annotations
 from langgraph.types import Command, StateSnapshot
 
 from tests.harness.differential import DURABILITIES, MODES, SQLITE_DIFFERS, differential
-from tests.harness.differential_ops import GetState, History, Invoke, Stream
+from tests.harness.differential_ops import GetState, History, Invoke, Stream, UpdateState
+from tests.harness.feature_graphs import build_persistent_subgraph
 from tests.harness.flow_graphs import (
     build_nested_subgraph_graph,
     build_parallel_interrupt_graph,
@@ -119,3 +121,77 @@ def test_subgraph_interrupt(jsonl_saver_factory, tmp_path, mode, durability):
     assert isinstance(inner, StateSnapshot) and inner.next == ("leaf",)
     assert inner.tasks[0].state.next == ("l_ask",)
     assert "leaf-answer=leafy" in out.test_dump["t1"]["state"].values["trail"]
+
+
+# ---------------------------------------------------------------------------
+# a subgraph with its own checkpointer (checkpointer=True), interrupted and resumed
+# ---------------------------------------------------------------------------
+
+
+def persistent_subgraph_scenario(cfg):
+    yield Invoke({"log": ["start"]}, cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume="one"), cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume="two"), cfg)
+    yield GetState(cfg, subgraphs=True)
+    # a second run: the subgraphs' own state carries over
+    yield Invoke({"log": ["again"]}, cfg)
+    yield Invoke(Command(resume="three"), cfg)
+    yield Invoke(Command(resume="four"), cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield History(cfg)
+    yield History(cfg, limit=2)
+
+
+@DURABILITIES
+@MODES
+def test_subgraph_with_own_checkpointer(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_persistent_subgraph, persistent_subgraph_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability, saver_kwargs={"snapshot_every": 2},
+    )
+    assert "child-ans=three" in out.test_dump["t1"]["state"].values["log"]
+
+
+# ---------------------------------------------------------------------------
+# time travel through nested subgraphs: their own configs, histories, update_state
+# ---------------------------------------------------------------------------
+
+
+def _checkpoint_config(config: dict) -> dict:
+    keep = ("thread_id", "checkpoint_ns", "checkpoint_id")
+    return {"configurable": {k: v for k, v in config["configurable"].items() if k in keep}}
+
+
+def nested_time_travel_scenario(cfg):
+    yield Invoke({"trail": ["start"]}, cfg)
+    paused = yield GetState(cfg, subgraphs=True)
+    mid = _checkpoint_config(paused.tasks[0].state.config)
+    leaf = _checkpoint_config(paused.tasks[0].state.tasks[0].state.config)
+    yield GetState(mid, subgraphs=True)
+    yield GetState(leaf)
+    yield History(leaf)
+    yield History(mid)
+    yield UpdateState(leaf, {"trail": ["patched-leaf"]})
+    yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume="r1"), cfg)
+    hist = yield History(cfg)
+    # replay from the checkpoint where the leaf was waiting
+    old = [h for h in hist if h.next == ("mid",)][-1]
+    yield GetState(old.config, subgraphs=True)
+    yield Invoke(None, old.config)
+    yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume="r2"), cfg)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_nested_subgraph_time_travel(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        lambda: build_nested_subgraph_graph(with_interrupt=True), nested_time_travel_scenario,
+        jsonl_saver_factory, tmp_path, mode=mode, durability=durability,
+        saver_kwargs={"snapshot_every": 2},
+    )
+    assert "leaf-answer=r2" in out.test_dump["t1"]["state"].values["trail"]

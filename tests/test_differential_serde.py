@@ -1,5 +1,6 @@
 """Differential tests: a strict msgpack serde with an allowlist, and encrypted serdes (a toy
-cipher, and AES when pycryptodome is installed).
+cipher, and AES when pycryptodome is installed), state values that are not JSON, very
+large states, odd thread ids.
 
 Each test runs a graph and a scenario with LangGraph's ``InMemorySaver`` and with the
 saver under test, and compares everything they serve (the driver is
@@ -8,12 +9,15 @@ saver under test, and compares everything they serve (the driver is
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from tests.harness.differential import MODES, Outcome, differential
-from tests.harness.differential_ops import GetState, History, Invoke
+from tests.harness.differential import DURABILITIES, MODES, Outcome, differential
+from tests.harness.differential_ops import GetState, History, Invoke, UpdateState
+from tests.harness.feature_graphs import DC, Model, build_values_graph
 from tests.harness.flow_graphs import build_agent_graph
 from tests.harness.state_graphs import Note, Point, build_typed_graph, human
 from tests.test_differential_flow import agent_scenario
@@ -86,4 +90,47 @@ def test_encrypted_serde_aes(jsonl_saver_factory, tmp_path):
     differential(
         build_agent_graph, agent_scenario, jsonl_saver_factory, tmp_path,
         saver_kwargs={"serde": serde}, ref_kwargs={"serde": serde}, thread_ids=("t1", "t2"),
+    )
+
+
+# ---------------------------------------------------------------------------
+# state values that are not JSON, very large states, odd thread ids
+# ---------------------------------------------------------------------------
+
+
+def values_scenario(cfg):
+    yield Invoke({"log": ["v"]}, cfg)
+    yield GetState(cfg)
+    yield UpdateState(cfg, {"val": {"when": datetime.datetime(2020, 1, 1), "s": {4}, "b": b"\x01"}})
+    yield GetState(cfg)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_values_that_are_not_json(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_values_graph, values_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+    first = out.reload_dump["t1"]["namespaces"][""]["history"][1].values["val"]
+    assert isinstance(first["dc"], DC) and isinstance(first["model"], Model)
+    assert isinstance(first["fs"], frozenset) and isinstance(first["set"], set)
+
+
+@MODES
+def test_very_large_state(jsonl_saver_factory, tmp_path, mode):
+    differential(
+        lambda: build_values_graph(big=5_000_000), values_scenario, jsonl_saver_factory,
+        tmp_path, mode=mode,
+    )
+
+
+@pytest.mark.parametrize(
+    "thread_id",
+    ["a/b", "..", "ü😀", " sp ", "x\ny", "a\\b", "CON", "t" * 300, "%2F", ".hidden", "*?<>|:"],
+)
+def test_odd_thread_ids(jsonl_saver_factory, tmp_path, thread_id):
+    differential(
+        build_values_graph, values_scenario, jsonl_saver_factory, tmp_path, thread_ids=(thread_id,)
     )

@@ -179,8 +179,11 @@ class Normaliser:
                 **{f: self(getattr(obj, f)) for f in obj._fields},
             }
         if isinstance(obj, dict):
+            # a subgraph snapshot's config carries the saver object itself
             return {
-                self(k): self(by_value(v) if k == "__interrupt__" else v) for k, v in obj.items()
+                self(k): self(by_value(v) if k == "__interrupt__" else v)
+                for k, v in obj.items()
+                if k != "__pregel_checkpointer"
             }
         if isinstance(obj, list):
             return [self(x) for x in obj]
