@@ -15,7 +15,14 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 
-from langgraph_jsonl_checkpoint import AsyncJsonlSaver, ConfigError, EncodeError, JsonlSaver
+from langgraph_jsonl_checkpoint import (
+    AsyncJsonlSaver,
+    ConfigError,
+    EncodeError,
+    JsonlSaver,
+    ThreadDeletedError,
+)
+from tests.harness.state_graphs import build_counter_graph
 
 
 def _graph(saver):
@@ -268,3 +275,25 @@ def test_a_graph_run_on_a_read_only_saver_is_refused_before_any_node_runs(
     with pytest.raises(ConfigError, match=r"read-only.*read_only"):
         saver.delete_thread("t")
     saver.close()
+
+
+def test_update_state_on_a_config_from_before_delete_thread_says_why_it_is_refused(
+    tmp_path: Path,
+) -> None:
+    # InMemorySaver accepts this (a new checkpoint whose parent is gone); the tombstone
+    # refuses it, since it may carry deleted values. The message must fit this cause too:
+    # no run was saving, the user kept a config from get_state_history.
+    with JsonlSaver(tmp_path / "s") as saver:
+        graph = build_counter_graph().compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"n": 1}, cfg)
+        old = list(graph.get_state_history(cfg))[1].config
+        saver.delete_thread("t")
+        graph.invoke({"n": 2}, cfg)  # the thread id in use again
+        with pytest.raises(ThreadDeletedError) as caught:
+            graph.update_state(old, {"n": 9})
+        message = str(caught.value)
+        assert "'t'" in message and old["configurable"]["checkpoint_id"] in message
+        assert "from before delete_thread" in message  # a kept config, not only a late run
+        assert "without a checkpoint_id" in message  # what to do instead
+        assert graph.get_state(cfg).values["n"] == 6  # the new run's state is untouched

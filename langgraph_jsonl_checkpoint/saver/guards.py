@@ -42,8 +42,11 @@ def refuse_deleted(
         what = "a checkpoint continuing its checkpoint" if late == named and new is not None else (
             "a write for its checkpoint")
         raise ThreadDeletedError(
-            f"thread {log.thread_id!r} was deleted; refusing {what} {late} (a run was still "
-            "saving when delete_thread was called). Start a new run to use this thread id again."
+            f"thread {log.thread_id!r} was deleted; refusing {what} {late}, which is from "
+            "before delete_thread (a run still saving when the thread was deleted, or a config "
+            "kept from before it, say from get_state_history, given to update_state or "
+            "invoke). To use this thread id again, pass a config without a checkpoint_id "
+            "(the thread's latest state, or a new run)."
         )
 
 
