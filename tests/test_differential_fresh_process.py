@@ -24,6 +24,7 @@ from tests.harness.differential_normalise import assert_same, normalise
 from tests.test_differential_flow import failed_branch_scenario, functional_scenario
 from tests.test_differential_history import update_state_scenario
 from tests.test_differential_interrupts import (
+    failing_subgraph_scenario,
     nested_time_travel_scenario,
     parallel_interrupt_scenario,
     persistent_subgraph_scenario,
@@ -44,6 +45,9 @@ CASES: dict[str, tuple[str, dict[str, Any], Any]] = {
     "nested_time_travel": (
         "tests.harness.flow_graphs:build_nested_subgraph_graph", {"with_interrupt": True},
         nested_time_travel_scenario,
+    ),
+    "failing_subgraph": (
+        "tests.harness.feature_graphs:build_failing_nested_subgraph", {}, failing_subgraph_scenario,
     ),
     "parallel_interrupts": (
         "tests.harness.flow_graphs:build_parallel_interrupt_graph", {}, parallel_interrupt_scenario,

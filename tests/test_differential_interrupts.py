@@ -1,6 +1,6 @@
 """Differential tests: ``interrupt()`` and ``Command(resume=...)``, parallel and repeated
 interrupts, nested subgraphs and an interrupt inside one, a subgraph with its own
-checkpointer, time travel through nested subgraphs.
+checkpointer, time travel through nested subgraphs, errors and retries inside them.
 
 Each test runs a graph and a scenario with LangGraph's ``InMemorySaver`` and with the
 saver under test, and compares everything they serve (the driver is
@@ -13,7 +13,7 @@ from langgraph.types import Command, StateSnapshot
 
 from tests.harness.differential import DURABILITIES, MODES, SQLITE_DIFFERS, differential
 from tests.harness.differential_ops import GetState, History, Invoke, Stream, UpdateState
-from tests.harness.feature_graphs import build_persistent_subgraph
+from tests.harness.feature_graphs import build_failing_nested_subgraph, build_persistent_subgraph
 from tests.harness.flow_graphs import (
     build_nested_subgraph_graph,
     build_parallel_interrupt_graph,
@@ -195,3 +195,28 @@ def test_nested_subgraph_time_travel(jsonl_saver_factory, tmp_path, mode, durabi
         saver_kwargs={"snapshot_every": 2},
     )
     assert "leaf-answer=r2" in out.test_dump["t1"]["state"].values["trail"]
+
+
+# ---------------------------------------------------------------------------
+# a failing node, a retried node and an interrupt two subgraphs down
+# ---------------------------------------------------------------------------
+
+
+def failing_subgraph_scenario(cfg):
+    yield Invoke({"log": ["s"]}, cfg, expect_error=True)
+    yield GetState(cfg, subgraphs=True)  # the error is a pending write of the leaf
+    yield Invoke(None, cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume="yes"), cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_errors_and_interrupt_in_a_nested_subgraph(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_failing_nested_subgraph, failing_subgraph_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+    assert "ans=yes" in out.test_dump["t1"]["state"].values["log"]

@@ -1,7 +1,7 @@
 """Reference graphs for LangGraph features a user's script reaches for: a subgraph
 compiled with ``checkpointer=True``, ``Command(goto=...)`` with ``Send`` fan-out and a
-retried branch, ``Command.PARENT``, the functional API, and state values that are not
-JSON.
+retried branch, ``Command.PARENT``, the functional API, errors and retries inside nested
+subgraphs, and state values that are not JSON.
 
 Builders return an *uncompiled* graph (or, for the functional API, an object with a
 ``compile(checkpointer=...)``) and are deterministic; counters live in closures.
@@ -206,3 +206,48 @@ def build_parent_command() -> StateGraph:
     g.add_edge(START, "child")
     g.add_edge("p_after", END)
     return g
+
+
+# errors, retries and an interrupt two subgraphs down
+def build_failing_nested_subgraph() -> StateGraph:
+    """A leaf subgraph (inside a middle one) with a node retried twice, a node that
+    fails its first call without retry, and an interrupt; a parallel parent node."""
+    calls = {"boom": 0, "retried": 0}
+
+    def retried(state: S) -> dict:
+        calls["retried"] += 1
+        if calls["retried"] < 3:
+            raise KeyError("retry me")
+        return {"log": [f"retried after {calls['retried']}"]}
+
+    def boom(state: S) -> dict:
+        calls["boom"] += 1
+        if calls["boom"] == 1:
+            raise ValueError("leaf failed once")
+        return {"log": ["boom ok"]}
+
+    def ask(state: S) -> dict:
+        return {"log": [f"ans={interrupt('q')}"]}
+
+    leaf = StateGraph(S)
+    retry = RetryPolicy(max_attempts=5, initial_interval=0.001, jitter=False, retry_on=KeyError)
+    leaf.add_node("retried", retried, retry_policy=retry)
+    leaf.add_node("boom", boom)
+    leaf.add_node("ask", ask)
+    leaf.add_edge(START, "retried")
+    leaf.add_edge("retried", "boom")
+    leaf.add_edge("boom", "ask")
+    leaf.add_edge("ask", END)
+    mid = StateGraph(S)
+    mid.add_node("m", lambda state: {"log": ["m"]})
+    mid.add_node("leaf", leaf.compile())
+    mid.add_edge(START, "m")
+    mid.add_edge("m", "leaf")
+    mid.add_edge("leaf", END)
+    top = StateGraph(S)
+    top.add_node("mid", mid.compile())
+    top.add_node("side", lambda state: {"log": ["side"]})
+    top.add_edge(START, "mid")
+    top.add_edge(START, "side")
+    top.add_edge("mid", END)
+    return top
