@@ -10,9 +10,10 @@ saver under test, and compares everything they serve (the driver is
 
 from __future__ import annotations
 
+import pytest
 from langgraph.types import Command
 
-from tests.harness.differential import DURABILITIES, MODES, cfg_of, differential
+from tests.harness.differential import DURABILITIES, MODES, SQLITE_DIFFERS, cfg_of, differential
 from tests.harness.differential_ops import GetState, History, Invoke, Stream
 from tests.harness.feature_graphs import build_command_send, build_functional, build_parent_command
 from tests.harness.flow_graphs import build_agent_graph, build_fanout_graph, build_flaky_graph
@@ -166,7 +167,12 @@ def functional_scenario(cfg):
     yield History(cfg)
 
 
-@DURABILITIES
+@pytest.mark.parametrize("durability", [
+    "sync", "async",
+    pytest.param("exit", marks=SQLITE_DIFFERS(
+        "SqliteSaver's exit checkpoint keeps the __interrupt__ key LangGraph adds in place "
+        "to the previous run's returned dict; InMemorySaver's does not")),
+])
 @MODES
 def test_functional_api(jsonl_saver_factory, tmp_path, mode, durability):
     out = differential(

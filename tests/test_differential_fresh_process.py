@@ -28,6 +28,7 @@ from tests.test_differential_interrupts import (
     nested_time_travel_scenario,
     parallel_interrupt_scenario,
     persistent_subgraph_scenario,
+    send_to_subgraph_scenario,
 )
 from tests.test_differential_serde import values_scenario
 
@@ -48,6 +49,9 @@ CASES: dict[str, tuple[str, dict[str, Any], Any]] = {
     ),
     "failing_subgraph": (
         "tests.harness.feature_graphs:build_failing_nested_subgraph", {}, failing_subgraph_scenario,
+    ),
+    "send_to_subgraph": (
+        "tests.harness.feature_graphs:build_send_to_subgraph", {}, send_to_subgraph_scenario,
     ),
     "parallel_interrupts": (
         "tests.harness.flow_graphs:build_parallel_interrupt_graph", {}, parallel_interrupt_scenario,

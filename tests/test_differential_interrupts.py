@@ -13,7 +13,11 @@ from langgraph.types import Command, StateSnapshot
 
 from tests.harness.differential import DURABILITIES, MODES, SQLITE_DIFFERS, differential
 from tests.harness.differential_ops import GetState, History, Invoke, Stream, UpdateState
-from tests.harness.feature_graphs import build_failing_nested_subgraph, build_persistent_subgraph
+from tests.harness.feature_graphs import (
+    build_failing_nested_subgraph,
+    build_persistent_subgraph,
+    build_send_to_subgraph,
+)
 from tests.harness.flow_graphs import (
     build_nested_subgraph_graph,
     build_parallel_interrupt_graph,
@@ -220,3 +224,30 @@ def test_errors_and_interrupt_in_a_nested_subgraph(jsonl_saver_factory, tmp_path
         mode=mode, durability=durability,
     )
     assert "ans=yes" in out.test_dump["t1"]["state"].values["log"]
+
+
+# ---------------------------------------------------------------------------
+# Send to a subgraph node: parallel subgraph runs, each interrupted, resumed one by one
+# ---------------------------------------------------------------------------
+
+
+def send_to_subgraph_scenario(cfg):
+    yield Invoke({"log": []}, cfg)
+    paused = yield GetState(cfg, subgraphs=True)
+    waiting = sorted(paused.interrupts, key=lambda i: i.value["idx"])
+    yield Invoke(Command(resume={waiting[1].id: "B"}), cfg)  # one branch only
+    paused = yield GetState(cfg, subgraphs=True)
+    yield Invoke(Command(resume={i.id: f"v{i.value['idx']}" for i in paused.interrupts}), cfg)
+    yield GetState(cfg, subgraphs=True)
+    yield History(cfg)
+
+
+@DURABILITIES
+@MODES
+def test_send_to_a_subgraph_with_interrupts(jsonl_saver_factory, tmp_path, mode, durability):
+    out = differential(
+        build_send_to_subgraph, send_to_subgraph_scenario, jsonl_saver_factory, tmp_path,
+        mode=mode, durability=durability,
+    )
+    assert len(out.test_dump["t1"]["namespaces"]) == 4  # the root and three branches
+    assert "branch1=B" in out.test_dump["t1"]["state"].values["log"]

@@ -65,7 +65,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel._checkpoint import _replay
 
-from tests.harness.differential_normalise import assert_same, normalise
+from tests.harness.differential_normalise import _HEX32_RE, _UUID_RE, assert_same, normalise
 from tests.harness.differential_ops import Scenario, _run_scenario_async, _run_scenario_sync
 
 # ---------------------------------------------------------------------------
@@ -126,16 +126,20 @@ def _group_by_ns(tuples: Iterable[CheckpointTuple]) -> dict[str, list[Checkpoint
     for t in tuples:
         by_ns.setdefault(t.config["configurable"].get("checkpoint_ns", ""), []).append(t)
     # deterministic namespace order: by creation (oldest checkpoint id) - ids
-    # are uuid6, i.e. time ordered within one run
-    return dict(
-        sorted(
-            by_ns.items(),
-            key=lambda kv: (
-                kv[0] != "",
-                min(t.config["configurable"]["checkpoint_id"] for t in kv[1]),
-            ),
-        )
-    )
+    # are uuid6, i.e. time ordered within one run - except that subgraphs run in
+    # parallel (a Send to a subgraph node) start in a racy order: those are told
+    # apart by the parent checkpoint they started from and their first values
+    def key(kv: tuple[str, list[CheckpointTuple]]) -> tuple:
+        ns, tups = kv
+        oldest = min(tups, key=lambda t: t.config["configurable"]["checkpoint_id"])
+        parents = oldest.metadata.get("parents") or {}
+        started = parents.get(ns.rsplit("|", 1)[0] if "|" in ns else "", "")
+        if ns == "":
+            return (False, "", "", oldest.config["configurable"]["checkpoint_id"])
+        values = _UUID_RE.sub("*", _HEX32_RE.sub("*", repr(oldest.checkpoint["channel_values"])))
+        return (True, started, values, oldest.config["configurable"]["checkpoint_id"])
+
+    return dict(sorted(by_ns.items(), key=key))
 
 
 def _ns_cfg(thread_id: str, ns: str) -> dict:

@@ -251,3 +251,37 @@ def build_failing_nested_subgraph() -> StateGraph:
     top.add_edge(START, "side")
     top.add_edge("mid", END)
     return top
+
+
+class Branch(TypedDict, total=False):
+    """The state of one parallel subgraph run (its input carries ``idx``)."""
+
+    log: Annotated[list, operator.add]
+    idx: int
+
+
+# a Send fan-out to a subgraph node: parallel subgraph runs, each interrupted
+def build_send_to_subgraph(branches: int = 3) -> StateGraph:
+    """``branches`` parallel runs of a subgraph that asks for input, then a join."""
+
+    def ask(state: Branch) -> dict:
+        answer = interrupt({"idx": state["idx"]})
+        return {"log": [f"branch{state['idx']}={answer}"]}
+
+    sub = StateGraph(Branch, output_schema=S)
+    sub.add_node("ask", ask)
+    sub.add_edge(START, "ask")
+    sub.add_edge("ask", END)
+
+    def fan(state: S) -> list[Send]:
+        return [Send("branch", {"idx": i, "log": []}) for i in range(branches)]
+
+    g = StateGraph(S)
+    g.add_node("start", lambda state: {"log": ["start"]})
+    g.add_node("branch", sub.compile())
+    g.add_node("join", lambda state: {"log": [f"join {len(state['log'])}"]})
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", fan, ["branch"])
+    g.add_edge("branch", "join")
+    g.add_edge("join", END)
+    return g
