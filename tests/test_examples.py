@@ -37,3 +37,15 @@ def test_agent_resume_keeps_files_with_store_option(tmp_path: Path) -> None:
     files = [p for p in store.rglob("*") if p.is_file()]
     assert files, f"no checkpoint files written under {store}\n{output}"
     assert sum(p.stat().st_size for p in files) > 0
+
+
+def test_agent_resume_run_again_on_the_same_thread_continues_it(tmp_path: Path) -> None:
+    # Getting started runs the example with --thread t-1 to look at that thread; a
+    # newcomer who runs it twice gets a second turn on it, not a failed check.
+    store = tmp_path / "checkpoints"
+    for turn in (1, 2):
+        proc = run_example("--store", str(store), "--thread", "t-1")
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, f"run {turn}:\n{output}"
+        assert "OK: the resumed run finished with: The weather in Paris is sunny, 18 C." in proc.stdout, output
+    assert "the thread already holds 4 message(s); this run continues it" in proc.stdout, output
