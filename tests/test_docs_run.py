@@ -169,6 +169,33 @@ def test_shell_block(block: DocBlock, tmp_path: Path) -> None:
     assert run.returncode == 0, f"{block.name} failed:\n{script}\n{run.stdout}\n{run.stderr}"
 
 
+#: Pages a newcomer follows from the top, in a folder of their own.
+WALKTHROUGHS = ["README.md", "docs/getting-started.md"]
+
+
+@pytest.mark.parametrize("page", WALKTHROUGHS)
+def test_a_walkthrough_page_runs_top_to_bottom_in_an_empty_folder(page: str, tmp_path: Path) -> None:
+    """Each block after the ones before it, as a reader runs them, with no ./checkpoints
+    made beforehand: a command must find what the page's earlier steps made."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    steps = [b for b in PYTHON_BLOCKS + BASH_BLOCKS if b.path == page]
+    steps.sort(key=lambda b: b.line)
+    ran = 0
+    for block in steps:
+        if FRAGMENT.match(block.first_line) or ELSEWHERE.match(block.first_line) or SYNOPSIS.match(block.first_line):
+            continue
+        if block.lang == "python":
+            program = tmp_path / "block.py"
+            program.write_text(block.text)
+            argv = [sys.executable, str(program)]
+        else:
+            argv = ["bash", "-e", "-o", "pipefail", "-c", runnable_shell(block.text)[0]]
+        run = subprocess.run(argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+        assert run.returncode == 0, f"{block.name}, after the blocks above it, failed:\n{run.stdout}\n{run.stderr}"
+        ran += 1
+    assert ran >= 2, page
+
+
 @pytest.mark.parametrize("block", JSON_BLOCKS, ids=lambda b: b.name)
 def test_json_block(block: DocBlock) -> None:
     path = json.loads(block.text)["checkpointer"]["path"]
