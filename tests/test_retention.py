@@ -493,6 +493,27 @@ def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "has no archive of thread 'old'" in capsys.readouterr().err
 
 
+def test_cli_sweep_ttl_option_keeps_the_environments_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cron job's LANGGRAPH_JSONL_TTL says archive; a person tries a shorter TTL by
+    # hand. The threads must be archived (restorable), not deleted.
+    saver, _ = _store_of_agents(tmp_path / "s", {"old": {}})
+    _age(saver, "old", 2 * HOUR)
+    saver.close()
+    store = str(tmp_path / "s")
+    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 10080, "strategy": "archive"}')
+    assert main(["sweep", store, "--ttl", "60", "--dry-run"]) == 0
+    assert "old\twould be archived" in capsys.readouterr().out
+    assert main(["sweep", store, "--ttl", "60", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["strategy"], report["default_ttl"], report["swept"]) == ("archive", 60, ["old"])
+    assert [a.thread_id for a in JsonlSaver(store, read_only=True).archived()] == ["old"]
+    # --strategy still says what happens, whichever part the variable gave
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "delete", "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategy"] == "delete"
+
+
 def test_maintenance_is_not_activity(tmp_path: Path) -> None:
     """compact and prune keep a log's modification time: a nightly compact must not keep
     every thread alive; a keep_latest sweep of a pruned thread changes nothing."""

@@ -7,9 +7,9 @@ Examples::
     langgraph-jsonl archived ./checkpoints
     langgraph-jsonl restore ./checkpoints --thread t-1
 
-The policy comes from ``--ttl`` (minutes) and ``--strategy``, else from
-``LANGGRAPH_JSONL_TTL`` (the variable the server factory reads: a server and a cron job
-sweep alike).
+The policy comes from ``LANGGRAPH_JSONL_TTL`` (the variable the server factory reads: a
+server and a cron job sweep alike), with ``--ttl`` (minutes) and ``--strategy`` each in
+place of its part of it (or the whole policy without the variable).
 """
 
 from __future__ import annotations
@@ -41,16 +41,19 @@ SWEEP_AGAIN = "interrupted: langgraph-jsonl sweep stopped; run it again to finis
 
 
 def _policy(args: argparse.Namespace) -> RetentionPolicy:
-    if args.ttl is not None:
-        block: dict[str, Any] = {"default_ttl": args.ttl, "strategy": args.strategy or "delete"}
-        return RetentionPolicy.of(block)
-    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if os.environ.get(TTL_ENV) else None
-    if policy is None:
+    """--ttl and --strategy, each in place of its part of $LANGGRAPH_JSONL_TTL's policy: a
+    TTL tried by hand keeps the variable's strategy (an "archive" does not become a
+    "delete"), as --strategy keeps its TTL."""
+    given = args.ttl is not None and args.strategy
+    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if os.environ.get(TTL_ENV) and not given else None
+    if args.ttl is None and policy is None:
         raise UsageError(f"say how long threads may stay idle: --ttl MINUTES, or set {TTL_ENV}")
-    if args.strategy:
-        policy = RetentionPolicy(default_ttl=policy.default_ttl, strategy=args.strategy,
-                                 sweep_limit=policy.sweep_limit)
-    return policy
+    if policy is None:
+        return RetentionPolicy.of({"default_ttl": args.ttl, "strategy": args.strategy or "delete"})
+    return RetentionPolicy(
+        default_ttl=policy.default_ttl if args.ttl is None else args.ttl,
+        strategy=args.strategy or policy.strategy, sweep_limit=policy.sweep_limit,
+    )
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -131,7 +134,8 @@ def define_sweep(p: argparse.ArgumentParser) -> None:
         description="Apply a retention policy: every thread idle (no write) for the TTL is "
         "deleted, pruned to its latest checkpoints (keep_latest) or archived (compressed into "
         "<store>/archive/), unless pinned (\"pinned\": true in its latest checkpoint's metadata) "
-        f"or a run is working on it. The policy: --ttl and --strategy, else ${TTL_ENV}.",
+        f"or a run is working on it. The policy: ${TTL_ENV}, with --ttl and --strategy each "
+        "in place of its part.",
         examples=["langgraph-jsonl sweep ./checkpoints --ttl 10080 --strategy archive --dry-run",
                   "langgraph-jsonl sweep ./checkpoints --ttl 1440 --strategy keep_latest"],
         json_shape="{dry_run, strategy, default_ttl, swept: [thread_id], pinned: [thread_id], "
@@ -141,7 +145,7 @@ def define_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttl", type=float, help=f"minutes of inactivity after which a thread expires "
                    f"(default: from ${TTL_ENV})")
     p.add_argument("--strategy", choices=STRATEGIES,
-                   help="what happens to an expired thread (default: delete)")
+                   help=f"what happens to an expired thread (default: from ${TTL_ENV}, else delete)")
     p.add_argument("--dry-run", action="store_true", help="list what would be done; change nothing")
     p.set_defaults(run=_sweep)
 
