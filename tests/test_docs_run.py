@@ -9,7 +9,8 @@ left out by name (``tests/harness/doc_blocks.py``). A block marked
 ``# shown, run elsewhere: tests/<file>.py`` must name a test file that runs its program;
 one marked ``# synopsis: <reason>`` (usage lines with placeholders) must parse with the
 CLI's parser.
-A ``langgraph.json`` block names a checkpointer the server can load (other JSON blocks
+A ``langgraph.json`` block names a checkpointer the server can load, and ``langgraph dev``
+accepts the whole file (other JSON blocks
 are records of ``docs/format.md``, with elisions).
 """
 
@@ -197,8 +198,17 @@ def test_a_walkthrough_page_runs_top_to_bottom_in_an_empty_folder(page: str, tmp
 
 
 @pytest.mark.parametrize("block", JSON_BLOCKS, ids=lambda b: b.name)
-def test_json_block(block: DocBlock) -> None:
-    path = json.loads(block.text)["checkpointer"]["path"]
+def test_json_block(block: DocBlock, tmp_path: Path) -> None:
+    config = json.loads(block.text)
+    if "graphs" in config:  # a whole langgraph.json: `langgraph dev` must take it as it is
+        from langgraph_cli.config import validate_config_file
+
+        (tmp_path / "langgraph.json").write_text(block.text)
+        try:
+            validate_config_file(tmp_path / "langgraph.json")
+        except Exception as exc:  # click.UsageError: what `langgraph dev` prints and exits on
+            raise AssertionError(f"{block.name}: langgraph dev refuses it: {exc}") from exc
+    path = config["checkpointer"]["path"]
     # loaded as langgraph-api loads an installed module's attribute
     module, _, attr = path.rpartition(".")
     assert callable(getattr(importlib.import_module(module), attr)), block.name
