@@ -382,13 +382,17 @@ def main(argv: list[str]) -> int:
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", metavar="DIR", help="directory for checkpoints and the outbox (kept)")
+    parser.add_argument("--store", metavar="DIR", help="a new or empty directory for checkpoints and the outbox (kept)")
     args = parser.parse_args(argv)
     if args.store:
         workdir = Path(args.store).resolve()
         workdir.mkdir(parents=True, exist_ok=True)
         if any(workdir.iterdir()):
-            parser.error(f"{workdir} is not empty")
+            parser.error(
+                f"{workdir} is not empty (a run of this demo left it?): the demo checks that the "
+                "outbox and the thread it writes there hold exactly one email and one run; "
+                "pass --store a new or empty directory, or leave --store out (a temporary one)"
+            )
         OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
         return demo(workdir)
     with tempfile.TemporaryDirectory(prefix="crash-and-resume-") as tmp:

@@ -30,3 +30,16 @@ def test_crash_and_resume_example(tmp_path: Path) -> None:
     assert [e["to"] for e in emails] == ["ada@example.com"]
     assert (workdir / "lookups.log").read_text().splitlines() == ["1042"]
     assert any(p.is_file() and p.stat().st_size for p in (workdir / "checkpoints").rglob("*"))
+
+
+def test_run_again_on_its_store_says_what_to_do(tmp_path: Path) -> None:
+    workdir = tmp_path / "demo"
+    (workdir / "checkpoints").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, str(EXAMPLE), "--store", str(workdir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    # which directory, why it must be empty, and what to pass instead
+    assert f"{workdir} is not empty" in proc.stderr
+    assert "exactly one email" in proc.stderr and "--store" in proc.stderr.splitlines()[-1]
+    assert "a new or empty directory" in proc.stderr
