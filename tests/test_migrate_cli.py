@@ -162,6 +162,23 @@ def test_clear_errors(app_db: Path, tmp_path: Path, capsys) -> None:
     assert "no such SQLite file" in capsys.readouterr().err
 
 
+def test_a_database_that_does_not_exist_says_to_create_it(app_db: Path, tmp_path: Path, pg_url: str,
+                                                          capsys) -> None:
+    """`export ... --setup` into a database not created yet: --setup makes tables, not the
+    database; the error says how to make it, dry run or not."""
+    missing = pg_url.rsplit("/", 1)[0] + "/no_such_db_for_this_test"
+    store = str(tmp_path / "s")
+    assert main(["import", url(app_db), store]) == 0
+    capsys.readouterr()
+    for extra in ([], ["--dry-run"]):
+        assert main(["export", store, missing, "--setup", *extra]) == 2
+        err = capsys.readouterr().err
+        assert 'database "no_such_db_for_this_test" does not exist' in err, err
+        assert "--setup creates the tables, not the database" in err, err
+        assert "CREATE DATABASE no_such_db_for_this_test" in err, err
+        assert "createdb -h 127.0.0.1 -p " in err and " -U postgres no_such_db_for_this_test" in err, err
+
+
 def test_a_source_file_that_is_empty_or_not_sqlite_is_named_so(tmp_path: Path, capsys) -> None:
     """A source is read, never made: no "give a new file" for it."""
     (tmp_path / "empty.db").write_bytes(b"")

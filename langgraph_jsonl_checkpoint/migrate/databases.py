@@ -301,6 +301,15 @@ SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 STORE_TABLES = ("store", "store_migrations")
 
 
+def _create_it(params: dict[str, Any]) -> str:
+    """What to do about a target database that does not exist: make it (--setup makes tables)."""
+    db = params.get("dbname", "")
+    where = " ".join(f"-{flag} {params[key]}" for flag, key in (("h", "host"), ("p", "port"), ("U", "user"))
+                     if params.get(key))
+    return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {db}, or "
+            f"createdb {where} {db}), then run this again")
+
+
 class PostgresEndpoint(Endpoint):
     """A ``PostgresSaver`` database, with ``PostgresStore`` for the journal."""
 
@@ -332,8 +341,9 @@ class PostgresEndpoint(Endpoint):
             first = " ".join(str(exc).strip().split("\n", 1)[0].split()).rstrip(".")
             reason = first or type(exc).__name__
             raise MigrationError(
-                f"cannot connect to PostgreSQL at {name}: {reason}. Is the server running and "
-                "the URL right (postgresql://user@host:port/database)?"
+                f"cannot connect to PostgreSQL at {name}: {reason}. "
+                + (_create_it(conninfo_to_dict(url)) if role == "target" and "does not exist" in reason
+                   else "Is the server running and the URL right (postgresql://user@host:port/database)?")
             ) from None
         options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         self.pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options, open=True)
