@@ -313,7 +313,10 @@ def demo(store_dir: str, thread_id: str | None = None) -> int:
 def main(argv: list[str]) -> int:
     if argv and argv[0] in ("step1", "step2"):  # we are a child process
         step, store_dir, thread_id = argv
-        (step1 if step == "step1" else step2)(store_dir, thread_id)
+        try:
+            (step1 if step == "step1" else step2)(store_dir, thread_id)
+        except KeyboardInterrupt:  # Ctrl-C reaches the whole demo: the parent says so
+            return 130
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -325,11 +328,16 @@ def main(argv: list[str]) -> int:
         "digits>, a new thread each time); a thread the store already has gets one more turn"
     )
     args = parser.parse_args(argv)
-    if args.store:
-        # The saver creates the directory itself (mode 0700) if it is missing.
-        return demo(os.path.abspath(args.store), args.thread)
-    with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
-        return demo(store_dir, args.thread)
+    try:
+        if args.store:
+            # The saver creates the directory itself (mode 0700) if it is missing.
+            return demo(os.path.abspath(args.store), args.thread)
+        with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
+            return demo(store_dir, args.thread)
+    except KeyboardInterrupt:
+        kept = f"what was saved is in {os.path.abspath(args.store)}" if args.store else "its temporary store was removed"
+        say(f"\nstopped by Ctrl-C; {kept}")
+        return 130
 
 
 if __name__ == "__main__":

@@ -373,32 +373,40 @@ def main(argv: list[str]) -> int:
     global OUTBOX, LOOKUPS
     if argv and argv[0] in ("A", "B", "C"):  # a child process
         step, store, OUTBOX, LOOKUPS = argv[0], argv[1], Path(argv[2]), Path(argv[3])
-        if step == "A":
-            process_a(store)
-        elif step == "B":
-            process_b(store)
-        else:
-            process_c(store, argv[4])
+        try:
+            if step == "A":
+                process_a(store)
+            elif step == "B":
+                process_b(store)
+            else:
+                process_c(store, argv[4])
+        except KeyboardInterrupt:  # Ctrl-C reaches the whole demo: the parent says so
+            return 130
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", metavar="DIR", help="a new or empty directory for checkpoints and the outbox (kept)")
     args = parser.parse_args(argv)
-    if args.store:
-        workdir = Path(args.store).resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-        if any(workdir.iterdir()):
-            parser.error(
-                f"{workdir} is not empty (a run of this demo left it?): the demo checks that the "
-                "outbox and the thread it writes there hold exactly one email and one run; "
-                "pass --store a new or empty directory, or leave --store out (a temporary one)"
-            )
-        OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
-        return demo(workdir)
-    with tempfile.TemporaryDirectory(prefix="crash-and-resume-") as tmp:
-        workdir = Path(tmp)
-        OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
-        return demo(workdir)
+    try:
+        if args.store:
+            workdir = Path(args.store).resolve()
+            workdir.mkdir(parents=True, exist_ok=True)
+            if any(workdir.iterdir()):
+                parser.error(
+                    f"{workdir} is not empty (a run of this demo left it?): the demo checks that the "
+                    "outbox and the thread it writes there hold exactly one email and one run; "
+                    "pass --store a new or empty directory, or leave --store out (a temporary one)"
+                )
+            OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
+            return demo(workdir)
+        with tempfile.TemporaryDirectory(prefix="crash-and-resume-") as tmp:
+            workdir = Path(tmp)
+            OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
+            return demo(workdir)
+    except KeyboardInterrupt:
+        kept = f"what was saved is in {Path(args.store).resolve()}" if args.store else "its temporary directory was removed"
+        say(f"\nstopped by Ctrl-C; {kept}")
+        return 130
 
 
 if __name__ == "__main__":

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
+
+from tests.harness.terminal import sigint_as_in_a_terminal
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -49,3 +56,32 @@ def test_agent_resume_run_again_on_the_same_thread_continues_it(tmp_path: Path) 
         assert proc.returncode == 0, f"run {turn}:\n{output}"
         assert "OK: the resumed run finished with: The weather in Paris is sunny, 18 C." in proc.stdout, output
     assert "the thread already holds 4 message(s); this run continues it" in proc.stdout, output
+
+
+def _own_group_with_sigint() -> None:
+    os.setsid()  # a terminal's Ctrl-C goes to the foreground group: the demo and its children
+    sigint_as_in_a_terminal()
+
+
+@pytest.mark.parametrize("example", ["agent_resume.py", "crash_and_resume.py"])
+def test_ctrl_c_stops_an_example_with_one_line_and_no_traceback(example: str, tmp_path: Path) -> None:
+    store = tmp_path / "demo"
+    child = subprocess.Popen([sys.executable, str(EXAMPLES / example), "--store", str(store)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_own_group_with_sigint)
+    try:
+        assert child.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "[1/3]" not in child.stdout.readline():
+            pass
+        time.sleep(0.5)  # a child process is at work
+        assert child.poll() is None, "the example ended before it could be interrupted"
+        os.killpg(child.pid, signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    assert child.returncode == 130, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out, (out, err)
+    assert f"stopped by Ctrl-C; what was saved is in {store}" in out, out
