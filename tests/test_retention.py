@@ -220,6 +220,25 @@ def test_restore_refuses_a_thread_started_anew(tmp_path: Path) -> None:
     saver.close()
 
 
+def test_restore_of_a_thread_started_anew_says_how_to_keep_or_remove_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI has no delete command: the refusal names the commands that get past it."""
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    _traced_turns(saver, "t", 2)
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    _traced_turns(saver, "t", 1, first=9)
+    saver.close()
+    assert main(["restore", str(store), "--thread", "t"]) == 2
+    err = capsys.readouterr().err
+    assert f"langgraph-jsonl copy {store} OTHER_STORE --threads t" in err, err
+    assert f"JsonlSaver({str(store)!r}).delete_thread('t')" in err, err
+    with JsonlSaver(store) as saver:  # following it
+        saver.delete_thread("t")
+    assert main(["restore", str(store), "--thread", "t"]) == 0
+
+
 def test_restore_refuses_while_a_trace_was_written_after_archiving(tmp_path: Path) -> None:
     """A traced run that saved no checkpoint of the thread (its graph has another
     checkpointer) leaves a trace but no log: restoring would overwrite it."""

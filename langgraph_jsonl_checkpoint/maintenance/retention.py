@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import threading
 import time
 from collections.abc import Mapping
@@ -417,8 +418,10 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
             if log.exists():
                 raise RestoreError(
                     f"thread {thread_id!r} has a log again ({log.path}): a run started it "
-                    f"anew after it was archived into {entries[-1].path}. Copy or delete "
-                    "the new thread first, then restore."
+                    f"anew after it was archived into {entries[-1].path}. Keep the new thread "
+                    f"elsewhere if it matters (langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
+                    f"--threads {shlex.quote(thread_id)}), delete it (JsonlSaver({store.path!r}).delete_thread({thread_id!r})), "
+                    "then restore."
                 )
             shelf.restore(log, entries[-1])
             log.refresh()
