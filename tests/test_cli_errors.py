@@ -112,6 +112,21 @@ def test_a_store_path_typo_creates_no_store(tmp_path: Path, capsys, command) -> 
     assert not (tmp_path / "nope").exists()
 
 
+def test_a_path_next_to_a_store_names_the_store(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A folder inside a store (its threads/), the folder holding it, or a log file: the
+    error names the store to pass instead."""
+    _store(tmp_path / "checkpoints", ["t-1"])
+    log = next((tmp_path / "checkpoints" / "threads").glob("*.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    for given in ("checkpoints/threads", str(log), "."):
+        assert main(["show", given, "t-1"]) == 2
+        err = capsys.readouterr().err
+        assert "not a langgraph-jsonl-checkpoint store" in err, err
+        assert "did you mean checkpoints?" in err.replace(str(tmp_path / "checkpoints"), "checkpoints"), err
+    assert main(["threads", str(tmp_path / "elsewhere")]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 def test_library_maintenance_of_a_missing_thread_creates_no_files(tmp_path: Path) -> None:
     _store(tmp_path / "s", ["a"])
     before = _files(tmp_path / "s")

@@ -299,11 +299,33 @@ def existing_store(args: argparse.Namespace) -> str:
     """
     store = store_path(args)
     if not os.path.isfile(os.path.join(store, MARKER)):
+        near = _store_near(store)
         raise UsageError(
             f"{store} is not a langgraph-jsonl-checkpoint store (no {MARKER} in it). "
-            "Pass the directory given to JsonlSaver(...)."
+            + (f"It is next to one: did you mean {near}?" if near else
+               "Pass the directory given to JsonlSaver(...).")
         )
     return store
+
+
+def _store_near(path: str) -> str | None:
+    """The store a mistaken path is inside (its ``threads/``, a log file) or holds one
+    level down (the project folder), written as the path was (relative or not)."""
+    full = os.path.abspath(path)
+    found = None
+    for up in (os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
+        if os.path.isfile(os.path.join(up, MARKER)):
+            found = up
+            break
+    else:
+        try:
+            names = sorted(os.listdir(full))[:1000] if os.path.isdir(full) else []
+        except OSError:
+            names = []
+        found = next((os.path.join(full, n) for n in names if os.path.isfile(os.path.join(full, n, MARKER))), None)
+    if found is None:
+        return None
+    return found if os.path.isabs(path) else os.path.relpath(found)
 
 
 def open_store(args: argparse.Namespace) -> Store:
