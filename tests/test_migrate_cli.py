@@ -179,6 +179,25 @@ def test_a_database_that_does_not_exist_says_to_create_it(app_db: Path, tmp_path
         assert "createdb -h 127.0.0.1 -p " in err and " -U postgres no_such_db_for_this_test" in err, err
 
 
+def test_threads_before_the_endpoints_says_to_put_them_first(app_db: Path, tmp_path: Path, capsys) -> None:
+    """--threads takes every word after it: written first, it swallows the endpoints."""
+    store = str(tmp_path / "s")
+    for argv in (["copy", "--threads", "t*", url(app_db), store],
+                 ["import", "--threads", "t*", url(app_db)]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "--threads takes every word after it" in err and "put them before --threads" in err, err
+        assert f"(langgraph-jsonl {argv[0]} SOURCE" in err, err
+    assert main(["import", url(app_db), store]) == 0
+    capsys.readouterr()
+    assert main(["export", "--threads", "t*", store, "postgresql://postgres@127.0.0.1:5432/app"]) == 2
+    err = capsys.readouterr().err
+    assert "--threads took postgresql://postgres@127.0.0.1:5432/app" in err, err
+    assert "Put STORE DATABASE before --threads" in err, err
+
+
 def test_a_source_file_that_is_empty_or_not_sqlite_is_named_so(tmp_path: Path, capsys) -> None:
     """A source is read, never made: no "give a new file" for it."""
     (tmp_path / "empty.db").write_bytes(b"")

@@ -44,6 +44,11 @@ def _export(args: argparse.Namespace) -> int:
         if args.all or args.output or args.checkpoint:
             raise UsageError("--all, -o and --checkpoint are for transcripts, not a database export")
         return run_copy(args, store_path(args), database)
+    swallowed = [t for t in args.threads or () if "://" in t]
+    if swallowed:
+        raise UsageError(f"--threads took {swallowed[-1]}: it takes every word after it. Put STORE "
+                         "DATABASE before --threads (langgraph-jsonl export ./checkpoints "
+                         "postgresql://user@host:port/database --threads 'user-*')")
     if any(getattr(args, f) for f in _COPY_FLAGS):
         raise UsageError("--threads, --dry-run, --setup, --no-verify and --no-journal are for an "
                          "export to a database (postgresql://...), not for transcripts")

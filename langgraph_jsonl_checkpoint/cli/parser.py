@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .._version import __version__
 from .commands import COMMANDS, GROUPS, Command
@@ -41,7 +41,17 @@ class CommandParser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: Any = None
     ) -> tuple[Any, list[str]]:
         self.define()
+        self._given = list(args or ())
         return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, saying why operands are missing when ``--threads`` (which
+        takes every word after it) came before them."""
+        if message.startswith("the following arguments are required") and "--threads" in getattr(self, "_given", ()):
+            missing = " ".join(message.split(": ", 1)[-1].split(", "))
+            message += ("; --threads takes every word after it, so they went into it: put them before "
+                        f"--threads ({self.prog} {missing} --threads 'user-*')")
+        super().error(message)
 
     def format_usage(self) -> str:
         self.define()
