@@ -127,6 +127,18 @@ def test_a_path_next_to_a_store_names_the_store(tmp_path: Path, capsys, monkeypa
     assert "did you mean" not in capsys.readouterr().err
 
 
+def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "gone"))
+    assert main(["show", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'gone'} (from $LANGGRAPH_JSONL_STORE) is not a langgraph-jsonl-checkpoint store" in err, err
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    assert main(["show", str(tmp_path / "gone"), "t-1"]) == 2  # named on the command line: no such note
+    assert "(from $LANGGRAPH_JSONL_STORE)" not in capsys.readouterr().err
+
+
 def test_library_maintenance_of_a_missing_thread_creates_no_files(tmp_path: Path) -> None:
     _store(tmp_path / "s", ["a"])
     before = _files(tmp_path / "s")

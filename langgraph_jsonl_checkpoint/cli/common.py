@@ -300,8 +300,9 @@ def existing_store(args: argparse.Namespace) -> str:
     store = store_path(args)
     if not os.path.isfile(os.path.join(store, MARKER)):
         near = _store_near(store)
+        source = f" (from ${STORE_ENV})" if not args.store else ""
         raise UsageError(
-            f"{store} is not a langgraph-jsonl-checkpoint store (no {MARKER} in it). "
+            f"{store}{source} is not a langgraph-jsonl-checkpoint store (no {MARKER} in it). "
             + (f"It is next to one: did you mean {near}?" if near else
                "Pass the directory given to JsonlSaver(...).")
         )
