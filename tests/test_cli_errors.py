@@ -139,6 +139,21 @@ def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(
     assert "(from $LANGGRAPH_JSONL_STORE)" not in capsys.readouterr().err
 
 
+def test_a_mistyped_store_beside_the_environments_store_is_not_left_as_a_thread_id(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """With $LANGGRAPH_JSONL_STORE set, `show ./checkpoint t-1` (a typo for the store) reads
+    ./checkpoint as the thread: the error says so."""
+    _store(tmp_path / "checkpoints", ["t-1"])
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "checkpoints"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", "./checkpoint", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert "has no thread ./checkpoint" in err, err
+    assert "./checkpoint was read as the thread, the store being $LANGGRAPH_JSONL_STORE's" in err, err
+    assert "no store directory ./checkpoint" in err, err
+
+
 def test_library_maintenance_of_a_missing_thread_creates_no_files(tmp_path: Path) -> None:
     _store(tmp_path / "s", ["a"])
     before = _files(tmp_path / "s")

@@ -385,8 +385,14 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
         archived = archived_note(saver, thread_id)
         if archived:
             raise UsageError(archived)
+        path_like = os.sep in thread_id or thread_id.startswith(".")
+        misread = (
+            f" ({shown(thread_id)} was read as the thread, the store being ${STORE_ENV}'s: there is "
+            f"no store directory {shown(thread_id)})"
+            if path_like and os.environ.get(STORE_ENV) and not os.path.isdir(thread_id) else ""
+        )
         raise UsageError(
-            f"store {saver.store.path} has no thread {shown(thread_id)}; "
+            f"store {saver.store.path} has no thread {shown(thread_id)}{misread}; "
             f"`langgraph-jsonl threads {saver.store.path}` lists its threads."
         )
     return thread_id
