@@ -335,7 +335,8 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
             return demo(store_dir, args.thread)
     except KeyboardInterrupt:
-        kept = f"what was saved is in {os.path.abspath(args.store)}" if args.store else "its temporary store was removed"
+        kept = (f"what was saved is in {os.path.abspath(args.store)}" if args.store
+                else "its temporary store was removed")
         say(f"\nstopped by Ctrl-C; {kept}")
         return 130
 

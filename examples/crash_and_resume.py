@@ -385,7 +385,8 @@ def main(argv: list[str]) -> int:
         return 0
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", metavar="DIR", help="a new or empty directory for checkpoints and the outbox (kept)")
+    parser.add_argument("--store", metavar="DIR",
+                        help="a new or empty directory for checkpoints and the outbox (kept)")
     args = parser.parse_args(argv)
     try:
         if args.store:
@@ -404,7 +405,8 @@ def main(argv: list[str]) -> int:
             OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
             return demo(workdir)
     except KeyboardInterrupt:
-        kept = f"what was saved is in {Path(args.store).resolve()}" if args.store else "its temporary directory was removed"
+        kept = (f"what was saved is in {Path(args.store).resolve()}" if args.store
+                else "its temporary directory was removed")
         say(f"\nstopped by Ctrl-C; {kept}")
         return 130
 

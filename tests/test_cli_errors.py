@@ -133,7 +133,8 @@ def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(
     monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "gone"))
     assert main(["show", "t-1"]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'gone'} (from $LANGGRAPH_JSONL_STORE) is not a langgraph-jsonl-checkpoint store" in err, err
+    gone = tmp_path / "gone"
+    assert f"{gone} (from $LANGGRAPH_JSONL_STORE) is not a langgraph-jsonl-checkpoint store" in err, err
     monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
     assert main(["show", str(tmp_path / "gone"), "t-1"]) == 2  # named on the command line: no such note
     assert "(from $LANGGRAPH_JSONL_STORE)" not in capsys.readouterr().err

@@ -183,7 +183,7 @@ def test_a_walkthrough_page_runs_top_to_bottom_in_an_empty_folder(page: str, tmp
     steps.sort(key=lambda b: b.line)
     ran = 0
     for block in steps:
-        if FRAGMENT.match(block.first_line) or ELSEWHERE.match(block.first_line) or SYNOPSIS.match(block.first_line):
+        if any(marker.match(block.first_line) for marker in (FRAGMENT, ELSEWHERE, SYNOPSIS)):
             continue
         if block.lang == "python":
             program = tmp_path / "block.py"
@@ -192,7 +192,9 @@ def test_a_walkthrough_page_runs_top_to_bottom_in_an_empty_folder(page: str, tmp
         else:
             argv = ["bash", "-e", "-o", "pipefail", "-c", runnable_shell(block.text)[0]]
         run = subprocess.run(argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
-        assert run.returncode == 0, f"{block.name}, after the blocks above it, failed:\n{run.stdout}\n{run.stderr}"
+        assert run.returncode == 0, (
+            f"{block.name}, after the blocks above it, failed:\n{run.stdout}\n{run.stderr}"
+        )
         ran += 1
     assert ran >= 2, page
 

@@ -54,7 +54,9 @@ def test_agent_resume_run_again_on_the_same_thread_continues_it(tmp_path: Path) 
         proc = run_example("--store", str(store), "--thread", "t-1")
         output = proc.stdout + proc.stderr
         assert proc.returncode == 0, f"run {turn}:\n{output}"
-        assert "OK: the resumed run finished with: The weather in Paris is sunny, 18 C." in proc.stdout, output
+        assert "OK: the resumed run finished with: The weather in Paris is sunny, 18 C." in proc.stdout, (
+            output
+        )
     assert "the thread already holds 4 message(s); this run continues it" in proc.stdout, output
 
 

@@ -323,7 +323,8 @@ def _store_near(path: str) -> str | None:
             names = sorted(os.listdir(full))[:1000] if os.path.isdir(full) else []
         except OSError:
             names = []
-        found = next((os.path.join(full, n) for n in names if os.path.isfile(os.path.join(full, n, MARKER))), None)
+        found = next((os.path.join(full, n) for n in names
+                      if os.path.isfile(os.path.join(full, n, MARKER))), None)
     if found is None:
         return None
     return found if os.path.isabs(path) else os.path.relpath(found)

@@ -47,7 +47,8 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """argparse's error, saying why operands are missing when ``--threads`` (which
         takes every word after it) came before them."""
-        if message.startswith("the following arguments are required") and "--threads" in getattr(self, "_given", ()):
+        swallowed = "--threads" in getattr(self, "_given", ())
+        if message.startswith("the following arguments are required") and swallowed:
             missing = " ".join(message.split(": ", 1)[-1].split(", "))
             message += ("; --threads takes every word after it, so they went into it: put them before "
                         f"--threads ({self.prog} {missing} --threads 'user-*')")

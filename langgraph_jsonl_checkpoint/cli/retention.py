@@ -18,7 +18,6 @@ import argparse
 import os
 import sys
 import threading
-from typing import Any
 
 from ..maintenance.retention import STRATEGIES, TTL_ENV, RetentionPolicy, ttl_from_environment
 from .common import (
@@ -45,7 +44,8 @@ def _policy(args: argparse.Namespace) -> RetentionPolicy:
     TTL tried by hand keeps the variable's strategy (an "archive" does not become a
     "delete"), as --strategy keeps its TTL."""
     given = args.ttl is not None and args.strategy
-    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if os.environ.get(TTL_ENV) and not given else None
+    from_env = os.environ.get(TTL_ENV) and not given
+    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if from_env else None
     if args.ttl is None and policy is None:
         raise UsageError(f"say how long threads may stay idle: --ttl MINUTES, or set {TTL_ENV}")
     if policy is None:

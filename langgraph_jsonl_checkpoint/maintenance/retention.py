@@ -420,8 +420,8 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
                     f"thread {thread_id!r} has a log again ({log.path}): a run started it "
                     f"anew after it was archived into {entries[-1].path}. Keep the new thread "
                     f"elsewhere if it matters (langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
-                    f"--threads {shlex.quote(thread_id)}), delete it (JsonlSaver({store.path!r}).delete_thread({thread_id!r})), "
-                    "then restore."
+                    f"--threads {shlex.quote(thread_id)}), delete it "
+                    f"(JsonlSaver({store.path!r}).delete_thread({thread_id!r})), then restore."
                 )
             shelf.restore(log, entries[-1])
             log.refresh()
