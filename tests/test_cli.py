@@ -120,3 +120,37 @@ def test_compact_dry_run_says_what_compact_would_do_and_changes_nothing(tmp_path
     (pruned,) = json.loads(capsys.readouterr().out)["threads"]
     assert (pruned["checkpoints_before"], pruned["checkpoints_after"]) == (12, 1)
     assert pruned["after"] == row["after"]  # what --keep-latest --dry-run said it would leave
+
+
+def test_compact_waiting_for_a_writer_lock_another_process_holds_says_so(tmp_path: Path, capsys) -> None:
+    """`compact` (or `repair`, or a put) behind a thread's writer lock another process
+    holds waited without a word for as long as it was held. After a second it now says
+    what it waits for (once); it still goes on once the lock is free."""
+    import fcntl
+    import os
+    import time
+
+    from langgraph_jsonl_checkpoint.disk import files
+    from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        for i in range(3):
+            saver.put(config("t"), make_checkpoint(cp_id(i), {}, {}), {}, {})
+        lock_path = saver.store.log_paths("t").lock
+    holder = os.open(lock_path, os.O_RDWR)  # another open file description: as another process
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        compact = subprocess.Popen(
+            [sys.executable, "-m", "langgraph_jsonl_checkpoint", "compact", str(store)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        time.sleep(2.5)
+        assert compact.poll() is None  # it waits for the lock
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        os.close(holder)
+    out, err = compact.communicate(timeout=60)
+    assert compact.returncode == 0, err
+    assert err.count("waiting for the writer lock of thread 't'") == 1, err
+    assert lock_path in err and "compacted" in out and files.LOCK_WAIT_NOTICE <= 1.5

@@ -11,10 +11,14 @@ arithmetic (``os.path``) and flag constants need no door and use ``os`` directly
 from __future__ import annotations
 
 import errno
+import fcntl
+import logging
 import os as os  # re-exported: disk/ calls `files.os.*`, the seam fault-injection tests patch
 import threading
 
 from ..errors import ForeignFileError, StoreError
+
+logger = logging.getLogger(__name__)
 
 #: Files of a store are private to their owner.
 FILE_MODE = 0o600
@@ -147,3 +151,27 @@ def read_whole(path: str) -> bytes:
             offset += len(chunk)
     finally:
         os.close(fd)
+
+
+#: Seconds a wait for a lock another process holds lasts before it is said (once).
+LOCK_WAIT_NOTICE = 1.0
+
+
+def lock_waiting(fd: int, what: str) -> None:
+    """``flock(fd, LOCK_EX)``, waiting for whoever holds it (another process: a writer
+    holds a thread's writer lock for one append, a compaction for one rewrite). A wait
+    longer than :data:`LOCK_WAIT_NOTICE` is said once, in a warning naming ``what``."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    notice = threading.Timer(LOCK_WAIT_NOTICE, logger.warning, (
+        "waiting for %s, which another process holds; going on when it is let go (Ctrl-C stops)", what,
+    ))
+    notice.daemon = True
+    notice.start()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    finally:
+        notice.cancel()

@@ -258,7 +258,9 @@ class ThreadLog(LogView):
                 self._lock_fd = files.open_refusing_links(
                     self.paths.lock, os.O_RDWR | os.O_CREAT, self.thread_id
                 )
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            files.lock_waiting(
+                self._lock_fd, f"the writer lock of thread {self.thread_id!r} ({self.paths.lock})"
+            )
             try:
                 yield
             finally:
