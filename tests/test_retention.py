@@ -70,6 +70,29 @@ def _store_of_agents(path: Path, threads: dict[str, dict]) -> tuple[JsonlSaver, 
     return saver, mem
 
 
+def test_a_state_edit_that_does_not_say_leaves_the_pin_as_the_run_set_it(tmp_path: Path) -> None:
+    # The LangGraph server's update_state (and update_state without metadata) writes a
+    # checkpoint without the thread's metadata: the run before it pinned the thread, and
+    # the edit must not unpin it. A checkpoint that says "pinned": false does unpin it.
+    saver, _ = _store_of_agents(tmp_path / "s", {"edited": {"pinned": True}, "unpinned": {"pinned": True}})
+    graph = build_agent_graph().compile(checkpointer=saver)
+    graph.update_state(_cfg("edited"), {"messages": [HumanMessage("edited", id="e1")]})
+    graph.update_state(_cfg("edited", note="no pin"), {"messages": [HumanMessage("again", id="e2")]})
+    graph.update_state(_cfg("unpinned", pinned=False), {"messages": [HumanMessage("unpin", id="u1")]})
+    graph.update_state(_cfg("unpinned"), {"messages": [HumanMessage("edited", id="u2")]})
+    before = answers(saver, "edited")
+    for tid in ("edited", "unpinned"):
+        _age(saver, tid, 2 * HOUR)
+
+    dry = saver.sweep({"default_ttl": 60, "strategy": "delete"}, dry_run=True)
+    report = saver.sweep({"default_ttl": 60, "strategy": "delete"})
+
+    assert dry.pinned == report.pinned == ["edited"]
+    assert dry.swept == report.swept == [("unpinned", "delete")]
+    assert not diff_answers(answers(saver, "edited"), before)
+    saver.close()
+
+
 @pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
 def test_expired_threads_go_pinned_and_active_ones_stay(tmp_path: Path, strategy: str) -> None:
     threads = {"old": {}, "old-2": {}, "pinned": {"pinned": True}, "new": {}}

@@ -9,7 +9,8 @@ and ``"rollback"`` is never refused by the saver and a rollback removes the canc
 run's checkpoints (``adelete_for_runs``); a run's live-run lock is visible to a sweep
 in another process; after a restart the server reads the same states back; with a
 ``ttl`` block in ``langgraph.json`` the factory's sweeper prunes idle threads and
-leaves pinned ones (thread metadata ``{"pinned": true}``) whole. No blocking call on
+leaves pinned ones (thread metadata ``{"pinned": true}``, a state edit after their
+runs included) whole. No blocking call on
 the event loop (the dev server raises on those) and no refusal shows in its output.
 """
 
@@ -253,6 +254,9 @@ def test_restart_reads_the_same_state_then_ttl_prunes_idle_threads(server: DevSe
             tid = (await client.threads.create(metadata={"pinned": True}))["thread_id"]
             await client.runs.wait(tid, "agent", input=_said("keep me"))
             await client.runs.wait(tid, "agent", input=_said("and this"))
+            # A state edit through the API: its checkpoint lacks the thread's metadata,
+            # and must not unpin the thread.
+            await client.threads.update_state(tid, {"messages": [{"role": "user", "content": "edited"}]})
             return tid
 
     pinned = asyncio.run(add_pinned())

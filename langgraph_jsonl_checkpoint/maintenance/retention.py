@@ -14,7 +14,8 @@ times (``cp`` without ``-p``) makes every thread look fresh, and a thread only r
 idle. A thread is *pinned*, and never expires, while the metadata of its latest
 checkpoint in the root namespace has ``"pinned": true`` (with the LangGraph server,
 thread metadata is copied into every run's checkpoints; elsewhere, run the graph with
-``config["metadata"]["pinned"] = True`` or ``update_state`` it in).
+``config["metadata"]["pinned"] = True`` or ``update_state`` it in); a state edit whose
+metadata does not say (the server's ``update_state``) leaves the pin as it was.
 
 A sweep acts on a thread only while holding its live-run lock (taken without waiting,
 recorded as :data:`~..disk.runlock.MAINTENANCE`) and its writer lock, and checks the
@@ -217,12 +218,27 @@ def _parsed(text: str, name: str) -> Any:
 
 
 def is_pinned(access: StoreAccess, idx: ThreadIndex) -> bool:
-    """Whether the latest root checkpoint's metadata pins the thread."""
-    latest = idx.latest_id("")
-    if latest is None:
-        return False
-    metadata = access.codec.peek(idx.checkpoints[""][latest].metadata)
-    return bool(metadata.get(PIN_KEY))
+    """Whether the thread is pinned: the newest root checkpoint that says either way (its
+    metadata has ``"pinned"``) says true. State edits (``source: "update"``) that do not
+    say are passed over, back to the newest checkpoint a run wrote: the LangGraph
+    server's ``update_state`` does not copy the thread's metadata into its checkpoint,
+    and an edit must not unpin a thread its runs pinned."""
+    checkpoints = idx.checkpoints.get("", {})
+    for checkpoint_id in reversed(idx.ordered_ids.get("", [])):
+        said = _pin_said(access, checkpoints[checkpoint_id].metadata)
+        if said is not None:
+            return said
+    return False
+
+
+def _pin_said(access: StoreAccess, cell: Any) -> bool | None:
+    """What one checkpoint's metadata says of the pin: ``True``/``False``, or ``None``
+    for a state edit that does not say (look further back)."""
+    metadata = access.codec.peek(cell) if cell is not None else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    if PIN_KEY in metadata:
+        return bool(metadata[PIN_KEY])
+    return None if metadata.get("source") == "update" else False
 
 
 def sweep(
