@@ -161,6 +161,11 @@ async def test_copy_and_delete(server: DevServer) -> None:
         assert [h["checkpoint"]["checkpoint_id"] for h in copied_history] == [
             h["checkpoint"]["checkpoint_id"] for h in history
         ]
+        # As with the server's own checkpointer: the copy's checkpoints name the copy.
+        assert {h["metadata"]["thread_id"] for h in copied_history} == {copy}
+        assert {h["metadata"]["thread_id"] for h in history} == {tid}
+        by_thread = await client.threads.get_history(copy, limit=100, metadata={"thread_id": copy})
+        assert len(by_thread) == len(history)
 
         await client.threads.delete(copy)
         saver = JsonlSaver(server.store, read_only=True)

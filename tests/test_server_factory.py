@@ -205,3 +205,42 @@ async def test_the_factory_opens_the_store_with_the_serializer_the_environment_n
     state = reader.get_tuple({"configurable": {"thread_id": "t"}})
     assert state is not None and "secretly" in state.checkpoint["channel_values"]["messages"][0].content
     reader.close()
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_copy_names_the_new_thread_in_metadata_as_the_server_does(tmp_path: Path, encrypted: bool) -> None:
+    # The server puts "thread_id" in every run's checkpoint metadata; its own copy (and
+    # its fallback for checkpointers without acopy_thread) renames it to the copy.
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    serde = None
+    if encrypted:
+        from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+        serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef")
+    saver = JsonlSaver(tmp_path / "s", serde=serde)
+    for tid, named in (("src", "src"), ("other", "someone")):
+        cfg: Any = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+        for step in range(2):
+            cp = empty_checkpoint()
+            cp["channel_values"] = {"n": step}
+            cp["channel_versions"] = {"n": step + 1}
+            cfg = saver.put(cfg, cp, {"source": "loop", "step": step, "thread_id": named, "owner": "ada"},
+                            {"n": step + 1})
+            saver.put_writes(cfg, [("n", step + 10)], "task-1")
+    saver.copy_thread("src", "dst")
+    saver.copy_thread("other", "other-copy")
+
+    fresh = JsonlSaver(tmp_path / "s", serde=serde)
+    source, copied = answers(fresh, "src"), answers(fresh, "dst")
+    assert list(copied["list"]) == list(source["list"]) and len(copied["list"]) == 2
+    for key, tup in copied["list"].items():
+        assert tup.metadata == {**source["list"][key].metadata, "thread_id": "dst"}
+        assert tup.checkpoint == source["list"][key].checkpoint
+        assert tup.pending_writes == source["list"][key].pending_writes
+    assert {t.metadata["thread_id"] for t in fresh.list({"configurable": {"thread_id": "src"}})} == {"src"}
+    # A thread_id that is not the source's is the caller's own value: kept.
+    assert {t.metadata["thread_id"] for t in fresh.list({"configurable": {"thread_id": "other-copy"}})} == {
+        "someone"}
+    fresh.close()
+    saver.close()

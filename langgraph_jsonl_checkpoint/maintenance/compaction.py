@@ -368,11 +368,27 @@ def delete_runs(saver: StoreAccess, run_ids: set[str]) -> None:
 
 
 def copy_records(saver: StoreAccess, source: str, target: str) -> None:
-    """Append every record of ``source`` to ``target``'s log as one batch."""
+    """Append every record of ``source`` to ``target``'s log as one batch.
+
+    A checkpoint whose metadata names the source thread (``"thread_id"``, which the
+    LangGraph server puts in every run's metadata) names the target in the copy, as the
+    server's own copy does; everything else is copied as it is."""
     src = saver.store.thread_log(source)
     records = [r for r in src.iter_records() if r.get("t") != "header"]
     if not records:
         return
+    copied = [_renamed(saver, {k: v for k, v in r.items() if k != "seq"}, source, target) for r in records]
     dst = saver.store.thread_log(target)
     with dst.writer():
-        dst.append([{k: v for k, v in r.items() if k != "seq"} for r in records])
+        dst.append(copied)
+
+
+def _renamed(saver: StoreAccess, record: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    """``record`` with its metadata's ``"thread_id"`` set to ``target`` where it was ``source``."""
+    if record.get("t") != "checkpoint" or not isinstance(record.get("md"), dict):
+        return record
+    metadata = saver.codec.peek(record["md"])
+    if not isinstance(metadata, dict) or metadata.get("thread_id") != source:
+        return record
+    renamed = {**metadata, "thread_id": target}
+    return {**record, "md": saver.codec.encode(renamed, f"thread {target!r}, a copied checkpoint's metadata")}

@@ -49,7 +49,9 @@ class ThreadMethods:
         """Copy every checkpoint and write (ids, parents, metadata, order) to another thread.
 
         The records are appended to the target's log as one batch: the copy appears
-        whole or not at all.
+        whole or not at all. Metadata whose ``"thread_id"`` is the source's (the
+        LangGraph server puts it in every run's metadata) names the target in the copy,
+        as the server's own copy does.
         """
         healing(lambda: copy_records(cast(StoreAccess, self), str(source_thread_id), str(target_thread_id)))
 
