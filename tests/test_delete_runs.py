@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_jsonl_checkpoint import DeltaHistoryError, JsonlSaver
-from tests.harness.answers import answers, diff_answers, mem_delete_for_runs
+from tests.harness.answers import answers, diff_answers, mem_copy_thread, mem_delete_for_runs
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import ThreadFiles
 
@@ -74,3 +74,36 @@ def test_delete_for_runs_refuses_to_cut_a_delta_channels_history(tmp_path: Path)
     saver.delete_for_runs(["r1", "r2"])  # both runs: nothing is left to need the history
     assert saver.get_tuple(config("t")) is None
     saver.close()
+
+
+def test_delete_for_runs_of_this_process_opens_only_the_threads_they_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The LangGraph server rolls back a cancelled run with adelete_for_runs([run_id]):
+    # with a run written in this process, only its threads (and copies of them) are
+    # opened, not every thread of the store; an unknown run is looked for everywhere.
+    writer, mem = JsonlSaver(tmp_path / "s"), InMemorySaver()
+    plan = {**{f"idle-{i}": [f"old-{i}"] for i in range(30)}, "a": ["r1", "r2", "r1"], "b": ["r1"]}
+    for saver in (writer, mem):
+        for n, (thread, runs) in enumerate(plan.items()):
+            _fill(saver, thread, runs, 10 * n + 1)
+    writer.copy_thread("b", "b-copy")
+    mem_copy_thread(mem, "b", "b-copy")
+    other = JsonlSaver(tmp_path / "s")  # another saver of the process (the server has one per OS thread)
+    opened: list[str] = []
+    thread_log = other.store.thread_log
+    monkeypatch.setattr(other.store, "thread_log", lambda tid: opened.append(tid) or thread_log(tid))
+
+    other.delete_for_runs(["r1"])
+    mem_delete_for_runs(mem, {"r1"})
+    assert sorted(opened) == ["a", "b", "b-copy"]
+    opened.clear()
+    other.delete_for_runs(["old-3", "r-unknown"])
+    mem_delete_for_runs(mem, {"old-3", "r-unknown"})
+    assert len(opened) >= 30  # not known here: every thread is looked at
+
+    fresh = JsonlSaver(tmp_path / "s", read_only=True)
+    for thread in [*plan, "b-copy"]:
+        assert not diff_answers(answers(fresh, thread), answers(mem, thread)), thread
+    for saver in (fresh, other, writer):
+        saver.close()

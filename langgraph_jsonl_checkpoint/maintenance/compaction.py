@@ -15,6 +15,7 @@ rebuilds those channels from its ancestors' writes back to their last snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -335,9 +336,10 @@ def prune_locked(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> bool:
     return True
 
 
-def delete_runs(saver: StoreAccess, run_ids: set[str]) -> None:
-    """Remove the checkpoints of the given runs from every thread of the store."""
-    for thread_id in list(saver.store.thread_ids()):
+def delete_runs(saver: StoreAccess, run_ids: set[str], threads: Iterable[str] | None = None) -> None:
+    """Remove the checkpoints of the given runs from ``threads`` (every thread of the
+    store if ``None``)."""
+    for thread_id in list(saver.store.thread_ids() if threads is None else threads):
         log = saver.store.thread_log(thread_id)
         with log.writer() as idx:
             if not log.exists():

@@ -17,6 +17,7 @@ from ..disk.store import Store
 from ..errors import ConfigError, CorruptLogError
 from ..maintenance.access import StoreAccess
 from ..maintenance.compaction import compact_thread, copy_records, delete_runs, prune_thread
+from . import run_threads
 from .config import healing
 
 
@@ -53,7 +54,9 @@ class ThreadMethods:
         LangGraph server puts it in every run's metadata) names the target in the copy,
         as the server's own copy does.
         """
-        healing(lambda: copy_records(cast(StoreAccess, self), str(source_thread_id), str(target_thread_id)))
+        source, target = str(source_thread_id), str(target_thread_id)
+        healing(lambda: copy_records(cast(StoreAccess, self), source, target))
+        run_threads.copied(self.store.path, source, target)
 
     def compact(self, thread_id: str) -> tuple[int, int]:
         """Rewrite a thread's log without what it no longer needs; answers stay the same.
@@ -95,7 +98,11 @@ class ThreadMethods:
                 needs; nothing was deleted in that thread.
         """
         if run_ids:
-            healing(lambda: delete_runs(cast(StoreAccess, self), {str(r) for r in run_ids}))
+            runs = {str(r) for r in run_ids}
+            # Runs of this process: only the threads they wrote to (else every thread).
+            threads = run_threads.threads_of(self.store.path, runs)
+            within = None if threads is None else sorted(t for t in threads if self.store.has_thread(t))
+            healing(lambda: delete_runs(cast(StoreAccess, self), runs, within))
 
     # -- async twins ------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from ..errors import ConfigError, DurabilityError
 from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
 from ..values.records import RecordBuilder, SnapshotPolicy
+from . import run_threads
 from .config import config_of, healing, thread_id_of
 from .guards import refuse_deleted, refuse_moved_head, refuse_other_run
 from .runs import RunTracker
@@ -88,13 +89,15 @@ class CheckpointWrites:
         parent = configurable.get("checkpoint_id")
         codec = self.codec
         rest = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "channel_versions", "id")}
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        run_threads.noted(self.store.path, full_metadata.get("run_id"), thread_id)
         record: dict[str, Any] = {
             "t": "checkpoint",
             "ns": ns,
             "id": checkpoint["id"],
             "parent": parent,
             "cv": dict(checkpoint["channel_versions"]),
-            "md": codec.encode(get_checkpoint_metadata(config, metadata), f"thread {thread_id!r}, metadata"),
+            "md": codec.encode(full_metadata, f"thread {thread_id!r}, metadata"),
             "cp": codec.encode(rest, f"thread {thread_id!r}, checkpoint {checkpoint['id']}"),
         }
         values = checkpoint["channel_values"]
