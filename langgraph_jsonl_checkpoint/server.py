@@ -48,6 +48,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
+from .errors import ConfigError, StoreError
 from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_from_environment
 from .saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .saver.jsonl_saver import JsonlSaver
@@ -85,9 +86,12 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     policy = ttl_from_environment(os.environ)
     spec = os.environ.get(SERDE_ENV)
     serde = load_serde(spec) if spec else None
-    saver = await asyncio.to_thread(
-        JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy, serde=serde
-    )
+    try:
+        saver = await asyncio.to_thread(
+            JsonlSaver, path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, ttl=policy, serde=serde
+        )
+    except (ConfigError, StoreError) as exc:
+        raise _for_the_server(exc, path) from exc
     logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
     sweeper: asyncio.Task[None] | None = None
     stop, wake = threading.Event(), asyncio.Event()
@@ -123,6 +127,19 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
         await asyncio.to_thread(saver.close)
         if cancelled is not None:
             raise cancelled
+
+
+def _for_the_server(exc: ConfigError | StoreError, path: str) -> ConfigError | StoreError:
+    """``exc`` (the store could not be opened) saying what a server user sets: the
+    variable, not ``JsonlSaver``'s argument, which they never wrote."""
+    named = (
+        f"${STORE_ENV}={os.environ[STORE_ENV]!r}" if os.environ.get(STORE_ENV)
+        else f"{STORE_ENV} is not set, so it is ./{DEFAULT_STORE} in the server's working directory "
+        f"({os.path.abspath(path)})"
+    )
+    fix = (f"The LangGraph server's store: {named}. Set {STORE_ENV} (in the server's environment "
+           "or the .env file langgraph.json names) to an empty or new directory, or to a store.")
+    return (StoreError if isinstance(exc, StoreError) else ConfigError)(f"{exc} {fix}")
 
 
 async def _sweep_every(

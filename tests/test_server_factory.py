@@ -45,6 +45,33 @@ async def test_the_factory_opens_the_store_named_by_the_environment(
         assert saver.store.path == str(tmp_path / "checkpoints")
 
 
+async def test_a_store_the_factory_cannot_open_is_named_with_the_variable_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server user never wrote JsonlSaver(...): the error says which variable to set.
+    from langgraph_jsonl_checkpoint import ConfigError, StoreError
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("not a store")
+    (tmp_path / "a-file").write_text("not a directory")
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "notes"))
+    with pytest.raises(StoreError, match=r"LANGGRAPH_JSONL_STORE") as caught:
+        async with checkpointer():
+            pass
+    assert str(tmp_path / "notes") in str(caught.value) and "empty or new directory" in str(caught.value)
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "a-file"))
+    with pytest.raises(ConfigError, match=r"LANGGRAPH_JSONL_STORE"):
+        async with checkpointer():
+            pass
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE")
+    monkeypatch.chdir(tmp_path / "notes")
+    (tmp_path / "notes" / "checkpoints").mkdir()
+    (tmp_path / "notes" / "checkpoints" / "model.pt").write_text("someone else's checkpoints")
+    with pytest.raises(StoreError, match=r"LANGGRAPH_JSONL_STORE is not set.*checkpoints"):
+        async with checkpointer():
+            pass
+
+
 async def test_the_factory_sweeps_by_the_ttl_block_of_langgraph_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
