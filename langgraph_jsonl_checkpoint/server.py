@@ -129,6 +129,38 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
             raise cancelled
 
 
+def journal_saver() -> JsonlSaver:
+    """A saver on the store the factory opens, with its serializer: for the replay
+    adapter's journal in a graph module, where the factory's own saver is out of reach::
+
+        from langgraph_jsonl_checkpoint import ReplayAdapter
+        from langgraph_jsonl_checkpoint.server import journal_saver
+
+        adapter = ReplayAdapter(journal_saver(), idempotent=["lookup_order"])
+        builder.add_node("tools", adapter.tool_node([lookup_order, send_email]))
+        graph = builder.compile()  # the server gives it the factory's checkpointer
+
+    Opening ``JsonlSaver`` on the store by hand would miss ``$LANGGRAPH_JSONL_SERDE``:
+    tool arguments and results would be stored unencrypted beside encrypted checkpoints.
+
+    Returns:
+        A :class:`~.saver.jsonl_saver.JsonlSaver` on ``$LANGGRAPH_JSONL_STORE`` (default
+        ``./checkpoints``), ``concurrent_runs="hold"``, no retention (the factory sweeps).
+
+    Raises:
+        ConfigError: ``LANGGRAPH_JSONL_SERDE`` names no serializer, or the store path is
+            not a directory.
+        StoreError: The directory is not a store, or is unsafe.
+    """
+    path = os.environ.get(STORE_ENV) or DEFAULT_STORE
+    spec = os.environ.get(SERDE_ENV)
+    serde = load_serde(spec) if spec else None
+    try:
+        return JsonlSaver(path, concurrent_runs="hold", busy_timeout=BUSY_TIMEOUT, serde=serde)
+    except (ConfigError, StoreError) as exc:
+        raise _for_the_server(exc, path) from exc
+
+
 def _for_the_server(exc: ConfigError | StoreError, path: str) -> ConfigError | StoreError:
     """``exc`` (the store could not be opened) saying what a server user sets: the
     variable, not ``JsonlSaver``'s argument, which they never wrote."""

@@ -271,3 +271,58 @@ def test_a_copy_names_the_new_thread_in_metadata_as_the_server_does(tmp_path: Pa
         "someone"}
     fresh.close()
     saver.close()
+
+
+def _emailing_graph(adapter: Any) -> Any:
+    """A model node that asks for one ``send_email``, and the adapter's tool node."""
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import tools_condition
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        return f"sent to {to}"
+
+    def model(state: MessagesState) -> dict:
+        if isinstance(state["messages"][-1], HumanMessage):
+            call = {"name": "send_email", "args": {"to": "ada-secret"}, "id": "call-1", "type": "tool_call"}
+            return {"messages": [AIMessage("", tool_calls=[call])]}
+        return {"messages": [AIMessage("done")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", model)
+    builder.add_node("tools", adapter.tool_node([send_email]))
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", tools_condition)
+    builder.add_edge("tools", "model")
+    return builder
+
+
+async def test_the_journal_saver_keeps_tool_calls_with_the_servers_serializer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A graph module cannot reach the factory's saver: journal_saver() opens the same
+    # store with the same serializer, so tool arguments and results are encrypted too.
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+    from langgraph_jsonl_checkpoint.server import journal_saver
+
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
+    monkeypatch.setenv("LANGGRAPH_JSONL_SERDE",
+                       "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes")
+    journal = await asyncio.to_thread(journal_saver)
+    assert isinstance(journal.serde, EncryptedSerializer)
+    assert journal.store.path == str(tmp_path / "store") and journal.retention is None
+    async with checkpointer() as saver:
+        graph = _emailing_graph(ReplayAdapter(journal)).compile(checkpointer=saver)
+        result = await graph.ainvoke({"messages": [HumanMessage("email ada")]}, _cfg("t"))
+    assert result["messages"][-1].content == "done"
+    (record,) = await journal.atool_calls("t")
+    assert record.state == "finished"
+    (log,) = (tmp_path / "store" / "threads").glob("*.jsonl")
+    assert b"ada-secret" not in log.read_bytes()
+    journal.close()
