@@ -118,16 +118,17 @@ class JsonlSaver(
         max_open_threads: Thread logs (and their file descriptors) kept open at once
             besides those a live run holds (a run's log stays open while it runs); one
             let go of is opened again on its next use. The most recently used also keep
-            their newest lists in memory (the objects
-            last stored or read, and their stored form; 100,000 items in all, about
-            110 MB at most), which makes the next put and read of a conversation cheap.
+            their newest lists in memory (the objects last stored or read, and their
+            stored form; 100,000 items in all, about 110 MB at most), which makes the
+            next put and read of a conversation cheap.
         concurrent_runs: What a LangGraph run gets when another run is still working
             on its thread (a *live* run: it read or wrote the thread and neither ended
             nor died; one per thread across processes, threads and tasks, see
             :mod:`.liveness`):
 
             - ``"refuse"`` (default): :class:`~.errors.ThreadBusyError` before it reads
-              or writes anything (LangGraph server's "reject" multitask strategy);
+              or writes anything (LangGraph server's "reject" multitask strategy); a
+              live run of this same process is first given up to a second to end;
             - ``"wait"``: it waits until the live run ends (at most ``busy_timeout``
               seconds, then ``ThreadBusyError``) and starts from the thread's head
               (the server's "enqueue");
@@ -140,9 +141,8 @@ class JsonlSaver(
             - ``"hold"``: every put is stored as given and a run is never refused,
               but it holds the thread's live-run lock while it works, so a sweep
               leaves its thread alone; a run finding the thread busy waits for it up
-              to ``busy_timeout``, then goes ahead without the lock. For the
-              LangGraph server, which coordinates runs itself
-              (``langgraph_jsonl_checkpoint.server`` opens the saver so).
+              to ``busy_timeout``, then goes ahead without the lock. For the LangGraph
+              server, which coordinates runs itself (its factory opens the saver so).
 
             In every mode, time travel (a run from an addressed checkpoint) forks on
             purpose, and a saver driven directly (no LangGraph run) is never refused.
