@@ -11,8 +11,7 @@ LangGraph's Postgres saver (decisions in one place, sync and async only execute)
 - whole-thread operations (delete, copy, compact, prune, delete_for_runs): a mixin,
   :class:`~.thread_methods.ThreadMethods`, over :mod:`~..maintenance.compaction`;
 - retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`;
-- the session memory kept as records are appended: a mixin,
-  :class:`~.memory_methods.SessionMemoryMethods`.
+- the session memory kept as records are appended: :class:`~.memory_methods.SessionMemoryMethods`.
 
 Every ``a*`` method is a thin twin of its sync method: ``aput``, ``aput_writes`` and
 ``aget_tuple`` run in the saver's own few threads (:mod:`.worker`), where the queued
