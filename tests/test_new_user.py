@@ -148,7 +148,8 @@ def test_compact_never_grows_a_forked_agent_thread(tmp_path: Path, snapshot_ever
 
 
 @pytest.mark.parametrize(
-    "url", ["postgresql://postgres@127.0.0.1:5432/app", "sqlite:///app.db", "file:///tmp/x"]
+    "url", ["postgresql://postgres@127.0.0.1:5432/app", "sqlite:///app.db", "file:///tmp/x",
+            "file:checkpoints.db", "file:./app.db?mode=rwc"]
 )
 def test_a_database_url_for_a_path_is_refused_pointing_to_the_migration_commands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str

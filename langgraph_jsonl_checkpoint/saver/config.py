@@ -46,7 +46,7 @@ VERSION_WIDTH = 12
 T = TypeVar("T")
 
 #: A URL (``postgresql://...``, ``sqlite:///...``): what a database saver takes, not a store.
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|file:)")  # (file:x.db: an SQLite URI, as SqliteSaver takes)
 
 
 def store_path(path: Any) -> str:
