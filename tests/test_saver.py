@@ -355,6 +355,9 @@ def test_missing_thread_id_says_what_to_pass(tmp_path: Path) -> None:
         saver.get_tuple({"configurable": {}})
     with pytest.raises(ConfigError, match="list needs a thread_id"):
         list(saver.list({"configurable": {"checkpoint_ns": ""}}))
+    # An empty one (InMemorySaver takes it; here it would be a log with no name) says so.
+    with pytest.raises(ConfigError, match=r"needs a thread_id \(the one given is empty: ''\)"):
+        saver.get_tuple({"configurable": {"thread_id": ""}})
 
 
 def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:

@@ -187,8 +187,9 @@ def thread_id_of(config: RunnableConfig | None, what: str) -> str:
     configurable = (config or {}).get("configurable") or {}
     tid = configurable.get("thread_id")
     if tid is None or tid == "":
+        given = " (the one given is empty: '')" if tid == "" else ""
         raise ConfigError(
-            f"{what} needs a thread_id: pass config={{'configurable': {{'thread_id': "
+            f"{what} needs a thread_id{given}: pass config={{'configurable': {{'thread_id': "
             "'...'}} to invoke/stream/get_state. Each thread_id is one conversation "
             "stored in its own log."
         )
