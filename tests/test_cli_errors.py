@@ -607,3 +607,15 @@ def test_text_the_terminal_cannot_encode_is_escaped_not_a_traceback(tmp_path: Pa
         cli(*argv)
     assert [t["thread_id"] for t in json.loads(cli("threads", str(store), "--json"))] == [tid]
     assert text in json.dumps(json.loads(cli("show", str(store), tid, "--json")), ensure_ascii=False)
+
+
+def test_a_store_whose_marker_was_deleted_is_named_with_how_to_recreate_it(tmp_path: Path, capsys) -> None:
+    """`langgraph-jsonl verify` of a store whose STORE.json was deleted said to pass the
+    directory given to JsonlSaver (it was); it says the threads are there and what the
+    marker holds."""
+    _store(tmp_path / "s", ["t1", "t2"])
+    (tmp_path / "s" / "STORE.json").unlink()
+    assert main(["verify", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "2 thread logs" in err and '{"store": "langgraph-jsonl-checkpoint", "format": 1}' in err
+    assert not (tmp_path / "s" / "STORE.json").exists()

@@ -231,3 +231,29 @@ def test_a_file_system_without_file_locks_is_refused_at_open_naming_it(
         JsonlSaver(tmp_path / "new")
     with JsonlSaver(tmp_path / "s", read_only=True) as saver:
         assert list(saver.list(None)) == []
+
+
+@pytest.mark.parametrize("damage", ["deleted", "cut"])
+def test_a_store_whose_marker_was_lost_says_how_to_recreate_it(tmp_path: Path, damage: str) -> None:
+    """STORE.json deleted (or cut short) beside the threads it marked: the error said to
+    point JsonlSaver at an empty directory, or to "restore it" without saying what it
+    holds. It names the threads found and the marker's content; writing that content
+    back opens the store with every checkpoint."""
+    d = tmp_path / "s"
+    with JsonlSaver(d) as saver:
+        _put(saver, "t1")
+    marker = d / store_mod.MARKER
+    original = marker.read_bytes()
+    if damage == "deleted":
+        marker.unlink()
+    else:
+        marker.write_bytes(original[:20])
+    with pytest.raises(StoreError) as caught:
+        JsonlSaver(d)
+    said = str(caught.value)
+    assert "1 thread log" in said and "If this is your store" in said and "is not empty" not in said
+    assert "'{\"store\": \"langgraph-jsonl-checkpoint\", \"format\": 1}'" in said and str(marker) in said
+    assert json.loads(said.split("'")[1]) == json.loads(original)
+    marker.write_bytes(original)
+    with JsonlSaver(d) as saver:
+        assert saver.get_tuple(config("t1")) is not None

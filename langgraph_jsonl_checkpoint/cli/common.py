@@ -29,6 +29,7 @@ import orjson
 
 from ..disk import view
 from ..disk.store import MARKER, Store
+from ..disk.store_dir import lost_marker_advice
 from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
@@ -299,6 +300,9 @@ def existing_store(args: argparse.Namespace) -> str:
     """
     store = store_path(args)
     if not os.path.isfile(os.path.join(store, MARKER)):
+        lost = lost_marker_advice(store)
+        if lost:
+            raise UsageError(f"store {store} has no {MARKER} (deleted?), {lost}")
         near = _store_near(store)
         source = f" (from ${STORE_ENV})" if not args.store else ""
         raise UsageError(

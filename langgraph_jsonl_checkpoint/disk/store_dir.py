@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import logging
 import os
+import shlex
 import stat
 
 import orjson
@@ -122,6 +124,31 @@ def _check_file_locks(path: str, marker: str) -> None:
     finally:
         files.os.close(fd)
 
+def marker_content() -> bytes:
+    """The marker of a store of this release's layout, as written (one JSON line)."""
+    return json.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}).encode() + b"\n"
+
+
+def lost_marker_advice(path: str) -> str | None:
+    """What to do about a store directory whose marker is gone or unreadable while its
+    thread logs are still there (a deleted or cut ``STORE.json``); None when ``path``
+    holds no thread logs (then it is not taken for a store)."""
+    try:
+        logs = [e for e in files.os.listdir(os.path.join(path, THREADS_DIR)) if e.endswith(".jsonl")]
+    except OSError:
+        return None
+    if not logs:
+        return None
+    marker = os.path.join(path, MARKER)
+    content = marker_content().decode().strip()
+    return (
+        f"but its {THREADS_DIR}/ holds {len(logs)} thread log{'s' if len(logs) != 1 else ''}. "
+        f"If this is your store, write the marker back: echo '{content}' > {shlex.quote(marker)} "
+        f"(then `langgraph-jsonl verify {path}` checks every thread); otherwise point "
+        "JsonlSaver at an empty or new directory."
+    )
+
+
 def _become_store(path: str, marker: str, read_only: bool) -> None:
     """Make an empty directory a store (several processes may do it at once).
 
@@ -137,6 +164,9 @@ def _become_store(path: str, marker: str, read_only: bool) -> None:
     if os.path.exists(marker):
         return  # another process finished creating it meanwhile
     if entries:
+        lost = lost_marker_advice(path)
+        if lost:
+            raise StoreError(f"store {path} has no {MARKER} (deleted?), {lost}")
         raise StoreError(
             f"directory {path} is not empty and is not a "
             f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
@@ -176,9 +206,7 @@ def _write_marker(path: str, marker: str) -> None:
     tmp = os.path.join(path, f"{MARKER_TEMP}.{files.owner()}")
     fd = files.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        files.os.write(
-            fd, orjson.dumps({"store": "langgraph-jsonl-checkpoint", "format": STORE_FORMAT}) + b"\n"
-        )
+        files.os.write(fd, marker_content())
         files.os.fsync(fd)
     finally:
         files.os.close(fd)
@@ -190,6 +218,9 @@ def _check_marker(path: str, marker: str) -> None:
         with open(marker, "rb") as f:
             data = orjson.loads(f.read())
     except (OSError, orjson.JSONDecodeError) as exc:
+        lost = lost_marker_advice(path)
+        if lost:
+            raise StoreError(f"store marker {marker} is unreadable ({exc}), {lost}") from exc
         raise StoreError(
             f"store marker {marker} is unreadable ({exc}); restore it or point "
             "JsonlSaver at another directory."
