@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -619,3 +621,44 @@ def test_a_store_whose_marker_was_deleted_is_named_with_how_to_recreate_it(tmp_p
     err = capsys.readouterr().err
     assert "2 thread logs" in err and '{"store": "langgraph-jsonl-checkpoint", "format": 1}' in err
     assert not (tmp_path / "s" / "STORE.json").exists()
+
+
+def _as_another_user(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``python argv`` run as uid/gid 65534 (nobody), as a user meets another user's store."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run as another user")
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, *argv], capture_output=True, text=True, timeout=60,
+                          cwd="/")
+
+
+@pytest.mark.parametrize("reach", ["directory", "marker"])
+def test_another_user_s_store_is_named_as_unreadable_not_as_no_store(reach: str) -> None:
+    """A store extracted from a tarball as root (files kept owned by their first user)
+    and read as someone else: `langgraph-jsonl threads` said it was not a store (no
+    STORE.json) or that the marker was unreadable and to "restore it", and a read-only
+    JsonlSaver raised a bare PermissionError. Both say this user cannot read it, whose it
+    is and what to do."""
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        store = base / "s"
+        _store(store, ["t1"])
+        for root, dirs, names in os.walk(store):
+            for name in [root, *(os.path.join(root, n) for n in dirs + names)]:
+                os.chown(name, 1000, 1000)
+        if reach == "marker":
+            store.chmod(0o755)
+        cli = _as_another_user(["-m", "langgraph_jsonl_checkpoint", "threads", str(store)])
+        assert cli.returncode == 2 and "Traceback" not in cli.stderr, cli.stderr
+        assert "cannot be read by this user" in cli.stderr and "uid 1000" in cli.stderr, cli.stderr
+        assert "no STORE.json" not in cli.stderr and "restore it" not in cli.stderr
+        app = _as_another_user(["-c", (
+            "from langgraph_jsonl_checkpoint import JsonlSaver, StoreError\n"
+            "try:\n"
+            f"    JsonlSaver({str(store)!r}, read_only=True)\n"
+            "except StoreError as e:\n"
+            "    print(e)\n")])
+        assert app.returncode == 0 and "cannot be read by this user" in app.stdout, app.stderr
+    finally:
+        shutil.rmtree(base)

@@ -29,7 +29,7 @@ import orjson
 
 from ..disk import view
 from ..disk.store import MARKER, Store
-from ..disk.store_dir import lost_marker_advice
+from ..disk.store_dir import check_readable, lost_marker_advice
 from ..errors import JsonlCheckpointError
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
@@ -297,8 +297,10 @@ def existing_store(args: argparse.Namespace) -> str:
 
     Raises:
         UsageError: No store named, or the directory is not a store.
+        StoreError: This user cannot read the store.
     """
     store = store_path(args)
+    check_readable(store)
     if not os.path.isfile(os.path.join(store, MARKER)):
         lost = lost_marker_advice(store)
         if lost:

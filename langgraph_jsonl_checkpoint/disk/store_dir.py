@@ -65,6 +65,33 @@ def _cannot_write(store: str, path: str, exc: OSError) -> StoreError:
                       f"{files.MAKE_WRITABLE}")
 
 
+def check_readable(path: str) -> None:
+    """Refuse a store directory this user cannot read (another user's store: a tarball
+    extracted by root keeps its files' first owner), naming whose it is.
+
+    Raises:
+        StoreError: The directory, or its marker, exists and cannot be read.
+    """
+    if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+        raise _cannot_read(path, path)
+    marker = os.path.join(path, MARKER)
+    if os.path.isfile(marker) and not os.access(marker, os.R_OK):
+        raise _cannot_read(path, marker)
+
+
+def _cannot_read(store: str, path: str) -> StoreError:
+    try:
+        st = files.os.stat(path)
+        whose = f"{path} belongs to uid {st.st_uid} (mode {stat.S_IMODE(st.st_mode):o})"
+    except OSError:
+        whose = f"{path} is not readable"
+    return StoreError(
+        f"store {store} cannot be read by this user (uid {os.geteuid()}): {whose}. Run as "
+        f"the user who owns the store, or give it to this user (`chown -R {os.geteuid()} "
+        f"{shlex.quote(store)}`, as root or its owner)."
+    )
+
+
 def _open_directory(path: str, *, read_only: bool) -> None:
     threads_path = os.path.join(path, THREADS_DIR)
     temp_path = os.path.join(path, TEMP_DIR)
@@ -74,6 +101,7 @@ def _open_directory(path: str, *, read_only: bool) -> None:
             "directory (it is created if missing); each thread gets its own file in it."
         )
     marker = os.path.join(path, MARKER)
+    check_readable(path)
     if not os.path.isdir(path):
         if read_only:
             raise StoreError(f"store {path} does not exist (opened read-only).")
