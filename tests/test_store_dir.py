@@ -257,3 +257,26 @@ def test_a_store_whose_marker_was_lost_says_how_to_recreate_it(tmp_path: Path, d
     marker.write_bytes(original)
     with JsonlSaver(d) as saver:
         assert saver.get_tuple(config("t1")) is not None
+
+
+@pytest.mark.parametrize("edited", [{"store": "langgraph-jsonl", "format": 1},
+                                    {"store": "langgraph-jsonl-checkpoint", "format": "1"},
+                                    {"store": "langgraph-jsonl-checkpoint", "format": 0}])
+def test_an_edited_marker_says_what_to_write_back(tmp_path: Path, edited: dict) -> None:
+    """STORE.json edited by hand: the error said only that it was not a marker, or that
+    the store was written by a newer release (upgrade the package) for a format of "1"
+    or 0. It names what the marker holds and says what to write back."""
+    d = tmp_path / "s"
+    with JsonlSaver(d) as saver:
+        _put(saver, "t1")
+    marker = d / store_mod.MARKER
+    original = marker.read_bytes()
+    marker.write_text(json.dumps(edited))
+    with pytest.raises(StoreError) as caught:
+        JsonlSaver(d)
+    said = str(caught.value)
+    assert not isinstance(caught.value, FormatVersionError) and "upgrade" not in said
+    assert "If this is your store" in said and json.dumps(edited) in said
+    marker.write_bytes(original)
+    with JsonlSaver(d) as saver:
+        assert saver.get_tuple(config("t1")) is not None

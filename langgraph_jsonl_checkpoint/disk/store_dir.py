@@ -244,7 +244,8 @@ def _write_marker(path: str, marker: str) -> None:
 def _check_marker(path: str, marker: str) -> None:
     try:
         with open(marker, "rb") as f:
-            data = orjson.loads(f.read())
+            raw = f.read()
+        data = orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError) as exc:
         lost = lost_marker_advice(path)
         if lost:
@@ -253,10 +254,16 @@ def _check_marker(path: str, marker: str) -> None:
             f"store marker {marker} is unreadable ({exc}); restore it or point "
             "JsonlSaver at another directory."
         ) from exc
-    if not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint":
-        raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker.")
-    fmt = data.get("format")
-    if type(fmt) is not int or not 1 <= fmt <= STORE_FORMAT:
+    fmt = data.get("format") if isinstance(data, dict) else None
+    if (not isinstance(data, dict) or data.get("store") != "langgraph-jsonl-checkpoint"
+            or type(fmt) is not int or fmt < 1):
+        said = raw.decode("utf-8", "replace").strip()[:200]
+        lost = lost_marker_advice(path)
+        if lost:
+            raise StoreError(f"store marker {marker} holds {said}, not a marker (edited?), {lost}")
+        raise StoreError(f"{marker} is not a langgraph-jsonl-checkpoint store marker (it holds "
+                         f"{said}); point JsonlSaver at another directory.")
+    if fmt > STORE_FORMAT:
         raise FormatVersionError(
             f"store {path}: {marker} says store format {fmt!r}, but this version "
             f"of langgraph-jsonl-checkpoint reads store format {STORE_FORMAT}. The "
