@@ -280,3 +280,23 @@ def test_an_edited_marker_says_what_to_write_back(tmp_path: Path, edited: dict) 
     marker.write_bytes(original)
     with JsonlSaver(d) as saver:
         assert saver.get_tuple(config("t1")) is not None
+
+
+def test_a_store_moved_while_open_is_named_as_gone_and_keeps_what_was_written(tmp_path: Path) -> None:
+    """The store directory renamed (mv) while a saver had it open: the next put raised a
+    bare FileNotFoundError naming a `.run` or `.lock` file. It says the store is gone
+    from where it was opened, what to do, and nothing acknowledged before is lost."""
+    d, moved = tmp_path / "s", tmp_path / "moved"
+    with JsonlSaver(d) as saver:
+        _put(saver, "t1")
+        d.rename(moved)
+        for thread in ("t1", "t3"):
+            v = {"m": saver.get_next_version(None, None)}
+            with pytest.raises(StoreError) as caught:
+                saver.put(config(thread), make_checkpoint(cp_id(2), {"m": [2]}, v), {}, v)
+            said = str(caught.value)
+            assert f"thread {thread!r}" in said and str(d) in said and "moved or deleted" in said
+    assert not d.exists()
+    with JsonlSaver(moved) as saver:
+        assert saver.get_tuple(config("t1")).checkpoint["id"] == cp_id(1)
+        assert saver.get_tuple(config("t3")) is None

@@ -53,6 +53,21 @@ def not_writable(path: str, exc: OSError) -> str:
     return f"{path} is not writable by this user ({exc.strerror})"
 
 
+def store_gone(path: str, thread_id: str, exc: OSError) -> StoreError | None:
+    """The error to raise when ``exc`` (from opening ``path``, a file of one of the
+    store's folders) says that folder is gone: the store was moved or deleted while this
+    process had it open. None when the folder is still there."""
+    folder = os.path.dirname(path)
+    if exc.errno != errno.ENOENT or os.path.isdir(folder):
+        return None
+    return StoreError(
+        f"thread {thread_id!r}: the store {os.path.dirname(folder)} is gone from where it "
+        f"was opened ({folder} does not exist: moved or deleted while this process had it "
+        "open). Nothing was written. Open JsonlSaver at the store's new place, or put it "
+        "back, and run again."
+    )
+
+
 def open_refusing_links(path: str, flags: int, thread_id: str) -> int:
     """:func:`open_file`, with a clear error for a planted symbolic link, and for a
     file to be written that this process may not write.
@@ -70,6 +85,9 @@ def open_refusing_links(path: str, flags: int, thread_id: str) -> int:
                 f"thread {thread_id!r}: {path} is a symbolic link; the store refuses "
                 "links (one could redirect writes outside it). Remove it."
             ) from exc
+        gone = store_gone(path, thread_id, exc)
+        if gone is not None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise gone from exc
         if exc.errno in NOT_WRITABLE and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
             raise StoreError(
                 f"thread {thread_id!r}: the store is not writable: {not_writable(path, exc)}. "

@@ -67,6 +67,9 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
         _keep_times(paths.log, tmp)
     except OSError as exc:
         files.unlink_quietly(tmp)
+        gone = files.store_gone(tmp, thread_id, exc)
+        if gone is not None:
+            raise gone from exc
         raise DurabilityError(
             f"thread {thread_id!r}: could not write {tmp}: {exc}. The thread's log was "
             "not changed."
@@ -76,6 +79,9 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
         files.fsync_dir(paths.directory)
     except OSError as exc:
         files.unlink_quietly(tmp)
+        gone = files.store_gone(tmp, thread_id, exc)
+        if gone is not None:
+            raise gone from exc
         raise DurabilityError(
             f"thread {thread_id!r}: could not make the new {paths.log} durable: {exc}. "
             "The operation was not acknowledged; retry it."
