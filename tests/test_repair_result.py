@@ -292,3 +292,36 @@ def test_a_torn_tail_is_named_as_verify_names_it(tmp_path: Path) -> None:
     damaged[size - 20] ^= 0xFF  # inside the last whole line: damage, not a torn tail
     dropped = salvage_records(bytes(damaged), "t").dropped
     assert any("damaged line (checksum does not match)" in d for d in dropped), dropped
+
+
+def test_another_thread_s_log_under_this_name_is_refused_by_repair_with_what_to_do(
+        tmp_path: Path, capsys) -> None:
+    """t2's log copied over t1's (a wrong file restored from a backup): the app refused
+    it, verify reported it, and `repair --thread t1` said "nothing to repair" (exit 0),
+    leaving the user stuck. Repair refuses, changing nothing, and the app's error and
+    repair's both say whose log it is and how to get t1 going again."""
+    from langgraph_jsonl_checkpoint import ForeignFileError
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        _fill(saver, "t1", 2)
+        _fill(saver, "t2", 3)
+    t1, t2 = ThreadFiles.of(store, "t1"), ThreadFiles.of(store, "t2")
+    Path(t1.log).write_bytes(Path(t2.log).read_bytes())
+    before = Path(t1.log).read_bytes()
+    with JsonlSaver(store) as saver:
+        with pytest.raises(ForeignFileError) as app:
+            saver.get_tuple(config("t1"))
+        with pytest.raises(ForeignFileError) as repaired:
+            repair(saver, "t1")
+    for said in (str(app.value), str(repaired.value)):
+        assert "thread 't1'" in said and "holds thread 't2'" in said and t1.log in said
+        assert "move it out of the store" in said.lower()
+    assert Path(t1.log).read_bytes() == before and not (store / "archive").exists()
+    assert main(["repair", str(store), "--thread", "t1"]) != 0
+    assert "holds thread 't2'" in capsys.readouterr().err
+    Path(t1.log).rename(tmp_path / "t2-copy.jsonl")
+    with JsonlSaver(store) as saver:
+        assert saver.get_tuple(config("t1")) is None
+        assert saver.get_tuple(config("t2")).checkpoint["id"] == cp_id(3)

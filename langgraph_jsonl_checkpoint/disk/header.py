@@ -55,11 +55,21 @@ def check_header(header: dict[str, Any] | None, thread_id: str, path: str) -> di
             "package to read it."
         )
     if header.get("thread") != thread_id:
-        raise ForeignFileError(
-            f"thread {thread_id!r}: log {path} belongs to another thread. Files in the "
-            "store must not be renamed or copied by hand; use copy_thread()."
-        )
+        raise another_thread_s_log(thread_id, path, header.get("thread"))
     return header
+
+
+def another_thread_s_log(thread_id: str, path: str, holder: object) -> ForeignFileError:
+    """The error for a log whose header names another thread than the one it is named
+    for (a file renamed, or another thread's log copied over it, by hand): not damage,
+    which ``repair`` could mend, and what to do instead."""
+    return ForeignFileError(
+        f"thread {thread_id!r}: log {path} holds thread {holder!r}, not this one (its "
+        "header says so: a file renamed, or another thread's log copied over it, by hand). "
+        "Nothing was changed; repair cannot mend it. Move it out of the store (thread "
+        f"{thread_id!r} then starts empty) or put this thread's own log back; to copy a "
+        "thread, use `langgraph-jsonl copy` or copy_thread()."
+    )
 
 
 def is_torn_header(head: bytes, thread_id: str) -> bool:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..disk import files, framing
 from ..disk.generations import generation_size
-from ..disk.header import FORMAT_VERSION
+from ..disk.header import FORMAT_VERSION, another_thread_s_log
 from ..disk.log import ThreadLog
 from ..disk.sidecar_file import LogIdentity
 from ..errors import ConfigError, FormatVersionError
@@ -78,6 +78,7 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
     Raises:
         ConfigError: The store has no log for this thread.
         FormatVersionError: The log is of a format this package cannot read.
+        ForeignFileError: The log holds another thread (a file copied or renamed by hand).
     """
     log = saver.store.thread_log(thread_id)
     if not saver.store.has_thread(thread_id):
@@ -108,7 +109,7 @@ def _plan(log: ThreadLog, thread_id: str) -> tuple[int, Salvage, list[str]]:
     dropped (damage in the bytes, and records a cut lost)."""
     with open(log.path, "rb") as f:
         data = f.read()
-    salvage = salvage_records(data, thread_id)
+    salvage = salvage_records(data, thread_id, log.path)
     return len(data), salvage, salvage.dropped + _cut_records(log, data, salvage)
 
 
@@ -148,11 +149,17 @@ class Salvage:
     last_seq: int = 0
 
 
-def salvage_records(data: bytes, thread_id: str) -> Salvage:
+def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
     """Every readable record of a log's bytes (see :func:`repair`). Pure.
+
+    Args:
+        data: The log's bytes.
+        thread_id: The thread the log is named for.
+        path: The log's file, for errors.
 
     Raises:
         FormatVersionError: The header names a format this package cannot read.
+        ForeignFileError: The header names another thread.
     """
     dropped: list[str] = []
     damage: list[tuple[int, int]] = []
@@ -177,6 +184,8 @@ def salvage_records(data: bytes, thread_id: str) -> Salvage:
                     f"this version of the package reads format {FORMAT_VERSION}. Upgrade "
                     "langgraph-jsonl-checkpoint to repair it."
                 )
+            if rec.get("thread") != thread_id:
+                raise another_thread_s_log(thread_id, path, rec.get("thread"))
             gen = rec.get("gen", 1) if type(rec.get("gen")) is int else 1
         elif rec["seq"] <= last_seq:
             dropped.append(f"bytes {pos}-{end}: record {rec['seq']} out of sequence (a stale copy)")
