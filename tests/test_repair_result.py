@@ -325,3 +325,33 @@ def test_another_thread_s_log_under_this_name_is_refused_by_repair_with_what_to_
     with JsonlSaver(store) as saver:
         assert saver.get_tuple(config("t1")) is None
         assert saver.get_tuple(config("t2")).checkpoint["id"] == cp_id(3)
+
+
+def test_a_log_whose_line_endings_became_crlf_is_named_and_repaired_without_loss(
+        tmp_path: Path, capsys) -> None:
+    """A log whose LF line endings were turned into CRLF (an editor, git's autocrlf, a
+    text-mode copy): the app and verify called it not a log of this package ("move it
+    out of the store"), and repair dropped every record as damaged. Every record is
+    intact but for the CR: the app and verify name the conversion and the repair
+    command, and repair keeps every record."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        _fill(saver, "t1", 4)
+        want = [t.checkpoint for t in saver.list(config("t1"))]
+    t1 = ThreadFiles.of(store, "t1")
+    Path(t1.log).write_bytes(Path(t1.log).read_bytes().replace(b"\n", b"\r\n"))
+    with JsonlSaver(store) as saver:
+        with pytest.raises(CorruptLogError) as app:
+            saver.get_tuple(config("t1"))
+    assert "CRLF" in str(app.value) and f"repair {store} --thread t1" in str(app.value)
+    assert main(["verify", str(store)]) == 1
+    out = capsys.readouterr()
+    assert "CRLF" in out.out + out.err and "Move it out" not in out.out + out.err
+    with JsonlSaver(store) as saver:
+        result = repair(saver, "t1")
+        assert result.kept_records == 4 and result.archived_to
+        assert [t.checkpoint for t in saver.list(config("t1"))] == want
+    assert b"\r" not in Path(t1.log).read_bytes()

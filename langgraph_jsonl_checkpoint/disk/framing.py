@@ -119,6 +119,13 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
     return rec
 
 
+def parse_crlf_line(line: bytes) -> dict[str, Any] | None:
+    """A line (without its newline) whose LF ending was turned into CRLF (an editor,
+    git's autocrlf, a text-mode copy), decoded without the CR; ``None`` for any other
+    line, whole or damaged."""
+    return parse_line(line[:-1]) if line.endswith(b"\r") else None
+
+
 @dataclass
 class ScannedRecord:
     """A committed record found by :func:`scan`, with where it lies in the file."""

@@ -386,6 +386,8 @@ class Store:
             files.os.close(fd)
         nl = head.find(b"\n")
         header = framing.parse_line(head[:nl]) if nl > 0 else None
+        if header is None and nl > 0:  # CRLF endings: its reads say so, and repair mends it
+            header = framing.parse_crlf_line(head[:nl])
         torn = _torn_log_of(head, entry) if nl < 0 else None
         if torn is not None:
             return torn  # its thread's reads refuse it (data lost) or read it as absent

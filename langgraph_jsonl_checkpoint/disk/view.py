@@ -264,9 +264,14 @@ class LogView:
                 files.os.close(fd)
                 self.recovery.torn_header = head
                 return
-            header = check_header(
-                framing.parse_line(head[:nl]) if nl > 0 else None, self.thread_id, self.path
-            )
+            first = framing.parse_line(head[:nl]) if nl > 0 else None
+            if first is None and nl > 0 and framing.parse_crlf_line(head[:nl]) is not None:
+                raise CorruptLogError(
+                    f"thread {self.thread_id!r}: log {self.path} has CRLF line endings (an "
+                    "editor, git's autocrlf or a text-mode copy turned its LF endings into "
+                    "CRLF): its records are intact, but not readable as they are. Nothing "
+                    f"was changed. {self.repair_hint()}", path=self.path, offset=0)
+            header = check_header(first, self.thread_id, self.path)
         except BaseException:
             files.os.close(fd)  # refused: stays refused on every later call
             raise

@@ -168,10 +168,14 @@ def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
     last_seq = 0
     gen = 0
     pos = 0
+    crlf = 0  # lines whose LF ending had become CRLF: kept, with LF again
     while pos < len(data):
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
         rec = framing.parse_line(data[pos:nl]) if nl >= 0 else None
+        if rec is None and nl >= 0:
+            rec = framing.parse_crlf_line(data[pos:nl])
+            crlf += rec is not None
         if nl < 0:  # the last line has no newline: its write never finished
             dropped.append(f"bytes {pos}-{end}: torn tail (a write that never finished; never acknowledged)")
         elif rec is None or type(rec.get("seq")) is not int:
@@ -202,5 +206,8 @@ def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
         )
     last_committed = lines[-1][0]["seq"] if lines else 0
     kept, unservable = settle(lines, damage, damaged=bool(dropped))
+    if crlf:
+        dropped.insert(0, f"{crlf} CR byte(s): the log's LF line endings had been turned into "
+                          "CRLF (an editor, git's autocrlf, a text-mode copy); their records are kept")
     return Salvage([rec for rec, _, _ in kept], dropped + unservable, gen, last_committed)
 

@@ -104,6 +104,12 @@ def verify(
             continue
         result = framing.scan(data, 0)
         report.records += len(result.records)
+        if not result.records and framing.parse_crlf_line(data[: data.find(b"\n")]) is not None:
+            report.findings.append(Finding(
+                tid, log.path, 0, "CRLF line endings (an editor, git's autocrlf or a text-mode "
+                "copy turned its LF endings into CRLF): every record is intact, and `langgraph-jsonl "
+                "repair` keeps them all"))
+            continue
         header = _header_problem(tid, result)
         if header is not None:
             report.findings.append(Finding(tid, log.path, 0, header))
