@@ -8,6 +8,7 @@ crash tests run repair through the CLI in child processes; stress/mutation.py).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -355,3 +356,35 @@ def test_a_log_whose_line_endings_became_crlf_is_named_and_repaired_without_loss
         assert result.kept_records == 4 and result.archived_to
         assert [t.checkpoint for t in saver.list(config("t1"))] == want
     assert b"\r" not in Path(t1.log).read_bytes()
+
+
+def test_following_the_hint_to_restore_a_backup_gets_the_thread_read_again(tmp_path: Path) -> None:
+    """A cut log's error ends "or restore the file from a backup"; a user who copied the
+    backup over the log got the very same error (the index still names the lost
+    records), with no way out but repair. The hint names the index and head files to
+    delete with a restored backup, and doing what it says serves the backup's
+    checkpoints."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+
+    store = tmp_path / "s"
+    t1 = ThreadFiles.of(store, "t1")
+    with JsonlSaver(store) as saver:
+        _fill(saver, "t1", 3)
+        backup = Path(t1.log).read_bytes()
+        parent = saver.get_tuple(config("t1")).config
+        for i in (4, 5):
+            v = {"m": f"{i:032}.{0:016}"}
+            parent = saver.put(parent, make_checkpoint(cp_id(i), {"m": [i]}, v), {}, v)
+    with open(t1.log, "r+b") as f:  # a cut at a record boundary, and the backup copied in place
+        f.truncate(len(backup))
+    for _ in range(2):
+        with JsonlSaver(store) as saver, pytest.raises(CorruptLogError) as caught:
+            saver.get_tuple(config("t1"))
+        said = str(caught.value)
+        assert "restore the file from a backup" in said and t1.idx in said and t1.head in said
+        Path(t1.log).write_bytes(backup)
+    os.unlink(t1.idx)
+    os.unlink(t1.head)
+    with JsonlSaver(store) as saver:
+        assert saver.get_tuple(config("t1")).checkpoint["id"] == cp_id(3)
+        assert len(list(saver.list(config("t1")))) == 3

@@ -127,10 +127,14 @@ class LogPaths:
         return os.path.join(self.temp_dir, f"{self.name}.{kind}.{files.owner()}")
 
 
-def repair_hint(store_dir: str, thread_id: str) -> str:
-    """The sentence naming the repair command for a thread (shell-quoted)."""
+def repair_hint(store_dir: str, thread_id: str, paths: LogPaths) -> str:
+    """The sentence naming the repair command for a thread (shell-quoted), and what to
+    delete with a backup restored (the index and head files describe the lost file, and
+    would refuse the backup as a cut copy of it)."""
+    stem = os.path.join(paths.directory, paths.name)
     return (
         f"To keep every record that can still be read, run `langgraph-jsonl repair "
         f"{shlex.quote(store_dir)} --thread {shlex.quote(thread_id)}` (it archives "
-        "the original first), or restore the file from a backup."
+        f"the original first), or restore the file from a backup (then delete {stem}.idx "
+        f"and {stem}.head, which describe the file as it was)."
     )

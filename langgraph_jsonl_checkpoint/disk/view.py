@@ -156,7 +156,7 @@ class LogView:
 
     def repair_hint(self) -> str:
         """The sentence naming the repair command for this thread."""
-        return repair_hint(os.path.dirname(self.paths.directory), self.thread_id)
+        return repair_hint(os.path.dirname(self.paths.directory), self.thread_id, self.paths)
 
     def identity(self) -> LogIdentity:
         """What names this generation of this log file (as of the last refresh): data
