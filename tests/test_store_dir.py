@@ -300,3 +300,22 @@ def test_a_store_moved_while_open_is_named_as_gone_and_keeps_what_was_written(tm
     with JsonlSaver(moved) as saver:
         assert saver.get_tuple(config("t1")).checkpoint["id"] == cp_id(1)
         assert saver.get_tuple(config("t3")) is None
+
+
+def test_a_store_copied_with_a_loose_umask_names_every_directory_to_fix_at_once(tmp_path: Path) -> None:
+    """A store copied with `cp -r` under umask 002 (its folders group-writable): the error
+    named one folder and its chmod; after running it the next open named the next
+    folder, and then the next. It names them all in one command, which opens the store."""
+    d = tmp_path / "s"
+    with JsonlSaver(d) as saver:
+        _put(saver, "t1")
+    for sub in (d, d / "threads", d / "tmp"):
+        sub.chmod(0o770)
+    with pytest.raises(StoreError) as caught:
+        JsonlSaver(d)
+    said = str(caught.value)
+    command = said.split("`")[1]
+    assert command == f"chmod 700 {d} {d / 'threads'} {d / 'tmp'}"
+    os.system(command)
+    with JsonlSaver(d) as saver:
+        assert saver.get_tuple(config("t1")) is not None

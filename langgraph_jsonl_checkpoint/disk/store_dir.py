@@ -272,6 +272,7 @@ def _check_marker(path: str, marker: str) -> None:
         )
 
 def _check_permissions(path: str, threads_path: str, temp_path: str) -> None:
+    loose: list[tuple[str, int]] = []  # every folder writable by others, named at once
     for p in (path, threads_path, temp_path):
         if not os.path.lexists(p):
             continue
@@ -279,8 +280,12 @@ def _check_permissions(path: str, threads_path: str, temp_path: str) -> None:
         if stat.S_ISLNK(st.st_mode):
             raise StoreError(f"store directory {p} is a symbolic link; refusing it.")
         if st.st_mode & 0o022:
-            raise StoreError(
-                f"store directory {p} is writable by other users (mode "
-                f"{stat.S_IMODE(st.st_mode):o}); anyone could plant records. Run "
-                f"`chmod 700 {p}` and check who else wrote to it."
-            )
+            loose.append((p, stat.S_IMODE(st.st_mode)))
+    if loose:
+        named = ", ".join(f"{p} (mode {mode:o})" for p, mode in loose)
+        raise StoreError(
+            f"store director{'ies' if len(loose) > 1 else 'y'} {named} "
+            f"{'are' if len(loose) > 1 else 'is'} writable by other users; anyone could "
+            f"plant records. Run `chmod 700 {' '.join(shlex.quote(p) for p, _ in loose)}` "
+            "and check who else wrote to it."
+        )
