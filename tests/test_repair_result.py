@@ -388,3 +388,30 @@ def test_following_the_hint_to_restore_a_backup_gets_the_thread_read_again(tmp_p
     with JsonlSaver(store) as saver:
         assert saver.get_tuple(config("t1")).checkpoint["id"] == cp_id(3)
         assert len(list(saver.list(config("t1")))) == 3
+
+
+def test_a_byte_flipped_in_the_header_is_named_as_damage_not_a_foreign_file(
+        tmp_path: Path, capsys) -> None:
+    """One byte flipped in a log's header line: the app said the file was not a log
+    this package wrote and to move it out of the store (and `threads` said the same),
+    though every record after it was intact and repair keeps them all. Both name the
+    damage and the repair command."""
+    from langgraph_jsonl_checkpoint import CorruptLogError
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        _fill(saver, "t1", 3)
+    t1 = ThreadFiles.of(store, "t1")
+    data = bytearray(Path(t1.log).read_bytes())
+    data[30] ^= 0x01
+    Path(t1.log).write_bytes(bytes(data))
+    with JsonlSaver(store) as saver, pytest.raises(CorruptLogError) as caught:
+        saver.get_tuple(config("t1"))
+    said = str(caught.value)
+    assert "header" in said and f"repair {store} --thread t1" in said and "move it out" not in said
+    main(["threads", str(store)])
+    assert "Move it out" not in capsys.readouterr().out
+    with JsonlSaver(store) as saver:
+        assert repair(saver, "t1").kept_records == 3
+        assert saver.get_tuple(config("t1")).checkpoint["id"] == cp_id(3)

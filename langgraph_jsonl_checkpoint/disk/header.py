@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import ForeignFileError, FormatVersionError
+from ..errors import CorruptLogError, ForeignFileError, FormatVersionError
+from . import framing
 
 #: The log format this release writes and reads (see ``docs/format.md``).
 FORMAT_VERSION = 1
@@ -104,3 +105,37 @@ def _is_cut_header_rest(rest: bytes) -> bool:
             return False
         rest = rest[field:]
     return b'"}'.startswith(rest)
+
+
+def is_damaged_header(head: bytes) -> bool:
+    """Whether ``head`` (a log's first bytes) is a log of this package whose header line
+    is damaged (flipped bytes): the line fails its checksum, but it starts as a header
+    does or the next line is a checksummed record. Such a log is damage for ``repair``,
+    not a foreign file to move out. Pure."""
+    nl = head.find(b"\n")
+    if nl <= 0 or framing.parse_line(head[:nl]) is not None:
+        return False
+    nxt = head.find(b"\n", nl + 1)
+    return head.startswith(b'{"t":"header"') or (
+        nxt > 0 and framing.parse_line(head[nl + 1 : nxt]) is not None)
+
+
+def refuse_repairable_header(head: bytes, thread_id: str, path: str, hint: str) -> None:
+    """Refuse a log whose header line does not check but which ``repair`` mends (CRLF
+    line endings; a damaged header line before intact records), saying so and how
+    (``hint``); return for any other file (:func:`check_header` then names it).
+
+    Raises:
+        CorruptLogError: The log is one of these.
+    """
+    nl = head.find(b"\n")
+    if nl > 0 and framing.parse_crlf_line(head[:nl]) is not None:
+        raise CorruptLogError(
+            f"thread {thread_id!r}: log {path} has CRLF line endings (an editor, git's "
+            "autocrlf or a text-mode copy turned its LF endings into CRLF): its records are "
+            f"intact, but not readable as they are. Nothing was changed. {hint}",
+            path=path, offset=0)
+    if is_damaged_header(head):
+        raise CorruptLogError(
+            f"thread {thread_id!r}: log {path} has a damaged header line (byte 0); the "
+            f"records after it look intact. Nothing was changed. {hint}", path=path, offset=0)

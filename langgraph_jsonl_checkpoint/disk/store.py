@@ -19,6 +19,7 @@ file descriptors); an evicted one is reopened, index and all, on next use.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import threading
 from collections import OrderedDict
@@ -31,7 +32,7 @@ from . import catalog, files, framing
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
-from .header import is_torn_header
+from .header import is_damaged_header, is_torn_header
 from .log import Parked, ThreadLog
 from .paths import LogPaths, thread_file_stem
 from .runlock import RunLock
@@ -391,6 +392,12 @@ class Store:
         torn = _torn_log_of(head, entry) if nl < 0 else None
         if torn is not None:
             return torn  # its thread's reads refuse it (data lost) or read it as absent
+        if header is None and is_damaged_header(head):
+            raise ForeignFileError(
+                f"{path} has a damaged header line, which named its thread; the records after "
+                f"it look intact. Run `langgraph-jsonl repair {shlex.quote(self.path)} --thread "
+                "THREAD` with the thread's id (it keeps them, archiving the original first)."
+            )
         if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
             raise ForeignFileError(
                 f"{path} is not a langgraph-jsonl-checkpoint log (no header record). "

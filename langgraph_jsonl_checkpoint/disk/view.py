@@ -22,7 +22,7 @@ from ..errors import CorruptLogError
 from . import files, framing, sidecar
 from .entries import RecordRef, bulk_allocation
 from .generations import Tombstone
-from .header import check_header, is_torn_header
+from .header import check_header, is_torn_header, refuse_repairable_header
 from .index import ThreadIndex
 from .paths import LogPaths, repair_hint
 from .recovery import Recovery
@@ -265,12 +265,8 @@ class LogView:
                 self.recovery.torn_header = head
                 return
             first = framing.parse_line(head[:nl]) if nl > 0 else None
-            if first is None and nl > 0 and framing.parse_crlf_line(head[:nl]) is not None:
-                raise CorruptLogError(
-                    f"thread {self.thread_id!r}: log {self.path} has CRLF line endings (an "
-                    "editor, git's autocrlf or a text-mode copy turned its LF endings into "
-                    "CRLF): its records are intact, but not readable as they are. Nothing "
-                    f"was changed. {self.repair_hint()}", path=self.path, offset=0)
+            if first is None:
+                refuse_repairable_header(head, self.thread_id, self.path, self.repair_hint())
             header = check_header(first, self.thread_id, self.path)
         except BaseException:
             files.os.close(fd)  # refused: stays refused on every later call
