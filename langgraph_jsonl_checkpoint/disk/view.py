@@ -257,9 +257,8 @@ class LogView:
             head = files.os.pread(fd, _HEADER_PROBE, 0)
             nl = head.find(b"\n")
             if nl < 0 and is_torn_header(head, self.thread_id):
-                # Cut inside its header line. Unless its index says records were durable
-                # (then data was lost: refuse), the thread reads as absent, and the next
-                # writer sets the bytes aside.
+                # Cut inside its header line. Unless its index says records were durable (data
+                # lost: refuse), the thread reads as absent; the next writer sets it aside.
                 self._refuse_if_indexed(ino)
                 files.os.close(fd)
                 self.recovery.torn_header = head
