@@ -14,6 +14,7 @@ Real process deaths (SIGKILL, ``os._exit``) on the JSONL journal are in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from langgraph_jsonl_checkpoint import (
     ReplayAdapter,
     ToolCallRecord,
 )
+from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.replay.lifecycle import ANSWER, ASK, ASKS_CALL_ID, ToolCallKey
 from langgraph_jsonl_checkpoint.replay.plan import SKIPPED_TEXT
 from tests.harness.replay_crashes import CrashAt, install_crash
@@ -768,6 +770,50 @@ async def test_failed_call_is_asked_about_with_an_uncertain_sibling(env: Env, pl
     assert "ToolBoom: boom: disk full" in only(out["messages"], "c1").content
     assert only(out["messages"], "c2").content == "sent (checked)"
     assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "agent"])
+async def test_a_held_failed_call_answered_with_update_state_shows_answered(
+    env: Env, plug: str, capsys: Any
+) -> None:
+    """``explode`` took effect, then raised: the resumed run holds it and asks. A person
+    answers it LangGraph's way, a ToolMessage written with ``update_state(...,
+    as_node="tools")`` (docs/tool-calls.md), and the thread ends. ``tool_calls()`` said
+    ``failed`` and ``tools`` ``failed ... asked`` (waiting for an answer) although the
+    thread's messages answer it; now ``answered`` by a ``state edit``, as for a held
+    started call. The journal still says ``failed``."""
+    if env.backend != "jsonl":
+        pytest.skip("the thread's messages are read by JsonlSaver.tool_calls")
+    plan = [[[call("explode", "c1", reason="disk full")]]]
+    with pytest.raises(ToolBoom, match="boom: disk full"):
+        await env.start(env.graph(plan, plug=plug))
+    env.restart()
+    graph = env.graph(plan, plug=plug)
+    await env.run(graph, None)
+    assert [c["id"] for c in single_interrupt(graph)["calls"]] == ["c1"]
+    assert (env.by_id()["c1"].state, env.by_id()["c1"].effective_state) == ("failed", "failed")
+    store = str(env.tmp / "store")
+    assert main(["tools", store, THREAD, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["state"], row["decision"]) == ("failed", "asked")  # not answered yet
+
+    graph.update_state(config(THREAD), {"messages": [
+        ToolMessage("cleaned up by hand", tool_call_id="c1", name="explode")]}, as_node="tools")
+    out = await env.run(graph, None)
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert only(out["messages"], "c1").content == "cleaned up by hand"
+    assert env.effects() == {"c1": 1}
+    rec = env.by_id()["c1"]
+    assert (rec.state, rec.effective_state) == ("failed", "answered")
+    assert rec.answered_with.content == "cleaned up by hand"
+    assert rec.error == {"type": "ToolBoom", "message": "boom: disk full"}
+    assert main(["tools", store, THREAD, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["state"], row["decision"], row["decided_by"], row["outcome"]) == (
+        "answered", "answered", "state edit", "cleaned up by hand")
+    assert main(["tools", store, THREAD]) == 0
+    table = capsys.readouterr().out
+    assert "state edit" in table and "asked" not in table
 
 
 async def test_error_handled_by_tool_node_is_a_finished_result(env: Env) -> None:

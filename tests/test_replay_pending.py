@@ -11,7 +11,9 @@ the ``uncertain_tool_calls`` interrupt, which the new message answers instead of
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -19,6 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
+from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.replay.lifecycle import (
     FINISHED,
     REQUESTED,
@@ -135,6 +138,27 @@ def test_a_failed_call_is_answered_with_its_recorded_error(tmp_path: Path) -> No
     assert report["tool_calls"]["x1"]["state"] == "failed"
     assert transcript_problems(_messages(report["messages"]), turns_answered=False) == []
 
+
+
+def test_a_held_failed_call_overtaken_by_new_input_is_not_a_state_edit(tmp_path: Path, capsys: Any) -> None:
+    """x1 failed and is asked about; new input comes instead of an answer, and the model
+    is told x1's recorded error. That error ToolMessage is the adapter's, not a person's
+    answer: ``tools`` does not call it ``answered (state edit)``, and ``tool_calls()``
+    keeps it ``failed`` (as a held failed call answered with ``update_state`` is not)."""
+    plan = [[[call("explode", "x1", reason="disk full"), call("charge", "ch1", amount=5)]]]
+    s = spec(tmp_path / "store", plan=plan, answer_pending=True, new_input=NEW_INPUT, resume_first=True,
+             crash={"call": "ch1", "point": "after_effect", "how": "kill", "settle": ["x1"]})
+    assert run_crash(s).died
+    report = run_resume(s)
+    assert sorted(c["id"] for i in report["interrupts"] for c in i["calls"]) == ["ch1", "x1"]
+    tools = {m["tool_call_id"]: m for m in report["model_input"] if m["type"] == "tool"}
+    assert tools["x1"]["content"] == "Error: ToolBoom: boom: disk full\n Please fix your mistakes."
+    with JsonlSaver(s["store"], read_only=True) as saver, within(60):
+        rec = {r.key.call_id: r for r in saver.tool_calls("t1")}["x1"]
+        assert (rec.state, rec.effective_state, rec.answered_with) == ("failed", "failed", None)
+    assert main(["tools", s["store"], "t1", "--json"]) == 0
+    rows = {r["call_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["x1"]["state"] == "failed" and rows["x1"]["decided_by"] != "state edit"
 
 # ---------------------------------------------------------------------------
 # in one process: calls the journal never saw, another journal, nothing pending

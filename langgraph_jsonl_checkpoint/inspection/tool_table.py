@@ -12,10 +12,11 @@ ran again without asking). A call that was asked about and not answered yet show
 (decided by the ``new input``: the adapter answered it from the journal). A started
 call whose checkpoint is not in the thread (its run died and its state was lost, as
 under ``durability="exit"``) is marked ``lost run`` until a person answers about it. A
-call the journal left open (``requested``, ``started`` or ``uncertain``) whose tool
-message is in the thread's latest messages is ``answered``, decided by a ``state
-edit``: someone wrote its answer into the state, as a person does with
-``update_state(..., as_node="tools")`` (the journal is not changed; the state says it).
+call the journal left open (``requested``, ``started`` or ``uncertain``), or a
+``failed`` one held for a person's answer (``asked``), whose tool message is in the
+thread's latest messages is ``answered``, decided by a ``state edit``: someone wrote
+its answer into the state, as a person does with ``update_state(..., as_node="tools")``
+(the journal is not changed; the state says it).
 
 A thread that did not run with the replay adapter has no journal; its table is read
 from the messages of its latest state instead (``source`` ``messages``): each tool call
@@ -254,7 +255,7 @@ def message_rows(entries: Sequence[TranscriptEntry]) -> list[ToolCallRow]:
 
 
 def _outcome(rec: ToolCallRecord) -> str:
-    if rec.error:
+    if rec.error and rec.answered_with is None:  # a held failure answered: its answer
         return f"{rec.error.get('type', 'Error')}: {rec.error.get('message', '')}"
     result = rec.result if rec.result is not None else rec.answered_with
     if result is None:

@@ -115,7 +115,9 @@ class ToolCallRecord:
             run died and its state was lost (``durability="exit"``, a lost checkpoint);
             set by the saver or journal that read the record (``None``: not checked).
         answered_with: For a call the journal left open (``requested`` or ``started``),
-            the ToolMessage the thread's latest messages hold for it: written into the
+            or a ``failed`` one the adapter holds and asked a person about with no
+            answer in the journal (see :func:`asked_unanswered`), the ToolMessage the
+            thread's latest messages hold for it: written into the
             state by someone else than the adapter (a person's
             ``update_state(..., as_node="tools")``); set by the saver that read the
             record (``None``: none, or not checked). The journal is not changed.
@@ -190,10 +192,10 @@ class ToolCallRecord:
 
     @property
     def effective_state(self) -> str:
-        """``state``, with a call left open that the thread's messages answer reported
-        as answered (see ``answered_with``), and a started call whose process is gone
-        as uncertain."""
-        if self.answered_with is not None and self.state in (REQUESTED, STARTED):
+        """``state``, with a call left open (or a failed call held for a person) that
+        the thread's messages answer reported as answered (see ``answered_with``), and
+        a started call whose process is gone as uncertain."""
+        if self.answered_with is not None and self.state in (REQUESTED, STARTED, FAILED):
             return ANSWERED
         if self.state == STARTED and not _process_alive(self.process):
             return UNCERTAIN
@@ -219,3 +221,28 @@ def fold(events: list[dict[str, Any]], decode: Any) -> dict[ToolCallKey, ToolCal
 def calls_only(records: dict[ToolCallKey, ToolCallRecord]) -> list[ToolCallRecord]:
     """The records of real tool calls (without the per-task question journal)."""
     return [r for k, r in records.items() if k.call_id != ASKS_CALL_ID]
+
+
+def asked_unanswered(records: dict[ToolCallKey, ToolCallRecord]) -> set[ToolCallKey]:
+    """The calls a question to a person is still waiting on, by the journal: each call
+    the last question of its task that named it asked about, with no answer about it
+    journaled since (what a held ``failed`` call is until a person answers it).
+
+    Args:
+        records: Folded records of a thread, with each task's question journal
+            (:data:`ASKS_CALL_ID`); the others are ignored.
+    """
+    waiting: set[ToolCallKey] = set()
+    for key, rec in records.items():
+        if key.call_id != ASKS_CALL_ID:
+            continue
+        for entry in rec.asks:
+            if entry[0] == ASK:
+                question = entry[2] if isinstance(entry[2], dict) else {}
+                for call in question.get("calls", []):
+                    if isinstance(call, dict):
+                        waiting.add(ToolCallKey(key.ns, key.checkpoint_id, str(call.get("id"))))
+            else:
+                for call_id, *_ in entry[3] or ():
+                    waiting.discard(ToolCallKey(key.ns, key.checkpoint_id, str(call_id)))
+    return waiting

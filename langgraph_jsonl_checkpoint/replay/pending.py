@@ -103,12 +103,24 @@ def message_for(dangling: Dangling, record: ToolCallRecord | None) -> ToolMessag
             return found
         return ToolMessage(str(record.result), tool_call_id=call_id, name=name)
     if record is not None and record.state == FAILED:
-        err = record.error or {}
-        text = f"{err.get('type', 'Error')}: {err.get('message', '')}"
-        content = _ERROR_TEMPLATE.format(error=text)
-        return ToolMessage(content, tool_call_id=call_id, name=name, status="error")
+        return ToolMessage(failure_text(record), tool_call_id=call_id, name=name, status="error")
     text = SUPERSEDED_TEXT if record is not None and record.state == STARTED else NOT_RUN_TEXT
     return ToolMessage(text, tool_call_id=call_id, name=name, status="error")
+
+
+def failure_text(record: ToolCallRecord) -> str:
+    """What the model is told of a failed call's recorded error, worded as ``ToolNode``
+    words a tool error (the content of :func:`message_for`'s error ToolMessage)."""
+    err = record.error or {}
+    return _ERROR_TEMPLATE.format(error=f"{err.get('type', 'Error')}: {err.get('message', '')}")
+
+
+def tells_recorded_failure(message: Any, record: ToolCallRecord) -> bool:
+    """Whether ``message`` is the error ToolMessage :func:`message_for` gives the model
+    for the failed call ``record`` (new input came before a person answered about it),
+    not an answer someone wrote into the state."""
+    return (record.state == FAILED and getattr(message, "status", None) == "error"
+            and getattr(message, "content", None) == failure_text(record))
 
 
 def _tool_message_in(result: Any, call_id: str) -> ToolMessage | None:

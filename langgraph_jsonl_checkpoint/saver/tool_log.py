@@ -10,10 +10,10 @@ thread's log, appended as one durable batch per call. What the adapter asks of t
   are read, and calls once seen settled are not read again;
 - waiting until a checkpoint is in the log (:mod:`.landing`).
 
-For people (``tool_calls``), a call the journal left open is also checked against the
-thread's messages: a ToolMessage someone wrote into the state for it (a person's
-``update_state(..., as_node="tools")``) shows it ``answered``; the journal is never
-rewritten.
+For people (``tool_calls``), a call the journal left open (or a failed one held for a
+person's answer) is also checked against the thread's messages: a ToolMessage someone
+wrote into the state for it (a person's ``update_state(..., as_node="tools")``) shows
+it ``answered``; the journal is never rewritten.
 
 :class:`ToolCallMethods` is mixed into ``JsonlSaver``: the journal's API on the saver,
 its code here.
@@ -24,20 +24,23 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..disk.store import Store
 from ..replay.lifecycle import (
     ASKS_CALL_ID,
+    FAILED,
     REQUESTED,
     STARTED,
     ToolCallKey,
     ToolCallRecord,
+    asked_unanswered,
     calls_only,
     fold,
     parent_namespace,
 )
+from ..replay.pending import tells_recorded_failure
 from ..values.codec import ValueCodec
 from .config import healing
 from .landing import CheckpointLanding
@@ -144,10 +147,14 @@ class ToolLog:
                 ids = idx.checkpoints.get(parent_namespace(rec.key.ns), ())
                 rec.lost_run = rec.key.checkpoint_id not in ids
 
-    def open_in_thread(self, thread_id: str, records: Sequence[ToolCallRecord]) -> list[ToolCallRecord]:
-        """The calls the journal left open (``requested`` or ``started``) whose
-        checkpoint is in the thread (a lost run's calls are not: see :meth:`orphans`)."""
-        left_open = [r for r in records if r.state in (REQUESTED, STARTED)]
+    def open_in_thread(
+        self, thread_id: str, records: Sequence[ToolCallRecord], held: Collection[ToolCallKey] = ()
+    ) -> list[ToolCallRecord]:
+        """The calls the journal left open (``requested`` or ``started``, or ``failed``
+        and among ``held``: asked about, not answered) whose checkpoint is in the thread
+        (a lost run's calls are not: see :meth:`orphans`)."""
+        left_open = [r for r in records
+                     if r.state in (REQUESTED, STARTED) or (r.state == FAILED and r.key in held)]
         if not left_open:
             return []
         log = self.store.thread_log(thread_id)
@@ -209,8 +216,13 @@ class ToolCallMethods:
         answered it in the state (``update_state(..., as_node="tools")``), so
         ``effective_state`` says ``answered``, not ``uncertain``. Reads the latest
         checkpoint of each graph such a call ran in; nothing when none is left open.
+        A ``failed`` call the adapter holds (asked a person about, no answer in the
+        journal) counts as left open: a ToolMessage written for it answers it too.
         """
-        left_open = self._tool_log.open_in_thread(str(thread_id), records)
+        held: set[ToolCallKey] = set()
+        if any(rec.state == FAILED for rec in records):
+            held = asked_unanswered(self.tool_call_records(thread_id))
+        left_open = self._tool_log.open_in_thread(str(thread_id), records, held)
         by_graph: dict[str, list[ToolCallRecord]] = {}
         for rec in left_open:
             by_graph.setdefault(parent_namespace(rec.key.ns), []).append(rec)
@@ -219,7 +231,10 @@ class ToolCallMethods:
             values = tup.checkpoint.get("channel_values", {}) if tup is not None else {}
             answers = _tool_messages(values.values())
             for rec in recs:
-                rec.answered_with = answers.get(rec.key.call_id)
+                answer = answers.get(rec.key.call_id)
+                if answer is not None and tells_recorded_failure(answer, rec):
+                    continue  # the adapter told the model the error: new input, no answer
+                rec.answered_with = answer
 
     def tool_call_records(
         self, thread_id: str, keys: Sequence[ToolCallKey] | None = None
