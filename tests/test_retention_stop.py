@@ -56,9 +56,13 @@ def test_a_sweep_stops_between_two_threads_when_told(tmp_path: Path, dry_run: bo
         assert not report.stopped and [t for t, _ in report.swept] == (TIDS if dry_run else TIDS[2:])
 
 
-def test_leaving_the_factory_stops_its_sweep_after_the_thread_under_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _factory_sweep_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deaf: threading.Event | None = None
+) -> tuple[str, threading.Event, dict[str, threading.Event]]:
+    """A store the server factory sweeps (TTL 0, delete), its sweep held after its first
+    thread until told to stop (or, with ``deaf``, until ``deaf`` is set: it does not hear
+    the stop). Returns the store, the event set once the hold starts, and ``{"stop": the
+    sweep's stop event}`` once the sweep runs."""
     store = _store(tmp_path / "s")
     monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)
     monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 0, "strategy": "delete"}')
@@ -72,12 +76,19 @@ def test_leaving_the_factory_stops_its_sweep_after_the_thread_under_way(
 
     def sweep_one(*args: Any, **kwargs: Any) -> None:
         real_sweep_one(*args, **kwargs)
-        if not started.is_set():  # the first thread is swept: hold the sweep until told to stop
+        if not started.is_set():  # the first thread is swept: hold the sweep
             started.set()
-            told["stop"].wait(10)
+            (deaf or told["stop"]).wait(10)
 
     monkeypatch.setattr(retention_methods, "sweep", sweep)
     monkeypatch.setattr(retention, "_sweep_one", sweep_one)
+    return store, started, told
+
+
+def test_leaving_the_factory_stops_its_sweep_after_the_thread_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, started, _ = _factory_sweep_held(tmp_path, monkeypatch)
 
     async def serve() -> float:
         async with checkpointer():
@@ -98,25 +109,8 @@ def test_a_server_shutdown_cancelled_while_the_factory_waits_for_the_sweep_stays
     """The server cancels its lifespan while the factory's close waits for a sweep that
     does not stop at once: the cancellation reaches the server (it was swallowed, and the
     shutdown went on as if nothing had been asked), and the saver is still closed."""
-    store = _store(tmp_path / "s")
-    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)
-    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 0, "strategy": "delete"}')
-    started, release = threading.Event(), threading.Event()
-    told: dict[str, threading.Event] = {}
-    real_sweep, real_sweep_one = retention_methods.sweep, retention._sweep_one
-
-    def sweep(*args: Any, **kwargs: Any) -> retention.SweepReport:
-        told["stop"] = kwargs.get("stop") or threading.Event()
-        return real_sweep(*args, **kwargs)
-
-    def sweep_one(*args: Any, **kwargs: Any) -> None:
-        real_sweep_one(*args, **kwargs)
-        if not started.is_set():  # the first thread is swept: deaf to the stop for a while
-            started.set()
-            release.wait(10)
-
-    monkeypatch.setattr(retention_methods, "sweep", sweep)
-    monkeypatch.setattr(retention, "_sweep_one", sweep_one)
+    release = threading.Event()
+    store, started, told = _factory_sweep_held(tmp_path, monkeypatch, deaf=release)
     box: dict[str, Any] = {}
     closed = threading.Event()
 
