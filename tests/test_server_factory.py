@@ -212,15 +212,20 @@ def test_restore_brings_back_what_the_other_instance_archived(tmp_path: Path) ->
     b.close()
 
 
+def _encrypted_store_in_the_environment(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The factory's store, encrypted with the key in ``LANGGRAPH_AES_KEY``."""
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(store))
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
+    monkeypatch.setenv("LANGGRAPH_JSONL_SERDE",
+                       "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes")
+
+
 async def test_the_factory_opens_the_store_with_the_serializer_the_environment_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
-    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
-    monkeypatch.setenv("LANGGRAPH_JSONL_SERDE",
-                       "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes")
+    _encrypted_store_in_the_environment(tmp_path / "store", monkeypatch)
     async with checkpointer() as saver:
         assert isinstance(saver.serde, EncryptedSerializer)
         graph = build_agent_graph().compile(checkpointer=saver)
@@ -310,10 +315,7 @@ async def test_the_journal_saver_keeps_tool_calls_with_the_servers_serializer(
     from langgraph_jsonl_checkpoint import ReplayAdapter
     from langgraph_jsonl_checkpoint.server import journal_saver
 
-    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
-    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
-    monkeypatch.setenv("LANGGRAPH_JSONL_SERDE",
-                       "langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes")
+    _encrypted_store_in_the_environment(tmp_path / "store", monkeypatch)
     journal = await asyncio.to_thread(journal_saver)
     assert isinstance(journal.serde, EncryptedSerializer)
     assert journal.store.path == str(tmp_path / "store") and journal.retention is None
