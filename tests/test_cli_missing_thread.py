@@ -76,10 +76,11 @@ def command_lines(
     """The command lines that run ``name`` on the thread (one, or one per end), then
     each again with each of its switches (``--keep-latest``, ``--dry-run``, ``--json``...)."""
     positionals = [a for a in parser._actions if not a.option_strings]
+    by_operand = any(a.dest == "thread" for a in positionals)
     options: list[str] = []
     for action in parser._actions:
-        if not action.option_strings:
-            continue
+        if not action.option_strings or (by_operand and action.dest == "thread_option"):
+            continue  # (a reading command's --thread: the THREAD operand's other spelling)
         flag = next((o for o in action.option_strings if o in THREAD_OPTIONS), None)
         if flag is not None:
             options += [flag, s.thread]

@@ -576,3 +576,33 @@ def test_memory_says_when_its_fixed_part_is_over_the_budget(cli_store: BuiltStor
     printed = len(small.out.rstrip("\n"))
     assert printed > 60
     assert f"{printed} characters" in small.err and "--budget 60" in small.err, small.err
+
+
+def test_reading_commands_take_the_thread_as_repair_does_with_thread(
+    cli_store: BuiltStore, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every repair hint reads `repair STORE --thread T`; a user who then wrote
+    `show STORE --thread T` got "unrecognized arguments". The reading commands take
+    `--thread` too, and print what they print for the operand."""
+    store = str(cli_store.path)
+    for argv in (["show", store, "{t}"], ["history", store, "{t}"], ["tools", store, "{t}"],
+                 ["tail", store, "{t}"], ["memory", store, "{t}"]):
+        as_operand = [a.format(t="agent") for a in argv]
+        assert main([*as_operand, "--json"]) == 0
+        want = capsys.readouterr().out
+        by_option = [a for a in argv if a != "{t}"] + ["--thread", "agent"]
+        assert main([*by_option, "--json"]) == 0, argv
+        assert capsys.readouterr().out == want, argv
+    checkpoint = json.loads(_run(capsys, "history", store, "agent", "--json"))[1]["checkpoint_id"]
+    assert main(["show", store, checkpoint, "--thread", "agent", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoint_id"] == checkpoint
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", store)  # the store from the environment
+    assert main(["show", "--thread", "agent", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["thread_id"] == "agent"
+    assert main(["show", store, "x", "y", "--thread", "agent"]) == 2
+    assert "too many operands" in capsys.readouterr().err
+
+
+def _run(capsys, *argv: str) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out

@@ -191,15 +191,22 @@ def serde_of(args: argparse.Namespace) -> Any:
     return load_serde(spec)
 
 
-def add_operands(parser: argparse.ArgumentParser, names: Sequence[str], *, optional: int = 0) -> None:
+def add_operands(
+    parser: argparse.ArgumentParser, names: Sequence[str], *, optional: int = 0, thread_option: bool = True
+) -> None:
     """``[STORE] NAME...``: the store (or ``$LANGGRAPH_JSONL_STORE``) then the command's
     operands, the last ``optional`` of which may be left out. argparse fills optional
-    positionals left to right, so :func:`settle_operands` places them after parsing."""
+    positionals left to right, so :func:`settle_operands` places them after parsing. A
+    ``thread`` operand can be given as ``--thread`` too (unless ``thread_option`` is
+    false: ``export``, whose ``--thread`` abbreviates its ``--threads``)."""
     parser.add_argument("store", nargs="?", metavar="STORE",
                         help=f"the store directory (default: ${STORE_ENV})")
     for i, name in enumerate(names):
         action = parser.add_argument(name, nargs="?", metavar=name.upper())
         action.required_operand = i < len(names) - optional  # type: ignore[attr-defined]
+    if thread_option and names and names[0] == "thread":  # as `repair` and its hints spell it
+        parser.add_argument("--thread", dest="thread_option", metavar="THREAD",
+                            help="the thread, given as an option instead of the THREAD operand")
     parser.set_defaults(operands=(tuple(names), optional))
     add_serde_option(parser)
 
@@ -231,6 +238,10 @@ def settle_operands(args: argparse.Namespace) -> None:
     """
     names, optional = args.operands
     given = [v for v in [args.store, *(getattr(args, n) for n in names)] if v is not None]
+    by_option = getattr(args, "thread_option", None)
+    if by_option is not None:  # `--thread T`: the operands are the others
+        args.thread = None
+        names, optional = names[1:], min(optional, len(names) - 1)
     required = len(names) - optional
     if len(given) > len(names) or (len(given) == len(names) and len(names) > required):
         with_store = len(given) == len(names) + 1 or is_store(given[0]) or not os.environ.get(STORE_ENV)
@@ -241,9 +252,14 @@ def settle_operands(args: argparse.Namespace) -> None:
     store, rest = (given[0], given[1:]) if with_store else (None, given)
     if len(rest) < required:
         raise UsageError(_missing_operands(args.command, names, optional, len(rest), store))
+    if len(rest) > len(names):  # (only with --thread: argparse counts the rest)
+        raise UsageError(f"{args.command}: the thread is given by --thread; too many operands: "
+                         f"{' '.join(rest)}. usage: {operands_usage(args.command, names, optional)}")
     args.store = store
     for i, name in enumerate(names):
         setattr(args, name, rest[i] if i < len(rest) else None)
+    if by_option is not None:
+        args.thread = by_option
 
 
 def _missing_operands(

@@ -134,7 +134,7 @@ def define_export(p: argparse.ArgumentParser) -> None:
         "{thread_id, format, path}; to a database: " + COPY_JSON + "; otherwise the transcript "
         "itself is the output (--format jsonl for JSON Lines)",
     )
-    add_operands(p, ["thread"], optional=1)
+    add_operands(p, ["thread"], optional=1, thread_option=False)
     p.add_argument("--format", choices=FORMATS, default="md", help="md (default), html or jsonl")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
