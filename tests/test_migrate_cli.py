@@ -481,6 +481,25 @@ def test_ctrl_c_stops_a_copy_with_one_line_and_a_rerun_completes_it(
     assert report["present"] > 0 and report["present"] + report["checkpoints"] == total
 
 
+@pytest.mark.parametrize("target", ["store", "sqlite"])
+def test_a_copy_whose_threads_patterns_match_nothing_creates_nothing(
+    app_db: Path, tmp_path: Path, capsys, target: str
+) -> None:
+    """`import sqlite:///app.db ./new --threads 'nomatch*'` (a typo) made an empty store,
+    and a copy to `sqlite:///x.db` a 0-byte file, besides saying nothing matched: with
+    nothing to copy, nothing is created now (still exit 1, naming the pattern)."""
+    dest = tmp_path / "new" if target == "store" else tmp_path / "x.db"
+    spec = str(dest) if target == "store" else url(dest)
+    assert main(["copy", url(app_db), spec, "--threads", "nomatch*"]) == 1
+    captured = capsys.readouterr()
+    assert "PROBLEM no thread of the source matches --threads 'nomatch*'" in captured.err
+    assert "copied 0 thread(s)" in captured.out
+    assert not dest.exists()
+    report = copy_threads(url(app_db), spec, threads=["nomatch*"])
+    assert not report.ok and report.unmatched == ["nomatch*"] and report.creates == []
+    assert not dest.exists()
+
+
 def test_a_threads_pattern_that_matches_nothing_is_a_problem(app_db: Path, tmp_path: Path, capsys) -> None:
     """A typo in --threads must not pass for a copy of nothing: each pattern that matched
     no thread of the source is named, and the copy exits 1 (the others are copied)."""

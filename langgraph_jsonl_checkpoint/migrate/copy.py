@@ -125,6 +125,7 @@ def copy_threads(
             store, SQLite file or database named twice, in any spelling), or a
             ``source_store``/``target_store`` given with an :class:`Endpoint`.
     """
+    from .endpoints import matching
     from .urls import open_endpoint, place_of, refuse_same_place
 
     started = time.perf_counter()
@@ -132,6 +133,16 @@ def copy_threads(
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
     src = open_endpoint(source, role="source", workers=workers, store=source_store, serde=serde)
     try:
+        if threads and not setup and not matching(src.thread_ids(), threads)[0]:
+            # Typo'd patterns copy nothing: the target is not even made (a new store, an
+            # SQLite file; --setup's tables are still made, as asked); the report names them.
+            report = CopyReport(src.name, names[1], dry_run=dry_run,
+                                unreadable=list(getattr(src, "unreadable", [])),
+                                unmatched=matching([], threads)[1])
+            report.seconds = time.perf_counter() - started
+            if src is not source:
+                src.close()
+            return report
         dst = open_endpoint(target, role="target", workers=workers, dry_run=dry_run, store=target_store,
                             serde=serde if serde is not None else src.saver.serde)
     except BaseException:
