@@ -128,6 +128,8 @@ def test_compact_waiting_for_a_writer_lock_another_process_holds_says_so(tmp_pat
     what it waits for (once); it still goes on once the lock is free."""
     import fcntl
     import os
+    import queue
+    import threading
     import time
 
     from langgraph_jsonl_checkpoint.disk import files
@@ -140,17 +142,30 @@ def test_compact_waiting_for_a_writer_lock_another_process_holds_says_so(tmp_pat
         lock_path = saver.store.log_paths("t").lock
     holder = os.open(lock_path, os.O_RDWR)  # another open file description: as another process
     fcntl.flock(holder, fcntl.LOCK_EX)
+    said: queue.Queue[str] = queue.Queue()
     try:
         compact = subprocess.Popen(
             [sys.executable, "-m", "langgraph_jsonl_checkpoint", "compact", str(store)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        time.sleep(2.5)
-        assert compact.poll() is None  # it waits for the lock
+        assert compact.stderr is not None and compact.stdout is not None
+        reader = threading.Thread(target=lambda: [said.put(line) for line in compact.stderr], daemon=True)
+        reader.start()
+        # However long its start takes on a loaded machine: it says so once it has waited.
+        first = said.get(timeout=60)
+        time.sleep(1.5)  # the notice is said once, not again while it goes on waiting
+        assert compact.poll() is None  # still waiting for the lock
     finally:
         fcntl.flock(holder, fcntl.LOCK_UN)
         os.close(holder)
-    out, err = compact.communicate(timeout=60)
-    assert compact.returncode == 0, err
-    assert err.count("waiting for the writer lock of thread 't'") == 1, err
-    assert lock_path in err and "compacted" in out and files.LOCK_WAIT_NOTICE <= 1.5
+    assert compact.wait(timeout=60) == 0
+    out = compact.stdout.read()
+    reader.join(timeout=30)
+    compact.stdout.close()
+    compact.stderr.close()
+    rest = []
+    while not said.empty():
+        rest.append(said.get())
+    assert "waiting for the writer lock of thread 't'" in first and lock_path in first, first
+    assert not any("waiting for" in line for line in rest), rest
+    assert "compacted" in out and files.LOCK_WAIT_NOTICE <= 1.5
