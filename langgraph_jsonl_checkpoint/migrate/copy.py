@@ -133,7 +133,8 @@ def copy_threads(
     refuse_same_place(place_of(source), place_of(target), names)  # before anything is opened
     src = open_endpoint(source, role="source", workers=workers, store=source_store, serde=serde)
     try:
-        if threads and not setup and not matching(src.thread_ids(), threads)[0]:
+        listed = src.thread_ids()  # once: a database source lists with a query
+        if threads and not setup and not matching(listed, threads)[0]:
             # Typo'd patterns copy nothing: the target is not even made (a new store, an
             # SQLite file; --setup's tables are still made, as asked); the report names them.
             report = CopyReport(src.name, names[1], dry_run=dry_run,
@@ -151,8 +152,8 @@ def copy_threads(
         raise
     try:
         refuse_same_place(src.place(), dst.place(), (src.name, dst.name))  # databases
-        return _copy(src, dst, threads, dry_run, verify, journal, setup, track, started, workers,
-                     stop if stop is not None else threading.Event())
+        return _copy(src, dst, listed, threads, dry_run, verify, journal, setup, track, started,
+                     workers, stop if stop is not None else threading.Event())
     finally:
         for end, spec in ((dst, target), (src, source)):
             if end is not spec:
@@ -160,7 +161,7 @@ def copy_threads(
 
 
 def _copy(
-    src: Endpoint, dst: Endpoint, threads: Sequence[str] | None, dry_run: bool, verify: bool,
+    src: Endpoint, dst: Endpoint, listed: Sequence[str], threads: Sequence[str] | None, dry_run: bool, verify: bool,
     journal: bool, setup: bool, track: Track | None, started: float, workers: int, stop: threading.Event,
 ) -> CopyReport:
     from .endpoints import NewTarget, matching
@@ -182,7 +183,7 @@ def _copy(
         report.needs_setup = missing
     if dry_run and not dst.readable():  # read it as it would be once set up: empty
         dst = NewTarget(dst.name, dst.kind, journal=dst.journal is not None)
-    ids, report.unmatched = matching(src.thread_ids(), threads)
+    ids, report.unmatched = matching(listed, threads)
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
 
