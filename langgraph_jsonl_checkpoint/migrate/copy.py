@@ -161,7 +161,8 @@ def copy_threads(
 
 
 def _copy(
-    src: Endpoint, dst: Endpoint, listed: Sequence[str], threads: Sequence[str] | None, dry_run: bool, verify: bool,
+    src: Endpoint, dst: Endpoint, listed: Sequence[str], threads: Sequence[str] | None, dry_run: bool,
+    verify: bool,
     journal: bool, setup: bool, track: Track | None, started: float, workers: int, stop: threading.Event,
 ) -> CopyReport:
     from .endpoints import NewTarget, matching
