@@ -159,6 +159,31 @@ def test_repair_of_a_log_cut_at_a_record_boundary_reports_the_records_lost(tmp_p
     fresh.close()
 
 
+def test_a_log_cut_inside_a_durable_record_is_reported_once_as_lost_not_as_never_acknowledged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file lost its end, inside record 6, which its index says was durable. Repair
+    listed the bytes left of it as a "torn tail ... never acknowledged" and then record 6
+    as missing: two lines ("dropped 2") for one record, the first of them untrue."""
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    saver.close()  # writes the sidecar: records 1-6 durable
+    log = ThreadFiles.of(store, "t").log
+    lines = _lines(log)
+    start = sum(map(len, lines[:-1]))
+    Path(log).write_bytes(b"".join(lines[:-1]) + lines[-1][:30])  # cut inside record 6
+    result = repair(JsonlSaver(store), "t")
+    assert result.kept_records == 5
+    (line,) = result.dropped
+    assert line.startswith(f"bytes {start}-{start + 30}: record 6, cut inside it:"), line
+    assert "durable" in line and "never acknowledged" not in line, line
+    assert main(["repair", str(store), "--thread", "t"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("damage", ["a damaged line", "a cut at a record boundary"])
 def test_a_dry_run_says_what_repair_would_drop_and_changes_nothing(
     tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str]

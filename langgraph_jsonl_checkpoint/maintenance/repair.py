@@ -110,32 +110,49 @@ def _plan(log: ThreadLog, thread_id: str) -> tuple[int, Salvage, list[str]]:
     with open(log.path, "rb") as f:
         data = f.read()
     salvage = salvage_records(data, thread_id, log.path)
-    return len(data), salvage, salvage.dropped + _cut_records(log, data, salvage)
+    return len(data), salvage, _with_cut_records(log, data, salvage)
 
 
-def _cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> list[str]:
-    """The records the log's sidecar says were durable past the last one the log holds:
-    what a cut at a record boundary (or inside the header line: an emptied log) lost,
-    as a line."""
+def _with_cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> list[str]:
+    """``salvage.dropped`` and the records the log's sidecar says were durable past the
+    last one the log holds: what a cut (at a record boundary, inside a record, or inside
+    the header line: an emptied log) lost. The bytes left of a record cut inside it are
+    its remains, one line with it, not a write that was never acknowledged."""
+    dropped = list(salvage.dropped)
+    cut = _cut_records(log, data, salvage)
+    if cut is None:
+        return dropped
+    span, claimed, where = cut
+    durable = f"its index said records up to {claimed} were durable"
+    if salvage.tail is not None and 0 < salvage.committed_end == salvage.tail[1]:
+        at, start = salvage.tail
+        they = "it" if span.startswith("record ") else "they"
+        dropped[at] = (f"bytes {start}-{len(data)}: {span}, cut inside it: {where}, but {durable} "
+                       f"(the file lost its end); {they} cannot be recovered from this log")
+        return dropped
+    return [*dropped, f"{span}: missing: {where} but {durable} (the file was cut); they cannot "
+                      "be recovered from this log"]
+
+
+def _cut_records(log: ThreadLog, data: bytes, salvage: Salvage) -> tuple[str, int, str] | None:
+    """The records the log's sidecar says were durable past the last one the log holds
+    (``record N`` or ``records N-M``), the last of them, and where the log ends;
+    ``None`` if none."""
     nl = data.find(b"\n")
     ino = files.os.stat(log.path).st_ino
     if nl < 0:  # no header line left to name the log by: the sidecar of this very file
         claimed = log.sidecar.claimed_last_seq(ino) or 0
         where = "the log was cut inside its header line"
     elif nl < 10:
-        return []
+        return None
     else:
         identity = LogIdentity(salvage.gen, ino, framing.checksum_digits(data[:nl]))
         claimed = log.sidecar.durable_claim(identity, nl + 1)
         where = f"the log ends after record {salvage.last_seq}"
     if claimed <= salvage.last_seq:
-        return []
+        return None
     first = salvage.last_seq + 1
-    span = f"record {first}" if first == claimed else f"records {first}-{claimed}"
-    return [
-        f"{span}: missing: {where} but its index said records up to {claimed} were durable "
-        "(the file was cut); they cannot be recovered from this log"
-    ]
+    return (f"record {first}" if first == claimed else f"records {first}-{claimed}"), claimed, where
 
 
 @dataclass
@@ -147,6 +164,11 @@ class Salvage:
     gen: int
     #: The last committed record the log holds, readable or not (0: none).
     last_seq: int = 0
+    #: Where the committed records end (the byte after the last whole line).
+    committed_end: int = 0
+    #: A never-finished write at the end (a torn tail, an unfinished batch): the index
+    #: of its line in ``dropped`` and the byte it starts at.
+    tail: tuple[int, int] | None = None
 
 
 def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
@@ -165,6 +187,7 @@ def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
     damage: list[tuple[int, int]] = []
     lines: list[tuple[dict[str, Any], int, int]] = []
     batch: list[tuple[dict[str, Any], int, int]] = []
+    tail: tuple[int, int] | None = None
     last_seq = 0
     gen = 0
     pos = 0
@@ -177,6 +200,7 @@ def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
             rec = framing.parse_crlf_line(data[pos:nl])
             crlf += rec is not None
         if nl < 0:  # the last line has no newline: its write never finished
+            tail = len(dropped), pos
             dropped.append(f"bytes {pos}-{end}: torn tail (a write that never finished; never acknowledged)")
         elif rec is None or type(rec.get("seq")) is not int:
             dropped.append(f"bytes {pos}-{end}: damaged line (checksum does not match)")
@@ -201,13 +225,17 @@ def salvage_records(data: bytes, thread_id: str, path: str = "") -> Salvage:
                 batch = []
         pos = end
     if batch:
+        tail = len(dropped), batch[0][1]
         dropped.append(
             f"bytes {batch[0][1]}-{len(data)}: an unfinished batch at the end (never acknowledged)"
         )
     last_committed = lines[-1][0]["seq"] if lines else 0
+    committed_end = lines[-1][1] + lines[-1][2] if lines else data.find(b"\n") + 1
     kept, unservable = settle(lines, damage, damaged=bool(dropped))
     if crlf:
         dropped.insert(0, f"{crlf} CR byte(s): the log's LF line endings had been turned into "
                           "CRLF (an editor, git's autocrlf, a text-mode copy); their records are kept")
-    return Salvage([rec for rec, _, _ in kept], dropped + unservable, gen, last_committed)
+        tail = (tail[0] + 1, tail[1]) if tail is not None else None
+    records = [rec for rec, _, _ in kept]
+    return Salvage(records, dropped + unservable, gen, last_committed, committed_end, tail)
 
