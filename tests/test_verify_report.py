@@ -150,6 +150,22 @@ def test_verify_names_a_log_cut_short_of_what_its_index_says_was_durable(tmp_pat
     )
 
 
+def test_verify_names_a_durable_record_cut_inside_once_not_as_a_torn_tail(tmp_path: Path) -> None:
+    """The file lost its end inside record 8, which its index says was durable. verify
+    reported "torn tail (cut on the next append)" as well: untrue (the next append is
+    refused, the record was acknowledged) and the same loss twice."""
+    store, files = _store(tmp_path)
+    lines = _lines(files["a-good"].log)
+    cut = _offset_of(lines, len(lines) - 2)
+    Path(files["a-good"].log).write_bytes(b"".join(lines[:-2]) + lines[-2][:25])
+    for saver in (JsonlSaver(store), JsonlSaver(store, read_only=True)):
+        report = verify(saver, ["a-good"])
+        assert [(f.thread_id, f.offset) for f in report.findings] == [("a-good", cut)], report.findings
+        problem = report.findings[0].problem
+        assert "records up to 9 were durable" in problem and "torn tail" not in problem, problem
+        saver.close()
+
+
 def test_verify_read_only_names_a_log_cut_short_too(tmp_path: Path) -> None:
     """``langgraph-jsonl verify`` opens the store read-only, where the log's refresh
     serves the records it has instead of refusing: verify must still report the loss."""

@@ -119,20 +119,21 @@ def verify(
                 Finding(tid, log.path, result.corrupt_offset, "damaged record followed by valid records")
             )
             continue
+        tail = None
         if result.tail_bytes:
-            report.findings.append(
-                Finding(
-                    tid,
-                    log.path,
-                    result.committed_end,
-                    f"{result.tail_bytes} bytes of torn tail (cut on the next append)",
-                )
-            )
+            torn = f"{result.tail_bytes} bytes of torn tail (cut on the next append)"
+            tail = Finding(tid, log.path, result.committed_end, torn)
+            report.findings.append(tail)
         unreadable = value_problems([(r.record, r.offset, r.length) for r in result.records])
         report.findings.extend(Finding(tid, log.path, offset, problem) for offset, problem in unreadable)
         found = len(report.findings)
         if not unreadable:
             report.snapshots_checked += _check_snapshots(saver, tid, result, report)
+        if tail is not None and log.sidecar.durable_seq > log.index.last_seq:
+            # The remains of a record its index says was durable (the file lost its end),
+            # not a write that never finished: the finding on the loss says so, once.
+            report.findings.remove(tail)
+            found -= 1
         if not unreadable and not result.tail_bytes and len(report.findings) == found:
             try:
                 for check in derived:
