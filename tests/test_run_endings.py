@@ -417,3 +417,52 @@ def test_a_live_run_of_this_process_is_still_refused(tmp_path: Path) -> None:
     assert list(stream) == [{"two": {"log": ["two"]}}]
     assert _next_run(saver, cfg)["log"] == ["one", "two", "next", "one", "two"]
     saver.close()
+
+
+# -- a run cancelled while its loop waits for its background saves ------------------------
+
+
+class _GatedSaves(JsonlSaver):
+    """A saver whose ``aput`` waits for a gate: the run's background saves (durability
+    ``"async"``) are still pending when its graph loop exits."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = asyncio.Event()
+
+    async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        await self.gate.wait()
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_run_cancelled_while_its_saves_are_pending_holds_the_thread_until_they_land(
+    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Cancelling the task as its loop's exit waits for the background saves cancels that
+    # wait too (LangGraph's exit task): the saves go on landing after CancelledError. The
+    # next run must start after them, not read a head they are about to move (its first
+    # save was refused with ConcurrentRunError).
+    watch = NoStaleHold(caplog)
+    saver = _GatedSaves(tmp_path / "store", concurrent_runs=mode, busy_timeout=BUSY_TIMEOUT)
+    cfg = _config()
+    done = asyncio.Event()
+
+    def two(state: State) -> dict:
+        done.set()
+        return {"log": ["two"]}
+
+    task = asyncio.create_task(_two_steps(saver, two).ainvoke({"log": ["in"]}, cfg, durability="async"))
+    await asyncio.wait_for(done.wait(), 10)
+    await asyncio.sleep(0.1)  # the loop is exiting: waiting for its gated saves
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    asyncio.get_running_loop().call_later(0.2, saver.gate.set)
+    out = await _anext_run(saver, cfg)
+    assert out["log"] == ["in", "one", "two", "next", "one", "two"]
+    history = [t.metadata["step"] async for t in saver.alist(cfg)]
+    assert history == list(range(6, -2, -1))
+    watch.check()
+    saver.close()

@@ -8,7 +8,9 @@ the process dies. In the process, three things give it back, whichever comes fir
 
 - the run's graph loop, as it exits: a callback on the loop's exit stack, which
   LangGraph unwinds after the run's last save, on success, error, ``KeyboardInterrupt``,
-  task cancellation and a ``stream`` generator closed early alike;
+  task cancellation and a ``stream`` generator closed early alike (a task cancelled
+  while the exit waits for its background saves cuts that wait short: the hold then
+  goes once those saves have ended);
 - the run's end as LangGraph reports it to the run's callbacks (``on_chain_end`` /
   ``on_chain_error``), when the error came out of the loop's ``__enter__``: a run that
   LangGraph refuses at its start (an unknown interrupt id under strict resume, a bad
@@ -160,13 +162,37 @@ class LiveRuns:
             # Released as the run's loop exits, after its last save; or as LangGraph
             # reports the run ended without its loop entering; or with the loop (see
             # the module docstring).
-            loop.stack.callback(self._release, thread_id, token)
+            loop.stack.callback(self._release_after_saves, weakref.ref(loop), thread_id, token)
             _watch_run_end(loop, self._release, thread_id, token)
             weakref.finalize(loop, self._release, thread_id, token).atexit = False
         except BaseException:
             self._release(thread_id, token)
             raise
         return True
+
+    def _release_after_saves(self, loop_ref: Any, thread_id: str, token: Any) -> None:
+        """The loop's exit: give the hold back once the run's background tasks (its
+        saves under durability ``"async"``) have ended. The loop waits for them before
+        this runs, but a wait cancelled with the run's task (``task.cancel()`` as the loop
+        exits, a second Ctrl-C) does not: the saves go on landing after the run's caller
+        got its ``CancelledError``, and a run that started meanwhile would continue from
+        a head they are about to move."""
+        pending = _unfinished_background_tasks(loop_ref())
+        if not pending:
+            self._release(thread_id, token)
+            return
+        left = [len(pending)]
+        count = threading.Lock()
+
+        def ended(_: Any) -> None:
+            with count:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                self._release(thread_id, token)
+
+        for task in pending:
+            task.add_done_callback(ended)
 
     def _release(self, thread_id: str, token: Any) -> None:
         with self._lock:
@@ -338,6 +364,17 @@ def _watch_run_end(loop: Any, release: Any, thread_id: str, token: Any) -> None:
     handlers = getattr(manager, "handlers", None)
     if manager is not None and isinstance(handlers, list):
         manager.handlers = [*handlers, _RunEnd(loop, release, thread_id, token)]
+
+
+def _unfinished_background_tasks(loop: Any) -> list[Any]:
+    """The tasks still running in ``loop``'s background executor (LangGraph's
+    ``BackgroundExecutor`` / ``AsyncBackgroundExecutor``, whose bound ``submit`` the loop
+    keeps): its saves and parallel nodes. None for a loop organised otherwise."""
+    executor = getattr(getattr(loop, "submit", None), "__self__", None)
+    tasks = getattr(executor, "tasks", None)
+    if not isinstance(tasks, dict):
+        return []
+    return [task for task in list(tasks) if not task.done()]
 
 
 def _came_out_of_enter(error: BaseException, loop: Any) -> bool:
