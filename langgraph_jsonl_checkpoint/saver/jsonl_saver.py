@@ -71,7 +71,7 @@ from .config import (
     whole_number,
 )
 from .heads import keep_heads
-from .liveness import LiveRuns, ReadOnlyRuns, calling_loop
+from .liveness import NO_HOLD, LiveRuns, ReadOnlyRuns, calling_loop, held_update
 from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
@@ -382,15 +382,16 @@ class JsonlSaver(
         Raises:
             EncodeError: A value cannot be encoded; nothing was stored.
             DurabilityError: The record could not be made durable; nothing was stored.
-            ConcurrentRunError: Another run advanced this thread meanwhile (see
+            ConcurrentRunError: Another run advanced this thread meanwhile, or (a
+                ``ThreadBusyError``) ``update_state`` came while a run is live on it (see
                 ``concurrent_runs``); nothing was stored.
             ThreadDeletedError: The thread was deleted after this checkpoint was made (a
                 late write of a run still saving); nothing was stored.
         """
         writes = self._writes
-        stored: RunnableConfig = writes.run_alone(
-            writes.prepare_put(config, checkpoint, metadata, new_versions)
-        )
+        with held_update(self._live, config, metadata):
+            stored: RunnableConfig = writes.run_alone(
+                writes.prepare_put(config, checkpoint, metadata, new_versions))
         self._tool_log.landing.landed()
         return stored
 
@@ -474,6 +475,8 @@ class JsonlSaver(
         group raises :class:`~.errors.DurabilityError` and none of it stays in the log.
         """
         thread_id = thread_id_of(config, "put")
+        if held_update(self._live, config, metadata) is not NO_HOLD:  # (a file lock: not on the loop)
+            return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
         payload = (self._writes.prepare_put, (config, checkpoint, metadata, new_versions))
         stored: RunnableConfig = await self._worker.submit(thread_id, payload)
         self._tool_log.landing.landed()
