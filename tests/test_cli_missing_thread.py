@@ -219,3 +219,25 @@ def test_tail_f_of_an_archived_thread_says_so_while_it_waits(
     err = capsys.readouterr().err
     assert "thread fan is archived" in err and f"langgraph-jsonl restore {s.store} --thread fan" in err
     assert "waiting for thread fan to appear" in err
+
+
+@pytest.mark.parametrize("name", ["show", "history", "tail", "tools"])
+def test_a_thread_a_run_is_on_but_has_stored_nothing_yet_is_said_so(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A new thread run with durability="exit" has no checkpoint until the run ends, but
+    # holds its live-run lock: "has no thread" alone sent the user looking for a typo.
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    lock = saver.store.run_lock("fresh")
+    assert lock.try_acquire("run")
+    try:
+        with within(60, name):
+            code = main([name, str(store), "fresh"])
+        err = capsys.readouterr().err
+    finally:
+        lock.release()
+        saver.close()
+    assert code == 2 and "Traceback" not in err
+    assert "thread fresh" in err and f"process {os.getpid()}" in err and "nothing" in err, err
+    assert "durability" in err, err

@@ -31,6 +31,7 @@ from ..disk import view
 from ..disk.store import MARKER, Store
 from ..disk.store_dir import check_readable, lost_marker_advice
 from ..errors import JsonlCheckpointError
+from ..inspection.threads import live_run
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .columns import ID_WIDTH, clip, table_lines
@@ -408,6 +409,14 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
         archived = archived_note(saver, thread_id)
         if archived:
             raise UsageError(archived)
+        run = live_run(saver.store.log_paths(thread_id), thread_id)
+        if run is not None:  # (a run with durability="exit" stores nothing until it ends)
+            raise UsageError(
+                f"store {saver.store.path} has nothing of thread {shown(thread_id)} yet: a run of "
+                f"process {run.get('pid')} on {run.get('host')} has been working on it since "
+                f"{run.get('since')} and has stored no checkpoint so far (with durability='exit' a "
+                "run stores its checkpoints when it ends). Look again once that run has ended."
+            )
         path_like = os.sep in thread_id or thread_id.startswith(".")
         misread = (
             f" ({shown(thread_id)} was read as the thread, the store being ${STORE_ENV}'s: there is "
