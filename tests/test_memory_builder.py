@@ -199,3 +199,40 @@ def test_a_call_finished_in_the_journal_is_work_completed_before_its_checkpoint(
         memory = fresh.session_memory("t", budget=None)
         assert [i.text for i in memory.completed] == ["send_email(to=ada) -> sent to ada"], memory
         assert not memory.open_items and memory == _rebuild(fresh, "t")
+
+
+def test_a_tool_task_sent_by_create_agent_is_named_by_its_node_and_call(tmp_path: Path) -> None:
+    # create_agent runs each tool call as a task sent to "tools" (a Send): LangGraph names
+    # such a task by its place in the queue ("~__pregel_push, 0000000000, ..."), which
+    # means nothing to a model or a person reading the memory. An interrupt in a tool and
+    # an error that stops the run name the node and the call instead.
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from tests.harness.replay_tools import ScriptedChatModel, call
+
+    @tool
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return "wired" if interrupt({"question": f"wire {amount}?"}) == "yes" else "cancelled"
+
+    @tool
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        raise ValueError("payment system down")
+
+    plan = [[[call("wire", "w1", amount=5)]], [[call("refund", "r1", order_id="42")]]]
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        for tid, turn in (("asks", plan[0]), ("fails", plan[1])):
+            agent = create_agent(ScriptedChatModel(plan=[turn]), [wire, refund], checkpointer=saver)
+            cfg = {"configurable": {"thread_id": tid}}
+            try:
+                agent.invoke({"messages": [HumanMessage("go", id=f"{tid}-h")]}, cfg)
+            except ValueError:
+                assert tid == "fails"
+            text = saver.session_memory(tid).to_text()
+            assert "__pregel" not in text and "0000000000" not in text, text
+            assert saver.session_memory(tid) == _rebuild(saver, tid)
+        asks, fails = saver.session_memory("asks").to_text(), saver.session_memory("fails").to_text()
+        assert "waiting for an answer (node tools, wire(amount=5))" in asks, asks
+        assert "step tools, refund(order_id=42) stopped the run with an error" in fails, fails

@@ -18,16 +18,17 @@ once (``resolve``). Values the codec cannot read are skipped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .messages import as_dict as _as_dict
 from .messages import call_text as _call_text
 from .messages import conversation
+from .messages import interrupt_text as _interrupt_text
 from .messages import text as _text
 from .messages import tool_message as _tool_message
 from .model import GOAL_CHARS, ITEM_CHARS, MemoryItem, SessionMemory, clip
+from .sent import TASKS, SentTasks
 
 #: Items kept per section in the builder's state (the budget trims the text further).
 KEEP_ITEMS = 64
@@ -110,6 +111,8 @@ class MemoryBuilder:
         self.head: str | None = s.get("head")
         #: nodes scheduled at the head checkpoint and not finished: node -> seq
         self.pending: dict[str, int] = dict(s.get("pending", {}))
+        #: the names of the tasks ``Send`` queued (``create_agent``'s tool calls)
+        self.sent = SentTasks(s.get("sent"))
         #: trigger channel -> [newest stored version, holds a value] (root graph)
         self.triggers: dict[str, list[Any]] = dict(s.get("triggers", {}))
         self.last_message: str | None = s.get("last_message")
@@ -132,8 +135,9 @@ class MemoryBuilder:
             "seq": self.seq, "goal": self.goal, "counts": self.counts, "sections": self.sections,
             "dropped": self.dropped, "requested": self.requested, "journal": self.journal,
             "latest": self.latest, "told": self.told, "interrupts": self.interrupts, "head": self.head,
-            "pending": self.pending, "triggers": self.triggers, "last_message": self.last_message,
-            "message_count": self.message_count, "msg_ver": self.msg_ver, "turn_seq": self.turn_seq,
+            "pending": self.pending, "sent": self.sent.state(), "triggers": self.triggers,
+            "last_message": self.last_message, "message_count": self.message_count,
+            "msg_ver": self.msg_ver, "turn_seq": self.turn_seq,
             "disturbed_seq": self.disturbed_seq, "unreadable": self.unreadable,
         }
 
@@ -246,6 +250,10 @@ class MemoryBuilder:
         cp = self._decoded(rec.get("cp")) or {}
         seen = cp.get("versions_seen", {}) if isinstance(cp, dict) else {}
         self.head = rec.get("id")
+        queued = values.get(TASKS)
+        if isinstance(queued, dict) and "val" in queued:
+            failed = self.sections["failed"]
+            self.sent.queued(str(self.head), queued["val"], self.decode, self.interrupts, failed)
         self.pending = {}
         for channel, version in cv.items():
             held = triggers.get(channel)
@@ -385,28 +393,21 @@ class MemoryBuilder:
         for _idx, channel, cell in rec.get("w", []):
             if channel == "__interrupt__":
                 value = self._decoded(cell)
-                texts = [self._interrupt_text(i) for i in (value if isinstance(value, list) else [value])]
-                self.interrupts[key] = [node, "; ".join(texts), seq]
+                texts = [_interrupt_text(i) for i in (value if isinstance(value, list) else [value])]
+                self.interrupts[key] = [self.sent.name(node, str(rec.get("cp")), seq), "; ".join(texts), seq]
                 self._bound(self.interrupts)
             elif channel == "__resume__":
                 self.interrupts.pop(key, None)
             elif channel == "__error__":
                 error = self._decoded(cell)
                 text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
-                self._add("failed", f"step {node} stopped the run with an error: {text}", seq)
+                name = self.sent.name(node, str(rec.get("cp")), seq)
+                self._add("failed", f"step {name} stopped the run with an error: {text}", seq)
                 self.disturbed_seq = seq
             elif channel not in _SPECIAL:
                 finished = True
         if finished and rec.get("cp") == self.head:
             self.pending.pop(node, None)
-
-    @staticmethod
-    def _interrupt_text(interrupt: Any) -> str:
-        value = getattr(interrupt, "value", interrupt)
-        if isinstance(value, dict) and value.get("type") == "uncertain_tool_calls":
-            calls = ", ".join(_call_text(c.get("name", ""), c.get("args")) for c in value.get("calls", []))
-            return f"decide retry / skip / result for uncertain calls {calls}"
-        return json.dumps(value, default=str, sort_keys=True)
 
     # -- tool records ------------------------------------------------------------------
 

@@ -56,7 +56,9 @@ REBUILD_ON_APPEND = 1024 * 1024
 #: 5: turns, tool calls and goal are those of the head checkpoint's messages (a fork's
 #: abandoned branch, and a delta a rewrite based elsewhere, no longer add to them); the
 #: head's messages version is kept (``msg_ver``).
-FILE_VERSION = 5
+#: 6: a task a ``Send`` queued (``create_agent``'s tool calls) is named by its node and
+#: calls, not by its queue place (``sent``; a version 5 file may tell the task path).
+FILE_VERSION = 6
 
 
 def messages_resolver(log: LogView, codec: ValueCodec) -> Callable[[Any], Any]:

@@ -81,3 +81,12 @@ def conversation(messages: list[dict[str, Any]]) -> tuple[int, int, str, set[Any
                 calls += 1
                 asked.add(call.get("id"))
     return turns, calls, "" if goal is None else clip(text(goal), GOAL_CHARS), asked
+
+
+def interrupt_text(interrupt: Any) -> str:
+    """What an ``interrupt()`` asked, short (the replay adapter's question in words)."""
+    value = getattr(interrupt, "value", interrupt)
+    if isinstance(value, dict) and value.get("type") == "uncertain_tool_calls":
+        calls = ", ".join(call_text(c.get("name", ""), c.get("args")) for c in value.get("calls", []))
+        return f"decide retry / skip / result for uncertain calls {calls}"
+    return json.dumps(value, default=str, sort_keys=True)
