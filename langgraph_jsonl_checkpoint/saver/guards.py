@@ -8,7 +8,9 @@ it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import shlex
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..disk.index import ThreadIndex
@@ -19,14 +21,17 @@ from .runs import NEW_THREAD
 
 
 def refuse_deleted(
-    log: ThreadLog, idx: ThreadIndex, ns: str, *, new: str | None = None, named: str | None = None
+    log: ThreadLog, idx: ThreadIndex, ns: str, *, new: str | None = None, named: str | None = None,
+    archived: Callable[[], str | None] = lambda: None,
 ) -> None:
     """A late write of a deleted thread must not bring it back: a checkpoint of it put
     again (``new``), writes for one of its checkpoints, or a checkpoint continuing one
     (``named``: the checkpoint a write names as there already, the parent of a put; the
     next save of a run still going when the thread was deleted carries the whole state,
     the deleted turns included). A checkpoint with no parent (a new run) starts the
-    thread again; an archived log restored has its checkpoints again.
+    thread again; an archived log restored has its checkpoints again. ``archived``
+    gives the thread's newest archive file, if a sweep archived it: the error then says
+    so, and how to bring it back.
 
     Raises:
         ThreadDeletedError: The write is for, or continues, a deleted checkpoint.
@@ -41,6 +46,17 @@ def refuse_deleted(
     if late is not None:
         what = "a checkpoint continuing its checkpoint" if late == named and new is not None else (
             "a write for its checkpoint")
+        archive = archived()
+        if archive is not None:
+            store = os.path.dirname(os.path.dirname(archive))
+            raise ThreadDeletedError(
+                f"thread {log.thread_id!r} was archived by a retention sweep (into {archive}); "
+                f"refusing {what} {late}, which is from before the archiving (a run the sweep did "
+                "not wait for, its concurrent_runs being 'allow' or 'unchecked', or a config kept "
+                "from before it, say from get_state_history, given to update_state or invoke). "
+                f"Bring it back with `langgraph-jsonl restore {shlex.quote(store)} --thread "
+                f"{shlex.quote(log.thread_id)}` (or saver.restore({log.thread_id!r})), then run this again."
+            )
         raise ThreadDeletedError(
             f"thread {log.thread_id!r} was deleted; refusing {what} {late}, which is from "
             "before delete_thread (a run still saving when the thread was deleted, or a config "

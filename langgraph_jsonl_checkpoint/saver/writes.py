@@ -27,7 +27,7 @@ from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
 from ..disk.store import Store
 from ..disk.view import IndexRebuilt
-from ..errors import ConfigError, DurabilityError
+from ..errors import ConfigError, DurabilityError, JsonlCheckpointError
 from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
 from ..values.records import RecordBuilder, SnapshotPolicy
@@ -140,7 +140,7 @@ class CheckpointWrites:
         ]
 
         def apply(log: ThreadLog, idx: ThreadIndex) -> None:
-            refuse_deleted(log, idx, ns, named=checkpoint_id)
+            refuse_deleted(log, idx, ns, named=checkpoint_id, archived=lambda: self.archive_of(thread_id))
             # A regular slot is stored once (a retried call must not duplicate it); a
             # special one (negative index) replaces the earlier write in its slot.
             fresh = [w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])]
@@ -151,6 +151,17 @@ class CheckpointWrites:
         return Append(thread_id, apply, lambda _: None)
 
     # -- applying ------------------------------------------------------------------
+
+    def archive_of(self, thread_id: str) -> str | None:
+        """The newest archive file of a thread a sweep archived (``None``: none, or the
+        archive cannot be read)."""
+        from ..disk.archive import ThreadArchive  # only when a late write is refused
+
+        try:
+            entries = ThreadArchive(self.store).entries(thread_id)
+        except (OSError, JsonlCheckpointError):
+            return None
+        return entries[-1].path if entries else None
 
     def append_checkpoint(
         self,
@@ -164,7 +175,8 @@ class CheckpointWrites:
         expected: Any = None,
     ) -> None:
         """Append a checkpoint record (and a snapshot when due). Call under the writer lock."""
-        refuse_deleted(log, idx, ns, new=record["id"], named=parent)
+        refuse_deleted(log, idx, ns, new=record["id"], named=parent,
+                       archived=lambda: self.archive_of(log.thread_id))
         if self.refuse_other_runs:
             refuse_other_run(self.codec, log, idx, ns, parent, record["md"])
         refuse_moved_head(log, idx, ns, parent, expected)
