@@ -116,3 +116,33 @@ def test_insert_memory_replaces_an_earlier_memory_message() -> None:
     h = HumanMessage("hi")
     assert insert_memory([SystemMessage("p"), old, h], new)[1:] == [new, h]
     assert insert_memory([h], new) == [new, h]
+
+
+def test_the_model_is_not_told_that_its_own_step_is_unfinished(tmp_path: Path) -> None:
+    # While a node runs, the head checkpoint schedules it: the memory lists it as "step
+    # not finished". Told to the model that node is calling, it reads as work left
+    # undone ("Open items (resolve these first)") when it is the model's own turn.
+    plan = [[[call("search", "s1", query="flights")]]]
+    s = spec(tmp_path / "store", plan=plan, plug="agent")
+    seen: list[str] = []
+    with JsonlSaver(s["store"]) as saver, within(60):
+
+        def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+            messages = with_session_memory(saver, [SystemMessage("be brief"), *state["messages"]], config,
+                                           always=True)
+            seen.append(messages[1].content)
+            return {"messages": [AIMessage("ok", id=f"ai-{len(state['messages'])}")]}
+
+        b = StateGraph(MessagesState)
+        b.add_node("agent", agent)
+        b.add_edge(START, "agent")
+        b.compile(checkpointer=saver).invoke({"messages": [HumanMessage("first", id="h0")]}, config("c"),
+                                             durability="sync")
+        MODEL_INPUTS.clear()
+        _agent(s, saver, always=True).invoke({"messages": [HumanMessage("find flights", id="h1")]},
+                                             config("a"), durability="sync")
+        given = [m.content for inputs in MODEL_INPUTS for m in inputs if m.name == MEMORY_MESSAGE_NAME]
+    assert seen and len(given) == 2
+    assert all("step not finished" not in text for text in seen), seen
+    assert all("step not finished: model" not in text for text in given), given
+    assert "Current goal: find flights" in given[0]

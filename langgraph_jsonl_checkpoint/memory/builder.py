@@ -27,7 +27,7 @@ from .messages import conversation
 from .messages import interrupt_text as _interrupt_text
 from .messages import text as _text
 from .messages import tool_message as _tool_message
-from .model import GOAL_CHARS, ITEM_CHARS, MemoryItem, SessionMemory, clip
+from .model import GOAL_CHARS, ITEM_CHARS, UNFINISHED_STEP, MemoryItem, SessionMemory, clip
 from .sent import TASKS, SentTasks
 
 #: Items kept per section in the builder's state (the budget trims the text further).
@@ -183,7 +183,7 @@ class MemoryBuilder:
         for node, seq in self.pending.items():
             if node not in waiting:
                 yield MemoryItem(
-                    f"step not finished: {node} (scheduled at the latest checkpoint; the run stopped "
+                    f"{UNFINISHED_STEP}{node} (scheduled at the latest checkpoint; the run stopped "
                     "or is still going)", seq, None, None,
                 )
 

@@ -61,6 +61,14 @@ def wanted(memory: SessionMemory, *, always: bool) -> bool:
     return always or memory.resumed
 
 
+def _for_node(memory: SessionMemory, config: Any) -> SessionMemory:
+    """The memory as the node calling the model is told it: without its own step as an
+    open item (the head checkpoint schedules the node that is running)."""
+    metadata = config.get("metadata") if isinstance(config, dict) else None
+    node = metadata.get("langgraph_node") if isinstance(metadata, dict) else None
+    return memory.without_step(node) if isinstance(node, str) else memory
+
+
 def _thread_of(config: Any) -> str:
     try:
         return str(config["configurable"]["thread_id"])
@@ -92,7 +100,7 @@ def with_session_memory(
         budget: Most characters of the memory's text.
         summariser: Writes the text instead of the rule-based default.
     """
-    memory = source.session_memory(_thread_of(config), budget=budget)
+    memory = _for_node(source.session_memory(_thread_of(config), budget=budget), config)
     if not wanted(memory, always=always):
         return list(messages)
     return insert_memory(messages, memory.to_system_message(summariser))
@@ -108,7 +116,7 @@ async def awith_session_memory(
     summariser: Summariser | None = None,
 ) -> list[Any]:
     """Async :func:`with_session_memory` (the summariser is called as is)."""
-    memory = await source.asession_memory(_thread_of(config), budget=budget)
+    memory = _for_node(await source.asession_memory(_thread_of(config), budget=budget), config)
     if not wanted(memory, always=always):
         return list(messages)
     return insert_memory(messages, memory.to_system_message(summariser))

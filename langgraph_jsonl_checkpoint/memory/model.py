@@ -20,6 +20,8 @@ DEFAULT_BUDGET = 4000
 GOAL_CHARS = 500
 #: Longest text of one item (characters).
 ITEM_CHARS = 240
+#: How an open item about a step scheduled and not finished begins (the node follows).
+UNFINISHED_STEP = "step not finished: "
 
 
 def clip(text: str, limit: int) -> str:
@@ -88,6 +90,13 @@ class SessionMemory:
     def is_empty(self) -> bool:
         """Whether there is nothing to tell (no goal, no item)."""
         return not (self.goal or self.completed or self.failed or self.decisions or self.open_items)
+
+    def without_step(self, node: str) -> SessionMemory:
+        """The memory without the open item saying ``node``'s step is not finished: told
+        to the model that node is calling, it is the model's own turn, not work left."""
+        own = f"{UNFINISHED_STEP}{node} ("
+        kept = tuple(i for i in self.open_items if i.call_id is not None or not i.text.startswith(own))
+        return self if len(kept) == len(self.open_items) else replace(self, open_items=kept)
 
     def to_json(self) -> dict[str, Any]:
         """The memory as JSON-able data (what ``langgraph-jsonl memory --json`` prints)."""
