@@ -157,3 +157,30 @@ def test_a_dry_sweep_on_a_writable_saver_writes_nothing(tmp_path: Path, strategy
         report = saver.sweep({"default_ttl": 60, "strategy": strategy}, dry_run=True)
     assert sorted(t for t, _ in report.swept) == [f"t-{i}" for i in range(4)]
     assert _files(str(copy)) == files  # nothing written, not even a derived file
+
+
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
+def test_a_torn_tail_cut_away_is_not_activity(tmp_path: Path, strategy: str) -> None:
+    # A run killed mid-append leaves a torn tail; the first writer to open the thread
+    # (the sweep itself, or any writable saver reading it) sets it aside and cuts it.
+    # The cut set the log's time to now: the dry run listed the thread as expired, the
+    # real sweep then found it "active" and it stayed for another whole TTL.
+    store = _store(tmp_path / "s", ["torn", "plain"])
+    with JsonlSaver(store, read_only=True) as saver:
+        path = saver.store.thread_log("torn").path
+    st = os.stat(path)
+    with open(path, "ab") as f:
+        f.write(b'{"t":"checkpoint","ns":"","id":"1f1')  # a batch cut short by a kill
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    ttl = {"default_ttl": 60, "strategy": strategy}
+    with JsonlSaver(store, ttl=ttl) as saver:
+        dry = saver.sweep(dry_run=True)
+    assert sorted(tid for tid, _ in dry.swept) == ["plain", "torn"]
+    if strategy != "delete":  # a writable saver reads it first; with delete, the sweep is first
+        with JsonlSaver(store) as reader:
+            reader.get_tuple({"configurable": {"thread_id": "torn"}})
+            reader.session_memory("torn")
+        assert os.stat(path).st_mtime_ns == st.st_mtime_ns
+    with JsonlSaver(store, ttl=ttl) as saver:
+        real = saver.sweep()
+    assert sorted(tid for tid, _ in real.swept) == ["plain", "torn"], real
