@@ -300,3 +300,21 @@ def test_tool_message_shape_unchanged_by_the_tracer(tmp_path: Path) -> None:
             outs.append([(type(m), m.id if not isinstance(m, ToolMessage) else None, m.content)
                          for m in out["messages"]])
     assert outs[0] == outs[1]
+
+
+def test_a_tracer_given_a_path_that_is_no_store_says_so_and_makes_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A mistyped store path made a directory of its own with the traces in it, silently:
+    ``langgraph-jsonl trace`` on the real store then said the thread had no trace and to
+    pass a JsonlTracer, which the user had done."""
+    typo = tmp_path / "checkpoint"
+    tracer = JsonlTracer(typo)
+    with JsonlSaver(tmp_path / "checkpoints") as saver, within(60):
+        for thread in ("a", "b"):
+            _graph(saver).invoke({"messages": [HumanMessage("cats", id="h0")]}, _cfg(thread, tracer))
+    tracer.close()
+    assert not typo.exists()
+    warned = [r.getMessage() for r in caplog.records if str(typo) in r.getMessage()]
+    assert len(warned) == 1, warned  # once, not at every event
+    assert "not a store" in warned[0] and "JsonlTracer(saver)" in warned[0], warned

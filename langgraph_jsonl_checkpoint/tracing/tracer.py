@@ -22,6 +22,7 @@ A run without a ``thread_id`` is not traced.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -35,7 +36,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from ..disk import files
 from ..disk.paths import TRACES_DIR, LogPaths
+from ..disk.store_dir import MARKER
+from ..errors import ConfigError
 from .timeline import trace_paths
+
+_log = logging.getLogger(__name__)
 
 #: Default size at which a thread's trace file is rotated.
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -135,7 +140,15 @@ class TraceFile:
         return (named.st_ino, named.st_dev) == self._opened
 
     def _open(self) -> None:
-        os.makedirs(os.path.dirname(self.names[0]), mode=0o700, exist_ok=True)
+        folder = os.path.dirname(self.names[0])
+        if not os.path.isdir(folder):
+            store = os.path.dirname(folder)
+            if not os.path.exists(os.path.join(store, MARKER)):  # a mistyped path: make nothing
+                raise ConfigError(
+                    f"JsonlTracer: {store} is not a store (no {MARKER} in it), so nothing is traced. "
+                    "Pass the saver, JsonlTracer(saver), or the directory given to JsonlSaver."
+                )
+            os.makedirs(folder, mode=0o700, exist_ok=True)
         self._fd = files.os.open(self.names[0], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         st = files.os.fstat(self._fd)
         self._size, self._opened = st.st_size, (st.st_ino, st.st_dev)
@@ -190,6 +203,7 @@ class JsonlTracer(BaseCallbackHandler):
         self._files: OrderedDict[str, TraceFile] = OrderedDict()
         self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
         self._lock = threading.Lock()
+        self._warned = False
 
     @property
     def directory(self) -> str:
@@ -253,6 +267,10 @@ class JsonlTracer(BaseCallbackHandler):
             f.append(line)
         except OSError:
             pass  # a trace never fails a run
+        except ConfigError as exc:
+            if not self._warned:  # once per tracer, not at every event
+                self._warned = True
+                _log.warning("%s", exc)
 
     # -- LangChain callbacks ---------------------------------------------------------------
 
