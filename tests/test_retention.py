@@ -93,6 +93,20 @@ def test_a_state_edit_that_does_not_say_leaves_the_pin_as_the_run_set_it(tmp_pat
     saver.close()
 
 
+def test_a_pin_given_as_text_means_what_it_says(tmp_path: Path) -> None:
+    """Metadata from a form, an environment variable or an HTTP query is text: a thread
+    run with ``"pinned": "false"`` was pinned (``bool("false")``) and never expired."""
+    threads = {"text-false": {"pinned": "false"}, "text-no": {"pinned": " No "},
+               "text-true": {"pinned": "true"}, "zero": {"pinned": 0}}
+    saver, _ = _store_of_agents(tmp_path / "s", threads)
+    for tid in threads:
+        _age(saver, tid, 2 * HOUR)
+    report = saver.sweep({"default_ttl": 60, "strategy": "delete"})
+    assert report.pinned == ["text-true"]
+    assert sorted(report.swept) == [("text-false", "delete"), ("text-no", "delete"), ("zero", "delete")]
+    saver.close()
+
+
 @pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
 def test_expired_threads_go_pinned_and_active_ones_stay(tmp_path: Path, strategy: str) -> None:
     threads = {"old": {}, "old-2": {}, "pinned": {"pinned": True}, "new": {}}

@@ -237,8 +237,20 @@ def _pin_said(access: StoreAccess, cell: Any) -> bool | None:
     metadata = access.codec.peek(cell) if cell is not None else None
     metadata = metadata if isinstance(metadata, dict) else {}
     if PIN_KEY in metadata:
-        return bool(metadata[PIN_KEY])
+        return pin_value(metadata[PIN_KEY])
     return None if metadata.get("source") == "update" else False
+
+
+#: Text that says "not pinned" (metadata from a form, an environment variable, a query).
+_FALSE_TEXT = frozenset({"", "false", "0", "no", "off", "none", "null"})
+
+
+def pin_value(value: Any) -> bool:
+    """Whether a ``"pinned"`` metadata value pins: truthiness, except that text is read
+    as a person wrote it (``"false"``, ``"no"``, ``"0"``: not pinned; other text pins)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in _FALSE_TEXT
+    return bool(value)
 
 
 def sweep(
