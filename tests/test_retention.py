@@ -107,6 +107,23 @@ def test_a_pin_given_as_text_means_what_it_says(tmp_path: Path) -> None:
     saver.close()
 
 
+def test_the_sweep_limit_s_remainder_is_not_promised_to_the_next_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``sweep_limit`` 1, three expired threads and one of them pinned, the CLI said
+    "2 left for the next sweep": the threads past the limit are not looked at, so a
+    pinned one is counted among them, and the next sweep keeps it."""
+    saver, _ = _store_of_agents(tmp_path / "s", {"a": {}, "b": {"pinned": True}, "c": {}})
+    for tid in ("a", "b", "c"):
+        _age(saver, tid, 2 * HOUR)
+    saver.close()
+    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 60, "strategy": "delete", "sweep_limit": 1}')
+    assert main(["sweep", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "left for the next sweep" not in out
+    assert "2 expired thread(s) not looked at (sweep_limit 1 reached; the next sweep looks at them)" in out
+
+
 @pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])
 def test_expired_threads_go_pinned_and_active_ones_stay(tmp_path: Path, strategy: str) -> None:
     threads = {"old": {}, "old-2": {}, "pinned": {"pinned": True}, "new": {}}

@@ -93,7 +93,8 @@ def _sweep(args: argparse.Namespace) -> int:
         + (f"{report.unchanged} pruned already, " if report.unchanged else "")
         + f"{len(report.pinned)} pinned, {len(report.live)} live, "
         f"{report.active} active (idle less than {policy.default_ttl:g} minutes)"
-        + (f", {report.limited} left for the next sweep (sweep_limit)" if report.limited else "")
+        + (f", {report.limited} expired thread(s) not looked at (sweep_limit {policy.sweep_limit} "
+           "reached; the next sweep looks at them)" if report.limited else "")
         + (f", {len(report.errors)} error(s)" if report.errors else "")
     )
     return status

@@ -144,7 +144,8 @@ class SweepReport:
         unchanged: Expired threads a ``keep_latest`` sweep found pruned already.
         settled: Archive files a crash had left half moved, finished now.
         errors: ``(thread or file, message)`` of threads that could not be swept.
-        limited: Expired threads left for the next sweep (``sweep_limit`` reached).
+        limited: Expired threads not looked at once ``sweep_limit`` was reached (a
+            pinned or live one among them is told only by a sweep that looks).
         stopped: The sweep was told to stop (``stop``) and did, between two threads;
             the threads after were not looked at (a next sweep does).
     """
