@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer
+from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, JsonlTracer
 from langgraph_jsonl_checkpoint.cli import main as cli_main
 from langgraph_jsonl_checkpoint.tracing import read_events, timeline
 from tests.harness.bounded import within
@@ -159,7 +159,7 @@ _CRASHING_RUN = """
 import os, sys
 sys.path.insert(0, {root!r})
 from langchain_core.messages import HumanMessage
-from langgraph_jsonl_checkpoint import JsonlSaver, JsonlTracer
+from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, JsonlTracer
 import tests.test_tracer as t
 
 crash = sys.argv[2] == "crash"
@@ -318,3 +318,17 @@ def test_a_tracer_given_a_path_that_is_no_store_says_so_and_makes_nothing(
     warned = [r.getMessage() for r in caplog.records if str(typo) in r.getMessage()]
     assert len(warned) == 1, warned  # once, not at every event
     assert "not a store" in warned[0] and "JsonlTracer(saver)" in warned[0], warned
+
+
+@pytest.mark.parametrize("value", [0, -1, 1023, True, "x", 4096.0, None])
+def test_a_tracer_s_max_bytes_that_is_no_size_is_refused_naming_the_option(
+    tmp_path: Path, value: Any
+) -> None:
+    """``max_bytes=0`` or ``-1`` was raised to 1,024 bytes silently (``True`` too), and
+    ``"x"`` failed with a bare ``ValueError`` that did not name the option."""
+    saver = JsonlSaver(tmp_path / "s")
+    refused = r"JsonlTracer: max_bytes must be a whole number of bytes, 1024 or more"
+    with pytest.raises(ConfigError, match=refused):
+        JsonlTracer(saver, max_bytes=value)
+    assert JsonlTracer(saver, max_bytes=1024).max_bytes == 1024
+    saver.close()

@@ -190,7 +190,11 @@ class JsonlTracer(BaseCallbackHandler):
     Args:
         store: The store directory (or a ``JsonlSaver``, whose store is used).
         max_bytes: Size at which a thread's trace file is rotated (two rotated files
-            are kept, so a thread's trace takes at most about three times this).
+            are kept, so a thread's trace takes at most about three times this); a whole
+            number of bytes, at least 1024.
+
+    Raises:
+        ConfigError: ``max_bytes`` is not such a number.
     """
 
     #: Called in the run's own thread or event loop: a line is one small write.
@@ -199,7 +203,12 @@ class JsonlTracer(BaseCallbackHandler):
     def __init__(self, store: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         inner = getattr(store, "store", None)
         self.store_path = os.path.abspath(inner.path if inner is not None else os.fspath(store))
-        self.max_bytes = max(1024, int(max_bytes))
+        if type(max_bytes) is not int or max_bytes < 1024:
+            raise ConfigError(
+                f"JsonlTracer: max_bytes must be a whole number of bytes, 1024 or more, not {max_bytes!r} "
+                f"(the default is {DEFAULT_MAX_BYTES}: 4 MiB)."
+            )
+        self.max_bytes = max_bytes
         self._files: OrderedDict[str, TraceFile] = OrderedDict()
         self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
         self._lock = threading.Lock()
