@@ -183,7 +183,7 @@ def test_archive_and_restore_round_trip_equal_the_original(tmp_path: Path) -> No
     graph.invoke({"messages": [HumanMessage("what is 5 + 2?", id="h5")]}, _cfg("t-1"))
     assert len(list(fresh.list({"configurable": {"thread_id": "t-1"}}))) > len(before["list"])
 
-    with pytest.raises(RestoreError, match="has no archive of thread 't-1'"):
+    with pytest.raises(RestoreError, match="thread 't-1' is in the store .*no archive left to restore"):
         fresh.restore("t-1")
     fresh.close()
     saver.close()
@@ -249,6 +249,21 @@ def test_a_swept_delete_removes_the_trace_as_delete_thread_does(tmp_path: Path) 
     report = saver.sweep({"default_ttl": 0, "strategy": "delete"}, now=time.time() + HOUR)
     assert report.swept == [("t", "delete")]
     assert _own_files(paths) == {} and not os.path.exists(tmp_path / "s" / "archive")
+    saver.close()
+
+
+def test_a_second_restore_says_the_thread_is_back_already(tmp_path: Path) -> None:
+    """Restoring a thread restored already said the store "has no archive of thread",
+    as for a typo, though the thread is right there."""
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    saver.restore("t")
+    with pytest.raises(RestoreError, match=r"thread 't' is in the store \(its log is .*\.jsonl\)"
+                                           r": it has no archive left to restore"):
+        saver.restore("t")
+    with pytest.raises(RestoreError, match="has no archive of thread 'typo'"):
+        saver.restore("typo")
     saver.close()
 
 
@@ -563,7 +578,7 @@ def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["sweep", store]) == 2
     assert "--ttl MINUTES, or set LANGGRAPH_JSONL_TTL" in capsys.readouterr().err
     assert main(["restore", store, "--thread", "old"]) == 2
-    assert "has no archive of thread 'old'" in capsys.readouterr().err
+    assert "thread 'old' is in the store" in capsys.readouterr().err
 
 
 def test_cli_sweep_ttl_option_keeps_the_environments_strategy(

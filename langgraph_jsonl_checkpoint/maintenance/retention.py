@@ -428,7 +428,7 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
                           "needs a writable saver")
     shelf = ThreadArchive(store)
     if not shelf.entries(thread_id):  # a log a crash left half moved is listed too
-        raise _no_archive(store.path, thread_id)
+        raise _no_archive(store, thread_id)
     run_lock = store.run_lock(thread_id)
     if not run_lock.try_acquire(MAINTENANCE):
         raise RestoreError(
@@ -442,7 +442,7 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
                     shelf.settle(log, moved)
             entries = shelf.entries(thread_id)
             if not entries:
-                raise _no_archive(store.path, thread_id)
+                raise _no_archive(store, thread_id)
             log.refresh()
             if log.exists():
                 raise RestoreError(
@@ -460,8 +460,14 @@ def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
         store.forget(thread_id)
 
 
-def _no_archive(store: str, thread_id: str) -> RestoreError:
+def _no_archive(store: Store, thread_id: str) -> RestoreError:
+    if store.has_thread(thread_id):  # restored already, or never archived
+        return RestoreError(
+            f"thread {thread_id!r} is in the store (its log is {store.log_paths(thread_id).log}): it has "
+            f"no archive left to restore (restored already?); `langgraph-jsonl archived {store.path}` "
+            "lists the archived threads."
+        )
     return RestoreError(
-        f"store {store} has no archive of thread {thread_id!r}; "
-        f"`langgraph-jsonl archived {store}` lists the archived threads."
+        f"store {store.path} has no archive of thread {thread_id!r}; "
+        f"`langgraph-jsonl archived {store.path}` lists the archived threads."
     )
