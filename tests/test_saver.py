@@ -513,6 +513,10 @@ def test_two_runs_advancing_one_thread_at_once_do_not_fork_it_silently(tmp_path:
     errors = [o for o in outcomes if isinstance(o, ConcurrentRunError)]
     assert len(errors) == 1, outcomes
     assert "'shared'" in str(errors[0]) and "meanwhile" in str(errors[0])
+    # The advice holds whatever mode this saver has: told to a saver already refusing
+    # (the other writer is not), "open the saver with concurrent_runs='refuse'" misled.
+    assert "open the saver with concurrent_runs='refuse' or 'wait'" not in str(errors[0])
+    assert "every saver that writes this store, in every process" in str(errors[0])
     # time travel from the oldest checkpoint, by a third run, forks on purpose and works
     history = list(graph.get_state_history({"configurable": {"thread_id": "shared"}}))
     oldest = {"configurable": {**history[-1].config["configurable"], "run_id": "run-2"}}

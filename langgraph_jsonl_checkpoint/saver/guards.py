@@ -131,5 +131,7 @@ def refuse_moved_head(log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | N
             f"checkpoint {latest} to the same thread meanwhile. Two runs must not advance "
             "one thread at once; nothing was written for this step. Retry once the "
             "other run is done (graph.invoke(None, config) resumes from the latest "
-            "checkpoint), or open the saver with concurrent_runs='refuse' or 'wait' so runs never overlap."
+            "checkpoint). Runs never overlap when every saver that writes this store, in every "
+            "process, is opened with concurrent_runs='refuse' (the default) or 'wait'; one opened "
+            "with 'allow' or 'unchecked', or a script's own put, is not held back."
         )
