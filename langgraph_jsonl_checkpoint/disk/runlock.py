@@ -94,7 +94,7 @@ class RunLock:
             pass
         finally:  # (a Ctrl-C before this point leaves _fd set: a later release lets it go)
             self._fd = None
-            files.os.close(fd)  # closing the descriptor releases the flock
+            _unlock_and_close(fd)
 
     def seems_held(self) -> bool:
         """Whether the holder's record names a live process of this host (the lock is
@@ -139,7 +139,7 @@ class RunLock:
         """Leave the waiting runs (idempotent)."""
         fd, self._waiting_fd = self._waiting_fd, None
         if fd is not None:
-            files.os.close(fd)
+            _unlock_and_close(fd)
 
     def _try_flock(self, path: str, how: int) -> int | None:
         """A new descriptor on ``path`` holding ``flock(how)``, or ``None`` if taken."""
@@ -153,3 +153,15 @@ class RunLock:
             files.os.close(fd)
             raise
         return fd
+
+
+def _unlock_and_close(fd: int) -> None:
+    """Let a lock go, then close its descriptor. Closing alone does not let it go while
+    a process forked meanwhile (a ``multiprocessing`` pool a node started) still has a
+    copy of the descriptor: the thread would stay busy for as long as that child lives."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
+    finally:
+        files.os.close(fd)
