@@ -1,6 +1,8 @@
 """Forked processes and the thread's locks: a process forked while it holds a thread's
 lock descriptors (a ``multiprocessing`` pool a node starts with the ``fork`` start
-method) does not keep the thread busy after its run ended.
+method, a saver opened before ``gunicorn --preload`` or a prefork pool forks its
+workers) neither keeps a thread busy after its run ended nor shares the writer lock
+with its parent, so runs and appends of forked workers still exclude each other.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.maintenance.verify import verify
 from tests.harness.bounded import within
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
 
 FORK = multiprocessing.get_context("fork")
 
@@ -60,3 +64,43 @@ def test_a_child_forked_by_a_node_does_not_keep_the_thread_busy(tmp_path: Path) 
             if child.is_alive():
                 child.kill()
 
+
+def test_workers_forked_from_a_process_that_wrote_keep_their_appends_apart(tmp_path: Path) -> None:
+    """A saver that wrote a thread, then forked into workers (a pool or web server that
+    forks after the app is loaded) that all write that thread: every acknowledged
+    checkpoint is in the log, which verify finds whole. The workers shared the parent's
+    descriptor on the writer lock, so each thought it held the lock while the others
+    appended: records interleaved, the workers got ``CorruptLogError``, and the log
+    served only what came before the first torn line."""
+    store = tmp_path / "store"
+    saver = JsonlSaver(store, concurrent_runs="unchecked")
+    saver.put(config("t1"), make_checkpoint(cp_id(0), {"x": "parent"}, {"x": "1"}), {"step": 0}, {"x": "1"})
+    results = FORK.Queue()
+
+    def worker(k: int) -> None:
+        acked = 0
+        try:
+            for i in range(150):
+                n = 1 + k * 1000 + i
+                saver.put(
+                    config("t1"), make_checkpoint(cp_id(n), {"x": f"worker {k} " * 40}, {"x": str(n)}),
+                    {"step": n}, {"x": str(n)},
+                )
+                acked += 1
+        finally:
+            results.put(acked)
+
+    workers = [FORK.Process(target=worker, args=(k,)) for k in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        if w.is_alive():
+            w.kill()
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert sum(results.get(timeout=5) for _ in workers) == 450
+    with within(60, "the log"):
+        fresh = JsonlSaver(store, read_only=True)
+        assert len(list(fresh.list(config("t1")))) == 451
+        report = verify(fresh)
+    assert report.ok, report.findings

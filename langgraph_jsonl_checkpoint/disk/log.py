@@ -121,6 +121,7 @@ class ThreadLog(LogView):
         self._verified_end = 0  # committed records before this offset were checked
         self._wfd: int | None = None
         self._lock_fd: int | None = None
+        self._lock_pid = 0  # the process that opened _lock_fd
         self._group: list[Any] | None = None  # inside group_commit(): start, seq, batches
         self._group_lines: Written = []  # the group's records
         #: During the observers' call: each record just made durable, with its offset
@@ -187,10 +188,9 @@ class ThreadLog(LogView):
 
     def _write_sidecar_unless_locked(self) -> None:
         try:
-            if self._lock_fd is None:
-                self._lock_fd = files.open_refusing_links(self.paths.lock, os.O_RDWR, self.thread_id)
+            lock_fd = self._writer_lock_fd(os.O_RDWR)
             try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return  # another process is appending: it writes the sidecar in time
             try:
@@ -200,7 +200,7 @@ class ThreadLog(LogView):
                     # line each time, and its next open decode them one by one.
                     self.write_sidecar(compact=True)
             finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
         except (OSError, JsonlCheckpointError):
             pass  # only a cache: the next open scans the log
 
@@ -254,17 +254,24 @@ class ThreadLog(LogView):
         if self.read_only:
             raise read_only_error(self.thread_id)
         with self.mutex:
-            if self._lock_fd is None:
-                self._lock_fd = files.open_refusing_links(
-                    self.paths.lock, os.O_RDWR | os.O_CREAT, self.thread_id
-                )
-            files.lock_waiting(
-                self._lock_fd, f"the writer lock of thread {self.thread_id!r} ({self.paths.lock})"
-            )
+            lock_fd = self._writer_lock_fd(os.O_RDWR | os.O_CREAT)
+            files.lock_waiting(lock_fd, f"the writer lock of thread {self.thread_id!r} ({self.paths.lock})")
             try:
                 yield
             finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
+
+    def _writer_lock_fd(self, flags: int) -> int:
+        """This process's descriptor on the writer lock file. One inherited through a
+        fork (a saver that wrote, then forked into workers) is the parent's open file,
+        whose flock parent and children would all hold at once: the child closes its
+        copy (which never lets the parent's lock go) and opens its own."""
+        if self._lock_fd is not None and self._lock_pid != os.getpid():
+            self._close_quietly("_lock_fd")
+        if self._lock_fd is None:
+            self._lock_fd = files.open_refusing_links(self.paths.lock, flags, self.thread_id)
+            self._lock_pid = os.getpid()
+        return self._lock_fd
 
     def _verify_checksums(self) -> None:
         """Before the first append: every committed record's checksum, once per load
