@@ -230,8 +230,10 @@ def test_wait_gives_up_after_busy_timeout(tmp_path: Path) -> None:
     saver = JsonlSaver(tmp_path / "s", concurrent_runs="wait", busy_timeout=0.3)
     live = LiveRun(saver)
     started = time.monotonic()
-    with within(10), pytest.raises(ThreadBusyError, match=r"waited 0\.[3-9] s \(busy_timeout\)"):
+    with within(10), pytest.raises(ThreadBusyError, match=r"waited 0\.[3-9] s \(busy_timeout\)") as err:
         held_graph(saver).invoke({"visits": ["timed out"]}, CFG)
+    # and what to do about it
+    assert "Retry once that run has ended, or open the saver with a longer busy_timeout" in str(err.value)
     assert time.monotonic() - started >= 0.3
     live.finish()
     assert "timed out" not in _stored(saver) and _count(saver) == 3

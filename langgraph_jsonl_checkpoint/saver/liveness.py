@@ -229,7 +229,8 @@ class LiveRuns:
             f"since {holder.get('since')}," if holder else "another run"
         )
         how = (
-            f"It waited {waited:.1f} s (busy_timeout) for that run to end."
+            f"It waited {waited:.1f} s (busy_timeout) for that run to end. Retry once that run "
+            "has ended, or open the saver with a longer busy_timeout."
             if waited is not None
             else "Wait for that run to end and retry, or open the saver with "
             "concurrent_runs='wait' to queue runs on a thread."
