@@ -104,3 +104,25 @@ def test_workers_forked_from_a_process_that_wrote_keep_their_appends_apart(tmp_p
         assert len(list(fresh.list(config("t1")))) == 451
         report = verify(fresh)
     assert report.ok, report.findings
+
+
+def test_a_forked_child_letting_go_of_a_copied_run_lock_leaves_the_thread_held(tmp_path: Path) -> None:
+    """A child forked while the parent's run holds the thread (``os.fork()`` in a node)
+    that lets go of its copy of the run's lock (its stack unwound by ``sys.exit``)
+    leaves the parent's run holding the thread: only the process that took the lock
+    unlocks it; a copy is only closed."""
+    store = tmp_path / "store"
+    saver = JsonlSaver(store)
+    saver.put(config("t1"), make_checkpoint(cp_id(0), {"x": "a"}, {"x": "1"}), {"step": 0}, {"x": "1"})
+    held = saver.store.run_lock("t1")
+    assert held.try_acquire("parent run")
+    try:
+        child = FORK.Process(target=held.release)
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+        other = saver.store.run_lock("t1")
+        assert not other.try_acquire("second run"), "the child's release let the parent's lock go"
+    finally:
+        held.release()
+    assert saver.store.run_lock("t1").try_acquire("after the run")

@@ -52,6 +52,7 @@ class RunLock:
         self.thread_id = thread_id
         self._fd: int | None = None
         self._waiting_fd: int | None = None
+        self._pid = 0  # the process that opened the descriptors
 
     @property
     def held(self) -> bool:
@@ -88,13 +89,17 @@ class RunLock:
         fd = self._fd
         if fd is None:
             return
+        if self._pid != os.getpid():  # a copy a fork left this process: the lock is the parent's
+            self._fd = None
+            files.os.close(fd)
+            return
         try:
             files.os.ftruncate(fd, 0)
         except OSError:
             pass
         finally:  # (a Ctrl-C before this point leaves _fd set: a later release lets it go)
             self._fd = None
-            _unlock_and_close(fd)
+            self._unlock_and_close(fd)
 
     def seems_held(self) -> bool:
         """Whether the holder's record names a live process of this host (the lock is
@@ -139,7 +144,7 @@ class RunLock:
         """Leave the waiting runs (idempotent)."""
         fd, self._waiting_fd = self._waiting_fd, None
         if fd is not None:
-            _unlock_and_close(fd)
+            self._unlock_and_close(fd)
 
     def _try_flock(self, path: str, how: int) -> int | None:
         """A new descriptor on ``path`` holding ``flock(how)``, or ``None`` if taken."""
@@ -152,16 +157,19 @@ class RunLock:
         except BaseException:
             files.os.close(fd)
             raise
+        self._pid = os.getpid()
         return fd
 
+    def _unlock_and_close(self, fd: int) -> None:
+        """Let a lock go, then close its descriptor. Closing alone does not let it go
+        while a process forked meanwhile (a ``multiprocessing`` pool a node started) has a
+        copy of the descriptor: the thread would stay busy for as long as that child
+        lives. A forked child only closes its copy: the lock is its parent's."""
+        try:
+            if self._pid == os.getpid():
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError:
+            pass
+        finally:
+            files.os.close(fd)
 
-def _unlock_and_close(fd: int) -> None:
-    """Let a lock go, then close its descriptor. Closing alone does not let it go while
-    a process forked meanwhile (a ``multiprocessing`` pool a node started) still has a
-    copy of the descriptor: the thread would stay busy for as long as that child lives."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    except OSError:
-        pass
-    finally:
-        files.os.close(fd)
