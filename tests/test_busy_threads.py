@@ -131,6 +131,47 @@ def test_a_run_on_a_busy_thread_is_refused_before_it_stores_anything(tmp_path: P
     saver.close()
 
 
+@pytest.mark.parametrize("mode", ["refuse", "wait", "hold"])
+def test_a_graph_invoked_on_the_thread_from_inside_its_own_run_is_refused_at_once(
+    tmp_path: Path, mode: str
+) -> None:
+    """A node (a tool running a sub-agent) invokes a graph with a config of its own on
+    the thread its run is working on. That run cannot end before the node does: waiting
+    for it is waiting for oneself. The inner run was refused only after a second (after
+    busy_timeout, 60 s by default, with "wait") with advice that cannot work (retry,
+    concurrent_runs='wait', a longer busy_timeout, close a stream). It is refused at
+    once, saying why and what to do ("hold", never refused, goes ahead at once instead
+    of after busy_timeout)."""
+    saver = JsonlSaver(tmp_path / "s", concurrent_runs=mode)
+    inner = held_graph(saver)
+    refused: list[tuple[float, ThreadBusyError]] = []
+
+    def node(state: Held) -> dict:
+        started = time.monotonic()
+        try:
+            inner.invoke({"visits": ["inner"]}, {"configurable": {"thread_id": "shared"}})
+        except ThreadBusyError as err:
+            refused.append((time.monotonic() - started, err))
+        return {"visits": ["outer"]}
+
+    g = StateGraph(Held)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    with within(30, "the outer run"):
+        assert g.compile(checkpointer=saver).invoke({"visits": []}, CFG) == {"visits": ["outer"]}
+    if mode == "hold":  # never refused: it goes ahead at once, as after busy_timeout
+        assert not refused and "inner" in _stored(saver)
+        return
+    [(waited, err)] = refused
+    assert waited < 0.5, f"the inner run waited {waited:.1f} s for the run it is part of"
+    message = str(err)
+    assert "'shared'" in message and "from inside" in message, message
+    assert "thread_id of its own" in message and "subgraph" in message, message
+    assert "concurrent_runs='wait'" not in message and "busy_timeout" not in message, message
+    assert "inner" not in _stored(saver)
+    saver.close()
+
+
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
 def test_closing_the_saver_leaves_a_live_run_its_thread(tmp_path: Path, durability: str) -> None:
     """close() while a run is inside a node (an app reloading, a test tearing down) gave

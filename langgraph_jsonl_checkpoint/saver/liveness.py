@@ -57,6 +57,7 @@ from types import FrameType
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables.config import var_child_runnable_config
 
 from ..disk.log import read_only_error
 from ..disk.runlock import HOST as _HOST
@@ -298,6 +299,10 @@ class LiveRuns:
             held = self._held.get(thread_id)
         if held is not None and held[0] is token:
             return  # the run reading its thread again: it holds the lock already
+        if held is not None and _inside_run(held[0]):
+            if self.never_refuse:  # "hold": as after busy_timeout, without waiting for itself
+                return
+            raise _nested_refusal(thread_id)
         lock = self.store.run_lock(thread_id)
         started = time.monotonic()
         probed: float | None = None
@@ -445,6 +450,25 @@ def _came_out_of_enter(error: BaseException, loop: Any) -> bool:
             return True
         tb = tb.tb_next
     return False
+
+
+def _inside_run(token: Any) -> bool:
+    """Whether the caller runs inside the run ``token`` stands for (a node or tool of
+    it: the config LangGraph hands its nodes is the context's runnable config)."""
+    config = var_child_runnable_config.get()
+    return config is not None and run_token(config.get("configurable") or {}) is token
+
+
+def _nested_refusal(thread_id: str) -> ThreadBusyError:
+    return ThreadBusyError(
+        f"thread {thread_id!r} is busy: this graph was invoked on it from inside the run "
+        "working on it (a node or tool of that run calling invoke/stream with a config of "
+        "its own), and that run cannot end before this call does. This run was refused "
+        "before it read or wrote anything. Give the inner graph a thread_id of its own, "
+        "or pass it the node's config so that it runs as a subgraph of that run.",
+        thread_id=thread_id,
+        holder={"pid": os.getpid(), "host": _HOST},
+    )
 
 
 def _of_this_process(holder: dict[str, Any] | None) -> bool:
