@@ -131,9 +131,10 @@ def test_a_run_on_a_busy_thread_is_refused_before_it_stores_anything(tmp_path: P
     saver.close()
 
 
+@pytest.mark.parametrize("savers", ["one saver", "two savers"])
 @pytest.mark.parametrize("mode", ["refuse", "wait", "hold"])
 def test_a_graph_invoked_on_the_thread_from_inside_its_own_run_is_refused_at_once(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, savers: str
 ) -> None:
     """A node (a tool running a sub-agent) invokes a graph with a config of its own on
     the thread its run is working on. That run cannot end before the node does: waiting
@@ -143,7 +144,7 @@ def test_a_graph_invoked_on_the_thread_from_inside_its_own_run_is_refused_at_onc
     once, saying why and what to do ("hold", never refused, goes ahead at once instead
     of after busy_timeout)."""
     saver = JsonlSaver(tmp_path / "s", concurrent_runs=mode)
-    inner = held_graph(saver)
+    inner = held_graph(saver if savers == "one saver" else JsonlSaver(tmp_path / "s", concurrent_runs=mode))
     refused: list[tuple[float, ThreadBusyError]] = []
 
     def node(state: Held) -> dict:

@@ -173,7 +173,7 @@ class LiveRuns:
         # The file operations happen outside self._lock, which the event loop takes too
         # (a run's start and end): it must never wait for them. The flock itself decides
         # between two attempts, as between two processes.
-        if not lock.try_acquire(f"{type(token).__name__}@{id(token):x}"):
+        if not lock.try_acquire(_label(token)):
             return False
         with self._lock:
             self._held[thread_id] = (token, lock)
@@ -299,7 +299,7 @@ class LiveRuns:
             held = self._held.get(thread_id)
         if held is not None and held[0] is token:
             return  # the run reading its thread again: it holds the lock already
-        if held is not None and _inside_run(held[0]):
+        if _inside_holder(held[0] if held is not None else None, self.store.run_lock(thread_id)):
             if self.never_refuse:  # "hold": as after busy_timeout, without waiting for itself
                 return
             raise _nested_refusal(thread_id)
@@ -452,11 +452,24 @@ def _came_out_of_enter(error: BaseException, loop: Any) -> bool:
     return False
 
 
-def _inside_run(token: Any) -> bool:
-    """Whether the caller runs inside the run ``token`` stands for (a node or tool of
-    it: the config LangGraph hands its nodes is the context's runnable config)."""
+def _label(token: Any) -> str:
+    """What a run records of itself as the holder's ``run``."""
+    return f"{type(token).__name__}@{id(token):x}"
+
+
+def _inside_holder(held: Any, lock: RunLock) -> bool:
+    """Whether the caller runs inside the run holding the thread (a node or tool of it:
+    the config LangGraph hands its nodes is the context's runnable config): ``held``,
+    this saver's run on the thread, or the run of this process the lock file names
+    (one of another saver on the store)."""
     config = var_child_runnable_config.get()
-    return config is not None and run_token(config.get("configurable") or {}) is token
+    outer = run_token(config.get("configurable") or {}) if config is not None else None
+    if outer is None:
+        return False
+    if outer is held:
+        return True
+    holder = lock.holder()
+    return holder is not None and _of_this_process(holder) and holder.get("run") == _label(outer)
 
 
 def _nested_refusal(thread_id: str) -> ThreadBusyError:
