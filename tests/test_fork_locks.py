@@ -126,3 +126,50 @@ def test_a_forked_child_letting_go_of_a_copied_run_lock_leaves_the_thread_held(t
     finally:
         held.release()
     assert saver.store.run_lock("t1").try_acquire("after the run")
+
+
+def test_a_child_forked_while_a_thread_of_the_parent_writes_can_use_the_saver(tmp_path: Path) -> None:
+    """A process forks (a pool started by a node of a sync graph, whose last checkpoint
+    LangGraph is still saving in a background thread) while another of its threads is
+    appending to a thread's log; the child reads and writes that thread. It hung for
+    good: the child's copy of the log's in-process lock was held by a thread that does
+    not exist in the child."""
+    import threading
+
+    saver = JsonlSaver(tmp_path / "store", concurrent_runs="unchecked")
+    stop = threading.Event()
+    written: list[int] = []
+
+    def keep_writing() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            checkpoint = make_checkpoint(cp_id(i), {"x": "a" * 20_000}, {"x": str(i)})
+            saver.put(config("t1"), checkpoint, {"step": i}, {"x": str(i)})
+            written.append(i)
+
+    def child() -> None:
+        assert saver.get_tuple(config("t1")) is not None
+        checkpoint = make_checkpoint(cp_id(10**9), {"x": "child"}, {"x": "c"})
+        saver.put(config("t1"), checkpoint, {"step": -1}, {"x": "c"})
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    children = []
+    try:
+        while len(written) < 3:
+            stop.wait(0.01)
+        for _ in range(3):
+            children.append(FORK.Process(target=child))
+            children[-1].start()
+            children[-1].join(10)
+    finally:
+        stop.set()
+        writer.join(30)
+        for c in children:
+            if c.is_alive():
+                c.kill()
+                c.join()
+    assert [c.exitcode for c in children] == [0] * 3, "a forked child hung on the parent's lock"
+    ids = {t.checkpoint["id"] for t in JsonlSaver(tmp_path / "store", read_only=True).list(config("t1"))}
+    assert cp_id(10**9) in ids and {cp_id(i) for i in written} <= ids

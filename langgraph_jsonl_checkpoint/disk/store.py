@@ -22,6 +22,7 @@ import os
 import shlex
 import stat
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -89,6 +90,19 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
+#: Every store of this process, so that a forked child can start afresh (see _after_fork).
+_ALL: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    for store in list(_ALL):
+        store._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
+
+
 class Store:
     """A store directory and the thread logs opened from it.
 
@@ -132,6 +146,21 @@ class Store:
         #: store closed), said by every use after; ``None`` while it can be.
         self.removed: str | None = None
         open_directory(self.path, read_only=read_only)
+        _ALL.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a thread of the parent may have been using an open log (its
+        lock held, its index half changed); that thread does not exist here. Forget the
+        open logs (their copied descriptors close, which never lets a lock of the parent
+        go); each opens again from its files on first use."""
+        for log in [*self._logs.values(), *(view for view, _ in self._warm.values())]:
+            log.mutex = threading.RLock()  # (closing it must not wait for the parent's thread)
+        self._lock = threading.Lock()
+        self._logs = OrderedDict()
+        self._warm = OrderedDict()
+        self._warm_items = 0
+        self._pinned = {}
+        self._parked = OrderedDict()
 
     def _usable(self) -> None:
         """Raise :class:`~..errors.ConfigError` saying why, if the store was removed."""
