@@ -32,6 +32,7 @@ from .endpoints import (
     place_of_path,
 )
 from .journal import StoreJournalEnd
+from .schema import POSTGRES_COLUMNS, SQLITE_COLUMNS, lacking
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The tables ``SqliteSaver`` and ``SqliteStore`` make: an SQLite target holding tables,
@@ -108,6 +109,14 @@ class SqliteEndpoint(Endpoint):
             raise MigrationError(
                 f"{name}: {path} has no 'checkpoints' table: it is not a file SqliteSaver wrote"
             )
+        if role == "source":
+            lacks = lacking(SQLITE_COLUMNS, tables, self._columns)
+            if lacks:
+                self.conn.close()
+                raise MigrationError(
+                    f"{name}: {path} has a 'checkpoints' table, but not SqliteSaver's (it lacks {lacks}): "
+                    "another program's database. Name the file your app's SqliteSaver writes to."
+                )
         own = {t for t in tables if not t.startswith("sqlite_")}  # not SQLite's bookkeeping
         if role == "target" and own and not own & LANGGRAPH_SQLITE_TABLES:
             self.conn.close()
@@ -136,6 +145,9 @@ class SqliteEndpoint(Endpoint):
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _columns(self, table: str) -> set[str]:
+        return {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
 
     def _journal(self, tables: set[str], role: str) -> StoreJournalEnd | None:
         try:
@@ -355,6 +367,13 @@ class PostgresEndpoint(Endpoint):
             raise MigrationError(
                 f"{name}: the database has no 'checkpoints' table: PostgresSaver never wrote to it"
             )
+        lacks = lacking(POSTGRES_COLUMNS, tables, self._columns) if role == "source" else ""
+        if lacks:
+            self.close()
+            raise MigrationError(
+                f"{name}: the database has a 'checkpoints' table, but not PostgresSaver's (it lacks "
+                f"{lacks}): another program's tables. Name the database your app's PostgresSaver writes to."
+            )
         store = PostgresStore(self.store_pool)
         ready = "store" in tables
         journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready)
@@ -372,6 +391,13 @@ class PostgresEndpoint(Endpoint):
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         )
         return {r["table_name"] for r in rows}
+
+    def _columns(self, table: str) -> set[str]:
+        rows = self._query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s", (table,),
+        )
+        return {r["column_name"] for r in rows}
 
     def missing_tables(self, *, journal: bool = True) -> list[str]:
         have = self._tables()
