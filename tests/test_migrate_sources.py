@@ -1,17 +1,29 @@
 """Sources a user may name by mistake or find in an odd state: a database of another
-program that happens to have a ``checkpoints`` table (SQLite or PostgreSQL). Each is a
-clear error (exit status 2) naming the database and what to do; nothing is created."""
+program that happens to have a ``checkpoints`` table (SQLite or PostgreSQL), an SQLite
+write-ahead log that cannot be read where it lies. Each is a clear error (exit status 2)
+naming the database and what to do; nothing is created."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import os
+import shutil
 import sqlite3
+import tempfile
+import warnings
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import psycopg
 import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.migration import cfg
+from tests.harness.state_graphs import build_counter_graph
 
 # Another program's "checkpoints" table: without LangGraph's thread_id column (a query on it
 # failed with a traceback), or with one but none of the rest (an empty store was made, and
@@ -53,3 +65,74 @@ def test_a_postgresql_database_whose_checkpoints_table_is_not_postgressavers_is_
                           "PostgresSaver's (it lacks "), err
     assert "Name the database your app's PostgresSaver writes to." in err, err
     assert not (tmp_path / "s").exists()
+
+
+def _as_nobody(run: Callable[[], int]) -> tuple[int, str]:
+    """``run()`` in a forked child as uid/gid 65534 (nobody): its exit status and output."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run as another user")
+    import langgraph_jsonl_checkpoint.cli.migrate  # noqa: F401 - imported before the fork
+    import langgraph_jsonl_checkpoint.migrate.databases  # noqa: F401
+
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+: fork with threads running; the child only reads
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code, text = 3, ""
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+                code = run()
+            text = buffer.getvalue()
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent
+            text += f"Traceback: {exc!r}"
+        finally:
+            os.write(write, json.dumps([code, text]).encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    code, text = json.loads(data)
+    return code, text
+
+
+def test_a_write_ahead_log_without_its_index_in_a_directory_this_user_cannot_write_is_named() -> None:
+    """An app killed (or still running) left app.db-wal; app.db and app.db-wal were copied
+    without app.db-shm, into a directory this user cannot write to (a backup, another
+    user's app). SQLite must make the -shm file to read the log: the error said "unable to
+    open database file. Check the path and that the file can be read" (it could be read).
+    It names the log, the index SQLite cannot make there, and what to do."""
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        live = base / "live"
+        live.mkdir()
+        conn = sqlite3.connect(live / "app.db", check_same_thread=False)
+        saver = SqliteSaver(conn)
+        saver.setup()
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # every transaction stays in app.db-wal
+        build_counter_graph().compile(checkpointer=saver).invoke({"n": 1}, cfg("t1"))
+        backup = base / "backup"
+        backup.mkdir(mode=0o755)
+        for name in ("app.db", "app.db-wal"):  # copied while the app runs: the -shm left out
+            shutil.copyfile(live / name, backup / name)
+            (backup / name).chmod(0o644)
+        conn.close()
+        out = base / "out"
+        out.mkdir()
+        os.chown(out, 65534, 65534)
+        source = "sqlite:///" + str(backup / "app.db")
+        code, err = _as_nobody(lambda: main(["import", source, str(out / "s")]))
+        assert code == 2 and "Traceback" not in err, err
+        assert f"{backup / 'app.db-wal'}" in err and f"{backup / 'app.db-shm'}" in err, err
+        assert f"{backup} is not writable by this user" in err, err
+        assert "Check the path and that the file can be read" not in err, err
+        assert sorted(os.listdir(backup)) == ["app.db", "app.db-wal"]
+        assert not (out / "s").exists()
+    finally:
+        shutil.rmtree(base)

@@ -228,6 +228,15 @@ class SqliteEndpoint(Endpoint):
 
 
 def _cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> MigrationError:
+    folder = os.path.dirname(os.path.abspath(path))
+    if (role == "source" and os.path.exists(path + "-wal") and not os.path.exists(path + "-shm")
+            and not os.access(folder, os.W_OK | os.X_OK)):  # SQLite must make the log's index
+        return MigrationError(
+            f"{name}: cannot read {path}: its write-ahead log {path}-wal (transactions not yet in the "
+            f"file) is read through an index SQLite makes beside it, {path}-shm, and {folder} is not "
+            "writable by this user. Copy the file and its -wal together to a directory you can write "
+            "to and name the copy, or run this as a user who can write there."
+        )
     todo = ("Name a file in a directory that exists and can be written to" if role == "target"
             else "Check the path and that the file can be read")
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
