@@ -136,3 +136,29 @@ def test_a_write_ahead_log_without_its_index_in_a_directory_this_user_cannot_wri
         assert not (out / "s").exists()
     finally:
         shutil.rmtree(base)
+
+
+def test_an_older_sqlitestore_of_the_app_s_memories_beside_the_threads_does_not_stop_the_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The app keeps its long-term memories in SqliteStore in the same file, made by an
+    older langgraph-checkpoint-sqlite (its table without the TTL columns later versions
+    add: expires_at, ttl_minutes). The import read it as the replay journal's store, and
+    every thread was reported "copy stopped: OperationalError: no such column: expires_at".
+    Holding no journal, it is left alone and every thread is copied."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+        conn.executescript(
+            "CREATE TABLE store (prefix text NOT NULL, key text NOT NULL, value text NOT NULL, "
+            "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            "PRIMARY KEY (prefix, key)); CREATE TABLE store_migrations (v INTEGER PRIMARY KEY); "
+            "INSERT INTO store_migrations VALUES (0), (1); "
+            "INSERT INTO store (prefix, key, value) VALUES ('memories.u1', 'prefs', '{\"tea\": true}');"
+        )
+    before = db.read_bytes()
+    assert main(["import", "sqlite:///" + str(db), str(tmp_path / "s")]) == 0, capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "PROBLEM" not in out.err, out.err
+    assert out.out.startswith("copied 1 thread(s)"), out.out
+    assert db.read_bytes() == before

@@ -21,6 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from langgraph.checkpoint.base import writes_sort_key
 
 from ..errors import MigrationError
+from ..replay.journal import STORE_NAMESPACE
 from .endpoints import (
     Endpoint,
     Key,
@@ -154,14 +155,21 @@ class SqliteEndpoint(Endpoint):
             from langgraph.store.sqlite import SqliteStore
         except ImportError:
             return None
-        if role == "source" and "store" not in tables:
-            return None
+        if role == "source" and ("store" not in tables or not self._holds_journal()):
+            return None  # none, or the app's own items (memories), maybe of an older SqliteStore
         # its own connection: the saver's and the store's transactions must not nest
         self.store_conn = self._connect(isolation_level=None)
         store = SqliteStore(self.store_conn)
         if self.read_only:
             store.is_setup = True  # its setup() would write (migrations); reading needs none
         return StoreJournalEnd(store, setup=store.setup, ready="store" in tables)
+
+    def _holds_journal(self) -> bool:
+        """Whether the file's SqliteStore holds replay journal items (read by SQL: the
+        table may be an older SqliteStore's, which the installed one cannot query)."""
+        prefix = ".".join(STORE_NAMESPACE)  # how SqliteStore stores a namespace
+        row = self.conn.execute("SELECT 1 FROM store WHERE prefix = ? LIMIT 1", (prefix,)).fetchone()
+        return row is not None
 
     def readable(self) -> bool:
         return self._readable
