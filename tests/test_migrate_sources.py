@@ -162,3 +162,24 @@ def test_an_older_sqlitestore_of_the_app_s_memories_beside_the_threads_does_not_
     assert "PROBLEM" not in out.err, out.err
     assert out.out.startswith("copied 1 thread(s)"), out.out
     assert db.read_bytes() == before
+
+
+def test_an_older_postgresstore_of_the_app_s_memories_beside_the_threads_does_not_stop_the_copy(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As with SQLite: the database's PostgresStore holds the app's memories, made by an
+    older langgraph-checkpoint-postgres (without expires_at, ttl_minutes). Every thread was
+    reported "copy stopped: UndefinedColumn: column s.ttl_minutes does not exist"."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup"]) == 0
+    capsys.readouterr()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE store DROP COLUMN expires_at CASCADE, DROP COLUMN ttl_minutes CASCADE")
+        conn.execute("INSERT INTO store (prefix, key, value) VALUES ('memories.u1', 'prefs', %s)",
+                     ('{"tea": true}',))
+    assert main(["import", pg_url, str(tmp_path / "s")]) == 0, capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "PROBLEM" not in out.err, out.err
+    assert out.out.startswith("copied 1 thread(s)"), out.out
