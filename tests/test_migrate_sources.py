@@ -183,3 +183,24 @@ def test_an_older_postgresstore_of_the_app_s_memories_beside_the_threads_does_no
     out = capsys.readouterr()
     assert "PROBLEM" not in out.err, out.err
     assert out.out.startswith("copied 1 thread(s)"), out.out
+
+
+def test_an_export_into_a_database_with_an_older_postgresstore_of_the_app_s_memories(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The other way: the target database's PostgresStore (the app's memories, an older
+    langgraph-checkpoint-postgres's table) holds no journal, and the store to export has
+    none either; every thread was reported "copy stopped: UndefinedColumn", and --setup
+    did not help (no table was missing). The copy has no journal to compare or carry."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["import", "sqlite:///" + str(db), str(tmp_path / "s")]) == 0
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup", "--threads", "none-such"]) == 1
+    capsys.readouterr()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE store DROP COLUMN expires_at CASCADE, DROP COLUMN ttl_minutes CASCADE")
+    assert main(["export", str(tmp_path / "s"), pg_url]) == 0, capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "PROBLEM" not in out.err, out.err
+    assert out.out.startswith("copied 1 thread(s)"), out.out

@@ -393,9 +393,10 @@ class PostgresEndpoint(Endpoint):
             )
         store = PostgresStore(self.store_pool)
         ready = "store" in tables
-        journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready)
-        if role == "source" and (not ready or not self._query(  # none, or only the app's own items
-                "SELECT 1 FROM store WHERE prefix = %s LIMIT 1", (".".join(STORE_NAMESPACE),))):
+        empty = not ready or not self._query(  # none, or only the app's own items (its memories)
+            "SELECT 1 FROM store WHERE prefix = %s LIMIT 1", (".".join(STORE_NAMESPACE),))
+        journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready, empty=empty)
+        if role == "source" and empty:
             journal = None
         super().__init__(PostgresSaver(self.pool, serde=serde), name, "postgres", journal)
 

@@ -94,16 +94,21 @@ class StoreJournalEnd:
     """Events in a LangGraph ``BaseStore``, as :class:`~..replay.journal.StoreJournal`
     keeps them (same namespaces, keys and item shapes)."""
 
-    def __init__(self, store: BaseStore, *, setup: Any = None, ready: bool = True) -> None:
+    def __init__(
+        self, store: BaseStore, *, setup: Any = None, ready: bool = True, empty: bool = False
+    ) -> None:
         self.store = store
         self.codec = ValueCodec(JsonPlusSerializer())
         self._setup = setup
         #: Whether the store's tables exist (else there is nothing to read, and the
         #: first write creates them).
         self.ready = ready
+        #: Whether the store held no journal item when opened (then none is searched for
+        #: until one is added: the store may be the app's own, of an older schema).
+        self.empty = empty
 
     def events(self, thread_id: str) -> Events:
-        if not self.ready:
+        if not self.ready or self.empty:
             return {}
         items: list[Any] = []
         offset = 0
@@ -125,6 +130,7 @@ class StoreJournalEnd:
     def add(self, thread_id: str, new: Events, whole: Events) -> None:
         if not self.ready:
             self.setup()
+        self.empty = False
         for key in new:
             events = whole[key]
             skey = store_key(thread_id, key)
