@@ -204,3 +204,40 @@ def test_an_export_into_a_database_with_an_older_postgresstore_of_the_app_s_memo
     out = capsys.readouterr()
     assert "PROBLEM" not in out.err, out.err
     assert out.out.startswith("copied 1 thread(s)"), out.out
+
+
+def test_an_app_started_while_its_file_is_imported_is_read_as_it_writes(tmp_path: Path) -> None:
+    """The import began with the app stopped (no -wal file: the file was opened immutable,
+    without locks, so that reading it makes no file beside it); the app started meanwhile,
+    wrote and checkpointed its log into the file. Threads then read as "database disk image
+    is malformed" (or old pages, cached). Once a -wal file appears the source is read as
+    any reader does, with SQLite's locks."""
+    from langgraph_jsonl_checkpoint.migrate import open_endpoint
+
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
+        for i in range(30):
+            graph.invoke({"n": i}, cfg(f"t{i:02d}"))
+    assert not Path(f"{db}-wal").exists()
+    source = open_endpoint("sqlite:///" + str(db), role="source")
+    try:
+        assert len(source.thread_ids()) == 30
+        assert len(source.stored_checkpoints("t00")) == _rows(db, "t00") > 0
+        with closing(sqlite3.connect(db, check_same_thread=False)) as app:  # the app starts
+            graph = build_counter_graph().compile(checkpointer=SqliteSaver(app))
+            for i in range(30):
+                graph.invoke({"n": i}, cfg(f"t{i:02d}"))
+                graph.invoke({"n": i}, cfg(f"u{i:02d}"))
+            app.execute("PRAGMA wal_checkpoint(FULL)")  # into the file, as autocheckpoint does
+            assert len(source.thread_ids()) == 60
+            for thread_id in ("t00", "t29", "u29"):
+                assert len(source.stored_checkpoints(thread_id)) == _rows(db, thread_id)
+    finally:
+        source.close()
+
+
+def _rows(db: Path, thread_id: str) -> int:
+    with closing(sqlite3.connect(db)) as conn:
+        row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()
+    return int(row[0])

@@ -18,11 +18,12 @@ import sqlite3
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from langgraph.checkpoint.base import writes_sort_key
+from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
 from .endpoints import (
+    Chunk,
     Endpoint,
     Key,
     NewTarget,
@@ -33,14 +34,17 @@ from .endpoints import (
     place_of_path,
 )
 from .journal import StoreJournalEnd
-from .schema import POSTGRES_COLUMNS, SQLITE_COLUMNS, lacking
+from .schema import (
+    LANGGRAPH_SQLITE_TABLES,
+    POSTGRES_COLUMNS,
+    POSTGRES_TABLES,
+    SAVER_TABLES,
+    SQLITE_COLUMNS,
+    STORE_TABLES,
+    lacking,
+)
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-#: The tables ``SqliteSaver`` and ``SqliteStore`` make: an SQLite target holding tables,
-#: none of them these, is another program's database.
-LANGGRAPH_SQLITE_TABLES = frozenset({
-    "checkpoints", "writes", "store", "store_migrations", "store_vectors", "vector_migrations",
-})
 
 
 def sqlite_path(url: str) -> str:
@@ -93,6 +97,7 @@ class SqliteEndpoint(Endpoint):
             )
         self.path = path
         self.read_only = read_only
+        self.immutable = False  # opened so (read-only, no -wal file then): see _fresh
         self._task_path: bool | None = None
         self.store_conn: sqlite3.Connection | None = None
         new_file = not os.path.exists(path)
@@ -140,9 +145,23 @@ class SqliteEndpoint(Endpoint):
         # Read-only; and immutable unless a write-ahead log is there: reading a WAL file
         # makes its -wal and -shm files when they are missing, immutable reads make none
         # (with no -wal file the database file holds every committed transaction).
-        immutable = "" if os.path.exists(self.path + "-wal") else "&immutable=1"
-        uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{immutable}"
+        self.immutable = not os.path.exists(self.path + "-wal")
+        uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{'&immutable=1' if self.immutable else ''}"
         return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=isolation_level)
+
+    def _fresh(self) -> None:
+        """Once a -wal file appears beside a file opened immutable (an app started, and checkpoints
+        into it), read as any reader does: immutable reads, lockless and cached, see old or torn pages."""
+        if self.read_only and self.immutable and os.path.exists(self.path + "-wal"):
+            with self.saver.lock:
+                if self.immutable:  # not reopened by another thread meanwhile
+                    old, self.conn = self.conn, self._connect(isolation_level="DEFERRED")
+                    self.saver.conn = self.conn
+                    old.close()
+
+    def read_checkpoints(self, thread_id: str, keys: Chunk) -> list[CheckpointTuple | None]:
+        self._fresh()
+        return super().read_checkpoints(thread_id, keys)
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -165,20 +184,20 @@ class SqliteEndpoint(Endpoint):
         return StoreJournalEnd(store, setup=store.setup, ready="store" in tables)
 
     def _holds_journal(self) -> bool:
-        """Whether the file's SqliteStore holds replay journal items (read by SQL: the
-        table may be an older SqliteStore's, which the installed one cannot query)."""
-        prefix = ".".join(STORE_NAMESPACE)  # how SqliteStore stores a namespace
-        row = self.conn.execute("SELECT 1 FROM store WHERE prefix = ? LIMIT 1", (prefix,)).fetchone()
-        return row is not None
+        """Whether its SqliteStore holds journal items (by SQL: an older SqliteStore's table, too)."""
+        sql = "SELECT 1 FROM store WHERE prefix = ? LIMIT 1"  # a namespace as SqliteStore stores it
+        return self.conn.execute(sql, (".".join(STORE_NAMESPACE),)).fetchone() is not None
 
     def readable(self) -> bool:
         return self._readable
 
     def thread_ids(self) -> list[str]:
+        self._fresh()
         rows = self.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
         return sorted(str(r[0]) for r in rows)
 
     def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
+        self._fresh()
         with self.saver.lock:  # the saver's connection, shared by the copy's threads
             if not {"checkpoints", "writes"} <= self._tables():  # a new file: empty
                 return {}
@@ -205,6 +224,7 @@ class SqliteEndpoint(Endpoint):
         return self._task_path
 
     def write_slots(self, thread_id: str, ns: str, checkpoint_id: str) -> list[WriteSlot] | None:
+        self._fresh()
         with self.saver.lock:  # the saver's connection, shared by the copy's threads
             path = "task_path" if self._has_task_path() else "''"
             rows = self.conn.execute(
@@ -215,6 +235,7 @@ class SqliteEndpoint(Endpoint):
         return _sorted_slots(rows)
 
     def thread_write_slots(self, thread_id: str) -> dict[tuple[str, str], list[WriteSlot]] | None:
+        self._fresh()
         with self.saver.lock:
             path = "task_path" if self._has_task_path() else "''"
             rows = self.conn.execute(
@@ -318,16 +339,6 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-#: The tables ``PostgresSaver.setup()`` and ``PostgresStore.setup()`` create (their
-#: migration bookkeeping last).
-POSTGRES_TABLES = (
-    "checkpoints", "checkpoint_blobs", "checkpoint_writes", "store",
-    "checkpoint_migrations", "store_migrations",
-)
-#: The tables ``PostgresSaver`` reads.
-SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
-#: The tables only ``PostgresStore.setup()`` creates (the journal's: not needed without it).
-STORE_TABLES = ("store", "store_migrations")
 
 
 def _create_it(params: dict[str, Any]) -> str:

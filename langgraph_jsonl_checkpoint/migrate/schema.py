@@ -1,11 +1,26 @@
-"""What a source database must hold to be one LangGraph's SQL savers wrote: the tables and
-columns ``SqliteSaver`` and ``PostgresSaver`` read. Another program's database that happens
-to have a ``checkpoints`` table lacks some (:func:`lacking` names them, for the error)."""
+"""The tables LangGraph's SQL savers and stores make, and the columns ``SqliteSaver`` and
+``PostgresSaver`` read: a source database of another program that happens to have a
+``checkpoints`` table lacks some (:func:`lacking` names them, for the error)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+#: The tables ``SqliteSaver`` and ``SqliteStore`` make: an SQLite target holding tables,
+#: none of them these, is another program's database.
+LANGGRAPH_SQLITE_TABLES = frozenset({
+    "checkpoints", "writes", "store", "store_migrations", "store_vectors", "vector_migrations",
+})
+#: The tables ``PostgresSaver.setup()`` and ``PostgresStore.setup()`` create (their
+#: migration bookkeeping last).
+POSTGRES_TABLES = (
+    "checkpoints", "checkpoint_blobs", "checkpoint_writes", "store",
+    "checkpoint_migrations", "store_migrations",
+)
+#: The tables ``PostgresSaver`` reads.
+SAVER_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+#: The tables only ``PostgresStore.setup()`` creates (the journal's: not needed without it).
+STORE_TABLES = ("store", "store_migrations")
 #: The columns the SQL savers read, by table: a source whose tables lack one is another
 #: program's database that happens to have a ``checkpoints`` table.
 SQLITE_COLUMNS = {
