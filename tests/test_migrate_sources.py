@@ -237,6 +237,34 @@ def test_an_app_started_while_its_file_is_imported_is_read_as_it_writes(tmp_path
         source.close()
 
 
+
+def test_an_app_run_and_stopped_between_two_reads_of_an_import_is_read_as_it_left_the_file(
+    tmp_path: Path,
+) -> None:
+    """The app started, wrote and stopped (its log checkpointed into the file, the -wal
+    removed) between two reads of the import: no -wal to be seen, but the file changed
+    under an immutable connection's cached pages."""
+    from langgraph_jsonl_checkpoint.migrate import open_endpoint
+
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
+        for i in range(30):
+            graph.invoke({"n": i}, cfg(f"t{i:02d}"))
+    source = open_endpoint("sqlite:///" + str(db), role="source")
+    try:
+        assert len(source.thread_ids()) == 30
+        with closing(sqlite3.connect(db, check_same_thread=False)) as app:
+            graph = build_counter_graph().compile(checkpointer=SqliteSaver(app))
+            for i in range(30):
+                graph.invoke({"n": i}, cfg(f"u{i:02d}"))
+        assert not Path(f"{db}-wal").exists()
+        assert len(source.thread_ids()) == 60
+        assert len(source.stored_checkpoints("u29")) == _rows(db, "u29") > 0
+    finally:
+        source.close()
+
+
 def _rows(db: Path, thread_id: str) -> int:
     with closing(sqlite3.connect(db)) as conn:
         row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()

@@ -142,17 +142,19 @@ class SqliteEndpoint(Endpoint):
     def _connect(self, *, isolation_level: Literal["DEFERRED"] | None) -> sqlite3.Connection:
         if not self.read_only:
             return sqlite3.connect(self.path, check_same_thread=False, isolation_level=isolation_level)
-        # Read-only; and immutable unless a write-ahead log is there: reading a WAL file
-        # makes its -wal and -shm files when they are missing, immutable reads make none
-        # (with no -wal file the database file holds every committed transaction).
-        self.immutable = not os.path.exists(self.path + "-wal")
+        # Read-only; immutable (making no -wal and -shm files) unless a write-ahead log is there.
+        self.opened = self._stamp()
+        self.immutable = not self.opened[0]
         uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{'&immutable=1' if self.immutable else ''}"
         return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=isolation_level)
 
+    def _stamp(self) -> tuple[bool, int, int]:
+        return os.path.exists(self.path + "-wal"), os.stat(self.path).st_mtime_ns, os.path.getsize(self.path)
+
     def _fresh(self) -> None:
-        """Once a -wal file appears beside a file opened immutable (an app started, and checkpoints
-        into it), read as any reader does: immutable reads, lockless and cached, see old or torn pages."""
-        if self.read_only and self.immutable and os.path.exists(self.path + "-wal"):
+        """Reopen a file opened immutable once a -wal file appears or the file changes (an app
+        started, or ran and stopped): immutable reads, lockless and cached, see old or torn pages."""
+        if self.read_only and self.immutable and self._stamp() != self.opened:
             with self.saver.lock:
                 if self.immutable:  # not reopened by another thread meanwhile
                     old, self.conn = self.conn, self._connect(isolation_level="DEFERRED")
@@ -174,19 +176,16 @@ class SqliteEndpoint(Endpoint):
             from langgraph.store.sqlite import SqliteStore
         except ImportError:
             return None
-        if role == "source" and ("store" not in tables or not self._holds_journal()):
-            return None  # none, or the app's own items (memories), maybe of an older SqliteStore
+        sql = "SELECT 1 FROM store WHERE prefix = ? LIMIT 1"  # a namespace as SqliteStore stores it
+        if role == "source" and ("store" not in tables  # or only the app's items, maybe an older store's
+                                 or self.conn.execute(sql, (".".join(STORE_NAMESPACE),)).fetchone() is None):
+            return None
         # its own connection: the saver's and the store's transactions must not nest
         self.store_conn = self._connect(isolation_level=None)
         store = SqliteStore(self.store_conn)
         if self.read_only:
             store.is_setup = True  # its setup() would write (migrations); reading needs none
         return StoreJournalEnd(store, setup=store.setup, ready="store" in tables)
-
-    def _holds_journal(self) -> bool:
-        """Whether its SqliteStore holds journal items (by SQL: an older SqliteStore's table, too)."""
-        sql = "SELECT 1 FROM store WHERE prefix = ? LIMIT 1"  # a namespace as SqliteStore stores it
-        return self.conn.execute(sql, (".".join(STORE_NAMESPACE),)).fetchone() is not None
 
     def readable(self) -> bool:
         return self._readable
