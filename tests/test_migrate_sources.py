@@ -269,3 +269,23 @@ def _rows(db: Path, thread_id: str) -> int:
     with closing(sqlite3.connect(db)) as conn:
         row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread_id,)).fetchone()
     return int(row[0])
+
+
+def test_setup_cut_short_is_finished_by_setup_again(tmp_path: Path, pg_url: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A first `export --setup` was killed (or stopped by a second Ctrl-C) while
+    PostgresSaver.setup() ran its migrations: every table there, the last migrations not
+    run (checkpoint_writes without task_path). Run again with --setup, the setup was skipped
+    (no table missing) and every thread failed ("column task_path does not exist"): the
+    user could not get past it. --setup now always runs the savers' own setup(), which
+    runs only the migrations not run yet."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup", "--threads", "none-such"]) == 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a setup cut short left it
+        conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+        conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    capsys.readouterr()
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup"]) == 0, capsys.readouterr().err
+    assert "PROBLEM" not in capsys.readouterr().err

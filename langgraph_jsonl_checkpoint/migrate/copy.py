@@ -92,7 +92,8 @@ def copy_threads(
             without ``target_store``) is reported as a problem: pass ``target_store``,
             or ``journal=False`` to leave the journal behind (then the target's journal
             store needs no tables, and ``setup`` makes none for it).
-        setup: Create the target's tables first (``setup()`` of its saver and store).
+        setup: Run the target saver's and store's ``setup()`` first: their tables, and the
+            migrations not run yet (a setup cut short is finished).
         track: Wraps the iteration over thread ids (a progress bar).
         workers: Threads copied at once (each put is durable on its own, so copying
             several threads overlaps their syncs; a ``SqliteSaver`` target still
@@ -168,7 +169,7 @@ def _copy(
     from .endpoints import NewTarget, matching
 
     missing = dst.missing_tables(journal=journal)  # without the journal, not its store's
-    if missing and setup and not dry_run:
+    if setup and not dry_run:  # even with every table there: a setup cut short left migrations to run
         dst.setup(journal=journal)
     elif missing and not dry_run:
         raise MigrationError(
