@@ -289,3 +289,21 @@ def test_setup_cut_short_is_finished_by_setup_again(tmp_path: Path, pg_url: str,
     capsys.readouterr()
     assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup"]) == 0, capsys.readouterr().err
     assert "PROBLEM" not in capsys.readouterr().err
+
+
+def test_a_sqlite_url_of_a_path_under_the_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`sqlite:///~/app.db`: the shell does not expand `~` inside a URL, and the import said
+    "no such SQLite file (<cwd>/~/app.db)". As a store path or a bare SQLite path, `~` is
+    the home directory, in a URL too."""
+    home = tmp_path / "home dir"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    with closing(sqlite3.connect(home / "app.db", check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["import", "sqlite:///~/app.db", "~/store"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("copied 1 thread(s)")
+    assert (home / "store").is_dir() and not (tmp_path / "~").exists()
+    assert main(["copy", "~/store", "sqlite:///~/back.db"]) == 0, capsys.readouterr().err
+    assert (home / "back.db").is_file()
