@@ -307,3 +307,26 @@ def test_a_sqlite_url_of_a_path_under_the_home_directory(tmp_path: Path, monkeyp
     assert (home / "store").is_dir() and not (tmp_path / "~").exists()
     assert main(["copy", "~/store", "sqlite:///~/back.db"]) == 0, capsys.readouterr().err
     assert (home / "back.db").is_file()
+
+
+def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_url: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Exported into the database an app on an older langgraph-checkpoint-postgres uses (its
+    last migrations not run: checkpoint_writes without task_path): every thread failed with
+    "UndefinedColumn: column task_path ... does not exist" and nothing said what to do. The
+    copy stops before copying anything and names --setup, which runs them."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup", "--threads", "none-such"]) == 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+        conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    capsys.readouterr()
+    assert main(["copy", "sqlite:///" + str(db), pg_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {pg_url}: the target's checkpoint tables lack PostgresSaver's "
+                          "migration(s) 9"), err
+    assert "Run again with --setup" in err, err
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0

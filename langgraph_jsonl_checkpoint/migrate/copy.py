@@ -177,6 +177,9 @@ def _copy(
             "--setup (copy_threads(..., setup=True)) to create them with the saver's and the "
             "store's own setup()."
         )
+    if not (setup or dry_run or missing) and (stale := dst.unmigrated()):  # an older version's tables
+        raise MigrationError(f"{dst.name}: the target's checkpoint tables lack {stale}. Run again with "
+                             "--setup: the saver's own setup() runs them.")
     report = CopyReport(src.name, dst.name, dry_run=dry_run, verified=verify and not dry_run)
     report.creates = list(dst.creates)
     if missing and setup:
@@ -397,14 +400,14 @@ def _read_source(src: Endpoint, thread_id: str, chunk: Chunk) -> list[Checkpoint
 def _spec_name(spec: Spec) -> str:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
-    from . import databases
     from .endpoints import Endpoint
+    from .urls import redacted
 
     if isinstance(spec, Endpoint):
         return spec.name
     if isinstance(spec, BaseCheckpointSaver):
         return type(spec).__name__
-    return databases.redacted(str(spec))
+    return redacted(str(spec))
 
 
 def _reason(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 
@@ -43,6 +43,7 @@ from .schema import (
     STORE_TABLES,
     lacking,
 )
+from .urls import redacted
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -329,15 +330,6 @@ def _has_sqlite_store() -> bool:
     return True
 
 
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages and reports)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 
 
 def _create_it(params: dict[str, Any]) -> str:
@@ -434,6 +426,11 @@ class PostgresEndpoint(Endpoint):
 
     def readable(self) -> bool:
         return set(SAVER_TABLES) <= self._tables()
+
+    def unmigrated(self) -> str | None:
+        done = self._query("SELECT coalesce(max(v), -1) AS v FROM checkpoint_migrations")[0]["v"]
+        last = len(getattr(self.saver, "MIGRATIONS", ())) - 1
+        return None if done >= last else f"PostgresSaver's migration(s) {done + 1} to {last}"
 
     def thread_ids(self) -> list[str]:
         return sorted(str(r["thread_id"]) for r in self._query("SELECT DISTINCT thread_id FROM checkpoints"))

@@ -210,6 +210,11 @@ class Endpoint:
         saver's and (with ``journal``) its journal store's, in the order setup creates them."""
         return []
 
+    def unmigrated(self) -> str | None:
+        """Which of its saver's migrations its tables lack (an older version's), that only
+        :meth:`setup` runs (``None``: none, or none to tell)."""
+        return None
+
     def readable(self) -> bool:
         """Whether the saver can be read now (a database without its tables cannot: a dry
         run then reads it as empty, what it would be once set up)."""
