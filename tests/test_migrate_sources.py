@@ -330,3 +330,25 @@ def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_
     assert "Run again with --setup" in err, err
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0
+
+
+def test_a_source_database_of_an_older_postgressaver_says_to_set_it_up(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Imported from the database of an app on an older langgraph-checkpoint-postgres: every
+    thread was "cannot read the thread ...: UndefinedColumn: column cw.task_path does not
+    exist" and an empty store was made. It says which migrations the tables lack and how
+    to run them; nothing is created."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup"]) == 0
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+        conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    capsys.readouterr()
+    assert main(["import", pg_url, str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {pg_url}: its checkpoint tables lack PostgresSaver's migration(s) 9"), err
+    assert "PostgresSaver.from_conn_string(URL).setup()" in err, err
+    assert not (tmp_path / "s").exists()

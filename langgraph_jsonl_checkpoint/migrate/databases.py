@@ -67,10 +67,8 @@ def is_sqlite_file(path: str) -> bool:
 
 
 def _missing_extra(extra: str, exc: ImportError) -> MigrationError:
-    return MigrationError(
-        f"this needs the optional '{extra}' extra ({exc.name} is not installed): "
-        f"pip install 'langgraph-jsonl-checkpoint[{extra}]'"
-    )
+    return MigrationError(f"this needs the optional '{extra}' extra ({exc.name} is not installed): "
+                          f"pip install 'langgraph-jsonl-checkpoint[{extra}]'")
 
 
 class SqliteEndpoint(Endpoint):
@@ -401,6 +399,11 @@ class PostgresEndpoint(Endpoint):
         if role == "source" and empty:
             journal = None
         super().__init__(PostgresSaver(self.pool, serde=serde), name, "postgres", journal)
+        if role == "source" and (stale := self.unmigrated()):  # an older version's tables
+            self.close()
+            raise MigrationError(f"{name}: its checkpoint tables lack {stale}. Run them once (your app's "
+                                 "PostgresSaver.from_conn_string(URL).setup() with this version), then "
+                                 "run this again.")
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         with self.pool.connection() as conn, conn.cursor() as cur:
@@ -428,8 +431,10 @@ class PostgresEndpoint(Endpoint):
         return set(SAVER_TABLES) <= self._tables()
 
     def unmigrated(self) -> str | None:
-        done = self._query("SELECT coalesce(max(v), -1) AS v FROM checkpoint_migrations")[0]["v"]
         last = len(getattr(self.saver, "MIGRATIONS", ())) - 1
+        if "checkpoint_migrations" not in self._tables():  # tables made otherwise: cannot tell
+            return None
+        done = self._query("SELECT coalesce(max(v), -1) AS v FROM checkpoint_migrations")[0]["v"]
         return None if done >= last else f"PostgresSaver's migration(s) {done + 1} to {last}"
 
     def thread_ids(self) -> list[str]:
@@ -475,8 +480,7 @@ class PostgresEndpoint(Endpoint):
         return int(rows[0]["n"]) if rows else None
 
     def place(self) -> Place | None:
-        """The server (its start time and port: any user may read them, unlike its
-        system identifier), the database and the schema the saver's tables are in."""
+        """The server (start time and port: any user may read them), database and schema."""
         row = self._query(
             "SELECT pg_postmaster_start_time() AS started, inet_server_port() AS port, "
             "current_database() AS db, current_schema() AS schema"
