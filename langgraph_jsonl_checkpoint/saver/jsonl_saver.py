@@ -6,18 +6,16 @@ LangGraph's Postgres saver (decisions in one place, sync and async only execute)
 - reads (``get_tuple``, ``list``, DeltaChannel history): :class:`~.reads.CheckpointReads`;
 - writes (``put``, ``put_writes``), prepared outside the lock and applied under it:
   :class:`~.writes.CheckpointWrites`, with the refusals of :mod:`.guards`;
-- one live run per thread: :mod:`.liveness`;
+- one live run per thread: :mod:`.liveness` (a state update holds it: :mod:`.update_hold`);
 - the replay adapter's tool-call journal (a mixin, :class:`~.tool_log.ToolCallMethods`);
 - whole-thread operations (delete, copy, compact, prune, delete_for_runs): a mixin,
   :class:`~.thread_methods.ThreadMethods`, over :mod:`~..maintenance.compaction`;
-- retention (sweep, archive, restore): a mixin, :class:`~.retention_methods.RetentionMethods`;
-- the session memory kept as records are appended: :class:`~.memory_methods.SessionMemoryMethods`.
+- retention, session memory: mixins, :mod:`.retention_methods`, :mod:`.memory_methods`.
 
 Every ``a*`` method is a thin twin of its sync method: ``aput``, ``aput_writes`` and
 ``aget_tuple`` run in the saver's own few threads (:mod:`.worker`), where the queued
 appends of one thread are committed together (one lock hold, one ``fdatasync``); the
-others run in ``asyncio.to_thread``. Nothing binds to an event loop at construction, so
-one instance serves ``invoke`` and ``ainvoke`` alike.
+others run in ``asyncio.to_thread``. Nothing binds to an event loop at construction.
 
 Records a ``put`` writes (one line each, see ``docs/format.md``)::
 
@@ -71,13 +69,14 @@ from .config import (
     whole_number,
 )
 from .heads import keep_heads
-from .liveness import NO_HOLD, LiveRuns, ReadOnlyRuns, calling_loop, held_update
+from .liveness import LiveRuns, ReadOnlyRuns, calling_loop
 from .memory_methods import SessionMemoryMethods, keep_session_memory
 from .reads import CheckpointReads
 from .retention_methods import RetentionMethods
 from .runs import RunTracker, in_run
 from .thread_methods import ThreadMethods
 from .tool_log import ToolCallMethods, ToolLog
+from .update_hold import NO_HOLD, held_update
 from .worker import Outcome, Worker
 from .writes import CheckpointWrites
 
@@ -96,10 +95,9 @@ class JsonlSaver(
             graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
 
     Every method has an async twin (``aget_tuple``, ``aput``, ...), so the same instance
-    serves ``invoke`` and ``ainvoke``. ``put`` and ``put_writes`` (and their async twins)
-    return only once their record is fsynced. Several processes may share one store.
-    The async twins of the hot calls run in a few threads the saver starts on first use
-    and ends on :meth:`close` (or after a few idle seconds).
+    serves ``invoke`` and ``ainvoke``; those of the hot calls run in a few threads started
+    on first use. ``put`` and ``put_writes`` (and their twins) return only once their
+    record is fsynced. Several processes may share one store.
 
     Args:
         path: Store directory; created (mode ``0700``) if missing. An existing empty
@@ -382,16 +380,15 @@ class JsonlSaver(
         Raises:
             EncodeError: A value cannot be encoded; nothing was stored.
             DurabilityError: The record could not be made durable; nothing was stored.
-            ConcurrentRunError: Another run advanced this thread meanwhile, or (a
-                ``ThreadBusyError``) ``update_state`` came while a run is live on it (see
-                ``concurrent_runs``); nothing was stored.
+            ConcurrentRunError: Another run advanced this thread meanwhile, or (a ``ThreadBusyError``)
+                ``update_state`` came while a run is live on it; nothing was stored.
             ThreadDeletedError: The thread was deleted after this checkpoint was made (a
                 late write of a run still saving); nothing was stored.
         """
-        writes = self._writes
+        ops = self._writes
         with held_update(self._live, config, metadata):
-            stored: RunnableConfig = writes.run_alone(
-                writes.prepare_put(config, checkpoint, metadata, new_versions))
+            stored: RunnableConfig = ops.run_alone(
+                ops.prepare_put(config, checkpoint, metadata, new_versions))
         self._tool_log.landing.landed()
         return stored
 

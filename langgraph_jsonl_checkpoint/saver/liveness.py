@@ -52,7 +52,7 @@ import threading
 import time
 import weakref
 from collections.abc import Generator, Iterator, Mapping
-from contextlib import AbstractContextManager, closing, contextmanager, nullcontext, suppress
+from contextlib import closing, suppress
 from types import FrameType
 from typing import Any
 
@@ -117,25 +117,6 @@ class ReadOnlyRuns:
     async def aenter(self, configurable: Mapping[str, Any], thread_id: str, loop: Any) -> None:
         """:meth:`enter` for an async run."""
         self.enter(configurable, thread_id, loop)
-
-
-#: The sources LangGraph gives the checkpoint of a state update (``update_state``,
-#: ``bulk_update_state``; ``"fork"``: ``as_node="__copy__"``).
-UPDATE_SOURCES = frozenset({"update", "fork"})
-
-
-#: What :func:`held_update` gives for a put that is not a state update to hold.
-NO_HOLD: AbstractContextManager[None] = nullcontext()
-
-
-def held_update(live: Any, config: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> Any:
-    """The hold a put needs: :meth:`LiveRuns.updating` for a state update made outside a
-    run (``update_state``), else :data:`NO_HOLD`."""
-    configurable = (config or {}).get("configurable") or {}
-    if (isinstance(live, LiveRuns) and CONFIG_KEY_RUNTIME not in configurable
-            and metadata.get("source") in UPDATE_SOURCES and "thread_id" in configurable):
-        return live.updating(str(configurable["thread_id"]))
-    return NO_HOLD
 
 
 def run_token(configurable: Mapping[str, Any]) -> Any:
@@ -249,43 +230,6 @@ class LiveRuns:
             holder=holder,
         )
 
-    # -- a state update made outside a run ---------------------------------------------
-
-    @contextmanager
-    def updating(self, thread_id: str) -> Iterator[None]:
-        """Hold the thread while a state update (``update_state``) is written; refuse it
-        while another run is live, in ``"refuse"`` and ``"wait"`` alike (the update was
-        made from the state it read: after the run it would fork the thread from there).
-        Written under a live run, it would move the head that run continues from, and the
-        run's next save would be refused. ``"hold"`` (the server decides) never refuses.
-
-        Raises:
-            ThreadBusyError: Another run is live.
-        """
-        if self.never_refuse:
-            yield
-            return
-        lock, started = self.store.run_lock(thread_id), time.monotonic()
-        try:
-            for pause in _pauses():  # (a sweep, or a run of this process ending, is waited for)
-                if lock.try_acquire("update_state"):
-                    break
-                waited, holder = time.monotonic() - started, lock.holder()
-                if waited >= _grace(holder):
-                    who = (f"a run of process {holder.get('pid')} on {holder.get('host')}, since "
-                           f"{holder.get('since')}," if holder else "another run")
-                    raise ThreadBusyError(
-                        f"thread {thread_id!r} is busy: {who} is still working on it. update_state "
-                        "was refused and nothing was written (written now, it would move the thread "
-                        "under that run, whose next step would then be refused). Read the state "
-                        "again and update it once that run has ended (or stopped at an interrupt()).",
-                        thread_id=thread_id, holder=holder,
-                    )
-                time.sleep(max(0.0, min(pause, _grace(holder) - waited)))
-            yield
-        finally:
-            lock.release()
-
     # -- the wait, once; a sync and an async driver ------------------------------------
 
     def _entering(
@@ -307,7 +251,7 @@ class LiveRuns:
         started = time.monotonic()
         probed: float | None = None
         try:
-            for pause in _pauses():
+            for pause in pauses():
                 # A run that has not waited yet lets waiting runs go first.
                 queue_ahead = self.wait and lock.others_waiting()
                 if not queue_ahead and self._take(thread_id, token, loop, lock):
@@ -323,7 +267,7 @@ class LiveRuns:
                         return
                 # Refusing modes still wait out a sweep or restore (a few file
                 # operations), and a run of this process that is ending.
-                limit = self.busy_timeout if self.wait else _grace(holder)
+                limit = self.busy_timeout if self.wait else grace(holder)
                 if waited >= limit:
                     if self.never_refuse:
                         logger.warning(
@@ -516,7 +460,7 @@ def _collect_gone_runs() -> bool:
 OWN_RUN_GRACE = 1.0
 
 
-def _grace(holder: dict[str, Any] | None) -> float:
+def grace(holder: dict[str, Any] | None) -> float:
     """How long a refusing mode waits for this holder before it refuses: a sweep or
     restore, or a lock changing hands (an empty record: taken and not yet written, or
     being released: the record is cleared before the lock goes), up to
@@ -527,7 +471,7 @@ def _grace(holder: dict[str, Any] | None) -> float:
     return OWN_RUN_GRACE if _of_this_process(holder) else 0.0
 
 
-def _pauses() -> Iterator[float]:
+def pauses() -> Iterator[float]:
     yield from _POLL
     while True:
         yield _POLL[-1]
