@@ -314,3 +314,55 @@ def test_logs_read_for_a_listing_need_no_saver(
     assert code == main(argv)
     assert {r["thread_id"]: [r["status"], r["checkpoints"], r["latest"]]
             for r in json.loads(capsys.readouterr().out)} == rows
+
+
+def test_a_new_thread_a_run_holds_before_it_has_a_log_shows_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run with ``durability="exit"`` stores nothing until it ends: its new thread has a
+    ``.run`` file and no log, and is listed running all the same (table, --json, the
+    --status filter, a first page), never cached."""
+    from tests.test_busy_threads import LiveRun
+
+    store = tmp_path / "store"
+    put_checkpoints(store, "other", 2)
+    listed(capsys, store)  # a cache, with "other" only
+    with JsonlSaver(store) as saver:
+        run = LiveRun(saver, {"configurable": {"thread_id": "t1"}}, durability="exit")
+        try:
+            assert not (store / "threads" / (thread_file_stem("t1") + ".jsonl")).exists()
+            code, rows, table = listed(capsys, store)
+            assert code == 0 and [r["thread_id"] for r in rows] == ["other", "t1"]
+            row = rows[1]
+            assert (row["status"], row["checkpoints"], row["updated_at"]) == ("running", 0, None)
+            assert (row["run"]["pid"], row["run"]["thread_id"]) == (os.getpid(), "t1")
+            assert row["path"].endswith(thread_file_stem("t1") + ".jsonl")
+            line = next(ln for ln in table.splitlines() if ln.startswith("t1"))
+            assert "running" in line and f"run by pid {os.getpid()} since {row['run']['since']}" in line
+            assert main(["threads", str(store), "--json", "--status", "running"]) == 0
+            assert [r["thread_id"] for r in json.loads(capsys.readouterr().out)] == ["t1"]
+            assert main(["threads", str(store), "--json", "--limit", "5"]) == 0  # the first-page path
+            assert [r["thread_id"] for r in json.loads(capsys.readouterr().out)] == ["other", "t1"]
+            assert list(listing.load(str(store / listing.LISTING))) == [thread_file_stem("other") + ".jsonl"]
+        finally:
+            run.finish()
+    _, rows, _ = listed(capsys, store)
+    assert [(r["thread_id"], r["status"], r["checkpoints"]) for r in rows] == [
+        ("other", "done", 2), ("t1", "done", 1)]
+
+
+def test_a_holder_record_without_a_thread_id_is_still_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older release's record (no ``thread_id``) still marks a thread with a log
+    running; without a log it names no thread and is left out, never an error."""
+    store = tmp_path / "store"
+    put_checkpoints(store, "a", 2)
+    old = {"pid": os.getpid(), "host": socket.gethostname(), "run": "r-1",
+           "since": "2026-01-01T00:00:00+00:00"}
+    (store / "threads" / (thread_file_stem("a") + ".run")).write_bytes(json.dumps(old).encode())
+    (store / "threads" / (thread_file_stem("b") + ".run")).write_bytes(json.dumps(old).encode())
+    code, rows, _ = listed(capsys, store)
+    assert code == 0 and [(r["thread_id"], r["status"], r["run"]) for r in rows] == [("a", "running", old)]
+    assert main(["threads", str(store), "--json", "--limit", "5"]) == 0
+    assert [r["thread_id"] for r in json.loads(capsys.readouterr().out)] == ["a"]

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ..disk.store import ThreadFile
 from ..inspection.checkpoints import StoreReader
-from ..inspection.listing import listed_summaries
+from ..inspection.listing import listed_summaries, logless_runs
 from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
 from ..inspection.threads import (
     SORT_KEYS,
@@ -112,6 +112,7 @@ def _summaries(args: argparse.Namespace, since: datetime | None) -> list[ThreadS
         if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
             page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
             summaries = list(progress((summary_of(reader, e) for e in page), total=len(page), what="threads"))
+            summaries += logless_runs(reader.store)  # sorted in and cut with the page's rows
         else:
             # Every row, from the listing cache where a log did not change.
 
@@ -148,7 +149,9 @@ def define_threads(p: argparse.ArgumentParser) -> None:
         ],
         json_shape=(
             "a list of {thread_id, status, checkpoints, created_at, updated_at, size, latest, "
-            "next, waiting_for, problem, run: {pid, host, run, since} | null, path}"
+            "next, waiting_for, problem, run: {pid, host, run, since, thread_id} | null, path}; "
+            "a thread a run holds before its first checkpoint is stored (durability=\"exit\") "
+            "is running with 0 checkpoints, no times, and the log path it will have"
         ),
     )
     add_store_argument(p)

@@ -3,7 +3,10 @@ kernel if that run's process dies.
 
 A run takes an exclusive ``flock`` on ``<stem>.run`` (a file of its own, never renamed
 or removed while in use) through a descriptor it alone holds, and writes who it is into
-the file (pid, host, run, since) for the error another run gets. ``flock`` locks belong
+the file (pid, host, run, since, thread_id) for the error another run gets and for a
+listing of the store's threads (a run's first checkpoint may come only when it ends:
+the thread id names a thread that has no log yet; a record an older release wrote has
+no ``thread_id``). ``flock`` locks belong
 to open file descriptions: two runs of one process conflict like runs of two processes,
 and a process killed with SIGKILL releases its lock at once. The file's content may be
 stale (a dead holder's); only the lock says whether a run is live.
@@ -72,6 +75,7 @@ class RunLock:
             "host": HOST,
             "run": run,
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            "thread_id": self.thread_id,
         }
         try:
             files.os.ftruncate(fd, 0)
