@@ -236,3 +236,65 @@ def test_a_tool_task_sent_by_create_agent_is_named_by_its_node_and_call(tmp_path
         asks, fails = saver.session_memory("asks").to_text(), saver.session_memory("fails").to_text()
         assert "waiting for an answer (node tools, wire(amount=5))" in asks, asks
         assert "step tools, refund(order_id=42) stopped the run with an error" in fails, fails
+
+
+def _two_calls_the_second_raises(saver: JsonlSaver, thread_id: str, durability: str) -> None:
+    """A create_agent turn asking two tool calls at once: lookup finishes, refund raises
+    (the run stops; lookup's result stays a pending write a resume reuses)."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    from tests.harness.replay_tools import ScriptedChatModel, call
+
+    @tool
+    def lookup(order_id: int) -> str:
+        """Look an order up."""
+        return f"order {order_id}: shipped"
+
+    @tool
+    def refund(order_id: int) -> str:
+        """Refund an order."""
+        raise ValueError("payment system down")
+
+    turn = [[call("lookup", "l1", order_id=0), call("refund", "r1", order_id=0)]]
+    agent = create_agent(ScriptedChatModel(plan=[turn]), [lookup, refund], checkpointer=saver)
+    cfg: Any = {"configurable": {"thread_id": thread_id}}
+    try:
+        agent.invoke({"messages": [HumanMessage("go", id=f"{thread_id}-h")]}, cfg, durability=durability)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("refund should have stopped the run")
+    writes = saver.get_tuple(cfg).pending_writes  # type: ignore[union-attr]
+    assert any(ch == "messages" for _, ch, _ in writes), writes
+
+
+def _finished_lookup_is_told(memory: SessionMemory) -> None:
+    text = memory.to_text()
+    assert "no result yet: lookup" not in text, text
+    assert [i.text for i in memory.completed] == ["lookup(order_id=0) -> order 0: shipped"], text
+    assert "refund(order_id=0) stopped the run with an error" in text, text
+
+
+def test_a_finished_call_of_a_turn_another_call_stopped_is_completed(tmp_path: Path) -> None:
+    # Two parallel tool calls; the second raises. The first finished, and its result is
+    # stored as a pending write of the checkpoint that asked for both (a resume reuses it):
+    # the memory must not tell it as waiting for a result. Under async durability that
+    # write may be logged before the checkpoint holding the AI message that asked for it.
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        for durability in ("sync", "async", "exit"):
+            _two_calls_the_second_raises(saver, durability, durability)
+            _finished_lookup_is_told(saver.session_memory(durability, budget=None))
+            assert saver.session_memory(durability, budget=None) == _rebuild(saver, durability)
+        # Both orders, whatever the run happened to log: the write before its checkpoint too.
+        records = list(saver.store.thread_log("sync").iter_records())
+        asked = max(i for i, r in enumerate(records) if r.get("t") == "checkpoint" and r.get("ns", "") == "")
+        written = [r for r in records if r.get("t") == "writes" and r.get("cp") == records[asked].get("id")]
+        assert written, records
+        reordered = [r for r in records[:asked] if r not in written] + written + [
+            r for r in records[asked:] if r not in written]
+        for order in (records, reordered):
+            builder = MemoryBuilder("sync", saver.codec.decode)
+            for rec in order:
+                builder.feed(rec)
+            _finished_lookup_is_told(builder.memory())

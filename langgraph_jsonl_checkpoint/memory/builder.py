@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .answers import KEY_SEP, call_key, decisions, key_parts
 from .messages import as_dict as _as_dict
 from .messages import call_text as _call_text
 from .messages import conversation
@@ -38,20 +39,6 @@ KEEP_OPEN = 256
 MESSAGES = "messages"
 
 _SPECIAL = ("__interrupt__", "__resume__", "__error__", "__scheduled__")
-#: Joins the parts of a journaled call's key (ids LangGraph and models make never hold it).
-_KEY_SEP = "\x1f"
-
-
-def _call_key(rec: dict[str, Any]) -> str:
-    """The key of the call execution a tool record is about: namespace, checkpoint, call
-    id (one call id may run in several executions: a later turn, a lost run)."""
-    return _KEY_SEP.join((str(rec.get("ns", "")), str(rec.get("cp", "")), str(rec.get("call", ""))))
-
-
-def _key_parts(key: str) -> tuple[str, str, str]:
-    """``(namespace, checkpoint, call id)`` of a key from :func:`_call_key`."""
-    ns, cp, call = key.split(_KEY_SEP, 2)
-    return ns, cp, call
 
 
 def _newer(version: Any, seen: Any) -> bool:
@@ -98,7 +85,7 @@ class MemoryBuilder:
         self.dropped: dict[str, int] = dict(s.get("dropped", {}))
         #: tool call id -> [name, args, seq]: asked for by the model, no ToolMessage yet
         self.requested: dict[str, list[Any]] = dict(s.get("requested", {}))
-        #: call key (:func:`_call_key`) -> [name, args, state, at, seq]: journaled, not settled
+        #: call key (:func:`~.answers.call_key`) -> [name, args, state, at, seq]: journaled, not settled
         self.journal: dict[str, list[Any]] = dict(s.get("journal", {}))
         #: tool call id -> key of its newest journaled execution: the one a ToolMessage
         #: with that id answers (a lost run's execution never reaches the messages)
@@ -167,7 +154,7 @@ class MemoryBuilder:
     def _open_items(self) -> Iterable[MemoryItem]:
         for key, (name, args, state, at, seq) in self.journal.items():
             if state == "started":
-                call = _key_parts(key)[2]
+                call = key_parts(key)[2]
                 yield MemoryItem(
                     f"uncertain: {_call_text(name, args)} started{f' at {at}' if at else ''} and has no "
                     "recorded result; it may or may not have taken effect",
@@ -265,6 +252,8 @@ class MemoryBuilder:
         entry = values.get(MESSAGES)
         if isinstance(entry, dict):
             self._messages(entry, seq)
+        for message, at_seq in self.sent.results(str(self.head)):  # written before it came
+            self._result(str(self.head), message, at_seq)
 
     def _messages(self, entry: dict[str, Any], seq: int) -> None:
         """The head checkpoint's messages: what is new since the previous head is fed
@@ -406,8 +395,36 @@ class MemoryBuilder:
                 self.disturbed_seq = seq
             elif channel not in _SPECIAL:
                 finished = True
+                if channel == MESSAGES:
+                    self._wrote(str(rec.get("cp")), cell, seq)
         if finished and rec.get("cp") == self.head:
             self.pending.pop(node, None)
+
+    def _wrote(self, cp: str, cell: Any, seq: int) -> None:
+        """A task's write to the messages: each tool result in it finishes its call now
+        (the write may be all there is of it: another call stopped the run), or when its
+        checkpoint comes if it was logged first (async durability)."""
+        raw = cell["msgs"] if isinstance(cell, dict) and "msgs" in cell else self._decoded(cell)
+        for m in (_as_dict(x) for x in (raw if isinstance(raw, list) else [raw])):
+            if m is not None and m.get("type") == "tool" and m.get("tool_call_id"):
+                if cp == self.head:
+                    self._result(cp, m, seq)
+                else:
+                    self.sent.wrote(cp, m, seq)
+
+    def _result(self, cp: str, message: dict[str, Any], seq: int) -> None:
+        """A call's result written by its task at ``cp``: told once, as the checkpoint's
+        ToolMessage would tell it (which is then not told again), while the call waits
+        and the journal did not tell its outcome (a person's decision)."""
+        call = str(message["tool_call_id"])
+        key = self.latest.get(call)  # the execution a ToolMessage with this id answers
+        if call not in self.requested or key in self.told:
+            return
+        if key is None:  # not journaled: known by the checkpoint that asked for it
+            key = self.latest[call] = KEY_SEP.join(("", cp, call))
+            self._bound(self.latest)
+        self._message(message, seq)
+        self._tell(key)
 
     # -- tool records ------------------------------------------------------------------
 
@@ -424,7 +441,7 @@ class MemoryBuilder:
             if ev == "ask":
                 self.disturbed_seq = seq
             return
-        key = _call_key(rec)
+        key = call_key(rec)
         entry = self.journal.get(key)
         if ev == "requested":
             args = self._decoded(rec.get("args"))
@@ -463,38 +480,8 @@ class MemoryBuilder:
             del self.journal[key]
 
     def _answer(self, rec: dict[str, Any], seq: int) -> None:
-        """A person's answer: one decision per call the question was about (``about``),
-        never per key of the answer (which may name other calls, or a typo; with
-        ``create_agent`` every task's answer holds the whole mapping)."""
+        """A person's answer: its decisions (:func:`~.answers.decisions`)."""
         answer = self._decoded(rec.get("answer"))
-        if not isinstance(answer, dict):
-            return
-        at = rec.get("at")
-        ns, cp = str(rec.get("ns", "")), str(rec.get("cp", ""))
-        for question_id, started_at in rec.get("about") or []:
-            choice = answer.get(question_id)
-            call, name, args = self._asked(ns, cp, str(question_id), started_at)
-            if choice == "skip":
-                what = "skip: not run again, outcome unknown"
-            elif choice == "retry":
-                what = "retry: run again"
-            elif isinstance(choice, dict) and "result" in choice:
-                what = f"result supplied by a person: {clip(str(choice['result']), 80)}"
-            else:
-                what = clip(str(choice), 80)
-            self._add("decisions", f"{_call_text(name, args)}: {what}{f' (answered {at})' if at else ''}",
-                      seq, call, at)
-
-    def _asked(self, ns: str, cp: str, question_id: str, started_at: Any) -> tuple[str, str, Any]:
-        """``(call id, tool, arguments)`` of a call a question was about: one of the
-        asking task's own calls, or a lost run's call asked about on its own (its
-        question id is its call id, or ``<call id>@<checkpoint>``)."""
-        own = self.journal.get(_KEY_SEP.join((ns, cp, question_id)))
-        if own is not None:
-            return question_id, own[0], own[1]
-        for key, entry in self.journal.items():
-            _, key_cp, call = _key_parts(key)
-            if question_id in (call, f"{call}@{key_cp}") and entry[2] == "started" and entry[3] == started_at:
-                return call, entry[0], entry[1]
-        call = question_id.split("@", 1)[0]
-        return call, call, None
+        if isinstance(answer, dict):
+            for text, call in decisions(rec, answer, self.journal):
+                self._add("decisions", text, seq, call, rec.get("at"))

@@ -58,7 +58,9 @@ REBUILD_ON_APPEND = 1024 * 1024
 #: head's messages version is kept (``msg_ver``).
 #: 6: a task a ``Send`` queued (``create_agent``'s tool calls) is named by its node and
 #: calls, not by its queue place (``sent``; a version 5 file may tell the task path).
-FILE_VERSION = 6
+#: 7: a call whose result its task wrote is finished, though no checkpoint holds that
+#: result yet (another call of the turn stopped the run); ``sent.written``.
+FILE_VERSION = 7
 
 
 def messages_resolver(log: LogView, codec: ValueCodec) -> Callable[[Any], Any]:

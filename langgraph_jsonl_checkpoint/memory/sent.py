@@ -8,6 +8,13 @@ so the memory names the task by its node and the tool calls it runs:
 ``tools, refund(order_id=42)``. Under ``durability="async"`` a task's writes (an error,
 an interrupt) may be logged before its checkpoint: what was told by the path then is
 named when the checkpoint comes.
+
+A task's result (the ToolMessage it wrote) is a pending write of the checkpoint that
+asked for the call until the next checkpoint holds it, and it may never (another call
+of the turn stopped the run: a resume reuses the write). The builder tells the call
+finished from that write; one logged before its checkpoint (async durability: the AI
+message asking for the call is not known yet) is kept here until the checkpoint comes
+(:meth:`SentTasks.wrote`, :meth:`SentTasks.results`).
 """
 
 from __future__ import annotations
@@ -57,10 +64,26 @@ class SentTasks:
         self.queues: dict[str, list[str]] = dict(s.get("queues", {}))
         #: checkpoint -> [path, seq] of what was told by a task path before it came
         self.unnamed: dict[str, list[list[Any]]] = dict(s.get("unnamed", {}))
+        #: checkpoint -> [tool message, seq] written by its tasks before it came
+        self.written: dict[str, list[list[Any]]] = dict(s.get("written", {}))
 
     def state(self) -> dict[str, Any]:
         """The state as plain JSON."""
-        return {"queues": self.queues, "unnamed": self.unnamed}
+        return {"queues": self.queues, "unnamed": self.unnamed, "written": self.written}
+
+    def wrote(self, checkpoint: str, message: dict[str, Any], seq: int) -> None:
+        """Keep a tool message a task of ``checkpoint`` wrote before that checkpoint came
+        (its ``content`` clipped: the memory tells no more of it)."""
+        kept = {k: message.get(k) for k in ("type", "name", "tool_call_id", "status")}
+        content = message.get("content", "")
+        kept["content"] = clip(content, ITEM_CHARS) if isinstance(content, str) else content
+        self.written.setdefault(checkpoint, []).append([kept, seq])
+        _bound(self.written)
+
+    def results(self, checkpoint: str) -> list[list[Any]]:
+        """The tool messages (``[message, seq]``) tasks of ``checkpoint`` wrote before it
+        came, forgotten here."""
+        return self.written.pop(checkpoint, [])
 
     def name(self, path: str, checkpoint: str, seq: int) -> str:
         """The name of the task at ``path`` of ``checkpoint`` for an item told at ``seq``:
