@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MigrationError
 from .report import CopyInterrupted, CopyReport, ThreadCopy
 from .versions import widen_checkpoint, widen_versions, width_of
 
@@ -167,19 +166,10 @@ def _copy(
     journal: bool, setup: bool, track: Track | None, started: float, workers: int, stop: threading.Event,
 ) -> CopyReport:
     from .endpoints import NewTarget, matching
+    from .preflight import prepare_target
 
-    missing = dst.missing_tables(journal=journal)  # without the journal, not its store's
-    if setup and not dry_run:  # even with every table there: a setup cut short left migrations to run
-        dst.setup(journal=journal)
-    elif missing and not dry_run:
-        raise MigrationError(
-            f"{dst.name}: the target has no {', '.join(missing)} table(s) yet. Run again with "
-            "--setup (copy_threads(..., setup=True)) to create them with the saver's and the "
-            "store's own setup()."
-        )
-    if not (setup or dry_run or missing) and (stale := dst.unmigrated()):  # an older version's tables
-        raise MigrationError(f"{dst.name}: the target's checkpoint tables lack {stale}. Run again with "
-                             "--setup: the saver's own setup() runs them.")
+    ids, unmatched = matching(listed, threads)
+    missing = prepare_target(src, dst, ids, journal=journal, setup=setup, dry_run=dry_run)
     report = CopyReport(src.name, dst.name, dry_run=dry_run, verified=verify and not dry_run)
     report.creates = list(dst.creates)
     if missing and setup:
@@ -188,7 +178,7 @@ def _copy(
         report.needs_setup = missing
     if dry_run and not dst.readable():  # read it as it would be once set up: empty
         dst = NewTarget(dst.name, dst.kind, journal=dst.journal is not None)
-    ids, report.unmatched = matching(listed, threads)
+    report.unmatched = unmatched
     report.unreadable = list(getattr(src, "unreadable", []))
     size_before = None if dry_run else dst.size()
 

@@ -13,6 +13,7 @@ The drivers are optional: ``pip install 'langgraph-jsonl-checkpoint[postgres]'``
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
+from .db_errors import cannot_open, create_it, missing_extra
 from .endpoints import (
     Chunk,
     Endpoint,
@@ -43,6 +45,7 @@ from .schema import (
     STORE_TABLES,
     lacking,
 )
+from .store_tables import POSTGRES_ITEMS, SQLITE_ITEMS, lacking_ttl, postgres_setup_command
 from .urls import redacted
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -64,11 +67,6 @@ def is_sqlite_file(path: str) -> bool:
             return f.read(16) == _SQLITE_MAGIC
     except OSError:
         return False
-
-
-def _missing_extra(extra: str, exc: ImportError) -> MigrationError:
-    return MigrationError(f"this needs the optional '{extra}' extra ({exc.name} is not installed): "
-                          f"pip install 'langgraph-jsonl-checkpoint[{extra}]'")
 
 
 class SqliteEndpoint(Endpoint):
@@ -103,12 +101,12 @@ class SqliteEndpoint(Endpoint):
         try:
             self.conn = self._connect(isolation_level="DEFERRED")
         except sqlite3.Error as exc:
-            raise _cannot_open(name, path, role, exc) from None
+            raise cannot_open(name, path, role, exc) from None
         try:
             tables = self._tables()
         except sqlite3.Error as exc:  # SQLite opens the file on the first statement
             self.conn.close()
-            raise _cannot_open(name, path, role, exc) from None
+            raise cannot_open(name, path, role, exc) from None
         if role == "source" and "checkpoints" not in tables:
             self.conn.close()
             raise MigrationError(
@@ -184,7 +182,13 @@ class SqliteEndpoint(Endpoint):
         store = SqliteStore(self.store_conn)
         if self.read_only:
             store.is_setup = True  # its setup() would write (migrations); reading needs none
-        return StoreJournalEnd(store, setup=store.setup, ready="store" in tables)
+        return StoreJournalEnd(store, setup=store.setup, ready="store" in tables, items=self._journal_items)
+
+    def _journal_items(self, thread_id: str) -> list[Any]:
+        self._fresh()
+        with self.saver.lock:  # read without the TTL columns an older SqliteStore's table lacks
+            rows = self.conn.execute(SQLITE_ITEMS, (".".join(STORE_NAMESPACE), thread_id)).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def readable(self) -> bool:
         return self._readable
@@ -254,21 +258,6 @@ class SqliteEndpoint(Endpoint):
             self.store_conn.close()
 
 
-def _cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> MigrationError:
-    folder = os.path.dirname(os.path.abspath(path))
-    if (role == "source" and os.path.exists(path + "-wal") and not os.path.exists(path + "-shm")
-            and not os.access(folder, os.W_OK | os.X_OK)):  # SQLite must make the log's index
-        return MigrationError(
-            f"{name}: cannot read {path}: its write-ahead log {path}-wal (transactions not yet in the "
-            f"file) is read through an index SQLite makes beside it, {path}-shm, and {folder} is not "
-            "writable by this user. Copy the file and its -wal together to a directory you can write "
-            "to and name the copy, or run this as a user who can write there."
-        )
-    todo = ("Name a file in a directory that exists and can be written to" if role == "target"
-            else "Check the path and that the file can be read")
-    return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
-
-
 def _stored(rows: list[Any], counts: list[Any]) -> dict[Key, StoredCheckpoint]:
     """``(ns, id, parent)`` rows and ``(ns, id, writes)`` counts as stored checkpoints."""
     writes = {(str(r[0]), str(r[1])): int(r[2]) for r in counts}
@@ -316,7 +305,7 @@ def _sqlite_saver_class() -> Any:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError as exc:
-        raise _missing_extra("sqlite", exc) from None
+        raise missing_extra("sqlite", exc) from None
     return SqliteSaver
 
 
@@ -326,17 +315,6 @@ def _has_sqlite_store() -> bool:
     except ImportError:
         return False
     return True
-
-
-
-
-def _create_it(params: dict[str, Any]) -> str:
-    """What to do about a target database that does not exist: make it (--setup makes tables)."""
-    db = params.get("dbname", "")
-    where = " ".join(f"-{flag} {params[key]}" for flag, key in (("h", "host"), ("p", "port"), ("U", "user"))
-                     if params.get(key))
-    return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {db}, or "
-            f"createdb {where} {db}), then run this again")
 
 
 class PostgresEndpoint(Endpoint):
@@ -351,7 +329,7 @@ class PostgresEndpoint(Endpoint):
             from psycopg.rows import dict_row
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
-            raise _missing_extra("postgres", exc) from None
+            raise missing_extra("postgres", exc) from None
         name = redacted(url)
         try:
             named = bool(conninfo_to_dict(url).get("dbname", "").strip())
@@ -371,7 +349,7 @@ class PostgresEndpoint(Endpoint):
             reason = first or type(exc).__name__
             raise MigrationError(
                 f"cannot connect to PostgreSQL at {name}: {reason}. "
-                + (_create_it(conninfo_to_dict(url)) if role == "target" and "does not exist" in reason
+                + (create_it(conninfo_to_dict(url)) if role == "target" and "does not exist" in reason
                    else "Is the server running and the URL right (postgresql://user@host:port/database)?")
             ) from None
         options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
@@ -395,7 +373,9 @@ class PostgresEndpoint(Endpoint):
         ready = "store" in tables
         empty = not ready or not self._query(  # none, or only the app's own items (its memories)
             "SELECT 1 FROM store WHERE prefix = %s LIMIT 1", (".".join(STORE_NAMESPACE),))
-        journal: StoreJournalEnd | None = StoreJournalEnd(store, setup=store.setup, ready=ready, empty=empty)
+        journal: StoreJournalEnd | None = StoreJournalEnd(
+            store, setup=store.setup, ready=ready, empty=empty,
+            items=lambda t: [r["value"] for r in self._query(POSTGRES_ITEMS, (".".join(STORE_NAMESPACE), t))])
         if role == "source" and empty:
             journal = None
         super().__init__(PostgresSaver(self.pool, serde=serde), name, "postgres", journal)
@@ -436,6 +416,16 @@ class PostgresEndpoint(Endpoint):
             return None
         done = self._query("SELECT coalesce(max(v), -1) AS v FROM checkpoint_migrations")[0]["v"]
         return None if done >= last else f"PostgresSaver's migration(s) {done + 1} to {last}"
+
+    def unmigrated_journal(self) -> str | None:
+        from langgraph.store.postgres.base import MIGRATIONS
+
+        if self.journal is None or "store" not in (tables := self._tables()):
+            return None
+        done = (self._query("SELECT coalesce(max(v), -1) AS v FROM store_migrations")[0]["v"]
+                if "store_migrations" in tables else -1)
+        return lacking_ttl("PostgresStore", "langgraph-checkpoint-postgres", MIGRATIONS,
+                           self._columns("store"), done, postgres_setup_command(self.name))
 
     def thread_ids(self) -> list[str]:
         return sorted(str(r["thread_id"]) for r in self._query("SELECT DISTINCT thread_id FROM checkpoints"))

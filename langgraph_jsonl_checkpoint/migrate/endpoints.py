@@ -215,6 +215,12 @@ class Endpoint:
         :meth:`setup` runs (``None``: none, or none to tell)."""
         return None
 
+    def unmigrated_journal(self) -> str | None:
+        """Why its journal store cannot be written to as it is and what to run, for an
+        error (an older release's table, without columns ``put`` sets); ``None``: it can,
+        or there is none to tell."""
+        return None
+
     def readable(self) -> bool:
         """Whether the saver can be read now (a database without its tables cannot: a dry
         run then reads it as empty, what it would be once set up)."""

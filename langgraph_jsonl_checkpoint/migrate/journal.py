@@ -18,6 +18,7 @@ are decoded with the source's and encoded again with the target's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -92,12 +93,19 @@ class LogJournal:
 
 class StoreJournalEnd:
     """Events in a LangGraph ``BaseStore``, as :class:`~..replay.journal.StoreJournal`
-    keeps them (same namespaces, keys and item shapes)."""
+    keeps them (same namespaces, keys and item shapes).
+
+    ``items``, if given, reads a thread's items' values (oldest first) instead of the
+    store's ``search``: a query of the database's own that does not touch the columns an
+    older release's table lacks (:mod:`.store_tables`).
+    """
 
     def __init__(
-        self, store: BaseStore, *, setup: Any = None, ready: bool = True, empty: bool = False
+        self, store: BaseStore, *, setup: Any = None, ready: bool = True, empty: bool = False,
+        items: Callable[[str], list[Any]] | None = None,
     ) -> None:
         self.store = store
+        self._items = items
         self.codec = ValueCodec(JsonPlusSerializer())
         self._setup = setup
         #: Whether the store's tables exist (else there is nothing to read, and the
@@ -110,6 +118,15 @@ class StoreJournalEnd:
     def events(self, thread_id: str) -> Events:
         if not self.ready or self.empty:
             return {}
+        values = self._items(thread_id) if self._items is not None else self._search(thread_id)
+        out: Events = {}
+        for value in values:
+            for event in value["events"]:
+                out.setdefault(_key(event), []).append(event)
+        return out
+
+    def _search(self, thread_id: str) -> list[Any]:
+        """A thread's items' values through the store's ``search``, oldest first."""
         items: list[Any] = []
         offset = 0
         while True:
@@ -121,11 +138,7 @@ class StoreJournalEnd:
                 break
             offset += _PAGE
         items.sort(key=lambda i: i.created_at)
-        out: Events = {}
-        for item in items:
-            for event in item.value["events"]:
-                out.setdefault(_key(event), []).append(event)
-        return out
+        return [item.value for item in items]
 
     def add(self, thread_id: str, new: Events, whole: Events) -> None:
         if not self.ready:

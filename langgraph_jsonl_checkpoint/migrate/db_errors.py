@@ -1,0 +1,42 @@
+"""What a copy says about a database it cannot open: a driver not installed, an SQLite file
+that cannot be opened, a PostgreSQL database that does not exist."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+from ..errors import MigrationError
+
+
+def missing_extra(extra: str, exc: ImportError) -> MigrationError:
+    """A URL needs an optional extra that is not installed: which, and how to install it."""
+    return MigrationError(f"this needs the optional '{extra}' extra ({exc.name} is not installed): "
+                          f"pip install 'langgraph-jsonl-checkpoint[{extra}]'")
+
+
+def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> MigrationError:
+    """Why the SQLite file ``path`` (a copy's ``role``: source or target) could not be
+    opened, and what to do."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if (role == "source" and os.path.exists(path + "-wal") and not os.path.exists(path + "-shm")
+            and not os.access(folder, os.W_OK | os.X_OK)):  # SQLite must make the log's index
+        return MigrationError(
+            f"{name}: cannot read {path}: its write-ahead log {path}-wal (transactions not yet in the "
+            f"file) is read through an index SQLite makes beside it, {path}-shm, and {folder} is not "
+            "writable by this user. Copy the file and its -wal together to a directory you can write "
+            "to and name the copy, or run this as a user who can write there."
+        )
+    todo = ("Name a file in a directory that exists and can be written to" if role == "target"
+            else "Check the path and that the file can be read")
+    return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
+
+
+def create_it(params: dict[str, Any]) -> str:
+    """What to do about a target database that does not exist: make it (--setup makes tables)."""
+    db = params.get("dbname", "")
+    where = " ".join(f"-{flag} {params[key]}" for flag, key in (("h", "host"), ("p", "port"), ("U", "user"))
+                     if params.get(key))
+    return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {db}, or "
+            f"createdb {where} {db}), then run this again")
