@@ -332,6 +332,32 @@ def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0
 
 
+def test_a_dry_run_into_a_database_of_an_older_postgressaver_says_what_the_copy_would(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dry run of that export reported OK (exit 0), while the real run then stopped
+    asking for --setup. It says the same as the real run, changing nothing; with --setup
+    (which would run them) it goes through."""
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup", "--threads", "none-such"]) == 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
+        conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    capsys.readouterr()
+    assert main(["copy", "sqlite:///" + str(db), pg_url]) == 2
+    real = capsys.readouterr().err
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--dry-run"]) == 2
+    assert capsys.readouterr().err == real
+    assert main(["copy", "sqlite:///" + str(db), pg_url, "--dry-run", "--setup"]) == 0, capsys.readouterr()
+    with psycopg.connect(pg_url) as conn:  # nothing changed
+        assert conn.execute("SELECT max(v) FROM checkpoint_migrations").fetchone()[0] == 8
+        assert conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                            "'checkpoint_writes' AND column_name = 'task_path'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0
+
+
 def test_a_source_database_of_an_older_postgressaver_says_to_set_it_up(
     tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

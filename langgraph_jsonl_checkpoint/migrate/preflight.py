@@ -4,8 +4,8 @@ A target database may lack tables only ``--setup`` creates (the saver's own ``se
 its journal store's), the migrations of its saver an older version's tables did not run,
 or the columns the journal store writes that an older release's table lacks (when there
 is a journal to write). A copy stops on any of them before copying anything, naming what
-to run (``MigrationError``, exit status 2); a dry run reports missing tables
-(``needs_setup``), so that it still says what the copy would put.
+to run (``MigrationError``, exit status 2), and so does its dry run, except that it reports
+missing tables (``needs_setup``), so that it still says what the copy would put.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def prepare_target(
             "--setup (copy_threads(..., setup=True)) to create them with the saver's and the "
             "store's own setup()."
         )
-    if not (setup or dry_run or missing) and (stale := dst.unmigrated()):  # an older version's tables
+    # An older version's tables: a dry run stops as the copy would (--setup would run them).
+    if not (setup or missing) and (stale := dst.unmigrated()):
         raise MigrationError(f"{dst.name}: the target's checkpoint tables lack {stale}. Run again with "
                              "--setup: the saver's own setup() runs them.")
     if (journal and src.journal is not None and not (setup and dry_run)
