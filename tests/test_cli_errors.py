@@ -3,8 +3,6 @@ newer-format thread, a store of a newer format, odd thread ids."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -13,8 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -26,6 +22,7 @@ from langgraph_jsonl_checkpoint.disk import framing
 from langgraph_jsonl_checkpoint.errors import ConfigError, RestoreError
 from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.other_user import as_nobody
 from tests.harness.raw_log import ThreadFiles
 
 
@@ -593,7 +590,6 @@ def test_text_the_terminal_cannot_encode_is_escaped_not_a_traceback(tmp_path: Pa
     a command printed its first rows, then a ``UnicodeEncodeError`` traceback at the
     first character it could not encode. Such text is now escaped; ``--json`` stays
     valid JSON that reads back as the same text."""
-    import json
 
     store = tmp_path / "s"
     tid, text = "tid-東京", "naïve café · 東京 🚀"
@@ -628,44 +624,6 @@ def test_a_store_whose_marker_was_deleted_is_named_with_how_to_recreate_it(tmp_p
     assert not (tmp_path / "s" / "STORE.json").exists()
 
 
-def _as_another_user(run: Callable[[], int]) -> tuple[int, str]:
-    """``run()`` in a forked child as uid/gid 65534 (nobody), as a user meets another
-    user's store; its exit status and what it printed. The child has the parent's
-    modules: the package need not be readable by that user (a checkout under a private
-    directory, as CI's clone is)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run as another user")
-    import langgraph_jsonl_checkpoint.cli.threads  # noqa: F401 - imported before the fork
-    from langgraph_jsonl_checkpoint.cli import build_parser
-
-    build_parser()  # every command's module, as main() would import it
-    read, write = os.pipe()
-    with warnings.catch_warnings():  # 3.12+: fork with threads running; the child only reads
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code, text = 3, ""
-        try:
-            os.setgroups([])
-            os.setresgid(65534, 65534, 65534)
-            os.setresuid(65534, 65534, 65534)
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-                code = run()
-            text = buffer.getvalue()
-        except BaseException as exc:  # noqa: BLE001 - handed to the parent
-            text += f"Traceback: {exc!r}"
-        finally:
-            os.write(write, json.dumps([code, text]).encode())
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    code, text = json.loads(data)
-    return code, text
-
-
 def _read_only_saver_error(store: Path) -> int:
     from langgraph_jsonl_checkpoint import StoreError
 
@@ -694,11 +652,11 @@ def test_another_user_s_store_is_named_as_unreadable_not_as_no_store(reach: str)
                 os.chown(name, 1000, 1000)
         if reach == "marker":
             store.chmod(0o755)
-        code, err = _as_another_user(lambda: main(["threads", str(store)]))
+        code, err = as_nobody(lambda: main(["threads", str(store)]))
         assert code == 2 and "Traceback" not in err, err
         assert "cannot be read by this user" in err and "uid 1000" in err, err
         assert "no STORE.json" not in err and "restore it" not in err
-        code, out = _as_another_user(lambda: _read_only_saver_error(store))
+        code, out = as_nobody(lambda: _read_only_saver_error(store))
         assert code == 0 and "cannot be read by this user" in out, out
     finally:
         shutil.rmtree(base)

@@ -5,15 +5,10 @@ naming the database and what to do; nothing is created."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
 import shutil
 import sqlite3
 import tempfile
-import warnings
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -23,6 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_jsonl_checkpoint.cli import main
 from tests.harness.migration import cfg
+from tests.harness.other_user import as_nobody
 from tests.harness.state_graphs import build_counter_graph
 
 # Another program's "checkpoints" table: without LangGraph's thread_id column (a query on it
@@ -67,40 +63,6 @@ def test_a_postgresql_database_whose_checkpoints_table_is_not_postgressavers_is_
     assert not (tmp_path / "s").exists()
 
 
-def _as_nobody(run: Callable[[], int]) -> tuple[int, str]:
-    """``run()`` in a forked child as uid/gid 65534 (nobody): its exit status and output."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run as another user")
-    import langgraph_jsonl_checkpoint.cli.migrate  # noqa: F401 - imported before the fork
-    import langgraph_jsonl_checkpoint.migrate.databases  # noqa: F401
-
-    read, write = os.pipe()
-    with warnings.catch_warnings():  # 3.12+: fork with threads running; the child only reads
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code, text = 3, ""
-        try:
-            os.setgroups([])
-            os.setresgid(65534, 65534, 65534)
-            os.setresuid(65534, 65534, 65534)
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-                code = run()
-            text = buffer.getvalue()
-        except BaseException as exc:  # noqa: BLE001 - handed to the parent
-            text += f"Traceback: {exc!r}"
-        finally:
-            os.write(write, json.dumps([code, text]).encode())
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    code, text = json.loads(data)
-    return code, text
-
-
 def test_a_write_ahead_log_without_its_index_in_a_directory_this_user_cannot_write_is_named() -> None:
     """An app killed (or still running) left app.db-wal; app.db and app.db-wal were copied
     without app.db-shm, into a directory this user cannot write to (a backup, another
@@ -127,7 +89,7 @@ def test_a_write_ahead_log_without_its_index_in_a_directory_this_user_cannot_wri
         out.mkdir()
         os.chown(out, 65534, 65534)
         source = "sqlite:///" + str(backup / "app.db")
-        code, err = _as_nobody(lambda: main(["import", source, str(out / "s")]))
+        code, err = as_nobody(lambda: main(["import", source, str(out / "s")]))
         assert code == 2 and "Traceback" not in err, err
         assert f"{backup / 'app.db-wal'}" in err and f"{backup / 'app.db-shm'}" in err, err
         assert f"{backup} is not writable by this user" in err, err
