@@ -539,8 +539,9 @@ def test_run_ids_in_metadata_refuse_a_put_behind_another_runs_checkpoint(tmp_pat
 
     put(0, None, "a")
     put(1, CP_IDS[0], "b")  # run b continues from a's checkpoint: a new run, allowed
-    with pytest.raises(ConcurrentRunError, match="run a tried to continue from checkpoint"):
+    with pytest.raises(ConcurrentRunError, match="run a tried to continue from checkpoint") as refused:
         put(2, CP_IDS[0], "a")  # run a continues from its own checkpoint behind b's
+    assert "every saver that writes this store, in every process" in str(refused.value)  # as the other check
     put(3, CP_IDS[0], "c")  # a third run forking from there on purpose: allowed
     assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == [
         CP_IDS[3], CP_IDS[1], CP_IDS[0]]

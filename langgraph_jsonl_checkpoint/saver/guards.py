@@ -66,6 +66,15 @@ def refuse_deleted(
         )
 
 
+#: How runs are kept from overlapping, said by every ``ConcurrentRunError`` (true whatever
+#: the mode of the saver that raises it: the other writer is the one not held back).
+OVERLAP_ADVICE = (
+    "Runs never overlap when every saver that writes this store, in every process, is "
+    "opened with concurrent_runs='refuse' (the default) or 'wait'; one opened with 'allow' "
+    "or 'unchecked', or a script's own put, is not held back."
+)
+
+
 def refuse_other_run(
     codec: ValueCodec,
     log: ThreadLog,
@@ -101,7 +110,7 @@ def refuse_other_run(
             f"{parent}, but run {other} has written a newer checkpoint ({latest}) to "
             "the same thread meanwhile. Two runs must not advance one thread at once; "
             "nothing was written for this step. Retry once the other run is done "
-            "(graph.invoke(None, config) resumes from the latest checkpoint)."
+            f"(graph.invoke(None, config) resumes from the latest checkpoint). {OVERLAP_ADVICE}"
         )
 
 
@@ -131,7 +140,5 @@ def refuse_moved_head(log: ThreadLog, idx: ThreadIndex, ns: str, parent: str | N
             f"checkpoint {latest} to the same thread meanwhile. Two runs must not advance "
             "one thread at once; nothing was written for this step. Retry once the "
             "other run is done (graph.invoke(None, config) resumes from the latest "
-            "checkpoint). Runs never overlap when every saver that writes this store, in every "
-            "process, is opened with concurrent_runs='refuse' (the default) or 'wait'; one opened "
-            "with 'allow' or 'unchecked', or a script's own put, is not held back."
+            f"checkpoint). {OVERLAP_ADVICE}"
         )
