@@ -8,13 +8,14 @@ NOT_STARTED = "interrupted: langgraph-jsonl stopped before it started; nothing w
 
 def main() -> int:
     """Run ``langgraph-jsonl``; a Ctrl-C while its modules load (most of its first tenth
-    of a second) is one line and exit status 130 too, as one later is."""
+    of a second) is one line and exit status 130 too, as one later is; one after the
+    command's work is done leaves its exit status as it was."""
     try:
         from .cli import main as run
     except KeyboardInterrupt:
         print(NOT_STARTED, file=sys.stderr)
         return 130
-    return run()
+    return run(exiting=True)
 
 
 if __name__ == "__main__":

@@ -16,26 +16,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from ..errors import JsonlCheckpointError
 from .commands import COMMANDS, GROUPS, Command
-from .common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, UsageError, settle_operands, tolerant_output
+from .common import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    settle_operands,
+    tolerant_output,
+    work_done,
+)
 from .parser import build_parser
 
 __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
+    """Run the CLI; returns the exit status. A Ctrl-C once the command's work is done
+    (see :func:`~.common.work_done`) is ignored: the status is the command's own. With
+    ``exiting`` (the ``langgraph-jsonl`` entry point, whose process ends next) it stays
+    ignored after the return; otherwise the caller's Ctrl-C handler is put back."""
     args = None
     tolerant_output()
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
         args = build_parser(define=False).parse_args(argv)  # only the command run is imported
         if hasattr(args, "operands"):
             settle_operands(args)
-        return int(args.run(args))
+        status = int(args.run(args))
+        work_done()
+        return status
     except (JsonlCheckpointError, UsageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -46,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``| head``): stop quietly, as other commands do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        if on_main and not exiting and previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted(args: argparse.Namespace | None) -> str:

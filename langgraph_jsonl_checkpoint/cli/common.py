@@ -465,6 +465,16 @@ def damage_stated_per_thread() -> Iterator[None]:
         logger.removeFilter(_not_serving_damaged)
 
 
+def work_done() -> None:
+    """A command's work is done (its changes made, its answer gathered): a Ctrl-C from
+    now on is ignored, so the command prints its summary and exits with its own status
+    instead of 130 and "stopped before it finished" after the work completed. :func:`main`
+    calls it as a command returns; a command calls it before printing its summary.
+    (Off the main thread there is no handler of ours to change.)"""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextmanager
 def ctrl_c_stops(stop: threading.Event, *, again: str) -> Iterator[None]:
     """While a command works thread by thread (a copy, a sweep), the first Ctrl-C sets

@@ -29,6 +29,7 @@ from .common import (
     known_thread,
     open_saver,
     print_json,
+    work_done,
 )
 from .progress import progress
 
@@ -41,6 +42,7 @@ def _verify(args: argparse.Namespace) -> int:
         head_check = partial(head_file_problems, codec=saver.codec)
         report = verify(saver, threads, track=lambda ids: progress(ids, total=count, what="threads"),
                         derived=[memory_check, head_check])
+    work_done()
     if args.json:
         print_json({
             "ok": report.ok, "threads": report.threads, "records": report.records,
@@ -63,6 +65,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     with open_saver(args, write=not args.dry_run) as saver:
         result = repair(saver, known_thread(saver, args.thread), dry_run=args.dry_run)
+    work_done()
     if args.json:
         print_json(vars(result))
         return EXIT_PROBLEMS if result.dry_run and result.dropped else EXIT_OK
@@ -140,6 +143,7 @@ def _compact(args: argparse.Namespace) -> int:
                 verb = "would drop" if args.dry_run else "dropped"
                 gone = f"; {verb} {dropped} of {result.checkpoints_before} checkpoints" if dropped else ""
                 print(f"thread {tid!r}: {result.before} -> {result.after} bytes{would}{gone}")
+    work_done()
     total_before = sum(d["before"] for d in done)
     total_after = sum(d["after"] for d in done)
     if args.json:

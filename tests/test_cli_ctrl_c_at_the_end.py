@@ -1,0 +1,93 @@
+"""Ctrl-C that lands as a command ends: a command whose work is done (its summary being
+printed, its status being returned) exits with its own status; one stopped before its
+work was done says so and exits 130. The signal is sent from a hook at the exact point
+(the summary's write, the first thread's end), not by timing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
+AT_THE_SUMMARY = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+class Out:
+    def __init__(self, real):
+        self.real = real
+    def write(self, text):
+        n = self.real.write(text)
+        if text.startswith({said!r}):
+            self.real.flush()
+            os.kill(os.getpid(), signal.SIGINT)  # acts at the next bytecode: inside print
+        return n
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+sys.stdout = Out(sys.stdout)
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+AFTER_THE_FIRST_THREAD = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import langgraph_jsonl_checkpoint.cli.maintenance as maintenance
+real = maintenance._compacted
+def compacted(*args, **kwargs):
+    result = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)
+    return result
+maintenance._compacted = compacted
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+def _store(path: Path, threads: list[str]) -> None:
+    with JsonlSaver(path) as saver:
+        for tid in threads:
+            for i in range(3):
+                v = {"m": saver.get_next_version(None, None)}
+                saver.put(config(tid), make_checkpoint(cp_id(i), {"m": [i]}, v), {}, v)
+
+
+def _run(script: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60)
+
+
+def test_ctrl_c_as_compact_prints_its_summary_exits_0(tmp_path: Path) -> None:
+    """``compact`` printed ``compacted: ...`` and exited 130 when Ctrl-C landed as it
+    printed its summary: the work was done, but the shell (and a script) saw a command
+    that was stopped. It now exits with its own status, saying nothing of an interrupt."""
+    store = tmp_path / "s"
+    _store(store, ["t1", "t2"])
+    run = _run(AT_THE_SUMMARY.format(said="compacted:"), "compact", str(store))
+    assert "compacted:" in run.stdout, run.stderr
+    assert run.returncode == 0, run.stderr
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_ctrl_c_as_a_reading_command_prints_its_last_line_exits_with_its_status(tmp_path: Path) -> None:
+    """The same for a command that only reads: ``verify`` prints its verdict and exits 0."""
+    store = tmp_path / "s"
+    _store(store, ["t1"])
+    run = _run(AT_THE_SUMMARY.format(said="ok"), "verify", str(store))
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_ctrl_c_before_the_work_is_done_says_so_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C after the first of two threads is compacted: no summary, the one line that
+    says it was interrupted and how to finish, 130; the command run again finishes."""
+    store = tmp_path / "s"
+    _store(store, ["t1", "t2"])
+    run = _run(AFTER_THE_FIRST_THREAD, "compact", str(store))
+    assert run.returncode == 130, run.stderr
+    assert "compacted:" not in run.stdout, run.stdout
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("interrupted: langgraph-jsonl compact stopped before it finished"), line
