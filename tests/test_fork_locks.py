@@ -12,6 +12,7 @@ import operator
 from pathlib import Path
 from typing import Annotated, Any
 
+import pytest
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
@@ -173,3 +174,82 @@ def test_a_child_forked_while_a_thread_of_the_parent_writes_can_use_the_saver(tm
     assert [c.exitcode for c in children] == [0] * 3, "a forked child hung on the parent's lock"
     ids = {t.checkpoint["id"] for t in JsonlSaver(tmp_path / "store", read_only=True).list(config("t1"))}
     assert cp_id(10**9) in ids and {cp_id(i) for i in written} <= ids
+
+
+def _held(saver: JsonlSaver, which: str) -> Any:
+    """The in-process lock ``which`` of ``saver`` (or of its modules)."""
+    from langgraph_jsonl_checkpoint.memory.keeper import MemoryKeeper
+    from langgraph_jsonl_checkpoint.saver import run_threads
+
+    if which == "run tracker":
+        return saver._runs._lock
+    if which == "live runs":
+        return saver._live._lock  # type: ignore[union-attr]
+    if which == "run threads":
+        return run_threads._lock
+    if which == "tool journal":
+        return saver._tool_log._lock
+    if which == "checkpoint landing":
+        return saver._tool_log.landing._cond
+    if which == "session memory":
+        return MemoryKeeper.attach(saver.store.thread_log("t1"), saver.codec).lock
+    raise AssertionError(which)
+
+
+def _graph(saver: JsonlSaver) -> Any:
+    g = StateGraph(Visits)
+    g.add_node("node", lambda state: {"visits": ["visit"]})
+    g.add_edge(START, "node")
+    return g.compile(checkpointer=saver)
+
+
+def _use_everything(saver: JsonlSaver) -> None:
+    """In the child: a run, the tool journal, the session memory, a rollback of a run."""
+    import uuid
+
+    graph = _graph(saver)
+    cfg = {"configurable": {"thread_id": "t1"}, "run_id": uuid.uuid4()}
+    assert graph.invoke({"visits": []}, cfg)["visits"] == ["visit", "visit"]
+    assert saver.orphaned_tool_calls("t1") == []
+    saver.session_memory("t1")
+    saver.delete_for_runs([str(uuid.uuid4())])
+
+
+@pytest.mark.parametrize(
+    "which",
+    ["run tracker", "live runs", "run threads", "tool journal", "checkpoint landing", "session memory"],
+)
+def test_a_child_forked_while_a_thread_of_the_parent_holds_a_lock_can_use_the_saver(
+    tmp_path: Path, which: str
+) -> None:
+    """A process forks while another of its threads holds one of the saver's in-process
+    locks (the run tracker's, the live runs', the table of each run's threads, the tool
+    journal's, the landing of checkpoints', a session memory's); the child runs a graph
+    on the saver, asks for orphaned tool calls and the session memory, rolls back a run. It hung for good
+    on the lock: its holder does not exist in the child."""
+    import threading
+
+    saver = JsonlSaver(tmp_path / "store")
+    _graph(saver).invoke({"visits": []}, {"configurable": {"thread_id": "t1"}})
+    lock = _held(saver, which)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        child = FORK.Process(target=_use_everything, args=(saver,))
+        child.start()
+        child.join(20)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    finally:
+        release.set()
+        holder.join(30)
+    assert child.exitcode == 0, f"a forked child hung on the parent's {which} lock"

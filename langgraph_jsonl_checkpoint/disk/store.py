@@ -22,7 +22,6 @@ import os
 import shlex
 import stat
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from . import catalog, files, framing
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
+from .forks import renew_in_child
 from .header import is_damaged_header, is_torn_header
 from .log import Parked, ThreadLog
 from .paths import LogPaths, thread_file_stem
@@ -90,19 +90,6 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
-#: Every store of this process, so that a forked child can start afresh (see _after_fork).
-_ALL: weakref.WeakSet[Store] = weakref.WeakSet()
-
-
-def _reset_in_child() -> None:
-    for store in list(_ALL):
-        store._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_in_child)
-
-
 class Store:
     """A store directory and the thread logs opened from it.
 
@@ -146,7 +133,7 @@ class Store:
         #: store closed), said by every use after; ``None`` while it can be.
         self.removed: str | None = None
         open_directory(self.path, read_only=read_only)
-        _ALL.add(self)
+        renew_in_child(self)  # a forked child starts afresh (see _after_fork)
 
     def _after_fork(self) -> None:
         """In a forked child: a thread of the parent may have been using an open log (its

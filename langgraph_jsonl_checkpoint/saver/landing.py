@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from ..disk.forks import renew_in_child
 from ..disk.store import Store
 from .config import healing
 
@@ -35,6 +36,11 @@ class CheckpointLanding:
         self._cond = threading.Condition()
         self._count = 0  # puts landed so far: a waiter looks again when it moves
         self._futures: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the condition's holder (a thread of the parent) is not here."""
+        self._cond = threading.Condition()
 
     def stored(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> bool:
         """Whether the thread's log holds this checkpoint (committed, so durable)."""

@@ -59,6 +59,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
+from ..disk.forks import renew_in_child, renew_module_in_child
 from ..disk.log import read_only_error
 from ..disk.runlock import HOST as _HOST
 from ..disk.runlock import MAINTENANCE, RunLock
@@ -145,6 +146,11 @@ class LiveRuns:
         self.never_refuse = never_refuse
         self.busy_timeout = busy_timeout
         self._held: dict[str, tuple[Any, RunLock]] = {}
+        self._lock = threading.Lock()
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the lock's holder (a thread of the parent) is not here."""
         self._lock = threading.Lock()
 
     # -- the one attempt -----------------------------------------------------------
@@ -438,6 +444,16 @@ def _of_this_process(holder: dict[str, Any] | None) -> bool:
 
 #: One collection at a time for the whole process (runs waiting in several threads share it).
 _collecting = threading.Lock()
+
+
+def _renew_collecting() -> None:
+    """In a forked child: a parent's thread collecting is not here (its copy of the lock
+    would keep every collection of the child from starting)."""
+    global _collecting
+    _collecting = threading.Lock()
+
+
+renew_module_in_child(_renew_collecting)
 
 
 def _collect_gone_runs() -> bool:

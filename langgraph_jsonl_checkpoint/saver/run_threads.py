@@ -18,11 +18,22 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from ..disk.forks import renew_module_in_child
+
 #: Runs remembered per store (the least recently written are forgotten first).
 KEPT_RUNS = 10_000
 
 _lock = threading.Lock()
 _tables: dict[str, OrderedDict[str, set[str]]] = {}
+
+
+def _renew() -> None:
+    """In a forked child: the lock's holder (a thread of the parent) is not here."""
+    global _lock
+    _lock = threading.Lock()
+
+
+renew_module_in_child(_renew)
 
 
 def noted(store_key: str, run_id: Any, thread_id: str) -> None:

@@ -34,6 +34,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from ..disk.forks import renew_in_child
+
 try:  # the keys LangGraph stores the run's Runtime and task id under (stable in langgraph 1.x)
     from langgraph._internal._constants import CONFIG_KEY_RUNTIME as CONFIG_KEY_RUNTIME
     from langgraph._internal._constants import CONFIG_KEY_TASK_ID as CONFIG_KEY_TASK_ID
@@ -68,6 +70,11 @@ class RunTracker:
         self._runs: OrderedDict[tuple[int, Any], dict[tuple[str, str], Any]] = OrderedDict()
         self._enabled = enabled
         self._max = max_runs
+        self._lock = threading.Lock()
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the lock's holder (a thread of the parent) is not here."""
         self._lock = threading.Lock()
 
     def _tips(self, configurable: Mapping[str, Any], create: bool) -> dict[tuple[str, str], Any] | None:

@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..disk.forks import renew_in_child
 from ..disk.store import Store
 from ..replay.lifecycle import (
     ASKS_CALL_ID,
@@ -65,6 +66,11 @@ class ToolLog:
         self.landing = CheckpointLanding(store)
         # thread -> (log generation, {key: events seen when it was settled})
         self._settled: OrderedDict[str, tuple[Any, dict[tuple[str, str, str], int]]] = OrderedDict()
+        self._lock = threading.Lock()
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the lock's holder (a thread of the parent) is not here."""
         self._lock = threading.Lock()
 
     def record(self, thread_id: str, events: Sequence[dict[str, Any]]) -> None:

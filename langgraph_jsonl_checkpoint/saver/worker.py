@@ -30,13 +30,13 @@ each result goes back to the loop its caller awaits on.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
+
+from ..disk.forks import renew_in_child
 
 #: Worker threads per saver. On 2 busy cores (benchmarks/micro.py --only async, load
 #: 10-13) a worker spends most of a group commit waiting to take the GIL back after its
@@ -52,19 +52,6 @@ FLUSH_SECONDS = 0.001
 Outcome = tuple[Any, "BaseException | None"]
 #: Runs the payloads of one key's jobs, in order, and says how each ended.
 GroupRunner = Callable[[Hashable, Sequence[Any]], Sequence[Outcome]]
-
-
-#: Every worker, so a forked child can forget its parent's threads (see _after_fork).
-_ALL: weakref.WeakSet[Worker] = weakref.WeakSet()
-
-
-def _reset_in_child() -> None:
-    for worker in list(_ALL):
-        worker._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_in_child)
 
 
 class _Job:
@@ -109,7 +96,7 @@ class Worker:
         self._threads: set[threading.Thread] = set()
         self._idle = 0
         self._stopping = False
-        _ALL.add(self)
+        renew_in_child(self)  # a forked child forgets its parent's threads (see _after_fork)
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's threads and queued jobs do not exist here."""
