@@ -253,3 +253,64 @@ def test_a_child_forked_while_a_thread_of_the_parent_holds_a_lock_can_use_the_sa
         release.set()
         holder.join(30)
     assert child.exitcode == 0, f"a forked child hung on the parent's {which} lock"
+
+
+def _traced_run(saver: JsonlSaver, tracer: Any) -> None:
+    """In the child: a run traced by the parent's tracer, then the tracer closed."""
+    cfg = {"configurable": {"thread_id": "t1"}, "callbacks": [tracer]}
+    _graph(saver).invoke({"visits": []}, cfg)
+    tracer.close()
+
+
+def _batch(adapter: Any) -> None:
+    """In the child: the adapter's batch of a task (what each tool call of a ToolNode asks)."""
+    from types import SimpleNamespace
+
+    token = object()
+    config = {"configurable": {"__pregel_scratchpad": token}}
+    request = SimpleNamespace(runtime=SimpleNamespace(config=config))
+    assert adapter._batch_for(request) is adapter._batch_for(request)
+
+
+@pytest.mark.parametrize("which", ["tracer", "trace file", "replay adapter"])
+def test_a_child_forked_while_a_thread_of_the_parent_holds_a_tracer_or_adapter_lock_goes_on(
+    tmp_path: Path, which: str
+) -> None:
+    """The same for the tracer's locks (its table of files, a thread's trace file) and the
+    replay adapter's table of batches: the child's run traced by the tracer, or its
+    tool calls through the adapter, hung for good."""
+    import threading
+
+    from langgraph_jsonl_checkpoint import JsonlTracer, ReplayAdapter
+
+    saver = JsonlSaver(tmp_path / "store")
+    tracer = JsonlTracer(saver)
+    _graph(saver).invoke({"visits": []}, {"configurable": {"thread_id": "t1"}, "callbacks": [tracer]})
+    adapter = ReplayAdapter(saver)
+    lock, target, args = {
+        "tracer": (tracer._lock, _traced_run, (saver, tracer)),
+        "trace file": (next(iter(tracer._files.values())).lock, _traced_run, (saver, tracer)),
+        "replay adapter": (adapter._batches_lock, _batch, (adapter,)),
+    }[which]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        child = FORK.Process(target=target, args=args)
+        child.start()
+        child.join(20)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    finally:
+        release.set()
+        holder.join(30)
+        tracer.close()
+    assert child.exitcode == 0, f"a forked child hung on the parent's {which} lock"

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command, Interrupt
 
+from ..disk.forks import renew_in_child
 from ..errors import CheckpointNotSavedError, ConfigError
 from .asking import deliberate
 from .calls import (
@@ -186,6 +187,11 @@ class ReplayAdapter:
         # Per task execution (keyed by its scratchpad, which is neither hashable nor
         # weak-referenceable): a small LRU holding the token, so ids are never confused.
         self._batches: OrderedDict[int, tuple[Any, Batch]] = OrderedDict()
+        self._batches_lock = threading.Lock()
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the lock's holder (a thread of the parent) is not here."""
         self._batches_lock = threading.Lock()
 
     # -- plugging in -------------------------------------------------------------

@@ -35,6 +35,7 @@ import orjson
 from langchain_core.callbacks import BaseCallbackHandler
 
 from ..disk import files
+from ..disk.forks import renew_in_child
 from ..disk.paths import TRACES_DIR, LogPaths
 from ..disk.store_dir import MARKER
 from ..errors import ConfigError
@@ -213,6 +214,13 @@ class JsonlTracer(BaseCallbackHandler):
         self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
         self._lock = threading.Lock()
         self._warned = False
+        renew_in_child(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the locks' holders (threads of the parent) are not here."""
+        self._lock = threading.Lock()
+        for f in self._files.values():
+            f.lock = threading.Lock()
 
     @property
     def directory(self) -> str:
