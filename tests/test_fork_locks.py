@@ -191,6 +191,10 @@ def _held(saver: JsonlSaver, which: str) -> Any:
         return saver._tool_log._lock
     if which == "checkpoint landing":
         return saver._tool_log.landing._cond
+    if which == "store catalog":
+        return saver.store._lock
+    if which == "worker":
+        return saver._worker._cond
     if which == "session memory":
         return MemoryKeeper.attach(saver.store.thread_log("t1"), saver.codec).lock
     raise AssertionError(which)
@@ -204,7 +208,8 @@ def _graph(saver: JsonlSaver) -> Any:
 
 
 def _use_everything(saver: JsonlSaver) -> None:
-    """In the child: a run, the tool journal, the session memory, a rollback of a run."""
+    """In the child: a run, the tool journal, the session memory, a rollback of a run,
+    the store's listing, an async run (the worker)."""
     import uuid
 
     graph = _graph(saver)
@@ -213,11 +218,21 @@ def _use_everything(saver: JsonlSaver) -> None:
     assert saver.orphaned_tool_calls("t1") == []
     saver.session_memory("t1")
     saver.delete_for_runs([str(uuid.uuid4())])
+    assert [e.thread_id for e in saver.store.catalog()] == ["t1"]
+    import asyncio
+
+    async def run_async() -> None:
+        out = await graph.ainvoke({"visits": []}, {"configurable": {"thread_id": "t1"}})
+        assert out["visits"] == ["visit"] * 3
+        assert await saver.aget_tuple({"configurable": {"thread_id": "t1"}}) is not None
+
+    asyncio.run(run_async())
 
 
 @pytest.mark.parametrize(
     "which",
-    ["run tracker", "live runs", "run threads", "tool journal", "checkpoint landing", "session memory"],
+    ["run tracker", "live runs", "run threads", "tool journal", "checkpoint landing", "session memory",
+     "store catalog", "worker"],
 )
 def test_a_child_forked_while_a_thread_of_the_parent_holds_a_lock_can_use_the_saver(
     tmp_path: Path, which: str
