@@ -91,3 +91,15 @@ def test_ctrl_c_before_the_work_is_done_says_so_and_exits_130(tmp_path: Path) ->
     assert "compacted:" not in run.stdout, run.stdout
     (line,) = run.stderr.strip().splitlines()
     assert line.startswith("interrupted: langgraph-jsonl compact stopped before it finished"), line
+
+
+def test_ctrl_c_as_a_sweep_prints_what_it_swept_exits_0(tmp_path: Path) -> None:
+    """``sweep`` stops at its next thread on Ctrl-C; once it has swept every thread, a
+    Ctrl-C as it printed its lines ended it with 130 and 'stopped before it finished'
+    (its own handler was gone by then). It now exits 0 with every line printed."""
+    store = tmp_path / "s"
+    _store(store, ["t1", "t2"])
+    run = _run(AT_THE_SUMMARY.format(said="t1\t"), "sweep", str(store), "--ttl", "0", "--strategy", "archive")
+    assert run.returncode == 0, run.stderr
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert "t2\tarchived" in run.stdout, run.stdout

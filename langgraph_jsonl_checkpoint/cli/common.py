@@ -466,11 +466,10 @@ def damage_stated_per_thread() -> Iterator[None]:
 
 
 def work_done() -> None:
-    """A command's work is done (its changes made, its answer gathered): a Ctrl-C from
-    now on is ignored, so the command prints its summary and exits with its own status
-    instead of 130 and "stopped before it finished" after the work completed. :func:`main`
-    calls it as a command returns; a command calls it before printing its summary.
-    (Off the main thread there is no handler of ours to change.)"""
+    """A command's work is done (changes made, answer gathered): Ctrl-C is ignored from
+    now on (on the main thread), so the command prints its summary and exits with its own
+    status, not 130. Called before the summary (within :func:`ctrl_c_stops` too, whose
+    handler it replaces) and by :func:`main` as a command returns."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -497,4 +496,5 @@ def ctrl_c_stops(stop: threading.Event, *, again: str) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if signal.getsignal(signal.SIGINT) is handler:  # not once the work is done
+            signal.signal(signal.SIGINT, previous)

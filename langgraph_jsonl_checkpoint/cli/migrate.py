@@ -33,6 +33,7 @@ from .common import (
     print_json,
     serde_of,
     shown,
+    work_done,
 )
 from .progress import progress
 
@@ -90,6 +91,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
                 track=lambda ids: progress(ids, total=len(ids), what="threads"), stop=stop,
                 serde=serde_of(args),
             )
+            work_done()
         except CopyInterrupted as stopped:
             print(stopped, file=sys.stderr)
             return EXIT_INTERRUPTED

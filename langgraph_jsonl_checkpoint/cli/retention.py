@@ -33,6 +33,7 @@ from .common import (
     print_table,
     shown,
     shown_id,
+    work_done,
 )
 
 #: What a second Ctrl-C says as it ends a sweep at once.
@@ -61,6 +62,7 @@ def _sweep(args: argparse.Namespace) -> int:
     stop = threading.Event()
     with open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN):
         report = saver.sweep(policy, dry_run=args.dry_run, stop=stop)
+        work_done()
     status = EXIT_INTERRUPTED if report.stopped else EXIT_PROBLEMS if report.errors else EXIT_OK
     if report.stopped:  # what was done is said as after a whole sweep, then how to finish
         print(f"interrupted: langgraph-jsonl sweep stopped after {len(report.swept)} thread(s) "
