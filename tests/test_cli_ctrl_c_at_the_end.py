@@ -103,3 +103,17 @@ def test_ctrl_c_as_a_sweep_prints_what_it_swept_exits_0(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert "t2\tarchived" in run.stdout, run.stdout
+
+
+def test_ctrl_c_as_restore_says_it_restored_exits_0(tmp_path: Path) -> None:
+    """``restore`` brought the thread back, then a Ctrl-C as it said so ended it with 130
+    and "Run it again to finish", which then failed: the thread was no longer archived.
+    It now exits 0."""
+    from langgraph_jsonl_checkpoint.cli import main
+
+    store = tmp_path / "s"
+    _store(store, ["t1"])
+    assert main(["sweep", str(store), "--ttl", "0", "--strategy", "archive"]) == 0
+    run = _run(AT_THE_SUMMARY.format(said="thread "), "restore", str(store), "--thread", "t1")
+    assert run.returncode == 0, run.stderr
+    assert "interrupted" not in run.stderr and "restored from" in run.stdout, (run.stdout, run.stderr)

@@ -123,6 +123,7 @@ def _archived(args: argparse.Namespace) -> int:
 def _restore(args: argparse.Namespace) -> int:
     with open_saver(args, write=True) as saver:
         entry = saver.restore(args.thread)
+    work_done()
     if args.json:
         print_json({"thread_id": entry.thread_id, "restored_from": entry.path})
     else:
