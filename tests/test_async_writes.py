@@ -39,9 +39,21 @@ from tests.harness.answers import answers, diff_answers
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import sidecar_blocks, sidecar_summaries
 
+_EARLIER: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_workers() -> Any:
+    """Worker threads of savers earlier tests left open (they end after a few idle
+    seconds): not this test's, whatever order the files run in."""
+    _EARLIER.clear()
+    _EARLIER.update(t for t in threading.enumerate() if t.name == "jsonl-saver-worker")
+    yield
+
 
 def _worker_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "jsonl-saver-worker"]
+    """This test's savers' worker threads that are still running."""
+    return [t for t in threading.enumerate() if t.name == "jsonl-saver-worker" and t not in _EARLIER]
 
 
 async def _advance(saver: Any, ref: InMemorySaver, thread_id: str, steps: int, tasks: int) -> None:
