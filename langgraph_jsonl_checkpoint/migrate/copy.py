@@ -390,8 +390,8 @@ def _read_source(src: Endpoint, thread_id: str, chunk: Chunk) -> list[Checkpoint
 def _spec_name(spec: Spec) -> str:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
+    from .db_errors import redacted
     from .endpoints import Endpoint
-    from .urls import redacted
 
     if isinstance(spec, Endpoint):
         return spec.name

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
-from .db_errors import cannot_open, create_it, missing_extra
+from .db_errors import cannot_open, create_it, missing_extra, redacted
 from .endpoints import (
     Chunk,
     Endpoint,
@@ -46,7 +46,6 @@ from .schema import (
     lacking,
 )
 from .store_tables import POSTGRES_ITEMS, SQLITE_ITEMS, lacking_ttl, postgres_setup_command
-from .urls import redacted
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 

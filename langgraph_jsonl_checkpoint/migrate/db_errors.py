@@ -1,11 +1,13 @@
 """What a copy says about a database it cannot open: a driver not installed, an SQLite file
-that cannot be opened, a PostgreSQL database that does not exist."""
+that cannot be opened, a PostgreSQL database that does not exist; and a URL as a message
+shows it (without its password)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import MigrationError
 
@@ -40,3 +42,12 @@ def create_it(params: dict[str, Any]) -> str:
                      if params.get(key))
     return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {db}, or "
             f"createdb {where} {db}), then run this again")
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (for messages and reports)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

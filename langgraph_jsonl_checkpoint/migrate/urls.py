@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..disk.store import MARKER
 from ..errors import MigrationError
@@ -173,12 +172,3 @@ def _open(
     except OSError as exc:  # what no cheap check tells (a file system that takes no new directory)
         raise MigrationError(f"{text}: cannot create a store there: {exc.strerror or exc}. {again}") from None
     return JsonlEndpoint(saver, text, owned=True, creates=creates)
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages and reports)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
