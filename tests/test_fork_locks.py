@@ -200,6 +200,34 @@ def _held(saver: JsonlSaver, which: str) -> Any:
     raise AssertionError(which)
 
 
+def _child_exit_while_held(lock: Any, target: Any, args: tuple[Any, ...]) -> int | None:
+    """Fork a child running ``target(*args)`` while another thread of this process holds
+    ``lock``: the child's exit status (killed after 20 s: it hung)."""
+    import threading
+
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        child = FORK.Process(target=target, args=args)
+        child.start()
+        child.join(20)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    finally:
+        release.set()
+        holder.join(30)
+    return child.exitcode
+
+
 def _graph(saver: JsonlSaver) -> Any:
     g = StateGraph(Visits)
     g.add_node("node", lambda state: {"visits": ["visit"]})
@@ -242,32 +270,12 @@ def test_a_child_forked_while_a_thread_of_the_parent_holds_a_lock_can_use_the_sa
     journal's, the landing of checkpoints', a session memory's); the child runs a graph
     on the saver, asks for orphaned tool calls and the session memory, rolls back a run. It hung for good
     on the lock: its holder does not exist in the child."""
-    import threading
 
     saver = JsonlSaver(tmp_path / "store")
     _graph(saver).invoke({"visits": []}, {"configurable": {"thread_id": "t1"}})
     lock = _held(saver, which)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with lock:
-            holding.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(10)
-        child = FORK.Process(target=_use_everything, args=(saver,))
-        child.start()
-        child.join(20)
-        if child.is_alive():
-            child.kill()
-            child.join()
-    finally:
-        release.set()
-        holder.join(30)
-    assert child.exitcode == 0, f"a forked child hung on the parent's {which} lock"
+    assert _child_exit_while_held(lock, _use_everything, (saver,)) == 0, (
+        f"a forked child hung on the parent's {which} lock")
 
 
 def _traced_run(saver: JsonlSaver, tracer: Any) -> None:
@@ -294,7 +302,6 @@ def test_a_child_forked_while_a_thread_of_the_parent_holds_a_tracer_or_adapter_l
     """The same for the tracer's locks (its table of files, a thread's trace file) and the
     replay adapter's table of batches: the child's run traced by the tracer, or its
     tool calls through the adapter, hung for good."""
-    import threading
 
     from langgraph_jsonl_checkpoint import JsonlTracer, ReplayAdapter
 
@@ -307,25 +314,8 @@ def test_a_child_forked_while_a_thread_of_the_parent_holds_a_tracer_or_adapter_l
         "trace file": (next(iter(tracer._files.values())).lock, _traced_run, (saver, tracer)),
         "replay adapter": (adapter._batches_lock, _batch, (adapter,)),
     }[which]
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with lock:
-            holding.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
     try:
-        assert holding.wait(10)
-        child = FORK.Process(target=target, args=args)
-        child.start()
-        child.join(20)
-        if child.is_alive():
-            child.kill()
-            child.join()
+        code = _child_exit_while_held(lock, target, args)
     finally:
-        release.set()
-        holder.join(30)
         tracer.close()
-    assert child.exitcode == 0, f"a forked child hung on the parent's {which} lock"
+    assert code == 0, f"a forked child hung on the parent's {which} lock"
