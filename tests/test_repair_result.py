@@ -35,6 +35,16 @@ def _lines(path: str) -> list[bytes]:
     return Path(path).read_bytes().splitlines(keepends=True)
 
 
+def _durable_log(store: Path) -> tuple[str, list[bytes]]:
+    """Thread "t" with six checkpoints, closed (its sidecar says records 1-6 durable): its
+    log's path and lines."""
+    saver = JsonlSaver(store, snapshot_every=10_000)
+    _fill(saver, "t", 6)
+    saver.close()
+    log = ThreadFiles.of(store, "t").log
+    return log, _lines(log)
+
+
 def test_repair_keeps_every_readable_record_and_says_what_it_dropped(tmp_path: Path) -> None:
     store = tmp_path / "s"
     saver = JsonlSaver(store, snapshot_every=10_000)
@@ -138,11 +148,7 @@ def test_repair_of_a_log_cut_at_a_record_boundary_reports_the_records_lost(tmp_p
     from langgraph_jsonl_checkpoint import CorruptLogError
 
     store = tmp_path / "s"
-    saver = JsonlSaver(store, snapshot_every=10_000)
-    _fill(saver, "t", 6)
-    saver.close()  # writes the sidecar: records 1-6 durable
-    log = ThreadFiles.of(store, "t").log
-    lines = _lines(log)
+    log, lines = _durable_log(store)
     Path(log).write_bytes(b"".join(lines[:-2]))  # records 5 and 6 gone (same inode)
     saver = JsonlSaver(store)
     with pytest.raises(CorruptLogError, match="repair"):
@@ -168,11 +174,7 @@ def test_a_log_cut_inside_a_durable_record_is_reported_once_as_lost_not_as_never
     from langgraph_jsonl_checkpoint.cli import main
 
     store = tmp_path / "s"
-    saver = JsonlSaver(store, snapshot_every=10_000)
-    _fill(saver, "t", 6)
-    saver.close()  # writes the sidecar: records 1-6 durable
-    log = ThreadFiles.of(store, "t").log
-    lines = _lines(log)
+    log, lines = _durable_log(store)
     start = sum(map(len, lines[:-1]))
     Path(log).write_bytes(b"".join(lines[:-1]) + lines[-1][:30])  # cut inside record 6
     result = repair(JsonlSaver(store), "t")
@@ -191,11 +193,7 @@ def test_a_dry_run_says_what_repair_would_drop_and_changes_nothing(
     from langgraph_jsonl_checkpoint.cli import main
 
     store = tmp_path / "s"
-    saver = JsonlSaver(store, snapshot_every=10_000)
-    _fill(saver, "t", 6)
-    saver.close()
-    log = ThreadFiles.of(store, "t").log
-    lines = _lines(log)
+    log, lines = _durable_log(store)
     if damage == "a damaged line":
         lines[4] = lines[4][:10] + b"#" + lines[4][11:]
         Path(log).write_bytes(b"".join(lines))
