@@ -271,12 +271,9 @@ def test_a_sqlite_url_of_a_path_under_the_home_directory(tmp_path: Path, monkeyp
     assert (home / "back.db").is_file()
 
 
-def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_url: str,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """Exported into the database an app on an older langgraph-checkpoint-postgres uses (its
-    last migrations not run: checkpoint_writes without task_path): every thread failed with
-    "UndefinedColumn: column task_path ... does not exist" and nothing said what to do. The
-    copy stops before copying anything and names --setup, which runs them."""
+def _app_and_an_older_postgressaver(tmp_path: Path, pg_url: str) -> Path:
+    """An app's SQLite file with one thread, and ``pg_url`` set up as an older
+    langgraph-checkpoint-postgres left it (migrations 9 on not run: no ``task_path``)."""
     db = tmp_path / "app.db"
     with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
         build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
@@ -284,6 +281,16 @@ def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
         conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    return db
+
+
+def test_a_database_of_an_older_postgressaver_asks_for_setup(tmp_path: Path, pg_url: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Exported into the database an app on an older langgraph-checkpoint-postgres uses (its
+    last migrations not run: checkpoint_writes without task_path): every thread failed with
+    "UndefinedColumn: column task_path ... does not exist" and nothing said what to do. The
+    copy stops before copying anything and names --setup, which runs them."""
+    db = _app_and_an_older_postgressaver(tmp_path, pg_url)
     capsys.readouterr()
     assert main(["copy", "sqlite:///" + str(db), pg_url]) == 2
     err = capsys.readouterr().err
@@ -300,13 +307,7 @@ def test_a_dry_run_into_a_database_of_an_older_postgressaver_says_what_the_copy_
     """The dry run of that export reported OK (exit 0), while the real run then stopped
     asking for --setup. It says the same as the real run, changing nothing; with --setup
     (which would run them) it goes through."""
-    db = tmp_path / "app.db"
-    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
-        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
-    assert main(["copy", "sqlite:///" + str(db), pg_url, "--setup", "--threads", "none-such"]) == 1
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE checkpoint_writes DROP COLUMN task_path")
-        conn.execute("DELETE FROM checkpoint_migrations WHERE v >= 9")
+    db = _app_and_an_older_postgressaver(tmp_path, pg_url)
     capsys.readouterr()
     assert main(["copy", "sqlite:///" + str(db), pg_url]) == 2
     real = capsys.readouterr().err
