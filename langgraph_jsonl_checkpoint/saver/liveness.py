@@ -249,11 +249,11 @@ class LiveRuns:
             held = self._held.get(thread_id)
         if held is not None and held[0] is token:
             return  # the run reading its thread again: it holds the lock already
-        if _inside_holder(held[0] if held is not None else None, self.store.run_lock(thread_id)):
+        lock = self.store.run_lock(thread_id)
+        if _inside_holder(held[0] if held is not None else None, lock):
             if self.never_refuse:  # "hold": as after busy_timeout, without waiting for itself
                 return
             raise _nested_refusal(thread_id)
-        lock = self.store.run_lock(thread_id)
         started = time.monotonic()
         probed: float | None = None
         try:
