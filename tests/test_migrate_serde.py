@@ -30,6 +30,9 @@ from langgraph_jsonl_checkpoint.migrate import copy_threads
 from tests.harness.bounded import within
 
 SECRET = "card 4111-1111-1111-1111"
+# What a leak would show. Not "4111" alone: the store's own numbers (an inode in the
+# catalog and the sidecar, a checksum) may hold those four digits by chance.
+NEEDLE = "4111-1111-1111-1111"
 KEY = b"0123456789abcdef0123456789abcdef"
 CFG: Any = {"configurable": {"thread_id": "t-1"}}
 
@@ -55,7 +58,7 @@ def history(checkpointer: Any) -> list[Any]:
 def encrypted(tmp_path: Path) -> Path:
     with JsonlSaver(tmp_path / "enc", serde=serde()) as saver, within(120, "the run"):
         graph(saver).invoke({"messages": [("user", f"my {SECRET}")]}, CFG)
-    assert not _files_with(tmp_path / "enc", b"4111")
+    assert not _files_with(tmp_path / "enc", NEEDLE.encode())
     return tmp_path / "enc"
 
 
@@ -92,14 +95,14 @@ def test_an_encrypted_store_stays_encrypted_on_a_target_named_by_path_or_url(
         assert again.ok and again.checkpoints == 0 and sum(t.present for t in again.threads) == len(expected)
 
     if kind == "store":
-        assert _files_with(tmp_path / "copy", b"4111") == []
+        assert _files_with(tmp_path / "copy", NEEDLE.encode()) == []
         with JsonlSaver(tmp_path / "copy", serde=serde(), read_only=True) as copy:
             assert history(copy) == expected
         with JsonlSaver(tmp_path / "copy", read_only=True) as plain, pytest.raises(DecodeError):
             history(plain)  # without the key it cannot be read
     elif kind == "sqlite":
         raw = b"".join(p.read_bytes() for p in tmp_path.glob("app.db*"))
-        assert b"4111" not in raw
+        assert NEEDLE.encode() not in raw
         with _sqlite(tmp_path / "app.db") as copy:
             assert history(copy) == expected
     else:
@@ -110,8 +113,8 @@ def test_an_encrypted_store_stays_encrypted_on_a_target_named_by_path_or_url(
         assert blobs and writes
         types = {t for t, _ in blobs + writes}
         assert "msgpack+aes" in types and all(t.endswith("+aes") or t == "empty" for t in types), types
-        assert not [b for _, b in blobs + writes if b is not None and b"4111" in bytes(b)]
-        assert not [r for (r,) in rows if "4111" in r]
+        assert not [b for _, b in blobs + writes if b is not None and NEEDLE.encode() in bytes(b)]
+        assert not [r for (r,) in rows if NEEDLE in r]
         with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
             assert history(PostgresSaver(conn, serde=serde())) == expected
 
@@ -150,8 +153,8 @@ def test_the_move_commands_take_serde_for_both_ends(
             assert history(PostgresSaver(conn, serde=serde()))[0][1]["messages"][-1].content.endswith(SECRET)
         with psycopg.connect(pg_url) as conn:
             blobs = conn.execute("SELECT blob FROM checkpoint_blobs").fetchall()
-        assert blobs and not [b for (b,) in blobs if b is not None and b"4111" in bytes(b)]
+        assert blobs and not [b for (b,) in blobs if b is not None and NEEDLE.encode() in bytes(b)]
     else:
-        assert _files_with(Path(target), b"4111") == []
+        assert _files_with(Path(target), NEEDLE.encode()) == []
         with JsonlSaver(target, serde=serde(), read_only=True) as copy:
             assert history(copy)[0][1]["messages"][-1].content.endswith(SECRET)
