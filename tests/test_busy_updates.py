@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +23,8 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver, ThreadBusyError
+from langgraph_jsonl_checkpoint.saver import liveness
+from tests.harness.bounded import within
 
 CFG = {"configurable": {"thread_id": "busy"}}
 
@@ -105,4 +111,70 @@ def test_hold_never_refuses_an_update(tmp_path: Path) -> None:
     finally:
         lock.release()
     assert graph.get_state(CFG).values["log"] == ["edited"]
+    saver.close()
+
+
+# -- a state update of another process: held for a few file operations, waited for --------
+
+_HOLD_AS_UPDATE = """
+import sys, time
+from langgraph_jsonl_checkpoint import JsonlSaver
+saver = JsonlSaver(sys.argv[1])
+lock = saver.store.run_lock("busy")
+assert lock.try_acquire("update_state")
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+lock.release()
+saver.close()
+"""
+
+
+@contextmanager
+def _update_of_another_process(store: Path, seconds: float) -> Iterator[None]:
+    """Another process holding the thread as its ``update_state`` does while it writes."""
+    child = subprocess.Popen([sys.executable, "-c", _HOLD_AS_UPDATE, str(store), str(seconds)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        with within(60, "the other process taking the thread"):
+            assert child.stdout is not None and child.stdout.readline() == "held\n"
+        yield
+    finally:
+        child.kill()
+        child.wait(30)
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+@pytest.mark.parametrize("mode", ["refuse", "wait"])
+def test_an_update_or_a_run_waits_for_another_process_s_update(tmp_path: Path, mode: str) -> None:
+    # Two workers updating one thread: SqliteSaver takes both (and so does ours now).
+    # The other's update held the thread for a moment, and this update and this run
+    # were refused, told that "a run" was still working on it.
+    saver = JsonlSaver(tmp_path / "s", concurrent_runs=mode, busy_timeout=30)
+    graph = _graph(saver)
+    with _update_of_another_process(tmp_path / "s", 0.5), within(30, "an update_state"):
+        graph.update_state(CFG, {"log": ["edited"]})
+    with _update_of_another_process(tmp_path / "s", 0.5), within(30, "a run"):
+        ours = asyncio.run(graph.ainvoke({"log": ["in"]}, CFG))["log"]
+    oracle = _graph(InMemorySaver())
+    oracle.update_state(CFG, {"log": ["edited"]})
+    assert ours == asyncio.run(oracle.ainvoke({"log": ["in"]}, CFG))["log"] == ["edited", "in", "one", "two"]
+    saver.close()
+
+
+def test_an_update_held_past_the_wait_is_named_as_an_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(liveness, "MAINTENANCE_WAIT", 0.2)
+    saver = JsonlSaver(tmp_path / "s")
+    graph = _graph(saver)
+    with _update_of_another_process(tmp_path / "s", 30):
+        for attempt in (lambda: graph.update_state(CFG, {"log": ["edited"]}),
+                        lambda: graph.invoke({"log": ["in"]}, CFG)):
+            with within(30, "a refusal"), pytest.raises(ThreadBusyError) as refused:
+                attempt()
+            message = str(refused.value)
+            assert "a state update (update_state) of process" in message, message
+            assert "a run of process" not in message, message
+    assert graph.get_state(CFG).values == {}
     saver.close()

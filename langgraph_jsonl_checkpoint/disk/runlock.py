@@ -36,6 +36,13 @@ from .processes import pid_alive
 #: being refused (see ``saver/liveness.py``).
 MAINTENANCE = "maintenance"
 
+#: What a state update made outside a run (``update_state``) records as its ``run``: it
+#: too holds the thread only while a few records are written, and is waited for.
+STATE_UPDATE = "update_state"
+
+#: Holders that let a thread go within moments: waited for, never refused for.
+BRIEF_HOLDS = frozenset({MAINTENANCE, STATE_UPDATE})
+
 #: This host's name, recorded by every holder (asked once: a system call per run was
 #: measurable with many short runs).
 HOST = socket.gethostname()

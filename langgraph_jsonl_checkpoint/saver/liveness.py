@@ -61,8 +61,8 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from ..disk.forks import renew_in_child, renew_module_in_child
 from ..disk.log import read_only_error
+from ..disk.runlock import BRIEF_HOLDS, STATE_UPDATE, RunLock
 from ..disk.runlock import HOST as _HOST
-from ..disk.runlock import MAINTENANCE, RunLock
 from ..disk.store import Store
 from ..errors import ThreadBusyError
 from .runs import CONFIG_KEY_RUNTIME
@@ -212,10 +212,7 @@ class LiveRuns:
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
         holder = self.store.run_lock(thread_id).holder()
-        who = (  # (the holder's "run" tells runs apart in the file; it means nothing to a person)
-            f"a run of process {holder.get('pid')} on {holder.get('host')}, "
-            f"since {holder.get('since')}," if holder else "another run"
-        )
+        who = holder_words(holder)
         how = (
             f"It waited {waited:.1f} s (busy_timeout) for that run to end. Retry once that run "
             "has ended, or open the saver with a longer busy_timeout."
@@ -341,7 +338,8 @@ class LiveRuns:
         attempts.close()
         self._release(thread_id, token)
 
-#: Longest wait for a sweep or restore holding a thread, in a mode that refuses runs.
+#: Longest wait for a sweep, restore or state update holding a thread, in a mode that
+#: refuses runs.
 MAINTENANCE_WAIT = 10.0
 
 #: Seconds between two collections on behalf of one waiting run (a run of this process
@@ -439,7 +437,16 @@ def _of_this_process(holder: dict[str, Any] | None) -> bool:
     if not holder:
         return False
     ours = holder.get("pid") == os.getpid() and holder.get("host") == _HOST
-    return ours and holder.get("run") != MAINTENANCE
+    return ours and holder.get("run") not in BRIEF_HOLDS
+
+
+def holder_words(holder: dict[str, Any] | None) -> str:
+    """Who holds a thread, for a person: the run (or state update) and its process."""
+    if not holder:
+        return "another run"
+    # (A run's "run" tells runs apart in the file; it means nothing to a person.)
+    what = "a state update (update_state)" if holder.get("run") == STATE_UPDATE else "a run"
+    return f"{what} of process {holder.get('pid')} on {holder.get('host')}, since {holder.get('since')},"
 
 
 #: One collection at a time for the whole process (runs waiting in several threads share it).
@@ -477,12 +484,12 @@ OWN_RUN_GRACE = 1.0
 
 
 def grace(holder: dict[str, Any] | None) -> float:
-    """How long a refusing mode waits for this holder before it refuses: a sweep or
-    restore, or a lock changing hands (an empty record: taken and not yet written, or
-    being released: the record is cleared before the lock goes), up to
-    ``MAINTENANCE_WAIT``; a run of this process up to ``OWN_RUN_GRACE``; another
-    process's run not at all."""
-    if not holder or holder.get("run") == MAINTENANCE:
+    """How long a refusing mode waits for this holder before it refuses: a sweep,
+    restore or state update (of any process), or a lock changing hands (an empty
+    record: taken and not yet written, or being released: the record is cleared before
+    the lock goes), up to ``MAINTENANCE_WAIT``; a run of this process up to
+    ``OWN_RUN_GRACE``; another process's run not at all."""
+    if not holder or holder.get("run") in BRIEF_HOLDS:
         return MAINTENANCE_WAIT
     return OWN_RUN_GRACE if _of_this_process(holder) else 0.0
 

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+from ..disk.runlock import STATE_UPDATE
 from ..errors import ThreadBusyError
-from .liveness import LiveRuns, grace, pauses
+from .liveness import LiveRuns, grace, holder_words, pauses
 from .runs import CONFIG_KEY_RUNTIME
 
 #: The sources LangGraph gives the checkpoint of a state update (``update_state``,
@@ -54,12 +55,11 @@ def updating(live: LiveRuns, thread_id: str) -> Iterator[None]:
     lock, started = live.store.run_lock(thread_id), time.monotonic()
     try:
         for pause in pauses():
-            if lock.try_acquire("update_state"):
+            if lock.try_acquire(STATE_UPDATE):
                 break
             waited, holder = time.monotonic() - started, lock.holder()
             if waited >= grace(holder):
-                who = (f"a run of process {holder.get('pid')} on {holder.get('host')}, since "
-                       f"{holder.get('since')}," if holder else "another run")
+                who = holder_words(holder)
                 raise ThreadBusyError(
                     f"thread {thread_id!r} is busy: {who} is still working on it. update_state "
                     "was refused and nothing was written (written now, it would move the thread "
