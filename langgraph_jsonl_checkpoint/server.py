@@ -25,7 +25,8 @@ the saver it gets is set up for:
   block of ``langgraph.json``'s ``checkpointer`` (the server passes it as
   ``LANGGRAPH_CHECKPOINTER``): the server's own precedence, with ours first.
   The in-memory runtime of ``langgraph dev`` sweeps nothing itself, so the factory
-  sweeps every ``sweep_interval_minutes`` (default 5), one sweeper per process.
+  sweeps every ``sweep_interval_minutes`` (default 5), one sweeper per process
+  (a worker forked from a process that sweeps starts its own).
 - The serializer: ``$LANGGRAPH_JSONL_SERDE`` names one as ``module:attr`` (an object,
   class or factory; see :func:`~.saver.config.load_serde`), else LangGraph's default.
   ``langgraph.checkpoint.serde.encrypted:EncryptedSerializer.from_pycryptodome_aes``
@@ -48,6 +49,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
+from .disk.forks import renew_module_in_child
 from .errors import ConfigError, StoreError
 from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_from_environment
 from .saver.config import SERDE_ENV, STORE_ENV, load_serde
@@ -64,7 +66,20 @@ thread it is sweeping; then the saver is closed even if it has not)."""
 
 logger = logging.getLogger(__name__)
 _sweeper_lock = threading.Lock()
-_sweeper_running = False
+#: The one sweeper of this process (a token its factory holds), or ``None``.
+_sweeper: object | None = None
+
+
+def _renew() -> None:
+    """In a forked child (``gunicorn --preload``, ``os.fork``): the parent's sweeper
+    task and the thread that may hold the lock are not here; the child's first factory
+    starts a sweeper of its own."""
+    global _sweeper_lock, _sweeper
+    _sweeper_lock = threading.Lock()
+    _sweeper = None
+
+
+renew_module_in_child(_renew)
 
 
 @asynccontextmanager
@@ -81,7 +96,7 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
             names no serializer.
         StoreError: The directory is not a store, or is unsafe.
     """
-    global _sweeper_running
+    global _sweeper
     path = os.environ.get(STORE_ENV) or DEFAULT_STORE
     policy = ttl_from_environment(os.environ)
     spec = os.environ.get(SERDE_ENV)
@@ -95,10 +110,11 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
     sweeper: asyncio.Task[None] | None = None
     stop, wake = threading.Event(), asyncio.Event()
+    token = object()
     if policy is not None:
         with _sweeper_lock:
-            if not _sweeper_running:
-                _sweeper_running = True
+            if _sweeper is None:
+                _sweeper = token
                 sweeper = asyncio.create_task(_sweep_every(saver, policy, stop, wake))
     try:
         yield saver
@@ -123,7 +139,8 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
                     cancelled = exc
             finally:
                 with _sweeper_lock:
-                    _sweeper_running = False
+                    if _sweeper is token:  # not a child's own, after a fork in this block
+                        _sweeper = None
         await asyncio.to_thread(saver.close)
         if cancelled is not None:
             raise cancelled

@@ -328,3 +328,70 @@ async def test_the_journal_saver_keeps_tool_calls_with_the_servers_serializer(
     (log,) = (tmp_path / "store" / "threads").glob("*.jsonl")
     assert b"ada-secret" not in log.read_bytes()
     journal.close()
+
+
+def _sweep_of_a_forked_worker(store: str, result: Any) -> None:
+    """In a forked child: enter the factory on ``store`` and tell whether its sweeper
+    removed the thread "old" (within 30 s)."""
+    os.environ["LANGGRAPH_JSONL_STORE"] = store
+
+    async def main() -> bool:
+        async with checkpointer() as saver:
+            deadline = time.monotonic() + 30
+            while saver.store.has_thread("old") and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return not saver.store.has_thread("old")
+
+    result.put(asyncio.run(main()))
+
+
+def test_a_worker_forked_after_the_factory_started_sweeping_sweeps_its_own_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that entered the factory (its sweeper running) then forks a worker
+    (``gunicorn --preload``, ``os.fork``): the worker's own factory sweeps. The worker
+    inherited the parent's "a sweeper is running" and never swept: expired threads
+    stayed in its store for good."""
+    import multiprocessing
+
+    fork = multiprocessing.get_context("fork")
+    with JsonlSaver(tmp_path / "child") as saver:
+        saver.put(*_one_checkpoint("old"))
+        os.utime(saver.store.thread_log("old").path, (time.time() - 7200, time.time() - 7200))
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "parent"))
+    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", json.dumps({"default_ttl": 60, "sweep_interval_minutes": 1}))
+    entered, release = threading.Event(), threading.Event()
+
+    async def parent() -> None:
+        async with checkpointer() as saver:
+            assert saver.retention is not None
+            entered.set()
+            await asyncio.to_thread(release.wait, 60)
+
+    server = ThreadPoolExecutor(1)
+    running = server.submit(_in_own_loop, parent)
+    try:
+        assert entered.wait(60), "the parent's factory did not open"
+        result = fork.Queue()
+        worker = fork.Process(target=_sweep_of_a_forked_worker, args=(str(tmp_path / "child"), result))
+        worker.start()
+        worker.join(60)
+        if worker.is_alive():
+            worker.kill()
+        assert worker.exitcode == 0
+        assert result.get(timeout=5) is True, "the forked worker's factory never swept its store"
+    finally:
+        release.set()
+        running.result(60)
+        server.shutdown()
+
+
+def _one_checkpoint(tid: str) -> tuple[Any, ...]:
+    """``put`` arguments for one checkpoint of thread ``tid``."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"n": 1}
+    cp["channel_versions"] = {"n": 1}
+    return ({"configurable": {"thread_id": tid, "checkpoint_ns": ""}}, cp, {"source": "input", "step": -1},
+            {"n": 1})
