@@ -576,7 +576,8 @@ def test_cli_sweep_archived_restore(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not diff_answers(answers(JsonlSaver(store), "old"), before)
 
     assert main(["sweep", store]) == 2
-    assert "--ttl MINUTES, or set LANGGRAPH_JSONL_TTL" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--ttl MINUTES, or set one of the variables the server reads, LANGGRAPH_JSONL_TTL" in err
     assert main(["restore", store, "--thread", "old"]) == 2
     assert "thread 'old' is in the store" in capsys.readouterr().err
 

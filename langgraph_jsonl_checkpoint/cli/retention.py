@@ -7,9 +7,11 @@ Examples::
     langgraph-jsonl archived ./checkpoints
     langgraph-jsonl restore ./checkpoints --thread t-1
 
-The policy comes from ``LANGGRAPH_JSONL_TTL`` (the variable the server factory reads: a
-server and a cron job sweep alike), with ``--ttl`` (minutes) and ``--strategy`` each in
-place of its part of it (or the whole policy without the variable).
+The policy comes from the variables the server factory reads, in its order
+(``LANGGRAPH_JSONL_TTL``, the server's ``LANGGRAPH_THREAD_TTL``, the ``ttl`` block in
+``LANGGRAPH_CHECKPOINTER``: a server and a cron job sweep alike), with ``--ttl``
+(minutes) and ``--strategy`` each in place of its part of it (or the whole policy
+without one); the output says where it came from.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 import threading
 
-from ..maintenance.retention import STRATEGIES, TTL_ENV, RetentionPolicy, ttl_from_environment
+from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -40,25 +42,34 @@ from .common import (
 SWEEP_AGAIN = "interrupted: langgraph-jsonl sweep stopped; run it again to finish"
 
 
-def _policy(args: argparse.Namespace) -> RetentionPolicy:
-    """--ttl and --strategy, each in place of its part of $LANGGRAPH_JSONL_TTL's policy: a
-    TTL tried by hand keeps the variable's strategy (an "archive" does not become a
-    "delete"), as --strategy keeps its TTL."""
-    given = args.ttl is not None and args.strategy
-    from_env = os.environ.get(TTL_ENV) and not given
-    policy = ttl_from_environment({TTL_ENV: os.environ[TTL_ENV]}) if from_env else None
-    if args.ttl is None and policy is None:
-        raise UsageError(f"say how long threads may stay idle: --ttl MINUTES, or set {TTL_ENV}")
-    if policy is None:
-        return RetentionPolicy.of({"default_ttl": args.ttl, "strategy": args.strategy or "delete"})
+def _policy(args: argparse.Namespace) -> tuple[RetentionPolicy, str]:
+    """The policy, and where it came from: --ttl and --strategy, each in place of its
+    part of the policy the server's variables give (:func:`configured_ttl`): a TTL tried
+    by hand keeps the variable's strategy (an "archive" does not become a "delete"), as
+    --strategy keeps its TTL."""
+    options = (("--ttl", args.ttl is not None), ("--strategy", bool(args.strategy)))
+    given = [flag for flag, value in options if value]
+    found = None if len(given) == 2 else configured_ttl(os.environ)
+    if args.ttl is None and found is None:
+        raise UsageError(
+            "say how long threads may stay idle: --ttl MINUTES, or set one of the variables the "
+            f"server reads, {', '.join(TTL_VARIABLES[:-1])} or {TTL_VARIABLES[-1]} (the ttl block of "
+            "langgraph.json's checkpointer, which the server passes in it); none is set here"
+        )
+    if found is None:
+        policy = RetentionPolicy.of({"default_ttl": args.ttl, "strategy": args.strategy or "delete"})
+        return policy, " and ".join(given)
+    policy, variable = found
+    if given:
+        variable += f", {' and '.join(given)} in its place"
     return RetentionPolicy(
         default_ttl=policy.default_ttl if args.ttl is None else args.ttl,
         strategy=args.strategy or policy.strategy, sweep_limit=policy.sweep_limit,
-    )
+    ), variable
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    policy = _policy(args)
+    policy, source = _policy(args)
     stop = threading.Event()
     with open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN):
         report = saver.sweep(policy, dry_run=args.dry_run, stop=stop)
@@ -73,6 +84,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.json:
         print_json({
             "dry_run": report.dry_run, "strategy": policy.strategy, "default_ttl": policy.default_ttl,
+            "policy_from": source,
             "swept": [t for t, _ in report.swept], "pinned": report.pinned, "live": report.live,
             "active": report.active, "unchanged": report.unchanged, "limited": report.limited,
             "settled": report.settled, "errors": [{"what": w, "error": e} for w, e in report.errors],
@@ -82,6 +94,8 @@ def _sweep(args: argparse.Namespace) -> int:
     verb = {"delete": "deleted", "keep_latest": "pruned", "archive": "archived"}[policy.strategy]
     if report.dry_run:
         verb = f"would be {verb}"
+    print(f"policy: {policy.strategy} threads idle {policy.default_ttl:g} minutes or more "
+          f"(from {source})")
     for tid, _ in report.swept:
         print(f"{shown(tid)}\t{verb}")
     for tid in report.pinned:
@@ -138,18 +152,21 @@ def define_sweep(p: argparse.ArgumentParser) -> None:
         description="Apply a retention policy: every thread idle (no write) for the TTL is "
         "deleted, pruned to its latest checkpoints (keep_latest) or archived (compressed into "
         "<store>/archive/), unless pinned (\"pinned\": true in its latest checkpoint's metadata) "
-        f"or a run is working on it. The policy: ${TTL_ENV}, with --ttl and --strategy each "
-        "in place of its part.",
+        "or a run is working on it. The policy: the first of the variables the LangGraph "
+        f"server factory reads that is set, {', '.join(TTL_VARIABLES)} (the ttl block of "
+        "langgraph.json's checkpointer, as the server passes it), with --ttl and --strategy "
+        "each in place of its part; the output says which it came from.",
         examples=["langgraph-jsonl sweep ./checkpoints --ttl 10080 --strategy archive --dry-run",
                   "langgraph-jsonl sweep ./checkpoints --ttl 1440 --strategy keep_latest"],
-        json_shape="{dry_run, strategy, default_ttl, swept: [thread_id], pinned: [thread_id], "
+        json_shape="{dry_run, strategy, default_ttl, policy_from, swept: [thread_id], pinned: [thread_id], "
         "live: [thread_id], active, unchanged, limited, settled: [path], errors: [{what, error}]}",
     )
     add_store_argument(p)
-    p.add_argument("--ttl", type=float, help=f"minutes of inactivity after which a thread expires "
-                   f"(default: from ${TTL_ENV})")
+    p.add_argument("--ttl", type=float, metavar="MINUTES",
+                   help="minutes of inactivity after which a thread expires "
+                   "(default: from the variable the policy comes from)")
     p.add_argument("--strategy", choices=STRATEGIES,
-                   help=f"what happens to an expired thread (default: from ${TTL_ENV}, else delete)")
+                   help="what happens to an expired thread (default: from the variable, else delete)")
     p.add_argument("--dry-run", action="store_true", help="list what would be done; change nothing")
     p.set_defaults(run=_sweep)
 

@@ -60,6 +60,10 @@ DEFAULT_SWEEP_INTERVAL = 5.0
 #: This package's retention variable (JSON like the server's ``ttl`` block, or minutes),
 #: read by the server factory and ``langgraph-jsonl sweep``.
 TTL_ENV = "LANGGRAPH_JSONL_TTL"
+#: The variables a policy is read from, the first one set first (:func:`configured_ttl`):
+#: this package's, the server's ``LANGGRAPH_THREAD_TTL``, then the ``ttl`` block of the
+#: ``langgraph.json`` ``checkpointer`` the server passes as ``LANGGRAPH_CHECKPOINTER``.
+TTL_VARIABLES = (TTL_ENV, "LANGGRAPH_THREAD_TTL", "LANGGRAPH_CHECKPOINTER")
 
 
 @dataclass(frozen=True)
@@ -167,32 +171,44 @@ def _is_number(value: object) -> bool:
 
 
 def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
-    """The retention policy an environment configures, if any: ``LANGGRAPH_JSONL_TTL``,
-    else the server's ``LANGGRAPH_THREAD_TTL``, else the ``ttl`` block of the server's
-    ``LANGGRAPH_CHECKPOINTER`` (``langgraph.json``'s ``checkpointer``): the server's own
-    precedence, with this package's variable first (it alone may say ``"archive"``,
-    which the server's schema refuses).
+    """The retention policy an environment configures, if any (:func:`configured_ttl`
+    without the variable's name).
+
+    Raises:
+        ConfigError: A variable holds something that is not a ``ttl`` block.
+    """
+    found = configured_ttl(environ)
+    return None if found is None else found[0]
+
+
+def configured_ttl(environ: Mapping[str, str]) -> tuple[RetentionPolicy, str] | None:
+    """The retention policy an environment configures, and the variable it came from:
+    ``LANGGRAPH_JSONL_TTL``, else the server's ``LANGGRAPH_THREAD_TTL``, else the ``ttl``
+    block of the server's ``LANGGRAPH_CHECKPOINTER`` (``langgraph.json``'s
+    ``checkpointer``): the server's own precedence, with this package's variable first
+    (it alone may say ``"archive"``, which the server's schema refuses). The server
+    factory and ``langgraph-jsonl sweep`` both read it.
 
     Args:
         environ: The environment (``os.environ``).
 
     Returns:
-        The policy, with ``sweep_interval_minutes`` set; ``None`` when none is configured.
+        The policy, with ``sweep_interval_minutes`` set, and the variable's name;
+        ``None`` when none is configured.
 
     Raises:
         ConfigError: A variable holds something that is not a ``ttl`` block.
     """
     raw: Any = None
     source = ""
-    if environ.get(TTL_ENV):
-        raw, source = _parsed(environ[TTL_ENV], TTL_ENV), TTL_ENV
-    elif environ.get("LANGGRAPH_THREAD_TTL"):
-        raw, source = _parsed(environ["LANGGRAPH_THREAD_TTL"], "LANGGRAPH_THREAD_TTL"), "LANGGRAPH_THREAD_TTL"
-    elif environ.get("LANGGRAPH_CHECKPOINTER"):
-        checkpointer = _parsed(environ["LANGGRAPH_CHECKPOINTER"], "LANGGRAPH_CHECKPOINTER")
+    variable = next((name for name in TTL_VARIABLES if environ.get(name)), None)
+    if variable == "LANGGRAPH_CHECKPOINTER":
+        checkpointer = _parsed(environ[variable], variable)
         raw = checkpointer.get("ttl") if isinstance(checkpointer, dict) else None
         source = "langgraph.json checkpointer.ttl"
-    if raw is None:
+    elif variable is not None:
+        raw, source = _parsed(environ[variable], variable), variable
+    if raw is None or variable is None:
         return None
     if isinstance(raw, int | float):  # a bool too: refused as default_ttl, naming it
         raw = {"default_ttl": raw}
@@ -207,7 +223,7 @@ def ttl_from_environment(environ: Mapping[str, str]) -> RetentionPolicy | None:
             default_ttl=policy.default_ttl, strategy=policy.strategy,
             sweep_interval_minutes=DEFAULT_SWEEP_INTERVAL, sweep_limit=policy.sweep_limit,
         )
-    return policy
+    return policy, variable
 
 
 def _parsed(text: str, name: str) -> Any:

@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from langgraph_jsonl_checkpoint.maintenance.retention import TTL_VARIABLES
 from tests.harness.doc_blocks import ROOT, blocks
 
 PAGE = ROOT / "docs" / "cli.md"
@@ -100,7 +101,8 @@ def session_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env.pop("LANGGRAPH_JSONL_STORE", None)
-    env.pop("LANGGRAPH_JSONL_TTL", None)
+    for name in TTL_VARIABLES:  # a policy of the environment would change what sweep prints
+        env.pop(name, None)
     env.update(TZ="UTC", PYTHONUNBUFFERED="1")
     return env
 

@@ -1,0 +1,101 @@
+"""``langgraph-jsonl sweep``, ``archived`` and ``restore`` as a person meets them: the
+policy read from the variables the server reads, in the server's order, and said with
+where it came from; dry runs, ``--json``, a mistyped store, a thread that is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
+HOUR = 3600.0
+SERVER_VARIABLES = ("LANGGRAPH_JSONL_TTL", "LANGGRAPH_THREAD_TTL", "LANGGRAPH_CHECKPOINTER")
+
+
+@pytest.fixture(autouse=True)
+def _no_policy_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in SERVER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _store(path: Path, idle: dict[str, float]) -> str:
+    """A store of one-checkpoint threads, each idle for the given seconds."""
+    with JsonlSaver(path) as saver:
+        for tid, seconds in idle.items():
+            saver.put(config(tid), make_checkpoint(cp_id(0), {"x": tid}, {"x": "1"}), {"step": 0}, {"x": "1"})
+            log = saver.store.thread_log(tid).path
+            os.utime(log, (time.time() - seconds, time.time() - seconds))
+    return str(path)
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("LANGGRAPH_THREAD_TTL", "60"),
+    ("LANGGRAPH_CHECKPOINTER", json.dumps({"path": "langgraph_jsonl_checkpoint.server.checkpointer",
+                                           "ttl": {"strategy": "delete", "default_ttl": 60}})),
+])
+def test_sweep_reads_the_servers_ttl_as_the_server_factory_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    variable: str, value: str,
+) -> None:
+    """A server configured with its own TTL variable (not this package's): the command
+    said "say how long threads may stay idle" (exit 2) although the server sweeps by it;
+    it now applies the server's policy and says where it came from."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR, "new": 0})
+    monkeypatch.setenv(variable, value)
+    assert main(["sweep", store, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:2] == [f"policy: delete threads idle 60 minutes or more (from {variable})",
+                                    "old\twould be deleted"], out
+    assert main(["sweep", store, "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["swept"], report["default_ttl"], report["strategy"]) == (["old"], 60, "delete")
+    assert report["policy_from"] == variable
+
+
+def test_sweep_takes_the_variables_in_the_servers_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path / "s", {"old": 2 * HOUR})
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINTER", json.dumps({"ttl": {"default_ttl": 1}}))
+    monkeypatch.setenv("LANGGRAPH_THREAD_TTL", "30")
+    monkeypatch.setenv("LANGGRAPH_JSONL_TTL", '{"default_ttl": 600, "strategy": "keep_latest"}')
+    assert main(["sweep", store, "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["policy_from"], report["default_ttl"], report["strategy"]) == (
+        "LANGGRAPH_JSONL_TTL", 600, "keep_latest")
+    monkeypatch.delenv("LANGGRAPH_JSONL_TTL")
+    assert main(["sweep", store, "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["policy_from"], report["default_ttl"]) == ("LANGGRAPH_THREAD_TTL", 30)
+    # an option in place of its part of the variable's policy says so
+    assert main(["sweep", store, "--dry-run", "--ttl", "90"]) == 0
+    out = capsys.readouterr().out
+    assert "from LANGGRAPH_THREAD_TTL, --ttl in its place" in out, out
+    assert main(["sweep", store, "--dry-run", "--ttl", "90", "--strategy", "archive", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["policy_from"] == "--ttl and --strategy"
+
+
+def test_sweep_help_names_every_variable_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in SERVER_VARIABLES:
+        assert name in text, name
+
+
+def test_without_any_policy_the_error_names_every_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path / "s", {"old": 2 * HOUR})
+    assert main(["sweep", store]) == 2
+    err = capsys.readouterr().err
+    for name in ("--ttl MINUTES", "LANGGRAPH_JSONL_TTL", "LANGGRAPH_THREAD_TTL"):
+        assert name in err, err
