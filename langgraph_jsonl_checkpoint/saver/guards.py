@@ -66,6 +66,50 @@ def refuse_deleted(
         )
 
 
+#: The task id and channel of the answer ``Command(resume=...)`` writes before a run goes on.
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+RESUME = "__resume__"
+
+
+def refuse_resume_of_deleted(
+    log: ThreadLog, idx: ThreadIndex, ns: str, task_id: str, channels: list[str], *,
+    archived: Callable[[], str | None] = lambda: None,
+) -> None:
+    """A ``Command(resume=...)`` for a thread deleted or archived while it waited at an
+    interrupt: LangGraph finds no checkpoint, writes the answer for a checkpoint that
+    was never saved and runs the graph from its start with no input (the answer is
+    dropped; a node then fails on the state it expected, or runs on an empty one).
+    Refused when the answer is written and the thread's log is gone, its tombstone left
+    by ``delete_thread`` or a sweep; a thread never written, or written anew since, is
+    not refused.
+
+    Raises:
+        ThreadDeletedError: The answer is for a deleted or archived thread; nothing was written.
+    """
+    if ns or task_id != NULL_TASK_ID or RESUME not in channels or idx.latest_id(ns) is not None:
+        return
+    if log.exists() or log.deleted_up_to() is None:
+        return
+    answer = (f"thread {log.thread_id!r} has no checkpoint to resume, so the answer "
+              "Command(resume=...) gives has nothing to answer")
+    archive = archived()
+    if archive is not None:
+        store = os.path.dirname(os.path.dirname(archive))
+        raise ThreadDeletedError(
+            f"{answer}: a retention sweep archived the thread (into {archive}) while it waited "
+            f"at its interrupt. Bring it back with `langgraph-jsonl restore {shlex.quote(store)} "
+            f"--thread {shlex.quote(log.thread_id)}` (or saver.restore({log.thread_id!r})), then "
+            "resume again; nothing was written."
+        )
+    raise ThreadDeletedError(
+        f"{answer}: the thread was deleted (by delete_thread, or by a retention sweep with strategy "
+        f"'delete'; its log was {log.path}) while it waited at its interrupt, and its checkpoints "
+        "are gone. Nothing was written. To use this thread id again, start it anew with new input "
+        "(graph.invoke({...}, config)); a thread kept past its TTL needs pinning or the strategy "
+        "'archive'."
+    )
+
+
 #: How runs are kept from overlapping, said by every ``ConcurrentRunError`` (true whatever
 #: the mode of the saver that raises it: the other writer is the one not held back).
 OVERLAP_ADVICE = (

@@ -25,6 +25,11 @@ run is simply not checked. A finished run's ``Runtime`` address may be taken by 
 one. A root run always reads before its first put, which replaces what was noted; a
 subgraph replayed by LangGraph does not (its parent hands it its state), but it runs
 in a task of another id, so it never finds the notes of an earlier run at its address.
+
+The tracker also remembers a run whose first write was refused for good (the answer of
+a ``Command(resume=...)`` to a thread deleted while it waited: LangGraph goes on from
+the graph's start): the rest of that run's writes to the thread are refused with it
+(whatever ``enabled`` says), until the same run object reads the thread again.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ class RunTracker:
 
     def __init__(self, *, enabled: bool = True, max_runs: int = MAX_RUNS) -> None:
         self._runs: OrderedDict[tuple[int, Any], dict[tuple[str, str], Any]] = OrderedDict()
+        #: Runs whose writes to a thread are refused, with why (kept whatever ``enabled``).
+        self._refused: OrderedDict[tuple[int, Any, str], str] = OrderedDict()
         self._enabled = enabled
         self._max = max_runs
         self._lock = threading.Lock()
@@ -97,6 +104,9 @@ class RunTracker:
              found: str | None) -> None:
         """Note a ``get_tuple``: by id (time travel) or of the latest (``found``)."""
         with self._lock:
+            runtime = configurable.get(CONFIG_KEY_RUNTIME)
+            if self._refused and runtime is not None:  # a run starts: not an earlier one's refusal
+                self._refused.pop((id(runtime), configurable.get(CONFIG_KEY_TASK_ID), thread_id), None)
             tips = self._tips(configurable, create=True)
             if tips is None:
                 return
@@ -123,3 +133,22 @@ class RunTracker:
             tips = self._tips(configurable, create=True)
             if tips is not None:
                 tips[(thread_id, ns)] = checkpoint_id
+
+    def refuse(self, configurable: Mapping[str, Any], thread_id: str, why: str) -> None:
+        """Refuse every later write of this run to ``thread_id`` with ``why`` (its first
+        write could not be taken, and the rest of the run stands on it)."""
+        runtime = configurable.get(CONFIG_KEY_RUNTIME)
+        if runtime is None:
+            return
+        with self._lock:
+            self._refused[(id(runtime), configurable.get(CONFIG_KEY_TASK_ID), thread_id)] = why
+            while len(self._refused) > self._max:
+                self._refused.popitem(last=False)
+
+    def refused(self, configurable: Mapping[str, Any], thread_id: str) -> str | None:
+        """Why this run's writes to ``thread_id`` are refused (``None``: they are not)."""
+        runtime = configurable.get(CONFIG_KEY_RUNTIME)
+        if runtime is None or not self._refused:
+            return None
+        with self._lock:
+            return self._refused.get((id(runtime), configurable.get(CONFIG_KEY_TASK_ID), thread_id))

@@ -27,13 +27,13 @@ from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
 from ..disk.store import Store
 from ..disk.view import IndexRebuilt
-from ..errors import ConfigError, DurabilityError, JsonlCheckpointError
+from ..errors import ConfigError, DurabilityError, JsonlCheckpointError, ThreadDeletedError
 from ..values.cache import ValueCache
 from ..values.codec import ValueCodec
 from ..values.records import RecordBuilder, SnapshotPolicy
 from . import run_threads
 from .config import config_of, healing, thread_id_of
-from .guards import refuse_deleted, refuse_moved_head, refuse_other_run
+from .guards import refuse_deleted, refuse_moved_head, refuse_other_run, refuse_resume_of_deleted
 from .runs import RunTracker
 from .worker import Outcome
 
@@ -104,6 +104,7 @@ class CheckpointWrites:
         expected = self.runs.expected(configurable, thread_id, ns)
 
         def apply(log: ThreadLog, idx: ThreadIndex) -> None:
+            self.refuse_refused_run(configurable, thread_id)
             self.append_checkpoint(log, idx, ns, parent, record, values, new_versions, expected)
 
         def finish(_: None) -> RunnableConfig:
@@ -140,7 +141,15 @@ class CheckpointWrites:
         ]
 
         def apply(log: ThreadLog, idx: ThreadIndex) -> None:
+            self.refuse_refused_run(configurable, thread_id)
             refuse_deleted(log, idx, ns, named=checkpoint_id, archived=lambda: self.archive_of(thread_id))
+            try:
+                refuse_resume_of_deleted(log, idx, ns, task_id, [w[1] for w in encoded],
+                                         archived=lambda: self.archive_of(thread_id))
+            except ThreadDeletedError as exc:
+                # LangGraph goes on from the start with no input: its saves are refused too
+                self.runs.refuse(configurable, thread_id, str(exc))
+                raise
             # A regular slot is stored once (a retried call must not duplicate it); a
             # special one (negative index) replaces the earlier write in its slot.
             fresh = [w for w in encoded if w[0] < 0 or not idx.has_write(ns, checkpoint_id, task_id, w[0])]
@@ -151,6 +160,16 @@ class CheckpointWrites:
         return Append(thread_id, apply, lambda _: None)
 
     # -- applying ------------------------------------------------------------------
+
+    def refuse_refused_run(self, configurable: Mapping[str, Any], thread_id: str) -> None:
+        """Refuse a write of a run whose resume of a deleted thread was refused.
+
+        Raises:
+            ThreadDeletedError: The run's resume was refused (the same message).
+        """
+        why = self.runs.refused(configurable, thread_id)
+        if why is not None:
+            raise ThreadDeletedError(why)
 
     def archive_of(self, thread_id: str) -> str | None:
         """The newest archive file of a thread a sweep archived (``None``: none, or the
