@@ -99,3 +99,24 @@ def test_without_any_policy_the_error_names_every_variable(
     err = capsys.readouterr().err
     for name in ("--ttl MINUTES", "LANGGRAPH_JSONL_TTL", "LANGGRAPH_THREAD_TTL"):
         assert name in err, err
+
+
+def test_archived_of_a_thread_with_no_archive_says_so_not_that_there_are_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``archived --thread`` with an id that has no archive said "no archived threads"
+    while the store held some: untrue, and it sent a person who mistyped the id away."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR, "new": 0})
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "archive"]) == 0
+    capsys.readouterr()
+    assert main(["archived", store, "--thread", "olb"]) == 0
+    out = capsys.readouterr().out
+    assert "no archived threads" not in out, out
+    assert "'olb'" in out and "1 archived thread" in out and f"langgraph-jsonl archived {store}" in out, out
+    assert main(["archived", store, "--thread", "new"]) == 0
+    out = capsys.readouterr().out
+    assert "'new'" in out and "is in the store" in out, out
+    assert main(["archived", store, "--thread", "olb", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["archived", store, "--thread", "old"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"

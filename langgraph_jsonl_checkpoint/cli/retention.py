@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
@@ -37,6 +39,9 @@ from .common import (
     shown_id,
     work_done,
 )
+
+if TYPE_CHECKING:
+    from ..saver.jsonl_saver import JsonlSaver
 
 #: What a second Ctrl-C says as it ends a sweep at once.
 SWEEP_AGAIN = "interrupted: langgraph-jsonl sweep stopped; run it again to finish"
@@ -119,19 +124,34 @@ def _sweep(args: argparse.Namespace) -> int:
 def _archived(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         entries = saver.archived(args.thread)
-    if args.json:
-        print_json([{"thread_id": e.thread_id, "archived_at": e.archived_at, "size": e.size, "path": e.path}
-                    for e in entries])
-        return EXIT_OK
-    if not entries:
-        print("no archived threads")
-        return EXIT_OK
+        if args.json:
+            print_json([{"thread_id": e.thread_id, "archived_at": e.archived_at, "size": e.size,
+                         "path": e.path} for e in entries])
+            return EXIT_OK
+        if not entries:
+            print(_none_archived(saver, args.thread))
+            return EXIT_OK
     print_table(
         ["THREAD", "ARCHIVED", "SIZE", "FILE"],
         [[shown_id(e.thread_id), e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path]
          for e in entries],
     )
     return EXIT_OK
+
+
+def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
+    """What ``archived`` says when it lists nothing: with ``--thread``, whether the thread
+    is in the store and how many other threads are archived (a mistyped id)."""
+    if thread_id is None:
+        return "no archived threads"
+    said = f"no archive of thread {shown(thread_id)!r}"
+    if saver.store.has_thread(thread_id):
+        return f"{said}: it is in the store ({saver.store.thread_log(thread_id).path}), not archived"
+    others = {e.thread_id for e in saver.archived()}
+    if not others:
+        return f"{said}; no thread of this store is archived"
+    return (f"{said}; {len(others)} archived thread(s) in all: `langgraph-jsonl archived "
+            f"{shlex.quote(saver.store.path)}` lists them")
 
 
 def _restore(args: argparse.Namespace) -> int:
