@@ -120,3 +120,26 @@ def test_archived_of_a_thread_with_no_archive_says_so_not_that_there_are_none(
     assert json.loads(capsys.readouterr().out) == []
     assert main(["archived", store, "--thread", "old"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"
+
+
+def test_without_a_policy_the_error_points_at_the_ttl_block_of_langgraph_json_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's ttl block is in langgraph.json, which only ``langgraph dev`` turns
+    into ``LANGGRAPH_CHECKPOINTER``: run from the project folder, the command says the
+    block is there and the options that apply it (it does not sweep by a file it was
+    not pointed at); a LANGGRAPH_CHECKPOINTER without a ttl block is not "none set"."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR})
+    (tmp_path / "langgraph.json").write_text(json.dumps({
+        "graphs": {"agent": "./agent.py:graph"},
+        "checkpointer": {"path": "langgraph_jsonl_checkpoint.server.checkpointer",
+                         "ttl": {"strategy": "keep_latest", "default_ttl": 10080}}}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", store]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "langgraph.json" in err and "--ttl 10080 --strategy keep_latest" in err, err
+    monkeypatch.setenv("LANGGRAPH_CHECKPOINTER", json.dumps({"path": "x.y"}))
+    assert main(["sweep", store]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "LANGGRAPH_CHECKPOINTER is set without a ttl block" in err and "none is set" not in err, err
+    assert JsonlSaver(store, read_only=True).store.has_thread("old")

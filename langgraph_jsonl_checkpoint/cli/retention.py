@@ -17,12 +17,14 @@ without one); the output says where it came from.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
 import threading
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
     EXIT_INTERRUPTED,
@@ -56,11 +58,7 @@ def _policy(args: argparse.Namespace) -> tuple[RetentionPolicy, str]:
     given = [flag for flag, value in options if value]
     found = None if len(given) == 2 else configured_ttl(os.environ)
     if args.ttl is None and found is None:
-        raise UsageError(
-            "say how long threads may stay idle: --ttl MINUTES, or set one of the variables the "
-            f"server reads, {', '.join(TTL_VARIABLES[:-1])} or {TTL_VARIABLES[-1]} (the ttl block of "
-            "langgraph.json's checkpointer, which the server passes in it); none is set here"
-        )
+        raise UsageError(_no_policy())
     if found is None:
         policy = RetentionPolicy.of({"default_ttl": args.ttl, "strategy": args.strategy or "delete"})
         return policy, " and ".join(given)
@@ -71,6 +69,25 @@ def _policy(args: argparse.Namespace) -> tuple[RetentionPolicy, str]:
         default_ttl=policy.default_ttl if args.ttl is None else args.ttl,
         strategy=args.strategy or policy.strategy, sweep_limit=policy.sweep_limit,
     ), variable
+
+
+def _no_policy() -> str:
+    """Why no policy was found, and how to give one: the variables (one set without a ttl
+    block says so), and a ttl block in ./langgraph.json, which only the server reads."""
+    said = ("say how long threads may stay idle: --ttl MINUTES, or set one of the variables the "
+            f"server reads, {', '.join(TTL_VARIABLES[:-1])} or {TTL_VARIABLES[-1]} (the ttl block of "
+            "langgraph.json's checkpointer, which the server passes in it)")
+    said += ("; LANGGRAPH_CHECKPOINTER is set without a ttl block" if os.environ.get("LANGGRAPH_CHECKPOINTER")
+             else "; none is set here")
+    try:
+        with open("langgraph.json", encoding="utf-8") as f:
+            ttl = json.load(f)["checkpointer"]["ttl"]
+        policy = RetentionPolicy.of(ttl)
+    except (OSError, ValueError, LookupError, TypeError, ConfigError):
+        return said
+    return (f"{said}. ./langgraph.json's checkpointer has a ttl block, {json.dumps(ttl)}: the server "
+            "sweeps by it, this command does not read the file; to apply it, run with --ttl "
+            f"{policy.default_ttl:g} --strategy {policy.strategy}")
 
 
 def _sweep(args: argparse.Namespace) -> int:
