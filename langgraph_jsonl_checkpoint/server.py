@@ -51,7 +51,7 @@ from contextlib import asynccontextmanager, suppress
 
 from .disk.forks import renew_module_in_child
 from .errors import ConfigError, StoreError
-from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, ttl_from_environment
+from .maintenance.retention import DEFAULT_SWEEP_INTERVAL, RetentionPolicy, configured_ttl
 from .saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .saver.jsonl_saver import JsonlSaver
 
@@ -98,7 +98,8 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
     """
     global _sweeper
     path = os.environ.get(STORE_ENV) or DEFAULT_STORE
-    policy = ttl_from_environment(os.environ)
+    found = configured_ttl(os.environ)
+    policy, source = found if found is not None else (None, "")
     spec = os.environ.get(SERDE_ENV)
     serde = load_serde(spec) if spec else None
     try:
@@ -107,7 +108,8 @@ async def checkpointer() -> AsyncIterator[JsonlSaver]:
         )
     except (ConfigError, StoreError) as exc:
         raise _for_the_server(exc, path) from exc
-    logger.info("langgraph-jsonl-checkpoint: store %s, retention %s", saver.store.path, policy)
+    logger.info("langgraph-jsonl-checkpoint: store %s, retention %s%s", saver.store.path, policy,
+                f" (from {source})" if source else "")
     sweeper: asyncio.Task[None] | None = None
     stop, wake = threading.Event(), asyncio.Event()
     token = object()

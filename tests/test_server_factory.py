@@ -395,3 +395,19 @@ def _one_checkpoint(tid: str) -> tuple[Any, ...]:
     cp["channel_versions"] = {"n": 1}
     return ({"configurable": {"thread_id": tid, "checkpoint_ns": ""}}, cp, {"source": "input", "step": -1},
             {"n": 1})
+
+
+async def test_the_factory_logs_which_variable_its_retention_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As ``langgraph-jsonl sweep`` says it: a server whose policy is not the one its
+    user meant (a stale LANGGRAPH_JSONL_TTL before the server's own variable) shows why."""
+    import logging
+
+    monkeypatch.setenv("LANGGRAPH_JSONL_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("LANGGRAPH_JSONL_TTL", raising=False)
+    monkeypatch.setenv("LANGGRAPH_THREAD_TTL", "10080")
+    with caplog.at_level(logging.INFO, logger="langgraph_jsonl_checkpoint.server"):
+        async with checkpointer() as saver:
+            assert saver.retention is not None and saver.retention.default_ttl == 10080
+    assert any("from LANGGRAPH_THREAD_TTL" in r.getMessage() for r in caplog.records), caplog.text
