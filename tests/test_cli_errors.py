@@ -131,6 +131,24 @@ def test_a_path_next_to_a_store_names_the_store(tmp_path: Path, capsys, monkeypa
     assert "did you mean" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["sweep", "--ttl", "60"], ["archived"], ["restore", "--thread", "t-1"]])
+def test_a_mistyped_store_name_is_said_not_to_exist_and_the_store_named(
+    tmp_path: Path, capsys, monkeypatch, command: list[str]
+) -> None:
+    """A store name with a typo ("chekpoints" for "checkpoints"): the error said the path
+    had "no STORE.json in it", as if the folder were there and only lacked a file, and
+    named no store. It now says the path does not exist and names the store beside it."""
+    _store(tmp_path / "checkpoints", ["t-1"])
+    monkeypatch.chdir(tmp_path)
+    assert main([command[0], "chekpoints", *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert "chekpoints does not exist" in err and "no STORE.json" not in err, err
+    assert "did you mean checkpoints?" in err, err
+    assert not (tmp_path / "chekpoints").exists()
+    assert main([command[0], "zebra", *command[1:]]) == 2  # nothing like it: no guess
+    assert "did you mean" not in capsys.readouterr().err
+
+
 def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:

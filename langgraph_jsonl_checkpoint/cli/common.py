@@ -35,6 +35,7 @@ from ..inspection.threads import live_run
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .columns import ID_WIDTH, clip, table_lines
+from .store_near import store_near
 
 if TYPE_CHECKING:  # imported by open_saver: a command served without it imports no LangGraph
     from ..saver.jsonl_saver import JsonlSaver
@@ -322,35 +323,15 @@ def existing_store(args: argparse.Namespace) -> str:
         lost = lost_marker_advice(store)
         if lost:
             raise UsageError(f"store {store} has no {MARKER} (deleted?), {lost}")
-        near = _store_near(store)
+        near = store_near(store)
         source = f" (from ${STORE_ENV})" if not args.store else ""
+        why = f"no {MARKER} in it" if os.path.exists(store) else f"{store} does not exist"
         raise UsageError(
-            f"{store}{source} is not a langgraph-jsonl-checkpoint store (no {MARKER} in it). "
+            f"{store}{source} is not a langgraph-jsonl-checkpoint store ({why}). "
             + (f"It is next to one: did you mean {near}?" if near else
                "Pass the directory given to JsonlSaver(...).")
         )
     return store
-
-
-def _store_near(path: str) -> str | None:
-    """The store a mistaken path is inside (its ``threads/``, a log file) or holds one
-    level down (the project folder), written as the path was (relative or not)."""
-    full = os.path.abspath(path)
-    found = None
-    for up in (os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
-        if os.path.isfile(os.path.join(up, MARKER)):
-            found = up
-            break
-    else:
-        try:
-            names = sorted(os.listdir(full))[:1000] if os.path.isdir(full) else []
-        except OSError:
-            names = []
-        found = next((os.path.join(full, n) for n in names
-                      if os.path.isfile(os.path.join(full, n, MARKER))), None)
-    if found is None:
-        return None
-    return found if os.path.isabs(path) else os.path.relpath(found)
 
 
 def open_store(args: argparse.Namespace) -> Store:
