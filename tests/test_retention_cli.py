@@ -143,3 +143,18 @@ def test_without_a_policy_the_error_points_at_the_ttl_block_of_langgraph_json_he
     err = " ".join(capsys.readouterr().err.split())
     assert "LANGGRAPH_CHECKPOINTER is set without a ttl block" in err and "none is set" not in err, err
     assert JsonlSaver(store, read_only=True).store.has_thread("old")
+
+
+@pytest.mark.parametrize("given", ["-5", "nan"])
+def test_a_ttl_option_that_is_no_number_of_minutes_is_named_as_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    """``--ttl -5`` was refused as "ttl: default_ttl must be ...": a name the person never
+    typed (it is the server's ttl block's); the option is named now, as argparse names it."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR})
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", store, "--ttl", given])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --ttl" in err, err
+    assert "default_ttl" not in err and "0 or more" in err, err

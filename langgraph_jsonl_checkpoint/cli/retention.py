@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -182,6 +183,17 @@ def _restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _minutes(text: str) -> float:
+    """--ttl's value: minutes, 0 or more (said as the option, not the policy's field)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes, 0 or more, not {text!r}")
+    return value
+
+
 def define_sweep(p: argparse.ArgumentParser) -> None:
     """``sweep``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
     describe(
@@ -199,7 +211,7 @@ def define_sweep(p: argparse.ArgumentParser) -> None:
         "live: [thread_id], active, unchanged, limited, settled: [path], errors: [{what, error}]}",
     )
     add_store_argument(p)
-    p.add_argument("--ttl", type=float, metavar="MINUTES",
+    p.add_argument("--ttl", type=_minutes, metavar="MINUTES",
                    help="minutes of inactivity after which a thread expires "
                    "(default: from the variable the policy comes from)")
     p.add_argument("--strategy", choices=STRATEGIES,
