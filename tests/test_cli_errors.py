@@ -597,6 +597,8 @@ def test_ctrl_c_stops_a_sweep_after_the_thread_under_way_and_says_what_it_did(tm
     assert "interrupted: langgraph-jsonl sweep stopped after 1 thread(s) swept" in err, err
     (line,) = [line for line in out.splitlines() if line.endswith("\tarchived")]
     assert "1 thread(s) archived" in out, out
+    # the counts are of the threads looked at: the summary says the rest were not
+    assert "0 active (idle less than 0 minutes), the others not looked at (stopped)" in out, out
     assert len(os.listdir(store / "threads")) > 1  # the others are still there
     assert main(argv) == 0
     assert sorted(os.path.basename(p) for p in (store / "threads").glob("*.jsonl")) == []

@@ -135,6 +135,7 @@ def _sweep(args: argparse.Namespace) -> int:
         + (f", {report.limited} expired thread(s) not looked at (sweep_limit {policy.sweep_limit} "
            "reached; the next sweep looks at them)" if report.limited else "")
         + (f", {len(report.errors)} error(s)" if report.errors else "")
+        + (", the others not looked at (stopped)" if report.stopped else "")
     )
     return status
 
