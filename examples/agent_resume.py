@@ -268,7 +268,16 @@ def demo(store_dir: str, thread_id: str | None = None) -> int:
     say(f"store: {store_dir}")
     say(f"thread_id: {thread_id}\n")
     with open_saver(store_dir) as saver:
-        before = len(build_graph(saver).get_state(config).values.get("messages", []))
+        graph = build_graph(saver)
+        snapshot = graph.get_state(config)
+        if snapshot.next:  # an earlier run on --thread was cut short (Ctrl-C, a crash)
+            # A new question now would follow a tool call that has no answer, which a
+            # chat model API rejects: finish that run first, as process B would have.
+            say(f"the thread's last run stopped before {snapshot.next}; finishing it first:")
+            say(f"    graph.invoke(None, {{'configurable': {{'thread_id': {thread_id!r}}}}})\n")
+            graph.invoke(None, config)
+            snapshot = graph.get_state(config)
+        before = len(snapshot.values.get("messages", []))
     if before:  # --thread named a thread the store already has: this run is its next turn
         say(f"the thread already holds {before} message(s); this run continues it\n")
 

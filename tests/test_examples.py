@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.bounded import within
 from tests.harness.terminal import sigint_as_in_a_terminal
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -87,3 +90,27 @@ def test_ctrl_c_stops_an_example_with_one_line_and_no_traceback(example: str, tm
     assert child.returncode == 130, (out, err)
     assert "Traceback" not in err and "Traceback" not in out, (out, err)
     assert f"stopped by Ctrl-C; what was saved is in {store}" in out, out
+
+
+def test_agent_resume_run_again_after_a_cut_short_run_finishes_it_first(tmp_path: Path) -> None:
+    # Ctrl-C between process A's crash and process B's resume (or any crash there) leaves
+    # t-1 stopped before its tools node. Run again on t-1, the example must not put a new
+    # question after an AI message whose tool call has no answer: the transcript a chat
+    # model API rejects. It finishes the cut-short run first, then takes its new turn.
+    store = tmp_path / "checkpoints"
+    cut = subprocess.run([sys.executable, str(EXAMPLES / "agent_resume.py"), "step1", str(store), "t-1"],
+                         capture_output=True, text=True, timeout=120)
+    assert cut.returncode == 3, cut.stdout + cut.stderr  # process A's simulated crash
+    proc = run_example("--store", str(store), "--thread", "t-1")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "stopped before ('tools',)" in proc.stdout, output
+
+    with JsonlSaver(str(store), read_only=True) as saver, within(30):
+        state = saver.get_tuple({"configurable": {"thread_id": "t-1"}})
+    assert state is not None
+    messages = state.checkpoint["channel_values"]["messages"]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    asked = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert asked and set(asked) <= answered, [m.type for m in messages]
+    assert [m.type for m in messages] == ["human", "ai", "tool", "ai"] * 2
