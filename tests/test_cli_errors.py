@@ -142,11 +142,28 @@ def test_a_mistyped_store_name_is_said_not_to_exist_and_the_store_named(
     monkeypatch.chdir(tmp_path)
     assert main([command[0], "chekpoints", *command[1:]]) == 2
     err = capsys.readouterr().err
-    assert "chekpoints does not exist" in err and "no STORE.json" not in err, err
+    assert f"there is no directory {tmp_path / 'chekpoints'}" in err and "no STORE.json" not in err, err
     assert "did you mean checkpoints?" in err, err
     assert not (tmp_path / "chekpoints").exists()
     assert main([command[0], "zebra", *command[1:]]) == 2  # nothing like it: no guess
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_relative_store_path_that_does_not_exist_says_where_it_was_looked_for(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """`langgraph-jsonl show ./checkpoints t-1` run from another folder than the one the
+    app ran in: the error says there is no such directory there, naming the full path."""
+    _store(tmp_path / "app" / "checkpoints", ["t-1"])
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["show", "./checkpoints", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert "./checkpoints is not a langgraph-jsonl-checkpoint store" in err, err
+    assert f"there is no directory {tmp_path / 'elsewhere' / 'checkpoints'}" in err, err
+    assert "a relative path is read from the current directory" in err, err
+    assert "no STORE.json in it" not in err, err
+    assert not (tmp_path / "elsewhere" / "checkpoints").exists()
 
 
 def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(

@@ -325,7 +325,9 @@ def existing_store(args: argparse.Namespace) -> str:
             raise UsageError(f"store {store} has no {MARKER} (deleted?), {lost}")
         near = store_near(store)
         source = f" (from ${STORE_ENV})" if not args.store else ""
-        why = f"no {MARKER} in it" if os.path.exists(store) else f"{store} does not exist"
+        why = (f"no {MARKER} in it" if os.path.lexists(store) else  # else: another folder's path?
+               f"there is no directory {os.path.abspath(store)}" + ("" if os.path.isabs(store) else
+               f"; a relative path is read from the current directory, {os.getcwd()}"))
         raise UsageError(
             f"{store}{source} is not a langgraph-jsonl-checkpoint store ({why}). "
             + (f"It is next to one: did you mean {near}?" if near else

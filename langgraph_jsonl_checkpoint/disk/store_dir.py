@@ -177,6 +177,27 @@ def lost_marker_advice(path: str) -> str | None:
     )
 
 
+def store_near(path: str) -> str | None:
+    """The store a mistaken path is inside (its ``threads/``, a log file) or holds one
+    level down (the project folder), written as the path was (relative or not)."""
+    full = os.path.abspath(path)
+    found = None
+    for up in (os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
+        if os.path.isfile(os.path.join(up, MARKER)):
+            found = up
+            break
+    else:
+        try:
+            names = sorted(files.os.listdir(full))[:1000] if os.path.isdir(full) else []
+        except OSError:
+            names = []
+        found = next((os.path.join(full, n) for n in names
+                      if os.path.isfile(os.path.join(full, n, MARKER))), None)
+    if found is None:
+        return None
+    return found if os.path.isabs(path) else os.path.relpath(found)
+
+
 def _become_store(path: str, marker: str, read_only: bool) -> None:
     """Make an empty directory a store (several processes may do it at once).
 
