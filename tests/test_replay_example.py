@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crash_and_resume.py"
+TOOL_CALLS_PAGE = EXAMPLE.parents[1] / "docs" / "tool-calls.md"
+
+
+def _as_shown(output: str) -> str:
+    """The example's output with what changes from run to run (pids, times, its
+    directory) replaced, as the docs' copy of it is compared."""
+    output = re.sub(r"pid \d+", "pid N", output)
+    output = re.sub(r"\d{4}-\d\d-\d\dT[\d:.+]+", "TIME", output)
+    return re.sub(r"work directory: .*", "work directory: DIR", output)
+
+
+def _shown_on_the_page() -> str:
+    page = TOOL_CALLS_PAGE.read_text()
+    section = page[page.index("## The crash example"):]
+    return section.split("```\n", 2)[1]
 
 
 def test_crash_and_resume_example(tmp_path: Path) -> None:
@@ -30,6 +46,9 @@ def test_crash_and_resume_example(tmp_path: Path) -> None:
     assert [e["to"] for e in emails] == ["ada@example.com"]
     assert (workdir / "lookups.log").read_text().splitlines() == ["1042"]
     assert any(p.is_file() and p.stat().st_size for p in (workdir / "checkpoints").rglob("*"))
+    # docs/tool-calls.md shows this output: it is what a reader who runs it sees
+    assert _as_shown(_shown_on_the_page()) == _as_shown(proc.stdout), (
+        "docs/tool-calls.md's crash example output differs from the example's; paste it anew")
 
 
 def test_run_again_on_its_store_says_what_to_do(tmp_path: Path) -> None:
