@@ -114,3 +114,17 @@ def test_agent_resume_run_again_after_a_cut_short_run_finishes_it_first(tmp_path
     asked = [c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
     assert asked and set(asked) <= answered, [m.type for m in messages]
     assert [m.type for m in messages] == ["human", "ai", "tool", "ai"] * 2
+
+
+def test_agent_resume_given_a_folder_that_is_not_a_store_says_so_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    # `--store .` in a project folder: the saver refuses a non-empty directory that is not
+    # a store; the example prints that one reason and exits 2, as a command would.
+    (tmp_path / "notes.txt").write_text("mine\n")
+    proc = run_example("--store", str(tmp_path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"directory {tmp_path} is not empty" in proc.stderr, proc.stderr
+    assert "--store" in proc.stderr.splitlines()[-1], proc.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "STORE.json").exists()
