@@ -374,6 +374,26 @@ def test_non_store_directory_is_refused(tmp_path: Path) -> None:
         JsonlSaver(tmp_path / "d")
 
 
+def test_a_project_folder_holding_a_store_names_the_store(tmp_path: Path) -> None:
+    """JsonlSaver(".") or JsonlSaver("./app", read_only=True) given the folder that holds
+    the store (a newcomer's slip): the refusal names the store to pass instead."""
+    project = tmp_path / "app"
+    JsonlSaver(project / "checkpoints").close()
+    (project / "agent.py").write_text("graph = ...\n")
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="not a langgraph-jsonl-checkpoint store") as err:
+            JsonlSaver(project, read_only=read_only)
+        assert f"did you mean {project / 'checkpoints'}?" in str(err.value)
+    assert sorted(p.name for p in project.iterdir()) == ["agent.py", "checkpoints"]
+
+
+def test_a_read_only_store_that_does_not_exist_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist") as err:
+        JsonlSaver(tmp_path / "nope", read_only=True)
+    assert "Pass the directory your app's JsonlSaver writes" in str(err.value)
+    assert not (tmp_path / "nope").exists()
+
+
 def test_foreign_file_in_store_is_named(tmp_path: Path) -> None:
     saver = JsonlSaver(tmp_path / "s")
     (tmp_path / "s" / "threads" / "intruder.jsonl").write_text('{"hello": 1}\n')

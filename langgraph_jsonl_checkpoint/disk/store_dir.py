@@ -104,7 +104,8 @@ def _open_directory(path: str, *, read_only: bool) -> None:
     check_readable(path)
     if not os.path.isdir(path):
         if read_only:
-            raise StoreError(f"store {path} does not exist (opened read-only).")
+            raise StoreError(f"store {path} does not exist (opened read-only). Pass the "
+                             f"directory your app's JsonlSaver writes.{_near_note(path)}")
         files.os.makedirs(path, mode=0o700, exist_ok=True)
     if not os.path.exists(marker):
         _become_store(path, marker, read_only)
@@ -198,6 +199,12 @@ def store_near(path: str) -> str | None:
     return found if os.path.isabs(path) else os.path.relpath(found)
 
 
+def _near_note(path: str) -> str:
+    """A sentence naming the store a mistaken path is next to, or nothing."""
+    near = store_near(path)
+    return f" It is next to one: did you mean {near}?" if near else ""
+
+
 def _become_store(path: str, marker: str, read_only: bool) -> None:
     """Make an empty directory a store (several processes may do it at once).
 
@@ -219,7 +226,7 @@ def _become_store(path: str, marker: str, read_only: bool) -> None:
         raise StoreError(
             f"directory {path} is not empty and is not a "
             f"langgraph-jsonl-checkpoint store (no {MARKER}). Point JsonlSaver at "
-            "an empty or new directory."
+            f"an empty or new directory.{_near_note(path)}"
         )
     if read_only:
         return
