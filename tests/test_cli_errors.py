@@ -166,6 +166,21 @@ def test_a_relative_store_path_that_does_not_exist_says_where_it_was_looked_for(
     assert not (tmp_path / "elsewhere" / "checkpoints").exists()
 
 
+@pytest.mark.parametrize(("command", "lister"), [("repair", "verify"), ("restore", "archived")])
+def test_repair_or_restore_without_a_thread_says_which_command_finds_one(
+    tmp_path: Path, capsys, command: str, lister: str
+) -> None:
+    """`langgraph-jsonl repair ./checkpoints` (no --thread): the error says how to name
+    the thread and which command lists the candidates, without changing anything."""
+    _store(tmp_path / "s", ["a"])
+    before = _files(tmp_path / "s")
+    assert main([command, str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "--thread THREAD" in err, err
+    assert f"`langgraph-jsonl {lister} {tmp_path / 's'}`" in err, err
+    assert _files(tmp_path / "s") == before
+
+
 def test_a_store_from_the_environment_that_is_not_one_says_where_it_came_from(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:

@@ -278,6 +278,16 @@ def _missing_operands(
     return f"{text}. usage: {operands_usage(command, names, optional)}"
 
 
+def thread_option(args: argparse.Namespace, lister: str, listed: str) -> str:
+    """The thread ``--thread`` names; without it, a :class:`UsageError` saying how to name
+    one and which command (``lister``) lists the ``listed`` candidates."""
+    if args.thread:
+        return str(args.thread)
+    store = args.store or os.environ.get(STORE_ENV) or "STORE"
+    raise UsageError(f"{args.command}: name the thread with --thread THREAD; "
+                     f"`langgraph-jsonl {lister} {store}` lists the {listed}.")
+
+
 def is_store(path: str) -> bool:
     """Whether ``path`` is a store directory (it holds the marker)."""
     return os.path.isfile(os.path.join(os.path.expanduser(path), MARKER))

@@ -29,6 +29,7 @@ from .common import (
     known_thread,
     open_saver,
     print_json,
+    thread_option,
     work_done,
 )
 from .progress import progress
@@ -64,7 +65,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _repair(args: argparse.Namespace) -> int:
     with open_saver(args, write=not args.dry_run) as saver:
-        result = repair(saver, known_thread(saver, args.thread), dry_run=args.dry_run)
+        thread = thread_option(args, "verify", "damaged threads")
+        result = repair(saver, known_thread(saver, thread), dry_run=args.dry_run)
     work_done()
     if args.json:
         print_json(vars(result))
@@ -187,7 +189,7 @@ def define_repair(p: argparse.ArgumentParser) -> None:
         "dry_run}",
     )
     add_store_argument(p)
-    p.add_argument("--thread", required=True, help="the thread id to repair")
+    p.add_argument("--thread", help="the thread id to repair (required; `verify` names the damaged ones)")
     p.add_argument("--dry-run", action="store_true",
                    help="say what a repair would drop and keep; change nothing")
     p.set_defaults(run=_repair)

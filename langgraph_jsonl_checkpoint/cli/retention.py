@@ -40,6 +40,7 @@ from .common import (
     print_table,
     shown,
     shown_id,
+    thread_option,
     work_done,
 )
 
@@ -175,7 +176,7 @@ def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
 
 def _restore(args: argparse.Namespace) -> int:
     with open_saver(args, write=True) as saver:
-        entry = saver.restore(args.thread)
+        entry = saver.restore(thread_option(args, "archived", "archived threads"))
     work_done()
     if args.json:
         print_json({"thread_id": entry.thread_id, "restored_from": entry.path})
@@ -245,5 +246,5 @@ def define_restore(p: argparse.ArgumentParser) -> None:
         json_shape="{thread_id, restored_from}",
     )
     add_store_argument(p)
-    p.add_argument("--thread", required=True, help="the thread id to restore")
+    p.add_argument("--thread", help="the thread id to restore (required; `archived` lists them)")
     p.set_defaults(run=_restore)
