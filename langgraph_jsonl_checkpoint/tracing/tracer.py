@@ -145,8 +145,9 @@ class TraceFile:
         if not os.path.isdir(folder):
             store = os.path.dirname(folder)
             if not os.path.exists(os.path.join(store, MARKER)):  # a mistyped path: make nothing
+                why = f"no {MARKER} in it" if os.path.lexists(store) else "there is no directory " + store
                 raise ConfigError(
-                    f"JsonlTracer: {store} is not a store (no {MARKER} in it), so nothing is traced. "
+                    f"JsonlTracer: {store} is not a store ({why}), so nothing is traced. "
                     "Pass the saver, JsonlTracer(saver), or the directory given to JsonlSaver."
                 )
             os.makedirs(folder, mode=0o700, exist_ok=True)
