@@ -129,6 +129,11 @@ def test_a_path_next_to_a_store_names_the_store(tmp_path: Path, capsys, monkeypa
         assert "did you mean checkpoints?" in err.replace(str(tmp_path / "checkpoints"), "checkpoints"), err
     assert main(["threads", str(tmp_path / "elsewhere")]) == 2
     assert "did you mean" not in capsys.readouterr().err
+    # a typo of the store's own name, beside it: ./checkpoint for ./checkpoints
+    assert main(["show", "./checkpoint", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert "there is no directory" in err and "did you mean checkpoints?" in err, err
+    assert not (tmp_path / "checkpoint").exists()
 
 
 @pytest.mark.parametrize("command", [["sweep", "--ttl", "60"], ["archived"], ["restore", "--thread", "t-1"]])

@@ -319,6 +319,7 @@ def test_a_tracer_given_a_path_that_is_no_store_says_so_and_makes_nothing(
     assert len(warned) == 1, warned  # once, not at every event
     assert "not a store" in warned[0] and "JsonlTracer(saver)" in warned[0], warned
     assert f"there is no directory {typo}" in warned[0], warned  # not "no STORE.json in it"
+    assert f"did you mean {tmp_path / 'checkpoints'}?" in warned[0], warned
 
 
 @pytest.mark.parametrize("value", [0, -1, 1023, True, "x", 4096.0, None])

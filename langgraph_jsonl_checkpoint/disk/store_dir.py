@@ -5,6 +5,7 @@ a directory through :func:`open_directory`; the names of the layout live here.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fcntl
 import json
@@ -178,9 +179,22 @@ def lost_marker_advice(path: str) -> str | None:
     )
 
 
+def _stores_in(folder: str, names_like: str | None = None) -> str | None:
+    """A store directly in ``folder`` (the first by name, or the closest to ``names_like``)."""
+    try:
+        names = sorted(files.os.listdir(folder))[:1000] if os.path.isdir(folder) else []
+    except OSError:
+        names = []
+    if names_like is not None:
+        names = difflib.get_close_matches(names_like, names, n=3, cutoff=0.75)
+    return next((os.path.join(folder, n) for n in names
+                 if os.path.isfile(os.path.join(folder, n, MARKER))), None)
+
+
 def store_near(path: str) -> str | None:
-    """The store a mistaken path is inside (its ``threads/``, a log file) or holds one
-    level down (the project folder), written as the path was (relative or not)."""
+    """The store a mistaken path is inside (its ``threads/``, a log file), holds one level
+    down (the project folder) or misspells beside it (``checkpoint`` for
+    ``checkpoints``), written as the path was (relative or not)."""
     full = os.path.abspath(path)
     found = None
     for up in (os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
@@ -188,12 +202,7 @@ def store_near(path: str) -> str | None:
             found = up
             break
     else:
-        try:
-            names = sorted(files.os.listdir(full))[:1000] if os.path.isdir(full) else []
-        except OSError:
-            names = []
-        found = next((os.path.join(full, n) for n in names
-                      if os.path.isfile(os.path.join(full, n, MARKER))), None)
+        found = _stores_in(full) or _stores_in(os.path.dirname(full), os.path.basename(full))
     if found is None:
         return None
     return found if os.path.isabs(path) else os.path.relpath(found)

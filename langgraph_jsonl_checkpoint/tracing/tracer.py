@@ -37,7 +37,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from ..disk import files
 from ..disk.forks import renew_in_child
 from ..disk.paths import TRACES_DIR, LogPaths
-from ..disk.store_dir import MARKER
+from ..disk.store_dir import MARKER, store_near
 from ..errors import ConfigError
 from .timeline import trace_paths
 
@@ -146,9 +146,11 @@ class TraceFile:
             store = os.path.dirname(folder)
             if not os.path.exists(os.path.join(store, MARKER)):  # a mistyped path: make nothing
                 why = f"no {MARKER} in it" if os.path.lexists(store) else "there is no directory " + store
+                near = store_near(store)
                 raise ConfigError(
                     f"JsonlTracer: {store} is not a store ({why}), so nothing is traced. "
                     "Pass the saver, JsonlTracer(saver), or the directory given to JsonlSaver."
+                    + (f" It is next to one: did you mean {near}?" if near else "")
                 )
             os.makedirs(folder, mode=0o700, exist_ok=True)
         self._fd = files.os.open(self.names[0], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
