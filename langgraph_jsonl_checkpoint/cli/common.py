@@ -29,13 +29,12 @@ import orjson
 
 from ..disk import view
 from ..disk.store import MARKER, Store
-from ..disk.store_dir import check_readable, lost_marker_advice
+from ..disk.store_dir import check_readable, lost_marker_advice, store_near
 from ..errors import JsonlCheckpointError
 from ..inspection.threads import live_run
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .columns import ID_WIDTH, clip, table_lines
-from .store_near import store_near
 
 if TYPE_CHECKING:  # imported by open_saver: a command served without it imports no LangGraph
     from ..saver.jsonl_saver import JsonlSaver
