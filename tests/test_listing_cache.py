@@ -23,9 +23,12 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import files
 from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
-from langgraph_jsonl_checkpoint.inspection import listing
+from langgraph_jsonl_checkpoint.disk.store import Store
+from langgraph_jsonl_checkpoint.inspection import export_store, listing
+from langgraph_jsonl_checkpoint.inspection.checkpoints import StoreReader
 from langgraph_jsonl_checkpoint.inspection.threads import thread_summaries
 from langgraph_jsonl_checkpoint.inspection.values import jsonable
+from tests.harness.bounded import within
 from tests.harness.cli_store import EXPECTED_STATUS, BuiltStore
 
 CP = [f"1ef00000-0000-6000-8000-{i:012d}" for i in range(40)]
@@ -349,6 +352,38 @@ def test_a_new_thread_a_run_holds_before_it_has_a_log_shows_running(
     _, rows, _ = listed(capsys, store)
     assert [(r["thread_id"], r["status"], r["checkpoints"]) for r in rows] == [
         ("other", "done", 2), ("t1", "done", 1)]
+
+
+def test_the_library_lists_a_thread_a_run_holds_before_it_has_a_log_as_the_cli_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``thread_summaries`` (the library's listing, and ``export_store``'s) gives the
+    rows ``threads --json`` gives: a new thread a ``durability="exit"`` run holds
+    before its first checkpoint is one of them, ``running`` with no checkpoint."""
+    from tests.test_busy_threads import LiveRun
+
+    store = tmp_path / "store"
+    put_checkpoints(store, "other", 2)
+    with JsonlSaver(store) as saver:
+        run = LiveRun(saver, {"configurable": {"thread_id": "t 1/é"}}, durability="exit")
+        try:
+            with within(30, "threads"):
+                code, rows, _ = uncached(capsys, store)
+            assert code == 0 and [(r["thread_id"], r["status"]) for r in rows] == [
+                ("other", "done"), ("t 1/é", "running")]
+            with JsonlSaver(store, read_only=True) as reader, within(30, "thread_summaries"):
+                assert [s.as_json() for s in thread_summaries(reader)] == rows
+                written = export_store(reader, str(tmp_path / "out"), "jsonl")  # nothing of t1 to export
+                assert [(w.thread_id, w.problem) for w in written] == [("other", None), (None, None)]
+            plain = StoreReader(Store(str(store), read_only=True))  # the store alone, as the CLI reads
+            with within(30, "thread_summaries"):
+                assert [s.as_json() for s in thread_summaries(plain)] == rows
+            plain.store.close()
+        finally:
+            run.finish()
+    with JsonlSaver(store, read_only=True) as reader:
+        assert [(s.thread_id, s.status, s.checkpoints) for s in thread_summaries(reader)] == [
+            ("other", "done", 2), ("t 1/é", "done", 1)]
 
 
 def test_a_holder_record_without_a_thread_id_is_still_read(

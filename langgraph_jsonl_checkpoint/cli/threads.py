@@ -15,12 +15,13 @@ from datetime import datetime
 
 from ..disk.store import ThreadFile
 from ..inspection.checkpoints import StoreReader
-from ..inspection.listing import listed_summaries, logless_runs
+from ..inspection.listing import listed_summaries
 from ..inspection.status import DAMAGED, INTERRUPTED, RUNNING, STATUSES, WAITING
 from ..inspection.threads import (
     SORT_KEYS,
     ThreadSummary,
     first_page,
+    logless_runs,
     reads_first_page_only,
     select_threads,
     summary_of,

@@ -16,7 +16,7 @@ listing: the size on disk (the files' sizes), and whether a run holds the thread
 does not show in the log; and the threads a run holds that have no log yet (a run
 with ``durability="exit"`` stores its first checkpoint when it ends): the ``.run`` files
 with a holder and no log beside them, read at each listing, never cached
-(:func:`logless_runs`).
+(:func:`~.threads.logless_runs`).
 
 Why the proof holds: a log only grows (an append changes its size), and a rewrite
 (compact, prune, repair) installs another file (another inode; its times are copied
@@ -48,11 +48,10 @@ import orjson
 
 from ..disk import files, framing
 from ..disk.paths import LogPaths, thread_file_stem
-from ..disk.runlock import MAINTENANCE
 from ..disk.store import Store, ThreadFile
 from ..errors import JsonlCheckpointError
 from .status import DAMAGED, RUNNING, thread_status
-from .threads import ThreadSummary, live_run
+from .threads import ThreadSummary, live_run, logless_runs
 
 #: The cache file, in the store's directory (beside ``CATALOG.idx``).
 LISTING = "LISTING.idx"
@@ -235,43 +234,8 @@ def listed_summaries(
     listed = [n for n in names if n in rows]
     if len(names) <= MAX_ROWS and (fresh or len(rows) - len(fresh) != len(cached)):
         _save(store, cache_path, listed, proofs, cached, fresh, seen)  # rows made, or rows gone
-    return [rows[n] for n in listed] + logless_runs(store, seen)
-
-
-def logless_runs(store: Store, seen: _Scan | None = None) -> list[ThreadSummary]:
-    """The threads a live run holds that have no log yet, each a ``running`` row with
-    what is known of it (its id, and who runs it since when: ``run``; no checkpoint),
-    in file name order. Only a non-empty ``.run`` file with no log beside it is read
-    (a run that ended emptied its file); a holder record without a ``thread_id`` (an
-    older release's) or a sweep's cannot name a thread and is left out.
-
-    Args:
-        store: The store.
-        seen: The listing's scan of ``threads/`` (scanned here if not given).
-    """
-    if seen is not None:
-        names = [n for n in seen.stats if n.endswith(".run") and seen.size(n) > 0]
-        logs: Iterable[str] = seen.stats
-    else:  # one directory listing, no stat: an empty run file reads as no holder
-        try:
-            with os.scandir(store.threads_path) as it:
-                everything = {entry.name for entry in it}
-        except FileNotFoundError:
-            everything = set()
-        names, logs = [n for n in everything if n.endswith(".run")], everything
-    out: list[ThreadSummary] = []
-    for name in sorted(names):
-        stem = name[: -len(".run")]
-        if stem + ".jsonl" in logs:
-            continue
-        paths = LogPaths(store.threads_path, stem, store.temp_path)
-        run = live_run(paths, stem)
-        tid = run.get("thread_id") if run is not None else None
-        if (run is None or type(tid) is not str or run.get("run") == MAINTENANCE
-                or thread_file_stem(tid) != stem):
-            continue
-        out.append(ThreadSummary(thread_id=tid, path=paths.log, status=RUNNING, run=run))
-    return out
+    holders = {n for n in seen.stats if not n.endswith(".run") or seen.size(n) > 0}  # empty: no holder
+    return [rows[n] for n in listed] + logless_runs(store, holders)
 
 
 def _log_file(

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..disk.paths import LogPaths
+from ..disk.paths import LogPaths, thread_file_stem
 from ..disk.processes import pid_alive
-from ..disk.runlock import RunLock
-from ..disk.store import ThreadFile
+from ..disk.runlock import MAINTENANCE, RunLock
+from ..disk.store import Store, ThreadFile
 from ..disk.view import LogView
 from ..errors import JsonlCheckpointError
-from .status import DAMAGED, EMPTY, STATUSES, thread_status
+from .status import DAMAGED, EMPTY, RUNNING, STATUSES, thread_status
 from .times import at_or_after, parse_stored
 
 if TYPE_CHECKING:  # imported where a log is read: a listing from its cache imports no LangGraph
@@ -165,9 +165,11 @@ def live_run(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
 
 
 def thread_summaries(saver: StoreReading) -> Iterator[ThreadSummary]:
-    """A summary of every thread of the store, in file name order; a file that is not a
-    readable log is a ``damaged`` summary (its ``thread_id`` is ``None`` when its header
-    cannot be read), and the others are still summarised.
+    """A summary of every thread of the store, as ``langgraph-jsonl threads`` lists
+    them: each log's in file name order, then each thread a live run holds that has no
+    log yet (:func:`logless_runs`). A file that is not a readable log is a ``damaged``
+    summary (its ``thread_id`` is ``None`` when its header cannot be read), and the
+    others are still summarised.
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough), or a
@@ -175,6 +177,48 @@ def thread_summaries(saver: StoreReading) -> Iterator[ThreadSummary]:
     """
     for entry in saver.store.catalog():
         yield summary_of(saver, entry)
+    yield from logless_runs(saver.store)
+
+
+def logless_runs(store: Store, present: Collection[str] | None = None) -> list[ThreadSummary]:
+    """The threads a live run holds that have no log yet (a run with
+    ``durability="exit"`` stores its first checkpoint when it ends), each a ``running``
+    row with what is known of it (its id, and who runs it since when: ``run``; no
+    checkpoint, no times, the path its log will have), in file name order. Only a
+    ``.run`` file with no log beside it is read (a run that ended emptied its file); a
+    holder record without a ``thread_id`` (an older release's) or a sweep's cannot name
+    a thread and is left out.
+
+    Args:
+        store: The store.
+        present: The file names in the store's ``threads/`` folder (listed here if not
+            given); a listing that knows a run file is empty leaves it out.
+    """
+    if present is None:
+        try:
+            with os.scandir(store.threads_path) as it:
+                present = {entry.name for entry in it}
+        except FileNotFoundError:
+            present = set()
+    out: list[ThreadSummary] = []
+    for name in sorted(n for n in present if n.endswith(".run")):
+        stem = name[: -len(".run")]
+        if stem + ".jsonl" in present:
+            continue
+        paths = LogPaths(store.threads_path, stem, store.temp_path)
+        run = live_run(paths, stem)
+        tid = run.get("thread_id") if run is not None else None
+        if (run is None or type(tid) is not str or run.get("run") == MAINTENANCE
+                or thread_file_stem(tid) != stem):
+            continue
+        out.append(ThreadSummary(thread_id=tid, path=paths.log, status=RUNNING, run=run))
+    return out
+
+
+def is_logless(summary: ThreadSummary) -> bool:
+    """Whether a summary is one of :func:`logless_runs`' (a run holds the thread and
+    nothing of it is stored yet: no transcript to read)."""
+    return summary.status == RUNNING and summary.latest is None and summary.checkpoints == 0
 
 
 def summary_of(saver: StoreReading, entry: ThreadFile) -> ThreadSummary:
