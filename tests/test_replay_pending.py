@@ -144,7 +144,10 @@ def test_a_held_failed_call_overtaken_by_new_input_is_not_a_state_edit(tmp_path:
     """x1 failed and is asked about; new input comes instead of an answer, and the model
     is told x1's recorded error. That error ToolMessage is the adapter's, not a person's
     answer: ``tools`` does not call it ``answered (state edit)``, and ``tool_calls()``
-    keeps it ``failed`` (as a held failed call answered with ``update_state`` is not)."""
+    keeps it ``failed`` (as a held failed call answered with ``update_state`` is not).
+    Nor is it ``asked`` any more: no question waits (the thread is done), the new input
+    decided it, as it decided ch1 (``superseded``), and ``tool_calls()`` holds the error
+    message the model got (``overtaken_with``)."""
     plan = [[[call("explode", "x1", reason="disk full"), call("charge", "ch1", amount=5)]]]
     s = spec(tmp_path / "store", plan=plan, answer_pending=True, new_input=NEW_INPUT, resume_first=True,
              crash={"call": "ch1", "point": "after_effect", "how": "kill", "settle": ["x1"]})
@@ -156,9 +159,17 @@ def test_a_held_failed_call_overtaken_by_new_input_is_not_a_state_edit(tmp_path:
     with JsonlSaver(s["store"], read_only=True) as saver, within(60):
         rec = {r.key.call_id: r for r in saver.tool_calls("t1")}["x1"]
         assert (rec.state, rec.effective_state, rec.answered_with) == ("failed", "failed", None)
+        assert rec.overtaken_with.content == tools["x1"]["content"]
+        assert main(["threads", s["store"], "--json"]) == 0
+        assert [r["status"] for r in json.loads(capsys.readouterr().out)] == ["done"]  # nothing waits
     assert main(["tools", s["store"], "t1", "--json"]) == 0
     rows = {r["call_id"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["x1"]["state"] == "failed" and rows["x1"]["decided_by"] != "state edit"
+    assert (rows["x1"]["decision"], rows["x1"]["decided_by"]) == ("superseded", "new input")
+    assert rows["x1"]["outcome"] == "ToolBoom: boom: disk full"
+    assert main(["tools", s["store"], "t1"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("x1 "))
+    assert "superseded (new input)" in line and "asked" not in line
 
 # ---------------------------------------------------------------------------
 # in one process: calls the journal never saw, another journal, nothing pending

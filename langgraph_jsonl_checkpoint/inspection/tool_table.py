@@ -9,7 +9,9 @@ person's answer to the adapter's ``uncertain_tool_calls`` question (``retry``,
 ``skip``, ``result``), or the policy's (``re-run``: an idempotent call a crash cut off
 ran again without asking). A call that was asked about and not answered yet shows
 ``asked``. A call that new input overtook before it had a result is ``superseded``
-(decided by the ``new input``: the adapter answered it from the journal). A started
+(decided by the ``new input``: the adapter answered it from the journal); a ``failed``
+call held for a person's answer that new input overtook instead (the adapter told the
+model its error) stays ``failed``, decided ``superseded`` by the ``new input``. A started
 call whose checkpoint is not in the thread (its run died and its state was lost, as
 under ``durability="exit"``) is marked ``lost run`` until a person answers about it. A
 call the journal left open (``requested``, ``started`` or ``uncertain``), or a
@@ -73,8 +75,9 @@ class ToolCallRow:
         finished_at: When it finished or failed.
         seconds: From the last start to the end (``None`` if it did not end).
         attempts: How many times its body was entered.
-        decision: ``retry``, ``skip``, ``result``, ``re-run``, ``answered`` or ``asked``
-            (``None``: no decision was needed).
+        decision: ``retry``, ``skip``, ``result``, ``re-run``, ``answered``, ``asked``,
+            ``lost run``, ``superseded`` or ``superseded (was <state>)`` (``None``: no
+            decision was needed).
         decided_by: ``person``, ``policy``, ``new input`` or ``state edit``.
         outcome: The result's text or the error, shortened.
         lost_run: Started in a run whose checkpoint is not in the thread.
@@ -168,6 +171,8 @@ def tool_rows(
             decision, by = ANSWERED, STATE_EDIT
         elif rec.state == SUPERSEDED:
             decision, by = f"superseded (was {rec.superseded_from})", INPUT
+        elif rec.overtaken_with is not None:  # held failed, asked; new input came instead
+            decision, by = "superseded", INPUT
         elif decision is None and where in asked:
             decision = "asked"
         elif decision is None and key in lost:

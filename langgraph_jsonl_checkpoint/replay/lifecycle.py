@@ -121,6 +121,11 @@ class ToolCallRecord:
             state by someone else than the adapter (a person's
             ``update_state(..., as_node="tools")``); set by the saver that read the
             record (``None``: none, or not checked). The journal is not changed.
+        overtaken_with: For such a held ``failed`` call that new input overtook before
+            a person answered, the error ToolMessage the adapter gave the model for it
+            (``replay.pending``), which the thread's latest messages hold: no question
+            waits for it any more, and it stays ``failed``; set by the saver that read
+            the record (``None``: not overtaken, or not checked).
     """
 
     key: ToolCallKey
@@ -137,6 +142,7 @@ class ToolCallRecord:
     superseded_from: str | None = None
     lost_run: bool | None = None
     answered_with: Any = None
+    overtaken_with: Any = None
     events: list[str] = field(default_factory=list)
     #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
     #: about)`` in log order.

@@ -223,7 +223,9 @@ class ToolCallMethods:
         ``effective_state`` says ``answered``, not ``uncertain``. Reads the latest
         checkpoint of each graph such a call ran in; nothing when none is left open.
         A ``failed`` call the adapter holds (asked a person about, no answer in the
-        journal) counts as left open: a ToolMessage written for it answers it too.
+        journal) counts as left open: a ToolMessage written for it answers it too, and
+        the error message the adapter itself gave the model when new input came instead
+        of an answer sets ``overtaken_with``.
         """
         held: set[ToolCallKey] = set()
         if any(rec.state == FAILED for rec in records):
@@ -239,7 +241,8 @@ class ToolCallMethods:
             for rec in recs:
                 answer = answers.get(rec.key.call_id)
                 if answer is not None and tells_recorded_failure(answer, rec):
-                    continue  # the adapter told the model the error: new input, no answer
+                    rec.overtaken_with = answer  # the adapter told the model the error: new input
+                    continue
                 rec.answered_with = answer
 
     def tool_call_records(
