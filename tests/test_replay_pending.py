@@ -171,6 +171,26 @@ def test_a_held_failed_call_overtaken_by_new_input_is_not_a_state_edit(tmp_path:
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("x1 "))
     assert "superseded (new input)" in line and "asked" not in line
 
+def test_a_question_the_thread_went_on_from_without_the_pending_node_is_not_asked(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """Without the adapter's pending-calls node, new input instead of an answer leaves
+    the journal as it was (ch1 started, asked about, no answer), but no question waits:
+    the thread is done and went on from the checkpoint that asked. ``tools`` says ch1 is
+    still uncertain and was never answered, not ``asked`` (waiting for an answer)."""
+    s = spec(tmp_path / "store", plan=BATCH, answer_pending=False, crash=KILL_MID_BATCH,
+             new_input=NEW_INPUT, resume_first=True)
+    assert run_crash(s).died
+    report = run_resume(s)
+    assert [c["id"] for i in report["interrupts"] for c in i["calls"]] == ["ch1"]
+    assert report["next"] == [] and report["pending_interrupts"] == []  # LangGraph: nothing waits
+    with within(60):
+        assert main(["tools", s["store"], "t1", "--json"]) == 0
+    rows = {r["call_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["ch1"]["state"], rows["ch1"]["decision"]) == ("uncertain", "unanswered (thread went on)")
+    assert rows["e1"]["state"] == "finished" and rows["e1"]["decision"] is None
+
+
 # ---------------------------------------------------------------------------
 # in one process: calls the journal never saw, another journal, nothing pending
 # ---------------------------------------------------------------------------

@@ -11,7 +11,10 @@ ran again without asking). A call that was asked about and not answered yet show
 ``asked``. A call that new input overtook before it had a result is ``superseded``
 (decided by the ``new input``: the adapter answered it from the journal); a ``failed``
 call held for a person's answer that new input overtook instead (the adapter told the
-model its error) stays ``failed``, decided ``superseded`` by the ``new input``. A started
+model its error) stays ``failed``, decided ``superseded`` by the ``new input``; a call
+asked about whose graph went on from the checkpoint that asked, with no answer (new
+input came, and no pending-calls node answered it), is ``unanswered (thread went on)``:
+no question waits for it any more, and its state is what the journal knows. A started
 call whose checkpoint is not in the thread (its run died and its state was lost, as
 under ``durability="exit"``) is marked ``lost run`` until a person answers about it. A
 call the journal left open (``requested``, ``started`` or ``uncertain``), or a
@@ -29,7 +32,7 @@ that answer has ``status="error"``), else ``unanswered``. What the messages do n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +45,9 @@ from ..replay.lifecycle import (
     ToolCallKey,
     ToolCallRecord,
     calls_only,
+    parent_namespace,
 )
+from .checkpoints import reading
 from .conversation import Utterance, content_text
 from .times import duration
 from .transcript import TranscriptEntry, read_transcript
@@ -52,6 +57,9 @@ if TYPE_CHECKING:  # annotations only: importing this module imports no LangGrap
     from ..saver.jsonl_saver import JsonlSaver
 
 DECIDED = "decided"
+#: The decision of a call asked about whose graph went on from the question's checkpoint
+#: without an answer (new input came instead): no question waits for it any more.
+WENT_ON = "unanswered (thread went on)"
 PERSON, POLICY, INPUT, STATE_EDIT = "person", "policy", "new input", "state edit"
 #: Where a row comes from: the replay adapter's journal, or the thread's messages.
 JOURNAL, MESSAGES = "journal", "messages"
@@ -76,8 +84,8 @@ class ToolCallRow:
         seconds: From the last start to the end (``None`` if it did not end).
         attempts: How many times its body was entered.
         decision: ``retry``, ``skip``, ``result``, ``re-run``, ``answered``, ``asked``,
-            ``lost run``, ``superseded`` or ``superseded (was <state>)`` (``None``: no
-            decision was needed).
+            ``unanswered (thread went on)``, ``lost run``, ``superseded`` or
+            ``superseded (was <state>)`` (``None``: no decision was needed).
         decided_by: ``person``, ``policy``, ``new input`` or ``state edit``.
         outcome: The result's text or the error, shortened.
         lost_run: Started in a run whose checkpoint is not in the thread.
@@ -130,7 +138,9 @@ class ToolCallTable:
 
 
 def tool_rows(
-    records: dict[ToolCallKey, ToolCallRecord], lost: frozenset[ToolCallKey] = frozenset()
+    records: dict[ToolCallKey, ToolCallRecord],
+    lost: frozenset[ToolCallKey] = frozenset(),
+    heads: Mapping[str, str] | None = None,
 ) -> list[ToolCallRow]:
     """Rows from folded journal records, in the order calls were first seen. Pure but
     for the liveness check of a started call's process (``effective_state``).
@@ -139,6 +149,9 @@ def tool_rows(
         records: ``JsonlSaver.tool_call_records(thread_id)`` (calls the thread's messages
             answer marked by ``JsonlSaver.mark_answered``).
         lost: Keys of started calls whose run was lost (``orphaned_tool_calls``).
+        heads: The latest checkpoint id of each graph namespace of the thread: a call
+            asked about at a checkpoint its graph went on from, with no answer, is
+            ``unanswered (thread went on)``, not ``asked`` (``None``: not known).
     """
     answers: dict[tuple[str, str, str], str] = {}
     asked: set[tuple[str, str, str]] = set()
@@ -174,7 +187,8 @@ def tool_rows(
         elif rec.overtaken_with is not None:  # held failed, asked; new input came instead
             decision, by = "superseded", INPUT
         elif decision is None and where in asked:
-            decision = "asked"
+            head = heads.get(parent_namespace(key.ns)) if heads is not None else None
+            decision = "asked" if head in (None, key.checkpoint_id) else WENT_ON
         elif decision is None and key in lost:
             decision = "lost run"
         elif decision is None and attempts > 1 and RELEASED not in rec.events:
@@ -229,7 +243,9 @@ def _journal_rows(
         return []
     lost = frozenset(rec.key for rec in saver.orphaned_tool_calls(thread_id))
     saver.mark_answered(thread_id, calls_only(records))
-    return tool_rows(records, lost)
+    heads = reading(saver, thread_id, lambda facts: {
+        ns: ids[-1] for ns, ids in facts.index.ordered_ids.items() if ids})
+    return tool_rows(records, lost, heads)
 
 
 def message_rows(entries: Sequence[TranscriptEntry]) -> list[ToolCallRow]:
