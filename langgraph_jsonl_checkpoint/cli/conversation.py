@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..inspection.conversation import compact_json, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
 from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
-from ..inspection.history import checkpoint_history
+from ..inspection.history import checkpoint_history, require_namespace
 from ..inspection.status import WAITING
 from ..inspection.times import shown_time
 from ..inspection.tool_table import tool_calls
@@ -46,6 +46,10 @@ from .common import (
 )
 from .threads import since_argument
 
+#: ``--ns``: what it takes, and where a person finds the names.
+NS_HELP = ("the graph's namespace: a subgraph's (default: the root graph); a name the thread "
+           "lacks is an error listing those it has")
+
 # -- history --------------------------------------------------------------------------
 
 if TYPE_CHECKING:  # annotations only
@@ -55,8 +59,8 @@ if TYPE_CHECKING:  # annotations only
 def _history(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
     with open_saver(args) as saver:
-        rows = checkpoint_history(saver, known_thread(saver, args.thread), ns=args.ns,
-                                  limit=args.limit, since=since)
+        require_namespace(saver, known_thread(saver, args.thread), args.ns)
+        rows = checkpoint_history(saver, args.thread, ns=args.ns, limit=args.limit, since=since)
         exit_status = served_status(saver, args.thread)
     if args.json:
         print_json([r.as_json() for r in rows])
@@ -274,6 +278,8 @@ def _follow(args: argparse.Namespace) -> int:
                   "(Ctrl-C ends)", file=sys.stderr, flush=True)
         else:
             known_thread(saver, args.thread)
+            if not args.follow:  # (a subgraph followed may not have run yet)
+                require_namespace(saver, args.thread, args.ns)
         follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
         _emit(backlog[-args.lines:] if args.lines else [], args.json)
@@ -320,7 +326,7 @@ def define_history(p: argparse.ArgumentParser) -> None:
     )
     add_operands(p, ["thread"])
     p.add_argument("--limit", type=count_argument, help="at most this many checkpoints")
-    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--ns", default="", help=NS_HELP)
     p.add_argument("--since", help="only checkpoints made since then: 30m, 2h, 7d, or a date/time")
     p.set_defaults(run=_history)
 
@@ -342,7 +348,7 @@ def define_show(p: argparse.ArgumentParser) -> None:
         "value}], errors}",
     )
     add_operands(p, ["thread", "checkpoint"], optional=1)
-    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--ns", default="", help=NS_HELP)
     p.add_argument("--internal", action="store_true",
                    help="also show LangGraph's bookkeeping channels (branch:to:*, join:*, __*)")
     p.set_defaults(run=_show)
@@ -359,7 +365,7 @@ def define_diff(p: argparse.ArgumentParser) -> None:
         "changes: [{kind, path, old, new}]}]}",
     )
     add_operands(p, ["thread", "a", "b"])
-    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--ns", default="", help=NS_HELP)
     p.set_defaults(run=_diff)
 
 
@@ -404,5 +410,5 @@ def define_tail(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--lines", type=count_argument, default=10,
                    help="how many past events to print first (10)")
     p.add_argument("--poll", type=float, default=0.25, help="seconds between looks at the log (0.25)")
-    p.add_argument("--ns", default="", help="namespace (default: the root graph)")
+    p.add_argument("--ns", default="", help=NS_HELP)
     p.set_defaults(run=_tail)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError
 from .checkpoints import ThreadFacts, reading, writers
 from .times import at_or_after
 
@@ -98,3 +99,24 @@ def namespaces(saver: JsonlSaver, thread_id: str) -> list[str]:
     """The namespaces of a thread that hold checkpoints (``""`` first, if it has any)."""
     names = reading(saver, thread_id, lambda facts: facts.index.namespaces())
     return sorted(names, key=lambda n: (n != "", n))
+
+
+def require_namespace(saver: JsonlSaver, thread_id: str, ns: str) -> None:
+    """Check that a namespace holds checkpoints of a thread (the root graph's, ``""``,
+    always passes: a thread may have none yet).
+
+    Raises:
+        NotFoundError: It holds none: the error names the thread, the namespace and the
+            namespaces the thread has.
+        CorruptLogError: The log cannot be read.
+    """
+    if not ns:
+        return
+    names = namespaces(saver, thread_id)
+    if ns in names:
+        return
+    have = ", ".join(f"{n!r}" + (" (the root graph)" if n == "" else "") for n in names)
+    raise NotFoundError(
+        f"thread {thread_id!r} has no checkpoint in namespace {ns!r}; its namespaces: "
+        + (have or "none (it has no checkpoint)") + "; give one of them with --ns"
+    )

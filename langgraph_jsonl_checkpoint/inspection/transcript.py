@@ -22,6 +22,7 @@ from ..values.cells import list_items
 from .checkpoints import CheckpointFacts, Question, ThreadFacts, reading
 from .conversation import Utterance, message_channels, utterance
 from .diff import ChannelDiff, diff_states
+from .history import require_namespace
 from .status import PAST, thread_status
 from .threads import live_run
 
@@ -119,6 +120,7 @@ def read_transcript(
         config["configurable"]["checkpoint_id"] = checkpoint_id
     tup = saver.get_tuple(config)
     if tup is None:
+        require_namespace(saver, thread_id, ns)  # a namespace it does not have: say which it has
         what = f"checkpoint {checkpoint_id}" if checkpoint_id else "checkpoint"
         where = f" in namespace {ns!r}" if ns else ""
         raise NotFoundError(
@@ -224,8 +226,10 @@ def checkpoint_values(
     }
     tup = saver.get_tuple(config)
     if tup is None:
+        require_namespace(saver, thread_id, ns)
+        where = f" in namespace {ns!r}" if ns else ""
         raise NotFoundError(
-            f"thread {thread_id!r} has no checkpoint {checkpoint_id}; `langgraph-jsonl history` "
+            f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}; `langgraph-jsonl history` "
             "lists its checkpoints."
         )
     return dict(tup.checkpoint["channel_values"])
