@@ -84,3 +84,20 @@ def test_a_namespace_the_thread_does_not_have_is_an_error_naming_those_it_has(
     assert code == 2 and out == ""
     assert "'with sub'" in err and "'nope'" in err
     assert "namespaces: '' (the root graph), 'sub'" in err and "--ns" in err
+
+
+def test_search_tells_which_graph_each_hit_is_in(
+    store: tuple[str, InMemorySaver], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The human message is in the root graph's state and in the subgraph's (its input):
+    a hit per graph, and the table says which graph each is in, as --json does."""
+    path, _ = store
+    with within(30, "search"):
+        assert main(["search", path, "pay the bill", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert sorted(h["ns"] for h in hits) == ["", "sub"]
+    with within(30, "search"):
+        assert main(["search", path, "pay the bill"]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split()[:2] == ["THREAD", "NS"]
+    assert sorted(line.split("  ")[1].strip() for line in lines) == ["-", "sub"]

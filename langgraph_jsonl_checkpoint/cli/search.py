@@ -64,10 +64,14 @@ def _search(args: argparse.Namespace) -> int:
         print_json([h.as_json() for h in hits])
     else:
         bold = on_terminal()
+        # A subgraph's state holds messages of its parent's too: a hit per graph, told apart
+        # by the namespace, shown when any hit is in a subgraph.
+        subgraphs = any(h.ns for h in hits)
         print_table(
-            ["THREAD", "CHECKPOINT", "TIME", "ROLE", "MATCH"],
+            ["THREAD", *(["NS"] if subgraphs else []), "CHECKPOINT", "TIME", "ROLE", "MATCH"],
             [
-                [shown_id(h.thread_id), h.checkpoint_id, shown_time(h.at), h.utterance.role,
+                [shown_id(h.thread_id), *([shown_id(h.ns) if h.ns else "-"] if subgraphs else []),
+                 h.checkpoint_id, shown_time(h.at), h.utterance.role,
                  f"{h.before}{BOLD}{h.match}{PLAIN}{h.after}" if bold else h.snippet]
                 for h in hits
             ],
@@ -87,7 +91,9 @@ def define_search(p: argparse.ArgumentParser) -> None:
         p,
         description="Search message contents (each text, each tool call's name and arguments) "
         "across all threads, or those given with --thread; case-insensitive. Each message is "
-        "listed once, with its thread, the checkpoint that stored it, its time, its role and "
+        "listed once per graph whose state holds it (a subgraph's state and its parent's can "
+        "hold the same message: NS, shown when a hit is in a subgraph, tells them apart), with "
+        "its thread, the checkpoint that stored it, its time, its role and "
         "the words around the match. A thread whose log (or a value in it) cannot be read is "
         "skipped and named on stderr, with exit status 1 (`langgraph-jsonl threads` says why); "
         "a damaged log is searched up to the damage and named on stderr too, with exit status 1.",
