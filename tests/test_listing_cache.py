@@ -386,6 +386,42 @@ def test_the_library_lists_a_thread_a_run_holds_before_it_has_a_log_as_the_cli_d
             ("other", "done", 2), ("t 1/é", "done", 1)]
 
 
+def test_a_thread_a_run_holds_whose_log_has_no_checkpoint_yet_shows_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``durability="exit"`` the replay adapter journals a run's tool calls in the
+    thread's log before any checkpoint is stored: the log exists, with no checkpoint,
+    and a run holds the thread. It is ``running`` (as before its first journal event),
+    not ``empty``, in the CLI (cached or not, a first page) and the library alike; once
+    the run ends, ``done``."""
+    from tests.test_busy_threads import LiveRun
+
+    store = tmp_path / "store"
+    put_checkpoints(store, "other", 2)
+    with JsonlSaver(store) as saver:
+        run = LiveRun(saver, {"configurable": {"thread_id": "t1"}}, durability="exit")
+        try:
+            saver.record_tool_events("t1", [{"ev": "requested", "ns": "tools:x", "cp": CP[0], "call": "c1",
+                                             "name": "send_email", "at": "2026-01-01T00:00:00+00:00"}])
+            assert (store / "threads" / (thread_file_stem("t1") + ".jsonl")).exists()
+            for _ in range(2):  # uncached, then from the cache
+                with within(30, "threads"):
+                    code, rows, table = listed(capsys, store)
+                assert code == 0 and [(r["thread_id"], r["status"], r["checkpoints"]) for r in rows] == [
+                    ("other", "done", 2), ("t1", "running", 0)]
+                assert rows[1]["run"]["pid"] == os.getpid()
+                line = next(ln for ln in table.splitlines() if ln.startswith("t1"))
+                assert f"run by pid {os.getpid()}" in line
+            assert main(["threads", str(store), "--json", "--limit", "5"]) == 0  # the first-page path
+            assert [r["status"] for r in json.loads(capsys.readouterr().out)] == ["done", "running"]
+            with JsonlSaver(store, read_only=True) as reader:
+                assert [s.as_json() for s in thread_summaries(reader)] == rows
+        finally:
+            run.finish()
+    _, rows, _ = listed(capsys, store)
+    assert [(r["thread_id"], r["status"]) for r in rows] == [("other", "done"), ("t1", "done")]
+
+
 def test_a_holder_record_without_a_thread_id_is_still_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

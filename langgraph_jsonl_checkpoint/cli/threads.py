@@ -152,7 +152,7 @@ def define_threads(p: argparse.ArgumentParser) -> None:
             "a list of {thread_id, status, checkpoints, created_at, updated_at, size, latest, "
             "next, waiting_for, problem, run: {pid, host, run, since, thread_id} | null, path}; "
             "a thread a run holds before its first checkpoint is stored (durability=\"exit\") "
-            "is running with 0 checkpoints, no times, and the log path it will have"
+            "is running with 0 checkpoints, no times, and the path of its log (which it may not have yet)"
         ),
     )
     add_store_argument(p)

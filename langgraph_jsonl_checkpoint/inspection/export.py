@@ -23,7 +23,7 @@ from ..disk.paths import thread_file_stem
 from ..errors import JsonlCheckpointError
 from .conversation import compact_json
 from .html_page import index_html, transcript_html
-from .threads import ThreadSummary, damage_note, is_logless, thread_summaries
+from .threads import ThreadSummary, before_first_checkpoint, damage_note, thread_summaries
 from .times import shown_time
 from .transcript import Transcript, read_transcript
 from .values import jsonable
@@ -147,8 +147,8 @@ def export_store(
     thread plus ``index.<fmt>`` (an HTML or Markdown page linking them; for ``jsonl``
     one summary per line). A thread that cannot be exported is listed with its problem;
     so is one whose log is damaged, with the file of its readable part. A thread a run
-    holds before anything of it is stored (``durability="exit"``) has no transcript yet
-    and is left out.
+    holds before its first checkpoint is stored (``durability="exit"``) has no transcript
+    yet and is left out.
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough).
@@ -165,7 +165,7 @@ def export_store(
     if os.path.commonpath([target, saver.store.path]) == saver.store.path:
         raise ValueError(f"export into a directory outside the store {saver.store.path}, not {target}")
     os.makedirs(target, exist_ok=True)
-    summaries = [s for s in thread_summaries(saver) if not is_logless(s)]  # nothing stored yet
+    summaries = [s for s in thread_summaries(saver) if not before_first_checkpoint(s)]
     written: list[ExportedFile] = []
     rows: list[tuple[str, str, dict[str, Any]]] = []
     index_name = f"index.{fmt}"

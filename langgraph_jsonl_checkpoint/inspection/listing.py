@@ -50,7 +50,7 @@ from ..disk import files, framing
 from ..disk.paths import LogPaths, thread_file_stem
 from ..disk.store import Store, ThreadFile
 from ..errors import JsonlCheckpointError
-from .status import DAMAGED, RUNNING, thread_status
+from .status import DAMAGED, EMPTY, RUNNING, thread_status
 from .threads import ThreadSummary, live_run, logless_runs
 
 #: The cache file, in the store's directory (beside ``CATALOG.idx``).
@@ -164,7 +164,7 @@ def row_of(summary: ThreadSummary) -> dict[str, Any]:
     are read again at each listing), with the status it has when no run holds it."""
     status = summary.status
     if status == RUNNING:
-        status = thread_status(summary.next, summary.waiting_for)
+        status = thread_status(summary.next, summary.waiting_for) if summary.latest is not None else EMPTY
     return {
         "thread_id": summary.thread_id, "status": status, "checkpoints": summary.checkpoints,
         "created_at": summary.created_at, "updated_at": summary.updated_at,
@@ -177,7 +177,8 @@ def summary_from(row: Mapping[str, Any], store: Store, name: str, seen: _Scan) -
     """A cached row as the summary the uncached path gives now: its size from the files'
     sizes, and who runs it if a live run holds the thread (``running``, unless damaged).
     As in :func:`~.threads.summarize_thread`, the run is looked up for a thread whose
-    latest checkpoint was read (``latest`` is set), and only there."""
+    latest checkpoint was read (``latest`` is set) or that has none yet (``empty``), and
+    only there."""
     folder = store.threads_path
     tid = row["thread_id"]
     stem = name[: -len(".jsonl")]
@@ -186,7 +187,8 @@ def summary_from(row: Mapping[str, Any], store: Store, name: str, seen: _Scan) -
     else:
         size = seen.size(name) + seen.size(stem + ".idx") + seen.size(stem + ".quarantine")
     status, run = row["status"], None
-    if row["latest"] is not None and tid is not None and seen.size(stem + ".run") > 0:
+    if ((row["latest"] is not None or status == EMPTY) and tid is not None
+            and seen.size(stem + ".run") > 0):
         run = live_run(LogPaths(folder, stem, store.temp_path), tid)  # empty run file: no holder
         if run is not None and status != DAMAGED:
             status = RUNNING

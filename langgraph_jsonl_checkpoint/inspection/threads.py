@@ -126,8 +126,10 @@ def _summary(facts: ThreadFacts) -> ThreadSummary:
     count = sum(len(ids) for ids in idx.ordered_ids.values())
     root = "" if idx.ordered_ids.get("") else next(iter(idx.namespaces()), None)
     size = _size(log.paths)
-    if root is None:
-        return ThreadSummary(log.thread_id, log.path, EMPTY, count, size=size)
+    if root is None:  # no checkpoint yet: a run may hold it (durability="exit" journals first)
+        run = live_run(log.paths, log.thread_id)
+        return ThreadSummary(log.thread_id, log.path, EMPTY if run is None else RUNNING, count,
+                             size=size, run=run)
     ids = idx.ordered_ids[root]
     latest = facts.facts(root, ids[-1])
     first = latest if len(ids) == 1 else facts.facts(root, ids[0])
@@ -215,9 +217,10 @@ def logless_runs(store: Store, present: Collection[str] | None = None) -> list[T
     return out
 
 
-def is_logless(summary: ThreadSummary) -> bool:
-    """Whether a summary is one of :func:`logless_runs`' (a run holds the thread and
-    nothing of it is stored yet: no transcript to read)."""
+def before_first_checkpoint(summary: ThreadSummary) -> bool:
+    """Whether a summary is of a thread a live run holds before its first checkpoint is
+    stored (no log yet, :func:`logless_runs`, or a log of journal events only): there is
+    no transcript to read yet."""
     return summary.status == RUNNING and summary.latest is None and summary.checkpoints == 0
 
 
