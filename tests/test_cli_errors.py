@@ -293,6 +293,21 @@ def test_a_search_for_no_text_is_a_usage_error(tmp_path: Path, capsys, limit: li
     assert "search for some text" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("json_out", [[], ["--json"]])
+def test_a_search_for_a_role_no_message_can_have_is_a_usage_error(
+    tmp_path: Path, capsys, json_out: list[str]
+) -> None:
+    """``--role bot`` (a typo, or a guess) searched and found nothing, exit 0: a person
+    read "no such message" where no message could ever have matched."""
+    JsonlSaver(tmp_path / "s").close()
+    assert main(["search", str(tmp_path / "s"), "refund", "--role", "bot", *json_out]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "'bot'" in err and "human (user), ai (assistant), tool, system" in err, err
+    for role in ("user", "AI", "tool", "system", "developer", "human"):  # the roles and aliases still go
+        assert main(["search", str(tmp_path / "s"), "refund", "--role", role, *json_out]) == 0
+    capsys.readouterr()
+
+
 def test_help_documents_the_exit_codes() -> None:
     run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", "--help"],
                          capture_output=True, text=True, timeout=60)

@@ -103,7 +103,8 @@ def define_search(p: argparse.ArgumentParser) -> None:
     )
     add_operands(p, ["text"])
     p.add_argument("--thread", action="append", help="only this thread (repeat for several)")
-    p.add_argument("--role", help="only messages of this role: human (user), ai (assistant), tool, system")
+    p.add_argument("--role", help="only messages of this role: human (user), ai (assistant), tool, system "
+                   "(developer), function, chat")
     p.add_argument("--since", help="only messages of checkpoints since then: 30m, 2h, 7d, or a date/time")
     p.add_argument("--limit", type=count_argument, help="stop after this many messages")
     p.set_defaults(run=_search)

@@ -25,6 +25,8 @@ from .values import is_message, jsonable
 
 #: Aliases a person may use for a role (``--role user``).
 ROLE_ALIASES = {"user": "human", "assistant": "ai", "developer": "system"}
+#: The roles of LangChain's messages (their ``type``), as :func:`role_of` gives them.
+ROLES = ("human", "ai", "tool", "system", "function", "chat")
 #: Width of the role column in terminal output.
 ROLE_WIDTH = 6
 
@@ -84,8 +86,16 @@ class Utterance:
 
 
 def role_of(text: str) -> str:
-    """A role a person named, in LangChain's terms (``user`` -> ``human``)."""
-    return ROLE_ALIASES.get(text.lower(), text.lower())
+    """A role a person named, in LangChain's terms (``user`` -> ``human``).
+
+    Raises:
+        ValueError: No message has that role (not one of :data:`ROLES` or an alias).
+    """
+    role = ROLE_ALIASES.get(text.lower(), text.lower())
+    if role not in ROLES:
+        raise ValueError(f"no message has the role {text!r}: use human (user), ai (assistant), tool, "
+                         "system (developer), function or chat")
+    return role
 
 
 def compact_json(value: Any) -> str:

@@ -86,11 +86,12 @@ class ThreadSearch:
         saver: A saver on the store (``read_only=True``: nothing is written).
         text: What to look for (case-insensitive).
         role: Only messages of this role (``human``/``user``, ``ai``/``assistant``,
-            ``tool``, ``system``).
+            ``tool``, ``system``/``developer``, ``function``, ``chat``; another is a
+            ``ValueError``).
         since: Only messages of checkpoints made at or after this time.
 
     Raises:
-        ValueError: ``text`` is empty.
+        ValueError: ``text`` is empty, or ``role`` is not a role.
     """
 
     def __init__(
@@ -289,7 +290,7 @@ def search_messages(
             saver serves) were searched.
 
     Raises:
-        ValueError: ``text`` is empty.
+        ValueError: ``text`` is empty, or ``role`` is not a role.
         CorruptLogError: A log asked for by ``thread_ids`` cannot be read (a thread
             found by listing the store is skipped instead).
         DecodeError: The same for a value of such a log (another serializer wrote it).
