@@ -606,3 +606,24 @@ def test_reading_commands_take_the_thread_as_repair_does_with_thread(
 def _run(capsys, *argv: str) -> str:
     assert main(list(argv)) == 0
     return capsys.readouterr().out
+
+
+def test_show_of_a_thread_with_no_checkpoint_yet_says_what_it_has(tmp_path: Path, capsys) -> None:
+    """A thread whose log holds only the replay journal (durability="exit" journals tool
+    calls before any checkpoint) has no state to show: ``show`` pointed at ``history``,
+    which lists nothing for it. It now says the thread has no checkpoint yet and where
+    its tool calls are; ``history`` lists nothing and ``tools`` lists the call."""
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        event = {"ev": "requested", "ns": "tools:x", "cp": "c-0", "call": "c1", "name": "send_email",
+                 "at": "2026-01-01T00:00:00+00:00"}
+        saver.record_tool_events("only journal", [event])
+    for extra in ([], ["--json"]):
+        assert main(["show", str(store), "only journal", *extra]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "'only journal' has no checkpoint yet" in err and "history" not in err, err
+        assert "`langgraph-jsonl tools`" in err
+    code, rows = run_json(capsys, "history", str(store), "only journal")
+    assert (code, rows) == (0, [])
+    code, calls = run_json(capsys, "tools", str(store), "only journal")
+    assert code == 0 and [(c["call_id"], c["state"]) for c in calls] == [("c1", "requested")]

@@ -22,7 +22,7 @@ from ..values.cells import list_items
 from .checkpoints import CheckpointFacts, Question, ThreadFacts, reading
 from .conversation import Utterance, message_channels, utterance
 from .diff import ChannelDiff, diff_states
-from .history import require_namespace
+from .history import namespaces, require_namespace
 from .status import PAST, thread_status
 from .threads import live_run
 
@@ -121,6 +121,12 @@ def read_transcript(
     tup = saver.get_tuple(config)
     if tup is None:
         require_namespace(saver, thread_id, ns)  # a namespace it does not have: say which it has
+        if checkpoint_id is None and not ns and not namespaces(saver, thread_id):
+            raise NotFoundError(
+                f"thread {thread_id!r} has no checkpoint yet: no state of it is stored (a run "
+                "with durability='exit' stores its checkpoints when it ends); `langgraph-jsonl "
+                "tools` lists the tool calls its replay journal holds, if any."
+            )
         what = f"checkpoint {checkpoint_id}" if checkpoint_id else "checkpoint"
         where = f" in namespace {ns!r}" if ns else ""
         raise NotFoundError(
