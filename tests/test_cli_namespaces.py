@@ -101,3 +101,22 @@ def test_search_tells_which_graph_each_hit_is_in(
     header, *lines = capsys.readouterr().out.splitlines()
     assert header.split()[:2] == ["THREAD", "NS"]
     assert sorted(line.split("  ")[1].strip() for line in lines) == ["-", "sub"]
+
+
+@pytest.mark.parametrize("command", ["show", "diff"])
+def test_a_subgraphs_checkpoint_named_without_its_namespace_says_which_it_is_in(
+    store: tuple[str, InMemorySaver], capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """``search`` names a subgraph's checkpoint; ``show`` of it without ``--ns`` said the
+    thread had no such checkpoint. It says the namespace it is in, and with it, shows it."""
+    path, _ = store
+    assert main(["search", path, "pay the bill", "--json"]) == 0
+    (hit,) = [h for h in json.loads(capsys.readouterr().out) if h["ns"] == "sub"]
+    cid = hit["checkpoint_id"]
+    operands = [cid] if command == "show" else [cid, cid]
+    with within(30, command):
+        assert main([command, path, "with sub", *operands]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"checkpoint {cid} is in namespace 'sub'" in err and "--ns sub" in err, err
+    with within(30, command):
+        assert main([command, path, "with sub", *operands, "--ns", "sub"]) == 0

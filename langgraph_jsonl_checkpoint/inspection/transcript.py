@@ -121,16 +121,18 @@ def read_transcript(
     tup = saver.get_tuple(config)
     if tup is None:
         require_namespace(saver, thread_id, ns)  # a namespace it does not have: say which it has
-        if checkpoint_id is None and not ns and not namespaces(saver, thread_id):
+        if (checkpoint_id is None and not ns and saver.store.has_thread(thread_id)
+                and not namespaces(saver, thread_id)):
             raise NotFoundError(
                 f"thread {thread_id!r} has no checkpoint yet: no state of it is stored (a run "
                 "with durability='exit' stores its checkpoints when it ends); `langgraph-jsonl "
                 "tools` lists the tool calls its replay journal holds, if any."
             )
-        what = f"checkpoint {checkpoint_id}" if checkpoint_id else "checkpoint"
+        if checkpoint_id is not None:
+            raise _no_checkpoint(saver, thread_id, checkpoint_id, ns)
         where = f" in namespace {ns!r}" if ns else ""
         raise NotFoundError(
-            f"thread {thread_id!r} has no {what}{where}; `langgraph-jsonl history` lists its checkpoints."
+            f"thread {thread_id!r} has no checkpoint{where}; `langgraph-jsonl history` lists its checkpoints."
         )
     cid = tup.checkpoint["id"]
     values = dict(tup.checkpoint["channel_values"])
@@ -233,12 +235,28 @@ def checkpoint_values(
     tup = saver.get_tuple(config)
     if tup is None:
         require_namespace(saver, thread_id, ns)
-        where = f" in namespace {ns!r}" if ns else ""
-        raise NotFoundError(
-            f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}; `langgraph-jsonl history` "
-            "lists its checkpoints."
-        )
+        raise _no_checkpoint(saver, thread_id, checkpoint_id, ns)
     return dict(tup.checkpoint["channel_values"])
+
+
+def _no_checkpoint(saver: JsonlSaver, thread_id: str, checkpoint_id: str, ns: str) -> NotFoundError:
+    """The error for a checkpoint a namespace of the thread lacks: the namespace that
+    holds it, if another does (a subgraph's id, as ``search`` shows them)."""
+    def holding(facts: ThreadFacts) -> list[str]:
+        return sorted(n for n in facts.index.namespaces() if facts.has(n, checkpoint_id))
+
+    where = f" in namespace {ns!r}" if ns else ""
+    found = [n for n in reading(saver, thread_id, holding) if n != ns]
+    if found:
+        flag = f"--ns {found[0]}" if found[0] else "no --ns (the root graph)"
+        return NotFoundError(
+            f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}: checkpoint {checkpoint_id} "
+            f"is in namespace {found[0]!r}; give {flag}."
+        )
+    return NotFoundError(
+        f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}; `langgraph-jsonl history` "
+        "lists its checkpoints."
+    )
 
 
 def diff_checkpoints(
