@@ -31,6 +31,7 @@ from ..disk import view
 from ..disk.store import MARKER, Store
 from ..disk.store_dir import check_readable, lost_marker_advice, store_near
 from ..errors import JsonlCheckpointError
+from ..inspection.conversation import terminal_safe
 from ..inspection.threads import live_run
 from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
@@ -301,11 +302,10 @@ def store_path(args: argparse.Namespace) -> str:
 
 
 def shown(text: str) -> str:
-    """A thread id (or other text) for one line of output: as it is when printable,
-    else as a JSON string literal (a newline or tab would split a row)."""
+    """Text for one line of a terminal: as it is if printable, else a JSON literal, escaped."""
     if text and text.isprintable() and text.strip() == text:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return terminal_safe(json.dumps(text, ensure_ascii=False))  # JSON leaves DEL, C1, bidi as they are
 
 
 def shown_id(text: str) -> str:

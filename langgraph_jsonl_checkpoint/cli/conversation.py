@@ -16,7 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..inspection.conversation import compact_json, utterance_lines
+from ..inspection.conversation import compact_json, terminal_safe, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
 from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
 from ..inspection.history import checkpoint_history, require_namespace
@@ -129,11 +129,11 @@ def _show(args: argparse.Namespace) -> int:
     if others:
         print("\nchannels:")
         for channel, value in others.items():
-            print(f"  {channel}: {compact_json(value)}")
+            print(f"  {channel}: {terminal_safe(compact_json(value))}")
     if t.waiting:
         print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
-            print(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}")
+            print(terminal_safe(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}"))
             if t.is_latest and q.type == INTERRUPT_TYPE and isinstance(q.value, dict):
                 ids = [c.get("id") for c in q.value.get("calls", ()) if isinstance(c, dict)]
                 shape = ", ".join(f'"{i}": "retry" | "skip" | {{"result": ...}}' for i in ids)
@@ -166,7 +166,7 @@ def diff_lines(d: ChannelDiff) -> list[str]:
             out.append(f"  - {where}: {compact_json(c.old)}")
         else:
             out.append(f"  ~ {where}: {compact_json(c.old)} -> {compact_json(c.new)}")
-    return out
+    return [terminal_safe(line) for line in out]
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -203,14 +203,14 @@ def _tools(args: argparse.Namespace) -> int:
         print(f"{note}; the tool calls its messages hold:")
         print_table(
             ["CALL", "TOOL", "STATE", "ASKED", "ARGS -> ANSWER"],
-            [[shown_id(r.call_id), r.name, r.state, shown_time(r.requested_at),
+            [[shown_id(r.call_id), terminal_safe(r.name), r.state, shown_time(r.requested_at),
               clip(shown(_args_and_outcome(r.args, r.outcome)), 100)] for r in rows],
         )
         return exit_status
     print_table(
         ["CALL", "TOOL", "STATE", "STARTED", "SECONDS", "TRIES", "DECIDED", "ARGS -> OUTCOME"],
         [
-            [shown_id(r.call_id), r.name, r.state, shown_time(r.started_at),
+            [shown_id(r.call_id), terminal_safe(r.name), r.state, shown_time(r.started_at),
              "-" if r.seconds is None else f"{r.seconds:.3f}", str(r.attempts),
              f"{r.decision} ({r.decided_by})" if r.decided_by else (r.decision or "-"),
              clip(shown(_args_and_outcome(r.args, r.outcome)), 100)]
@@ -237,9 +237,10 @@ def event_lines(e: FollowEvent) -> list[str]:
         t = e.tool
         assert t is not None
         if t.name:
-            lines = [f"{'call':6} {t.name} [{t.call_id}] {t.event}" + (f": {t.detail}" if t.detail else "")]
+            lines = [terminal_safe(f"{'call':6} {t.name} [{t.call_id}] {t.event}"
+                                   + (f": {t.detail}" if t.detail else ""))]
         else:
-            lines = [f"{'call':6} {t.detail}"]
+            lines = [terminal_safe(f"{'call':6} {t.detail}")]
     return [f"{when}  {lines[0]}"] + [f"{'':8}  {line}" for line in lines[1:]]
 
 

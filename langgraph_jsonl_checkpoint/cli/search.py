@@ -13,6 +13,7 @@ import sys
 from itertools import islice
 
 from ..errors import JsonlCheckpointError
+from ..inspection.conversation import terminal_safe
 from ..inspection.search import search_messages
 from ..inspection.times import shown_time
 from .common import (
@@ -71,8 +72,9 @@ def _search(args: argparse.Namespace) -> int:
             ["THREAD", *(["NS"] if subgraphs else []), "CHECKPOINT", "TIME", "ROLE", "MATCH"],
             [
                 [shown_id(h.thread_id), *([shown_id(h.ns) if h.ns else "-"] if subgraphs else []),
-                 h.checkpoint_id, shown_time(h.at), h.utterance.role,
-                 f"{h.before}{BOLD}{h.match}{PLAIN}{h.after}" if bold else h.snippet]
+                 h.checkpoint_id, shown_time(h.at), terminal_safe(h.utterance.role),
+                 f"{terminal_safe(h.before)}{BOLD}{terminal_safe(h.match)}{PLAIN}{terminal_safe(h.after)}"
+                 if bold else terminal_safe(h.snippet)]
                 for h in hits
             ],
         )

@@ -15,6 +15,7 @@ export keep every field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,26 @@ from typing import Any
 import orjson
 
 from .values import is_message, jsonable
+
+#: What a terminal acts on instead of showing: C0 controls but newline and tab (escape
+#: sequences, carriage return, bell), DEL, C1 controls (``\x9b`` starts a sequence in
+#: some terminals), and the bidirectional overrides and isolates (text shown in another
+#: order than stored).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` for a terminal: each character a terminal would act on (see
+    ``_TERMINAL_UNSAFE``) written as an escape (``\x1b``, ``\u202e``), so what a message
+    says cannot clear, recolour or retitle the screen, or hide what was printed; newlines
+    and tabs stay. Pure."""
+    return _TERMINAL_UNSAFE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
 
 #: Aliases a person may use for a role (``--role user``).
 ROLE_ALIASES = {"user": "human", "assistant": "ai", "developer": "system"}
@@ -174,7 +195,7 @@ def utterance_lines(u: Utterance, *, width: int = ROLE_WIDTH) -> list[str]:
             body.append(f"calls {c.name}({compact_json(c.args)})  [{c.call_id}]")
     if not body:
         body = [""]
-    return [head + body[0]] + [pad + line for line in body[1:]]
+    return [terminal_safe(head + body[0])] + [pad + terminal_safe(line) for line in body[1:]]
 
 
 def conversation_lines(utterances: Iterable[Utterance]) -> list[str]:
