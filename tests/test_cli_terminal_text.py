@@ -2,7 +2,8 @@
 wrote it): printed to a terminal as it is, an escape sequence in it clears the screen,
 recolours or retitles the terminal, a carriage return overwrites what was printed
 before it, a bidirectional override shows text in another order than stored. The
-commands that print messages (``show``, ``tail``, ``diff``, ``search``, ``tools``) show
+commands that print messages (``show``, ``tail``, ``diff``, ``search``, ``tools``,
+``memory``) show
 such characters as escapes; ``--json`` keeps the text as stored."""
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def store(tmp_path: Path) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("argv", [
     ["show", "t1"], ["tail", "t1"], ["search", "pay"], ["tools", "t1"], ["diff", "t1", "OLDEST", "LATEST"],
+    ["memory", "t1"],
 ])
 def test_message_text_cannot_drive_the_terminal(
     store: tuple[str, list[str]], capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..inspection.conversation import terminal_safe
 from ..inspection.times import shown_time
 from ..memory.model import DEFAULT_BUDGET
 from ..tracing.timeline import TimelineRow, read_events, timeline
@@ -63,7 +64,7 @@ def _memory(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**memory.to_json(), "text": text})
     else:
-        print(text)
+        print(terminal_safe(text))  # the memory quotes messages: their escapes are shown, not run
     if len(text) > args.budget:
         print(
             f"note: the memory is {len(text)} characters, over --budget {args.budget}: its "
