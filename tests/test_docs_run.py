@@ -117,6 +117,20 @@ def test_python_block(block: DocBlock, tmp_path: Path) -> None:
     assert run.returncode == 0, f"{block.name} failed:\n{run.stdout}\n{run.stderr}"
 
 
+@pytest.mark.parametrize("block", [b for b in PYTHON_BLOCKS if not FRAGMENT.match(b.first_line)],
+                         ids=lambda b: b.name)
+def test_python_block_runs_again_in_the_same_folder(block: DocBlock, tmp_path: Path) -> None:
+    """A newcomer runs a page's program, then runs it again to see it once more: the
+    second run must work too (a program that finds its own files of the first run and
+    fails on them, a traceback from a `check=True`, is a broken page)."""
+    program = tmp_path / "block.py"
+    program.write_text(block.text)
+    for attempt in ("first", "second"):
+        run = subprocess.run([sys.executable, str(program)], cwd=tmp_path, env=_env(),
+                             capture_output=True, text=True, timeout=TIMEOUT)
+        assert run.returncode == 0, f"{block.name} failed on its {attempt} run:\n{run.stdout}\n{run.stderr}"
+
+
 def _shell_folder(tmp_path: Path) -> Path:
     """A folder with ./checkpoints (thread t-1, idle for eight days) and examples/."""
     model = FakeListChatModel(responses=["the answer is 5"])
