@@ -77,6 +77,25 @@ def test_threads_lists_ids(tmp_path: Path, capsys) -> None:
     assert row.split()[:3] == ["t-1", "done", "3"]
 
 
+def test_threads_with_no_match_says_so_and_how_many_threads_there_are(tmp_path: Path, capsys) -> None:
+    # A filter that matches nothing printed the header line alone: a newcomer could not
+    # tell "no thread waits" from a store with nothing in it or a command that failed.
+    _store(tmp_path / "s", n=3)
+    assert main(["threads", str(tmp_path / "s"), "--status", "waiting", "--status", "running"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "no thread matches --status waiting --status running; the store has 1 thread(s): 1 done"
+    ]
+    assert main(["threads", str(tmp_path / "s"), "--status", "waiting", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    JsonlSaver(tmp_path / "empty").close()
+    assert main(["threads", str(tmp_path / "empty")]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"no threads in store {tmp_path / 'empty'}"]
+    assert main(["threads", str(tmp_path / "empty"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["threads", str(tmp_path / "s"), "--limit", "0"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["--limit 0 lists no thread"]
+
+
 def test_compact_keeps_every_checkpoint_and_keep_latest_prunes(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s")
     cfg = {"configurable": {"thread_id": "t-1"}}

@@ -81,7 +81,7 @@ def detail(s: ThreadSummary) -> str:
 def _threads(args: argparse.Namespace) -> int:
     since = since_argument(args.since)
     with damage_stated_per_thread():  # a damaged thread's row says so
-        summaries = _summaries(args, since)
+        summaries, store_path = _summaries(args, since)
     damaged = any(s.status == DAMAGED for s in summaries)
     try:
         rows = select_threads(summaries, status=args.status, since=since, sort=args.sort, limit=args.limit)
@@ -89,6 +89,8 @@ def _threads(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.json:
         print_json([s.as_json() for s in rows], plain=True)  # as_json: plain JSON by construction
+    elif not rows:  # a sentence, not a header over nothing (as `archived` does)
+        print(_none_listed(args, summaries, store_path))
     else:
         print_table(
             ["THREAD", "STATUS", "CHECKPOINTS", "CREATED", "UPDATED", "SIZE", "DETAIL"],
@@ -104,11 +106,27 @@ def _threads(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if damaged else EXIT_OK
 
 
-def _summaries(args: argparse.Namespace, since: datetime | None) -> list[ThreadSummary]:
-    """Every thread's row (or the first page's), each log read once."""
+def _none_listed(args: argparse.Namespace, summaries: list[ThreadSummary], store_path: str) -> str:
+    """What ``threads`` says when it lists no row: that the store has no thread, or
+    that none matches the filters given, with how many threads of each status it has."""
+    if args.limit == 0:  # the first page of no rows: the store is not read
+        return "--limit 0 lists no thread"
+    if not summaries:
+        return f"no threads in store {store_path}"
+    given = [f"--status {s}" for s in args.status or ()]
+    given += [f"--since {args.since}"] if args.since is not None else []
+    counts = [f"{sum(s.status == status for s in summaries)} {status}" for status in STATUSES
+              if any(s.status == status for s in summaries)]
+    return (f"no thread matches {' '.join(given)}; the store has {len(summaries)} thread(s): "
+            + ", ".join(counts))
+
+
+def _summaries(args: argparse.Namespace, since: datetime | None) -> tuple[list[ThreadSummary], str]:
+    """Every thread's row (or the first page's), each log read once; and the store's path."""
     # Logs are read through the store alone, never a saver: a saver imports LangGraph's
     # graph runtime, most of a second of a fresh process.
     reader = StoreReader(open_store(args), serde_of(args))
+    store_path = str(reader.store.path)
     try:
         if reads_first_page_only(status=args.status, since=since, sort=args.sort, limit=args.limit):
             page = first_page(reader, status=args.status, since=since, sort=args.sort, limit=args.limit) or []
@@ -124,7 +142,7 @@ def _summaries(args: argparse.Namespace, since: datetime | None) -> list[ThreadS
             summaries = listed_summaries(reader.store, summarise)
     finally:
         reader.store.close()
-    return summaries
+    return summaries, store_path
 
 
 def define_threads(p: argparse.ArgumentParser) -> None:
