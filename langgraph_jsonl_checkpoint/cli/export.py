@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from ..inspection.export import FORMATS, export_store, export_thread
+from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread
 from ..migrate.urls import is_database_url
 from .common import (
     EXIT_OK,
@@ -74,14 +74,21 @@ def _export(args: argparse.Namespace) -> int:
                     "a directory that exists or can be created, and can be written to."
                 ) from None
             failed = [f for f in files if f.problem]
+            removed = [f for f in files if f.removed]
             if args.json:
-                print_json({"directory": args.all, "files": [vars(f) for f in files]})
+                print_json({"directory": args.all,
+                            "files": [_file_json(f) for f in files if not f.removed],
+                            "removed": [{"thread_id": f.thread_id, "path": f.path} for f in removed]})
             else:
                 for f in failed:
                     who = shown(f.thread_id) if f.thread_id is not None else "(unreadable file)"
                     print(f"{who}: {'' if f.path else 'not exported: '}{f.problem}", file=sys.stderr)
-                written = [f for f in files if f.path]
+                written = [f for f in files if f.path and not f.removed]
                 print(f"wrote {len(written)} file(s) to {args.all} (index: {written[-1].path})")
+                if removed:
+                    pages = ", ".join(f"{shown(f.thread_id or '')} ({f.path})" for f in removed)
+                    print(f"removed {len(removed)} page(s) of threads no longer in the store (deleted "
+                          f"or archived): {pages}")
             return EXIT_PROBLEMS if failed else EXIT_OK
         thread = known_thread(saver, args.thread)
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
@@ -98,6 +105,10 @@ def _export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return exit_status
+
+
+def _file_json(f: ExportedFile) -> dict[str, str | None]:
+    return {"thread_id": f.thread_id, "path": f.path, "problem": f.problem}
 
 
 def _database_target(args: argparse.Namespace) -> str | None:
@@ -119,7 +130,9 @@ def define_export(p: argparse.ArgumentParser) -> None:
         description="Write a thread's conversation at its latest checkpoint (or --checkpoint) "
         "as Markdown, one self-contained HTML page (no script, nothing fetched; tool calls "
         "fold open and closed; each checkpoint's id is an anchor, #cp-<id>), or JSON Lines "
-        "(every field). --all DIR writes one file per thread and an index page. A damaged "
+        "(every field). --all DIR writes one file per thread and an index page, and removes "
+        "the pages of that format it wrote there before for threads no longer in the store "
+        "(deleted or archived; no other file). A damaged "
         "thread is exported up to the damage, with exit status 1. Writes nothing to the "
         "store.\n\nGiven a database URL instead of a THREAD, copies the store's "
         "threads (all, or --threads) into that database with the replay journal, as `copy` "
@@ -130,7 +143,8 @@ def define_export(p: argparse.ArgumentParser) -> None:
                   "langgraph-jsonl export ./checkpoints --all ./transcripts --format html",
                   "langgraph-jsonl export ./checkpoints postgresql://postgres@127.0.0.1:5432/app --setup"],
         json_shape="with --all: {directory, files: [{thread_id, path, problem: why not exported, "
-        "or with a path why only in part (a damaged log) | null}]}; with -o: "
+        "or with a path why only in part (a damaged log) | null}], removed: [{thread_id, path}]: "
+        "pages of threads no longer in the store}; with -o: "
         "{thread_id, format, path}; to a database: " + COPY_JSON + "; otherwise the transcript "
         "itself is the output (--format jsonl for JSON Lines)",
     )

@@ -12,7 +12,9 @@ thread id makes a safe file name.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -129,11 +131,14 @@ class ExportedFile:
         problem: Why the thread was not exported (unreadable, no checkpoint), or, with a
             ``path``, why only part of it was (its log is damaged: the records before
             the damage were exported); ``None`` if it was exported whole.
+        removed: The file is a page an earlier export wrote for a thread no longer in
+            the store (deleted or archived), removed by this one.
     """
 
     thread_id: str | None
     path: str | None
     problem: str | None = None
+    removed: bool = False
 
 
 def export_store(
@@ -148,7 +153,10 @@ def export_store(
     one summary per line). A thread that cannot be exported is listed with its problem;
     so is one whose log is damaged, with the file of its readable part. A thread a run
     holds before its first checkpoint is stored (``durability="exit"``) has no transcript
-    yet and is left out.
+    yet and is left out. Pages of this format an earlier export wrote there for threads
+    no longer in the store (deleted or archived) are removed and listed with
+    ``removed``: a page is one when its name is the file stem of the thread its first
+    lines name (:func:`page_thread`); any other file is left alone.
 
     Args:
         saver: A saver on the store (``read_only=True`` is enough).
@@ -186,11 +194,65 @@ def export_store(
         partly = f"only the readable part was exported: {damage}" if damage else None
         written.append(ExportedFile(s.thread_id, path, partly))
         rows.append((s.thread_id, name, s.as_json()))
+    present = {thread_file_stem(s.thread_id) for s in summaries if s.thread_id is not None}
+    present |= {os.path.splitext(os.path.basename(s.path))[0] for s in summaries}
+    written += _remove_stale_pages(target, fmt, present)
     index_path = os.path.join(target, index_name)
     with open(index_path, "w", encoding="utf-8") as out:
         out.write(_index(rows, fmt))
     written.append(ExportedFile(None, index_path))
     return written
+
+
+_PAGE_NAME = re.compile(r"(?P<stem>.*-[0-9a-f]{32})\.(?P<fmt>md|html|jsonl)")
+_HTML_TITLE = re.compile(r"<title>Thread (.*?)</title>", re.S)
+
+
+def page_thread(path: str, fmt: str) -> str | None:
+    """The thread a page of an export (``export --all``) is of, or ``None`` if the file
+    is not one: its name must be the file stem of the thread id its first lines give
+    (``# Thread `id```, the HTML title, the ``thread`` line of JSON Lines)."""
+    name = _PAGE_NAME.fullmatch(os.path.basename(path))
+    if name is None or name["fmt"] != fmt:
+        return None
+    try:
+        with open(path, encoding="utf-8") as page:
+            head = page.read(65536)
+    except (OSError, UnicodeDecodeError):
+        return None
+    first = head.split("\n", 1)[0]
+    thread: object = None
+    if fmt == "md" and first.startswith("# Thread `") and first.endswith("`") and len(first) > 11:
+        thread = first[len("# Thread `"):-1]
+    elif fmt == "html" and (title := _HTML_TITLE.search(head)) is not None:
+        thread = html.unescape(title.group(1))
+    elif fmt == "jsonl":
+        try:
+            line = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return None
+        thread = line.get("thread_id") if isinstance(line, dict) and line.get("kind") == "thread" else None
+    if not isinstance(thread, str):
+        return None
+    try:
+        return thread if thread_file_stem(thread) == name["stem"] else None
+    except UnicodeEncodeError:
+        return None
+
+
+def _remove_stale_pages(target: str, fmt: str, present: set[str]) -> list[ExportedFile]:
+    """Remove the pages in ``target`` of threads whose stem is not in ``present``."""
+    removed = []
+    for entry in sorted(os.listdir(target)):
+        path = os.path.join(target, entry)
+        name = _PAGE_NAME.fullmatch(entry)
+        if name is None or name["stem"] in present or not os.path.isfile(path):
+            continue
+        thread = page_thread(path, fmt)
+        if thread is not None:
+            os.unlink(path)
+            removed.append(ExportedFile(thread, path, removed=True))
+    return removed
 
 
 def _index(rows: list[tuple[str, str, dict[str, Any]]], fmt: str) -> str:

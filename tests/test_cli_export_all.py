@@ -1,0 +1,67 @@
+"""`langgraph-jsonl export --all DIR` run again: DIR follows the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from langgraph_jsonl_checkpoint.cli import main
+from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
+from tests.harness.bounded import within
+
+
+def _store(path: Path, threads: tuple[str, ...]) -> None:
+    model = FakeListChatModel(responses=["hello!"])
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    builder.add_edge(START, "agent")
+    with JsonlSaver(path) as saver:
+        graph = builder.compile(checkpointer=saver)
+        for thread in threads:
+            graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": thread}})
+
+
+@pytest.mark.parametrize("fmt", ["html", "md", "jsonl"])
+def test_export_all_again_removes_its_pages_of_threads_gone_and_nothing_else(
+    fmt: str, tmp_path: Path, capsys
+) -> None:
+    # Run again after a thread was deleted or archived, the export left the old page in
+    # DIR while its new index no longer listed it: DIR no longer said what the store held.
+    store, out = tmp_path / "checkpoints", tmp_path / "transcripts"
+    _store(store, ("t-1", "t-2", "t-3 `odd` <id>"))
+    assert main(["export", str(store), "--all", str(out), "--format", fmt]) == 0
+    capsys.readouterr()
+    page = {t: out / f"{thread_file_stem(t)}.{fmt}" for t in ("t-1", "t-2", "t-3 `odd` <id>")}
+    assert all(p.is_file() for p in page.values())
+    # the user's own files in DIR, one named like a page of the export
+    mine = {out / "notes.txt": "mine\n", out / f"mine-{'0' * 32}.{fmt}": "my own page\n",
+            out / f"{thread_file_stem('t-9')}.{fmt}": "looks like a page, is not one\n"}
+    for path, text in mine.items():
+        path.write_text(text)
+
+    with JsonlSaver(store) as saver, within(30):
+        saver.delete_thread("t-2")
+        old = time.time() - 8 * 24 * 3600
+        os.utime(saver.store.thread_log("t-3 `odd` <id>").path, (old, old))
+        saver.sweep({"default_ttl": 24 * 60, "strategy": "archive"})
+        assert [a.thread_id for a in saver.archived()] == ["t-3 `odd` <id>"]
+
+    assert main(["export", str(store), "--all", str(out), "--format", fmt]) == 0
+    said = capsys.readouterr().out
+    assert page["t-1"].is_file()
+    assert not page["t-2"].exists() and not page["t-3 `odd` <id>"].exists()
+    assert {p: p.read_text() for p in mine} == mine  # nothing of the user's touched
+    assert "removed 2 page(s) of threads no longer in the store (deleted or archived): " in said, said
+    assert "t-2" in said and str(out) in said
+
+    assert main(["export", str(store), "--all", str(out), "--format", fmt, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["removed"] == []
+    assert [f["thread_id"] for f in result["files"]] == ["t-1", None]
