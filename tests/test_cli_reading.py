@@ -387,6 +387,19 @@ def test_tools_without_a_journal_says_so_and_lists_the_calls_the_messages_hold(
 # -- search ------------------------------------------------------------------------------
 
 
+def test_search_with_no_match_says_so_instead_of_a_bare_header(cli_store: BuiltStore, capsys) -> None:
+    # No message matching printed the table's header line alone (and "0 message(s)" on
+    # stderr): as `threads` and `archived` do, the one line now says what was searched.
+    assert main(["search", str(cli_store.path), "no such words here"]) == 1  # the damaged thread
+    said = f"no message matches 'no such words here' in {len(EXPECTED_STATUS)} thread(s)"
+    assert capsys.readouterr().out.splitlines() == [said]
+    assert main(["search", str(cli_store.path), "shipped", "--role", "human", "--thread", "decided"]) == 0
+    said = "no message matches 'shipped' (--role human) in 1 thread(s)"
+    assert capsys.readouterr().out.splitlines() == [said]
+    assert main(["search", str(cli_store.path), "shipped", "--thread", "decided", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)
+
+
 def test_search_finds_each_message_with_its_thread_and_checkpoint(cli_store: BuiltStore, capsys) -> None:
     graph, saver = state_graph(cli_store.path, "agent")
     with saver:

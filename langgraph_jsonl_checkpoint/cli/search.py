@@ -63,6 +63,10 @@ def _search(args: argparse.Namespace) -> int:
               "`langgraph-jsonl repair` keeps what can be read)", file=sys.stderr)
     if args.json:
         print_json([h.as_json() for h in hits])
+    elif not hits:  # a sentence, not a header over nothing (as `threads` and `archived` do)
+        given = [f"--{name} {value}" for name, value in (("role", args.role), ("since", args.since)) if value]
+        filters = f" ({', '.join(given)})" if given else ""
+        print(f"no message matches {args.text!r}{filters} in {total} thread(s)")
     else:
         bold = on_terminal()
         # A subgraph's state holds messages of its parent's too: a hit per graph, told apart
