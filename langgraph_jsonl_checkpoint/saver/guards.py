@@ -48,14 +48,12 @@ def refuse_deleted(
             "a write for its checkpoint")
         archive = archived()
         if archive is not None:
-            store = os.path.dirname(os.path.dirname(archive))
             raise ThreadDeletedError(
                 f"thread {log.thread_id!r} was archived by a retention sweep (into {archive}); "
                 f"refusing {what} {late}, which is from before the archiving (a run the sweep did "
                 "not wait for, its concurrent_runs being 'allow' or 'unchecked', or a config kept "
                 "from before it, say from get_state_history, given to update_state or invoke). "
-                f"Bring it back with `langgraph-jsonl restore {shlex.quote(store)} --thread "
-                f"{shlex.quote(log.thread_id)}` (or saver.restore({log.thread_id!r})), then run this again."
+                f"{_bring_back(log.thread_id, archive)}, then run this again."
             )
         raise ThreadDeletedError(
             f"thread {log.thread_id!r} was deleted; refusing {what} {late}, which is from "
@@ -64,6 +62,13 @@ def refuse_deleted(
             "invoke). To use this thread id again, pass a config without a checkpoint_id "
             "(the thread's latest state, or a new run)."
         )
+
+
+def _bring_back(thread_id: str, archive: str) -> str:
+    """How to restore an archived thread (its archive file at ``archive``), as a clause."""
+    store = os.path.dirname(os.path.dirname(archive))
+    return (f"Bring it back with `langgraph-jsonl restore {shlex.quote(store)} --thread "
+            f"{shlex.quote(thread_id)}` (or saver.restore({thread_id!r}))")
 
 
 #: The task id and channel of the answer ``Command(resume=...)`` writes before a run goes on.
@@ -94,12 +99,10 @@ def refuse_resume_of_deleted(
               "Command(resume=...) gives has nothing to answer")
     archive = archived()
     if archive is not None:
-        store = os.path.dirname(os.path.dirname(archive))
         raise ThreadDeletedError(
             f"{answer}: a retention sweep archived the thread (into {archive}) while it waited "
-            f"at its interrupt. Bring it back with `langgraph-jsonl restore {shlex.quote(store)} "
-            f"--thread {shlex.quote(log.thread_id)}` (or saver.restore({log.thread_id!r})), then "
-            "resume again; nothing was written."
+            f"at its interrupt. {_bring_back(log.thread_id, archive)}, then resume again; "
+            "nothing was written."
         )
     raise ThreadDeletedError(
         f"{answer}: the thread was deleted (by delete_thread, or by a retention sweep with strategy "
