@@ -146,6 +146,57 @@ def test_an_unrelated_thread_of_the_same_id_on_the_target_is_left_alone(tmp_path
         assert saver.get_tuple(cfg("agent")) is not None  # the other threads were copied
 
 
+def _own_counter(store: Path) -> None:
+    """A thread "counter" of the store's own: two checkpoints no SQLite app has."""
+    with JsonlSaver(store) as saver:
+        for i, n in enumerate((5, 6)):
+            v = {"n": saver.get_next_version(None, None)}
+            parent = config("counter", checkpoint_id=cp_id(90)) if i else config("counter")
+            saver.put(parent, make_checkpoint(cp_id(90 + i), {"n": n}, v), {"source": "loop", "step": i}, v)
+
+
+def test_a_refused_thread_is_counted_as_refused_not_as_copied(tmp_path: Path, capsys) -> None:
+    """The summary said "copied 6 thread(s)" (and "copied 1 thread(s)" with --threads
+    counter) when "counter" was refused, nothing put into it; the dry run did not
+    mention it at all, and --json counted it among the threads as any other."""
+    app = build_sqlite_app(tmp_path / "app.db")
+    store = tmp_path / "s"
+    _own_counter(store)
+    capsys.readouterr()
+    for dry in (["--dry-run"], []):
+        assert main(["import", url(app), str(store), *dry]) == 1
+        out, err = capsys.readouterr()
+        assert lines_of("DIFFERS", err) == ["counter"], err
+        assert ("would copy 5 thread(s) from" if dry else "copied 5 thread(s) from") in out, out
+        assert ("would refuse 1 thread(s)" if dry else "refused 1 thread(s)") in out, out
+        assert "counter" in out and "thread(s) differ" not in out, out
+        code, report = run_json(["import", url(app), str(store), *dry], capsys)
+        assert code == 1 and not report["ok"]
+        assert report["copied"] == 5 and report["refused"] == ["counter"], report
+        per = {t["thread_id"]: t for t in report["per_thread"]}
+        assert per["counter"]["refused"] and not per["agent"]["refused"]
+    code, report = run_json(["import", url(app), str(store), "--threads", "counter"], capsys)
+    assert code == 1 and report["copied"] == 0 and report["refused"] == ["counter"]
+    assert main(["import", url(app), str(store), "--threads", "counter"]) == 1
+    out, _ = capsys.readouterr()
+    assert "copied 0 thread(s)" in out and "refused 1 thread(s)" in out, out
+    assert "verified" not in out, out  # nothing was copied, nothing verified
+
+
+def test_export_counts_a_refused_thread_as_refused(tmp_path: Path, capsys) -> None:
+    """``export STORE sqlite:///...`` whose database holds another "counter"."""
+    app = build_sqlite_app(tmp_path / "app.db")
+    store = tmp_path / "s"
+    _own_counter(store)
+    capsys.readouterr()
+    assert main(["export", str(store), url(app)]) == 1
+    out, err = capsys.readouterr()
+    assert lines_of("DIFFERS", err) == ["counter"], err
+    assert "copied 0 thread(s)" in out and "refused 1 thread(s)" in out and "counter" in out, out
+    code, report = run_json(["export", str(store), url(app)], capsys)
+    assert code == 1 and report["copied"] == 0 and report["refused"] == ["counter"]
+
+
 def test_a_write_added_to_an_older_checkpoint_is_a_difference(sqlite_app: Path, tmp_path: Path) -> None:
     assert copy_threads(url(sqlite_app), str(tmp_path / "s")).ok
     with JsonlSaver(tmp_path / "s") as saver:

@@ -49,10 +49,11 @@ ENDPOINTS_HELP = (
     "PostgresStore in the same database)."
 )
 COPY_JSON = (
-    "{source, target, dry_run, verified, ok, threads, checkpoints, present, writes, "
-    "journal_records, bytes, creates, needs_setup, unmatched, seconds, problems: [{thread_id, problem}], "
+    "{source, target, dry_run, verified, ok, threads, copied, refused: [thread_id], checkpoints, present, "
+    "writes, journal_records, bytes, creates, needs_setup, unmatched, seconds, "
+    "problems: [{thread_id, problem}], "
     "mismatches: [{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "
-    "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, "
+    "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, refused, "
     "ahead_checkpoints, ahead_writes, ahead_journal_records}]}"
 )
 

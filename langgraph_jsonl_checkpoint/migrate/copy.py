@@ -295,6 +295,7 @@ def _copy_thread(
         diverged = histories_diverged(stored, have, src.name, dst.name)
         if diverged is not None:  # before anything is put: the target's history is its own
             done.mismatches.append(diverged)
+            done.refused = True
             return done
         width = width_of(dst.saver)
         check = None

@@ -18,7 +18,10 @@ class ThreadCopy:
         writes: Pending writes put.
         journal_records: Tool-call journal events added.
         problem: Why the thread was not copied (whole or in part), if it was not.
-        mismatches: Where the target's history differs from the source's after the copy.
+        mismatches: Where the target's history differs from the source's after the copy
+            (or, when ``refused``, before it: why nothing was put).
+        refused: Nothing was put into the target's thread: it holds another history under
+            the same id (the reason is in ``mismatches``). Not counted as copied.
         ahead_checkpoints: Checkpoints only the target holds, going on from the
             source's (the app went on there since an earlier copy; left as they are).
         ahead_writes: Pending writes of such a run at the source's newest checkpoints.
@@ -32,6 +35,7 @@ class ThreadCopy:
     journal_records: int = 0
     problem: str | None = None
     mismatches: list[str] = field(default_factory=list)
+    refused: bool = False
     ahead_checkpoints: int = 0
     ahead_writes: int = 0
     ahead_journal_records: int = 0
@@ -105,6 +109,16 @@ class CopyReport:
         return [t for t in self.threads if t.problem]
 
     @property
+    def copied(self) -> list[ThreadCopy]:
+        """Threads the copy went on with (not refused; some may have a problem)."""
+        return [t for t in self.threads if not t.refused]
+
+    @property
+    def refused(self) -> list[ThreadCopy]:
+        """Threads left alone: the target holds another history under their id."""
+        return [t for t in self.threads if t.refused]
+
+    @property
     def mismatched(self) -> list[ThreadCopy]:
         """Threads whose copy differs from the source."""
         return [t for t in self.threads if t.mismatches]
@@ -134,6 +148,8 @@ class CopyReport:
             "verified": self.verified,
             "ok": self.ok,
             "threads": len(self.threads),
+            "copied": len(self.copied),
+            "refused": [t.thread_id for t in self.refused],
             "checkpoints": self.checkpoints,
             "present": sum(t.present for t in self.threads),
             "writes": self.writes,
@@ -159,7 +175,7 @@ class CopyReport:
         size = f", {self.bytes:,} bytes" if self.bytes is not None and not self.dry_run else ""
         rate = f" ({self.checkpoints / self.seconds:,.0f} checkpoints/s)" if self.seconds > 0 else ""
         lines = [
-            f"{verb} {len(self.threads)} thread(s) from {self.source} to {self.target}: "
+            f"{verb} {len(self.copied)} thread(s) from {self.source} to {self.target}: "
             f"{self.checkpoints} checkpoint(s), {self.writes} write(s), "
             f"{self.journal_records} journal record(s){size} in {self.seconds:.1f} s{rate}",
         ]
@@ -172,14 +188,24 @@ class CopyReport:
             )
         if present:
             lines.append(f"{present} checkpoint(s) were already on the target and left as they were")
+        refused = self.refused
+        if refused:
+            names = ", ".join(repr(t.thread_id) for t in refused[:5])
+            more = f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+            lines.append(
+                f"{'would refuse' if self.dry_run else 'refused'} {len(refused)} thread(s), nothing put "
+                f"into them (the target holds another history under the same id: DIFFERS): {names}{more}"
+            )
         failed = sum(1 for t in self.threads if t.problem)
         if failed:
             lines.append(f"{failed} thread(s) not copied, or only in part: see each one's problem")
         ahead = len(self.ahead)
-        whole = "every copied thread's history" if not failed else "the history of every other thread"
-        if self.verified and self.mismatched:
-            lines.append(f"verify: {len(self.mismatched)} thread(s) differ")
-        elif self.verified and failed == len(self.threads):
+        whole = ("every copied thread's history" if not failed and not refused
+                 else "the history of every other thread")
+        differ = [t for t in self.mismatched if not t.refused]
+        if self.verified and differ:
+            lines.append(f"verify: {len(differ)} thread(s) differ")
+        elif self.verified and failed + len(refused) >= len(self.threads):
             pass  # nothing was copied whole: nothing to say was verified
         elif self.verified and ahead:
             lines.append(
