@@ -271,6 +271,42 @@ def test_an_unknown_option_is_named_with_the_command_s_own_usage(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []  # nothing ran
 
 
+@pytest.mark.parametrize("argv, forms", [
+    (["show", "STORE", "-dash"], ["show [OPTIONS] [STORE] -- -dash", "--thread=-dash"]),
+    (["history", "STORE", "-dash", "--json"], ["history [OPTIONS] [STORE] -- -dash"]),
+    (["show", "STORE", "--thread", "-dash"], ["--thread=-dash"]),  # argparse: expected one argument
+    (["show", "STORE", "-h1"], ["show [OPTIONS] [STORE] -- -h1"]),  # argparse: -h with an argument
+    (["repair", "STORE", "--thread", "-dash"], ["--thread=-dash"]),
+    (["export", "STORE", "-dash"], ["export [OPTIONS] [STORE] -- -dash"]),
+])
+def test_a_thread_id_that_starts_with_a_dash_is_given_with_a_hint(
+    tmp_path: Path, capsys, argv: list[str], forms: list[str]
+) -> None:
+    """``show STORE -dash`` failed with argparse's bare "unrecognized arguments: -dash",
+    though ``show STORE -- -dash`` (and ``--thread=-dash``) works: the error now says so."""
+    _store(tmp_path / "s", ["-dash", "-h1"])
+    capsys.readouterr()
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    word = "-h1" if "-h1" in argv else "-dash"
+    assert f"if {word} is a thread id" in err and all(f in err for f in forms), err
+    if argv[0] == "show":  # and the ways it names work
+        for way in (["--", "-dash"], ["--thread=-dash"]):
+            assert main(["show", str(tmp_path / "s"), *way]) == 0
+            assert "-dash" in capsys.readouterr().out
+
+
+def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["t"])
+    with pytest.raises(SystemExit):
+        main(["show", str(tmp_path / "s"), "t", "--jsn"])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --jsn" in err and "thread id" not in err, err
+
+
 @pytest.mark.parametrize("workers", ["0", "-3", "two"])
 def test_a_copy_with_no_workers_is_a_usage_error(tmp_path: Path, capsys, workers: str) -> None:
     """``--workers -3`` ran a copy with one worker, as if it had been asked for."""

@@ -11,7 +11,9 @@ used; :func:`build_parser` defines them all unless asked not to (``main`` asks).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import shlex
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -46,13 +48,45 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """argparse's error, saying why operands are missing when ``--threads`` (which
-        takes every word after it) came before them."""
+        takes every word after it) came before them, and how to give a thread id that
+        starts with a dash (argparse takes it for an option)."""
         swallowed = "--threads" in getattr(self, "_given", ())
         if message.startswith("the following arguments are required") and swallowed:
             missing = " ".join(message.split(": ", 1)[-1].split(", "))
             message += ("; --threads takes every word after it, so they went into it: put them before "
                         f"--threads ({self.prog} {missing} --threads 'user-*')")
-        super().error(message)
+        super().error(message + self._dashed_thread_hint())
+
+    def _dashed_thread_hint(self) -> str:
+        """For a command that takes a thread: how to give the first word that looks like
+        an option but is none of this command's (nor a typo of one), were it a thread id."""
+        operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
+        option = "--thread" in self._option_string_actions
+        if not (operand or option):
+            return ""
+        given = list(getattr(self, "_given", ()))
+        given = given[:given.index("--")] if "--" in given else given
+        word = next((w for w in given if self._not_an_option(w)), None)
+        if word is None:
+            return ""
+        quoted = shlex.quote(word)
+        ways = []
+        if operand:
+            ways.append(f"after `--`, which ends the options: {self.prog} [OPTIONS] [STORE] -- {quoted}")
+        if option:
+            ways.append(f"as --thread={quoted}")
+        return f"; if {word} is a thread id, give it {', or '.join(ways)}"
+
+    def _not_an_option(self, word: str) -> bool:
+        """``word`` looks like an option, yet is none of this command's (nor close to a long one)."""
+        if not word.startswith("-") or word == "-" or self._negative_number_matcher.match(word):
+            return False
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        short = self._option_string_actions.get(word[:2])
+        if name in self._option_string_actions or (short is not None and short.nargs != 0):
+            return False  # an option, or a short one with its value attached (-n5)
+        long = [o for o in self._option_string_actions if o.startswith("--")]  # (short ones: all alike)
+        return not (name.startswith("--") and difflib.get_close_matches(name, long, n=1, cutoff=0.8))
 
     def format_usage(self) -> str:
         self.define()
