@@ -3,7 +3,11 @@
 Run it (no network or API key needed):
 
     python examples/crash_and_resume.py                 # uses a temporary directory
-    python examples/crash_and_resume.py --store ./ckpt  # keeps the files
+    python examples/crash_and_resume.py --store ./demo  # keeps the files
+
+Run again with the same ``--store``, it starts over: it removes what its last run left
+there (its thread, the outbox, the lookups) and says so. A folder holding anything else
+is refused and left as it is.
 
 The agent has two tools:
 
@@ -51,10 +55,10 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import tools_condition
 
 try:
-    from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
+    from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver, ReplayAdapter
 except ImportError:  # running from a source checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from langgraph_jsonl_checkpoint import JsonlSaver, ReplayAdapter
+    from langgraph_jsonl_checkpoint import JsonlCheckpointError, JsonlSaver, ReplayAdapter
 
 THREAD_ID = "support-ticket-1042"
 CONFIG = {"configurable": {"thread_id": THREAD_ID}}
@@ -369,6 +373,42 @@ def demo(workdir: Path) -> int:
     return 0
 
 
+def start_over(workdir: Path) -> tuple[list[str], str | None]:
+    """Make ``workdir`` ready for a run: it is new or empty, or holds what an earlier run
+    of this demo left there (its thread in ``checkpoints/``, ``outbox.jsonl``,
+    ``lookups.log``), which is removed. Anything else is not the demo's to remove:
+    nothing is, and the second value says why the folder cannot be used. Returns what
+    was removed, and that reason."""
+    store, outbox, lookups = workdir / "checkpoints", workdir / "outbox.jsonl", workdir / "lookups.log"
+    ours = {p.name for p in (store, outbox, lookups)}
+    others = sorted(p.name for p in workdir.iterdir() if p.name not in ours)
+    if others:
+        return [], f"it holds {', '.join(others)}, which this demo did not write"
+    customers = {o["customer"] for o in ORDERS.values()}
+    for path, is_ours in ((outbox, lambda line: json.loads(line).get("to") in customers),
+                          (lookups, lambda line: line in ORDERS)):
+        try:
+            foreign = path.exists() and not all(is_ours(line) for line in path.read_text().splitlines())
+        except (ValueError, AttributeError, OSError):
+            foreign = True
+        if foreign:
+            return [], f"its {path.name} holds lines this demo did not write"
+    removed = []
+    if store.exists():
+        try:  # a store (or an empty folder): only the demo's thread goes, others stay
+            with JsonlSaver.from_conn_string(str(store)) as saver:
+                if saver.get_tuple(CONFIG) is not None:
+                    saver.delete_thread(THREAD_ID)
+                    removed.append(f"thread {THREAD_ID} from {store.name}/")
+        except (JsonlCheckpointError, OSError) as exc:
+            return [], f"its {store.name}/ is not a checkpoint store this demo can use ({exc})"
+    for path in (outbox, lookups):
+        if path.exists():
+            path.unlink()
+            removed.append(path.name)
+    return removed, None
+
+
 def main(argv: list[str]) -> int:
     global OUTBOX, LOOKUPS
     if argv and argv[0] in ("A", "B", "C"):  # a child process
@@ -386,18 +426,26 @@ def main(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", metavar="DIR",
-                        help="a new or empty directory for checkpoints and the outbox (kept)")
+                        help="a directory for checkpoints and the outbox (kept): new, empty, or one "
+                        "a run of this demo left (it starts over)")
     args = parser.parse_args(argv)
     try:
         if args.store:
             workdir = Path(args.store).resolve()
+            if workdir.exists() and not workdir.is_dir():
+                parser.error(f"{workdir} is not a directory: pass --store a new or empty directory")
             workdir.mkdir(parents=True, exist_ok=True)
-            if any(workdir.iterdir()):
+            removed, refused = start_over(workdir)
+            if refused is not None:
                 parser.error(
-                    f"{workdir} is not empty (a run of this demo left it?): the demo checks that the "
-                    "outbox and the thread it writes there hold exactly one email and one run; "
-                    "pass --store a new or empty directory, or leave --store out (a temporary one)"
+                    f"{workdir} cannot hold this demo: {refused}; nothing was removed. The demo "
+                    "checks that the outbox and the thread it writes there hold exactly one email "
+                    "and one run. Pass --store a new or empty directory, one a run of this demo left "
+                    "(it starts over), or leave --store out (a temporary one)"
                 )
+            if removed:
+                say(f"starting over in {workdir}, which an earlier run of this demo left: removed "
+                    + ", ".join(removed) + "\n")
             OUTBOX, LOOKUPS = workdir / "outbox.jsonl", workdir / "lookups.log"
             return demo(workdir)
         with tempfile.TemporaryDirectory(prefix="crash-and-resume-") as tmp:

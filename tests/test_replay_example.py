@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.checkpoints import config, cp_id, make_checkpoint
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crash_and_resume.py"
 TOOL_CALLS_PAGE = EXAMPLE.parents[1] / "docs" / "tool-calls.md"
 
@@ -51,14 +56,47 @@ def test_crash_and_resume_example(tmp_path: Path) -> None:
         "docs/tool-calls.md's crash example output differs from the example's; paste it anew")
 
 
-def test_run_again_on_its_store_says_what_to_do(tmp_path: Path) -> None:
-    workdir = tmp_path / "demo"
-    (workdir / "checkpoints").mkdir(parents=True)
-    proc = subprocess.run([sys.executable, str(EXAMPLE), "--store", str(workdir)],
+def _run(workdir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(EXAMPLE), "--store", str(workdir)],
                           capture_output=True, text=True, timeout=120)
+
+
+def test_run_again_on_its_store_starts_over(tmp_path: Path) -> None:
+    """Run twice with ``--store ./demo``, the second run exited 2 ("is not empty (a run
+    of this demo left it?)"): a newcomer could not run the demo again. It now removes
+    what its last run left (its thread, the outbox, the lookups), says so, and runs; a
+    thread of someone else's in its store is left alone."""
+    workdir = tmp_path / "demo"
+    first = _run(workdir)
+    assert first.returncode == 0, first.stdout + first.stderr
+    with JsonlSaver(workdir / "checkpoints") as saver:  # someone's own thread beside the demo's
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(config("mine"), make_checkpoint(cp_id(1), {"m": ["mine"]}, v), {}, v)
+    again = _run(workdir)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out
+    assert "starting over" in again.stdout and "support-ticket-1042" in again.stdout, out
+    assert "OK: the email was sent exactly once" in again.stdout, out
+    emails = [json.loads(line) for line in (workdir / "outbox.jsonl").read_text().splitlines()]
+    assert [e["to"] for e in emails] == ["ada@example.com"]
+    assert (workdir / "lookups.log").read_text().splitlines() == ["1042"]
+    with JsonlSaver(workdir / "checkpoints") as saver:
+        assert saver.get_tuple(config("mine")) is not None
+        inputs = [t for t in saver.list(config("support-ticket-1042")) if t.metadata["source"] == "input"]
+        assert len(inputs) == 1, inputs  # one run's history, not two
+
+
+@pytest.mark.parametrize("leftover", ["notes.txt", "outbox.jsonl", "checkpoints/app.db"])
+def test_a_folder_it_did_not_write_is_refused_and_left_alone(tmp_path: Path, leftover: str) -> None:
+    workdir = tmp_path / "demo"
+    (workdir / leftover).parent.mkdir(parents=True)
+    (workdir / leftover).write_text('{"to": "bob@example.com"}\n')
+    proc = _run(workdir)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    # which directory, why it must be empty, and what to pass instead
-    assert f"{workdir} is not empty" in proc.stderr
-    assert "exactly one email" in proc.stderr and "--store" in proc.stderr.splitlines()[-1]
-    assert "a new or empty directory" in proc.stderr
+    # which directory, what is not the demo's, and what to pass instead
+    assert str(workdir) in proc.stderr and leftover.split("/")[0] in proc.stderr, proc.stderr
+    assert "a new or empty directory" in proc.stderr and "--store" in proc.stderr.splitlines()[-1]
+    assert sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")) == sorted(
+        {leftover, leftover.split("/")[0]})  # nothing removed, nothing added
+    assert (workdir / leftover).read_text() == '{"to": "bob@example.com"}\n'
