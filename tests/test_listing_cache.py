@@ -437,3 +437,27 @@ def test_a_holder_record_without_a_thread_id_is_still_read(
     assert code == 0 and [(r["thread_id"], r["status"], r["run"]) for r in rows] == [("a", "running", old)]
     assert main(["threads", str(store), "--json", "--limit", "5"]) == 0
     assert [r["thread_id"] for r in json.loads(capsys.readouterr().out)] == ["a"]
+
+
+def test_a_running_thread_with_no_checkpoint_yet_is_recent_in_since_and_sort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A thread a run holds before its first checkpoint has no time of its own; ``threads
+    --since 1h`` left it out and ``--sort updated`` put it last, as if it were the
+    oldest. Its run's start is its time: it is listed as recent, and first."""
+    from tests.test_busy_threads import LiveRun
+
+    store = tmp_path / "store"
+    put_checkpoints(store, "old", 1)
+    old_log = next((store / "threads").glob("old-*.jsonl"))
+    os.utime(old_log, (1_600_000_000, 1_600_000_000))
+    with JsonlSaver(store) as saver:
+        run = LiveRun(saver, {"configurable": {"thread_id": "new"}}, durability="exit")
+        try:
+            for args in (["--since", "1h"], ["--sort", "updated"], ["--sort", "created"]):
+                with within(30, "threads"):
+                    code = main(["threads", str(store), "--json", *args])
+                ids = [r["thread_id"] for r in json.loads(capsys.readouterr().out)]
+                assert code == 0 and ids[0] == "new", (args, ids)
+        finally:
+            run.finish()

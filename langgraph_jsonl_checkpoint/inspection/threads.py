@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..disk.paths import LogPaths, thread_file_stem
 from ..disk.processes import pid_alive
-from ..disk.runlock import MAINTENANCE, RunLock
+from ..disk.runlock import BRIEF_HOLDS, RunLock
 from ..disk.store import Store, ThreadFile
 from ..disk.view import LogView
 from ..errors import JsonlCheckpointError
 from .status import DAMAGED, EMPTY, RUNNING, STATUSES, thread_status
-from .times import at_or_after, parse_stored
+from .times import parse_stored
 
 if TYPE_CHECKING:  # imported where a log is read: a listing from its cache imports no LangGraph
     from ..maintenance.access import StoreReading
@@ -210,7 +210,7 @@ def logless_runs(store: Store, present: Collection[str] | None = None) -> list[T
         paths = LogPaths(store.threads_path, stem, store.temp_path)
         run = live_run(paths, stem)
         tid = run.get("thread_id") if run is not None else None
-        if (run is None or type(tid) is not str or run.get("run") == MAINTENANCE
+        if (run is None or type(tid) is not str or run.get("run") in BRIEF_HOLDS
                 or thread_file_stem(tid) != stem):
             continue
         out.append(ThreadSummary(thread_id=tid, path=paths.log, status=RUNNING, run=run))
@@ -303,7 +303,7 @@ def select_threads(
             raise ValueError(f"unknown status {s!r}; use one of {', '.join(STATUSES)}")
     rows = [
         s for s in summaries
-        if (not status or s.status in status) and at_or_after(s.updated_at, since)
+        if (not status or s.status in status) and _updated_since(s, since)
     ]
     label = _sort_key(sort)
     rows.sort(key=label, reverse=sort not in ("id", "status"))
@@ -319,11 +319,30 @@ def _sort_key(sort: str) -> Any:
         attr = f"{sort}_at"
 
         def when(s: ThreadSummary) -> float:
-            at = parse_stored(getattr(s, attr))
+            at = _when(s, attr)
             return at.timestamp() if at is not None else float("-inf")  # undated last
 
         return when
     return lambda s: getattr(s, sort)
+
+
+def _updated_since(s: ThreadSummary, since: datetime | None) -> bool:
+    """Whether a thread was updated at or after ``since`` (always, without one; never,
+    for a thread with no time)."""
+    if since is None:
+        return True
+    at = _when(s, "updated_at")
+    return at is not None and at >= since
+
+
+def _when(s: ThreadSummary, attr: str) -> datetime | None:
+    """A thread's ``updated_at`` or ``created_at``; for a thread a run holds before its
+    first checkpoint (no time of its own), when that run started: it is as recent as that."""
+    at = parse_stored(getattr(s, attr))
+    if at is None and s.status == RUNNING and s.run is not None:
+        since = s.run.get("since")
+        at = parse_stored(since) if isinstance(since, str) else None
+    return at
 
 
 def _size(paths: Any) -> int:
