@@ -3,8 +3,8 @@ wrote it): printed to a terminal as it is, an escape sequence in it clears the s
 recolours or retitles the terminal, a carriage return overwrites what was printed
 before it, a bidirectional override shows text in another order than stored. The
 commands that print messages (``show``, ``tail``, ``diff``, ``search``, ``tools``,
-``memory``) show
-such characters as escapes; ``--json`` keeps the text as stored."""
+``memory``, and ``export`` to a terminal) show such characters as escapes; ``--json``,
+and an export piped into a file, keep the text as stored."""
 
 from __future__ import annotations
 
@@ -72,3 +72,24 @@ def test_json_keeps_the_text_as_stored(
     assert main(["show", path, "t1", "--json"]) == 0
     messages = json.loads(capsys.readouterr().out)["messages"]
     assert messages[0]["text"] == EVIL
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "jsonl"])
+def test_an_export_to_a_terminal_is_escaped_and_to_a_pipe_as_stored(
+    store: tuple[str, list[str]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+) -> None:
+    """``export THREAD`` without ``-o`` prints the transcript: on a terminal its escape
+    sequences acted on the screen; piped into a file (``> t.md``) it is the file."""
+    import sys
+
+    path, _ = store
+    with within(30, "export to a pipe"):
+        assert main(["export", path, "t1", "--format", fmt]) == 0
+    piped = capsys.readouterr().out
+    assert "\x1b[2J" in piped or "\\u001b[2J" in piped  # as stored (JSON escapes it itself)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    with within(30, "export to a terminal"):
+        assert main(["export", path, "t1", "--format", fmt]) == 0
+    shown = capsys.readouterr().out
+    assert UNSAFE.findall(shown) == [], shown

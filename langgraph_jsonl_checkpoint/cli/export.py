@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 
+from ..inspection.conversation import terminal_safe
 from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread
 from ..migrate.urls import is_database_url
 from .common import (
@@ -103,7 +104,8 @@ def _export(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
     else:
-        sys.stdout.write(text)
+        # On a terminal it is read, not kept: what messages say must not act on the screen.
+        sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
     return exit_status
 
 
