@@ -55,6 +55,8 @@ NEW_FIELDS = {
     ),
     # no call the old store's journal left open is answered by a ToolMessage in its state
     "answered_with": lambda rec, ids: rec["answered_with"] is None,
+    # nor was a held failed call of it overtaken by new input
+    "overtaken_with": lambda rec, ids: rec["overtaken_with"] is None,
 }
 
 
