@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..disk.index import ThreadIndex
@@ -77,7 +77,7 @@ RESUME = "__resume__"
 
 
 def refuse_resume_of_deleted(
-    log: ThreadLog, idx: ThreadIndex, ns: str, task_id: str, channels: list[str], *,
+    log: ThreadLog, idx: ThreadIndex, ns: str, task_id: str, writes: Sequence[Sequence[Any]], *,
     archived: Callable[[], str | None] = lambda: None,
 ) -> None:
     """A ``Command(resume=...)`` for a thread deleted or archived while it waited at an
@@ -88,10 +88,13 @@ def refuse_resume_of_deleted(
     by ``delete_thread`` or a sweep; a thread never written, or written anew since, is
     not refused.
 
+    ``writes`` are the call's encoded writes (``(idx, channel, ...)``); a write of another
+    task returns at the first comparison, before they are looked at (``put_writes``'s hot path).
+
     Raises:
         ThreadDeletedError: The answer is for a deleted or archived thread; nothing was written.
     """
-    if ns or task_id != NULL_TASK_ID or RESUME not in channels or idx.latest_id(ns) is not None:
+    if ns or task_id != NULL_TASK_ID or all(w[1] != RESUME for w in writes) or idx.latest_id(ns) is not None:
         return
     if log.exists() or log.deleted_up_to() is None:
         return

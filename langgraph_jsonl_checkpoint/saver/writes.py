@@ -144,7 +144,7 @@ class CheckpointWrites:
             self.refuse_refused_run(configurable, thread_id)
             refuse_deleted(log, idx, ns, named=checkpoint_id, archived=lambda: self.archive_of(thread_id))
             try:
-                refuse_resume_of_deleted(log, idx, ns, task_id, [w[1] for w in encoded],
+                refuse_resume_of_deleted(log, idx, ns, task_id, encoded,
                                          archived=lambda: self.archive_of(thread_id))
             except ThreadDeletedError as exc:
                 # LangGraph goes on from the start with no input: its saves are refused too
