@@ -81,6 +81,17 @@ def _asking_graph(saver: JsonlSaver, ran: list[str]) -> Any:
     return g.compile(checkpointer=saver)
 
 
+def _resume_after_sweep(saver: Any, graph: Any, ran: list[str], durability: Any, strategy: str) -> str:
+    """Thread ``t`` asked at its interrupt, then swept with ``strategy``; the message of
+    the ``ThreadDeletedError`` its ``Command(resume=...)`` raises (``ran`` cleared first)."""
+    assert "__interrupt__" in graph.invoke({"topic": "cats"}, _cfg("t"), durability=durability)
+    assert saver.sweep(now=time.time() + 2 * 3600).swept == [("t", strategy)]
+    ran.clear()
+    with pytest.raises(ThreadDeletedError) as err:
+        graph.invoke(Command(resume="yes"), _cfg("t"), durability=durability)
+    return str(err.value)
+
+
 @pytest.mark.parametrize("durability", ["sync", "async"])
 def test_resuming_an_interrupted_thread_a_sweep_archived_says_restore(
     tmp_path: Path, durability: Any
@@ -97,12 +108,7 @@ def test_resuming_an_interrupted_thread_a_sweep_archived_says_restore(
     ran: list[str] = []
     with JsonlSaver(tmp_path / "s", ttl={"default_ttl": 60, "strategy": "archive"}) as saver, within(60):
         graph = _asking_graph(saver, ran)
-        assert "__interrupt__" in graph.invoke({"topic": "cats"}, _cfg("t"), durability=durability)
-        assert saver.sweep(now=time.time() + 2 * 3600).swept == [("t", "archive")]
-        ran.clear()
-        with pytest.raises(ThreadDeletedError) as err:
-            graph.invoke(Command(resume="yes"), _cfg("t"), durability=durability)
-        message = str(err.value)
+        message = _resume_after_sweep(saver, graph, ran, durability, "archive")
         assert "'t'" in message and "archived" in message and "Command(resume=...)" in message, message
         assert f"langgraph-jsonl restore {saver.store.path} --thread t" in message, message
         if durability == "sync":
@@ -123,12 +129,7 @@ def test_resuming_an_interrupted_thread_a_sweep_deleted_says_it_is_gone(
     ran: list[str] = []
     with JsonlSaver(tmp_path / "s", ttl={"default_ttl": 60, "strategy": "delete"}) as saver, within(60):
         graph = _asking_graph(saver, ran)
-        graph.invoke({"topic": "cats"}, _cfg("t"), durability=durability)
-        assert saver.sweep(now=time.time() + 2 * 3600).swept == [("t", "delete")]
-        ran.clear()
-        with pytest.raises(ThreadDeletedError) as err:
-            graph.invoke(Command(resume="yes"), _cfg("t"), durability=durability)
-        message = str(err.value)
+        message = _resume_after_sweep(saver, graph, ran, durability, "delete")
         assert "'t'" in message and "was deleted" in message and "Command(resume=...)" in message, message
         assert "restore" not in message and "new input" in message, message
         assert ran == ([] if durability == "sync" else ["draft", "ask"])
