@@ -4,6 +4,8 @@ was disturbed; each checked against a rebuild and, where it applies, the graph's
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -246,14 +248,22 @@ def _two_calls_the_second_raises(saver: JsonlSaver, thread_id: str, durability: 
 
     from tests.harness.replay_tools import ScriptedChatModel, call
 
+    # The two calls run at once. Were refund to raise before lookup finished, LangGraph may
+    # stop the step without lookup's write (InMemorySaver: 4 runs of 1,000 under "exit"), so
+    # refund raises only once lookup has its result, and a moment after, for its commit.
+    looked = threading.Event()
+
     @tool
     def lookup(order_id: int) -> str:
         """Look an order up."""
+        looked.set()
         return f"order {order_id}: shipped"
 
     @tool
     def refund(order_id: int) -> str:
         """Refund an order."""
+        looked.wait(10)
+        time.sleep(0.05)
         raise ValueError("payment system down")
 
     turn = [[call("lookup", "l1", order_id=0), call("refund", "r1", order_id=0)]]
