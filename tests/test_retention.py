@@ -676,3 +676,19 @@ def test_an_archived_threads_size_counts_its_companions_file(
     assert main(["archived", str(tmp_path / "s"), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["size"] == kept
+
+
+def test_a_restored_thread_counts_as_active_for_a_whole_ttl(tmp_path: Path) -> None:
+    """What docs/retention.md says: the restore writes the log anew, so the thread is
+    active from then on; the next sweep with the same TTL leaves it, one a TTL later
+    takes it again."""
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
+    _age(saver, "t", 2 * HOUR)
+    policy = {"default_ttl": 60, "strategy": "archive"}
+    with within(30):
+        assert saver.sweep(policy).swept == [("t", "archive")]
+        saver.restore("t")
+        assert saver.sweep(policy).active == 1
+        assert saver.store.has_thread("t")
+        assert saver.sweep(policy, now=time.time() + 2 * HOUR).swept == [("t", "archive")]
+    saver.close()
