@@ -147,7 +147,7 @@ def test_a_pending_write_appended_after_the_head_is_served(tmp_path: Path) -> No
     assert got is not None and ("late-task", "step", 99) in got.pending_writes  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("damage", ["torn", "other-thread", "garbage", "newer-version"])
+@pytest.mark.parametrize("damage", ["torn", "other-thread", "garbage", "newer-version", "longer-before"])
 def test_a_damaged_or_foreign_head_is_ignored(tmp_path: Path, damage: str) -> None:
     store = tmp_path / "s"
     _fill(store)
@@ -160,6 +160,10 @@ def test_a_damaged_or_foreign_head_is_ignored(tmp_path: Path, damage: str) -> No
         head.write_bytes(_head(store, "u").read_bytes())
     elif damage == "garbage":
         head.write_bytes(b"not a head\n")
+    elif damage == "longer-before":
+        # A head is rewritten in place, then cut to its length: a crash between the two
+        # leaves the new record followed by the end of a longer one written before.
+        head.write_bytes(head.read_bytes() + b'"seq":0,"c":"00000000"}\n')
     else:
         record = json.loads(head.read_bytes())
         record.pop("c")
@@ -254,6 +258,37 @@ def test_a_log_deleted_by_another_saver_gets_no_head_from_one_that_still_holds_i
     holder.close()  # lets its log go: the file it indexed is gone
     assert not _head(store).exists()
     assert not JsonlSaver(store).store.has_files("t")
+
+
+def test_a_head_rewritten_in_place_is_whole_and_replaces_a_longer_one(tmp_path: Path) -> None:
+    """The head is written over the one before (no new file, no rename): what was longer
+    is cut to the new record, and a second saver serves the new head."""
+    store = tmp_path / "s"
+    _fill(store, n=2)
+    old = _head(store).read_bytes()
+    _head(store).write_bytes(old + b" " * 50_000)  # longer than any head written next
+    saver = JsonlSaver(store, max_open_threads=1)
+    _put_turns(saver, "t", 1, start=3)
+    _put_turns(saver, "u", 1)  # "t" let go: its head written again
+    assert _head(store).stat().st_size < len(old) + 1_000
+    assert _served_from_head(JsonlSaver(store)) == _from_the_log(store)
+    saver.close()
+
+
+def test_a_link_where_the_head_goes_is_replaced_not_written_through(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    _fill(store, n=2)
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(b"not the store's\n")
+    _head(store).unlink()
+    _head(store).symlink_to(elsewhere)
+    saver = JsonlSaver(store, max_open_threads=1)
+    _put_turns(saver, "t", 1, start=3)
+    _put_turns(saver, "u", 1)  # "t" let go: its head written
+    assert elsewhere.read_bytes() == b"not the store's\n"
+    assert not _head(store).is_symlink()
+    assert _served_from_head(JsonlSaver(store)) == _from_the_log(store)
+    saver.close()
 
 
 def test_delete_thread_removes_the_head(tmp_path: Path) -> None:

@@ -95,14 +95,14 @@ def head_names(paths: LogPaths, thread_id: str, size: int, crc: str) -> bool:
 
 def write_head(paths: LogPaths, thread_id: str, size: int, crc: str, body: dict[str, Any]) -> None:
     """Replace the head file with ``body``, naming log bytes of ``size`` and ``crc``
-    (written to a temp file and renamed, not fsynced: a head lost or torn by a crash is
-    ignored, and the next reader indexes the log).
+    (written over the one before, in place, not fsynced: a head lost or torn by a crash
+    or read while it is written is ignored, and the reader indexes the log).
 
     Raises:
-        OSError: It could not be written (nothing is left half-written in its place).
+        OSError: It could not be written (what it left is ignored, as a torn head is).
     """
     record = {"t": "head", "v": HEAD_VERSION, "seq": 0, "thread": thread_id, "size": size, "crc": crc}
     record.update(body)
     data = framing.frame(record)
-    files.replace_derived(paths.head, paths.temp("head"), data, unlink_first=True)
+    files.overwrite_derived(paths.head, paths.temp("head"), data)
 
