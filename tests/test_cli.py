@@ -188,3 +188,23 @@ def test_compact_waiting_for_a_writer_lock_another_process_holds_says_so(tmp_pat
     assert "waiting for the writer lock of thread 't'" in first and lock_path in first, first
     assert not any("waiting for" in line for line in rest), rest
     assert "compacted" in out and files.LOCK_WAIT_NOTICE <= 1.5
+
+
+def test_verify_accepts_dry_run_and_says_so_in_its_help(tmp_path: Path, capsys) -> None:
+    """``verify --dry-run`` was argparse's bare "unrecognized arguments" (exit 2): a
+    person adding --dry-run to every maintenance command to look first got stuck on
+    the one that changes nothing anyway. It is accepted and verify runs as without it."""
+    _store(tmp_path / "s")
+    assert main(["verify", str(tmp_path / "s"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checked 1 thread(s)") and out.rstrip().endswith(": ok"), out
+    assert main(["verify", str(tmp_path / "s"), "--dry-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    help_text = " ".join(_help("verify").split())
+    assert "--dry-run" in help_text and "changes nothing" in help_text, help_text
+
+
+def _help(name: str) -> str:
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return str(sub.choices[name].format_help())

@@ -92,6 +92,19 @@ def test_a_row_with_an_unknown_group_is_refused() -> None:
         build_parser(commands=[Command("threads", "look", "threads", "list threads")])
 
 
+@pytest.mark.parametrize(
+    "name", [c.name for c in COMMANDS if c.group in (MAINTAIN, MOVE) and c.name != "restore"])
+def test_every_maintain_and_move_command_takes_dry_run(name: str) -> None:
+    """A person who adds ``--dry-run`` to a command that looks after a store or moves
+    threads must not meet argparse's bare "unrecognized arguments": ``verify`` and
+    ``archived`` refused it (they change nothing anyway), ``restore`` had none."""
+    parser = build_parser()
+    command = subcommands(parser)[name]
+    assert "--dry-run" in command._option_string_actions, f"`{name}` does not take --dry-run"
+    help_text = " ".join(command.format_help().split())
+    assert re.search(r"--dry-run\s+\S", help_text), help_text  # with words saying what it does
+
+
 def test_a_command_s_arguments_are_defined_when_it_is_used() -> None:
     parser = build_parser(define=False)
     threads = subcommands(parser)["threads"]

@@ -158,3 +158,19 @@ def test_a_ttl_option_that_is_no_number_of_minutes_is_named_as_the_option(
     err = capsys.readouterr().err
     assert "argument --ttl" in err, err
     assert "default_ttl" not in err and "0 or more" in err, err
+
+
+def test_archived_accepts_dry_run_and_lists_as_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``archived --dry-run`` was argparse's "unrecognized arguments" while sweep and
+    restore take it: it only lists, so it is accepted and changes nothing."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR, "new": 0})
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "archive"]) == 0
+    capsys.readouterr()
+    assert main(["archived", store, "--json"]) == 0
+    listed = capsys.readouterr().out
+    assert main(["archived", store, "--dry-run", "--json"]) == 0
+    assert capsys.readouterr().out == listed and [e["thread_id"] for e in json.loads(listed)] == ["old"]
+    assert main(["archived", store, "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"

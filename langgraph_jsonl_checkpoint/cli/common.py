@@ -178,6 +178,16 @@ def add_serde_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_dry_run_accepted(parser: argparse.ArgumentParser, command: str) -> None:
+    """``--dry-run`` for a maintenance command that only reads (``verify``, ``archived``):
+    accepted, as the commands beside it that change a store take it, so a person who
+    adds it to every one to look first is not stopped by argparse; it changes nothing."""
+    parser.add_argument(
+        "--dry-run", action="store_true",
+        help=f"accepted, and changes nothing: {command} never changes the store, with or without it",
+    )
+
+
 def serde_of(args: argparse.Namespace) -> Any:
     """The serializer ``--serde`` (or ``LANGGRAPH_JSONL_SERDE``) names; ``None``: the
     default. A module in the working directory can be named, as in a script run there.

@@ -23,6 +23,7 @@ from ..saver.heads import head_file_problems
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
+    add_dry_run_accepted,
     add_store_argument,
     describe,
     first_line,
@@ -171,6 +172,7 @@ def define_verify(p: argparse.ArgumentParser) -> None:
     )
     add_store_argument(p)
     p.add_argument("--thread", help="check only this thread id")
+    add_dry_run_accepted(p, "verify")
     p.set_defaults(run=_verify)
 
 

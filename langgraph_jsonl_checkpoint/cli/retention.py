@@ -32,6 +32,7 @@ from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
+    add_dry_run_accepted,
     add_store_argument,
     ctrl_c_stops,
     describe,
@@ -233,6 +234,7 @@ def define_archived(p: argparse.ArgumentParser) -> None:
     )
     add_store_argument(p)
     p.add_argument("--thread", help="only this thread id's archives")
+    add_dry_run_accepted(p, "archived")
     p.set_defaults(run=_archived)
 
 
