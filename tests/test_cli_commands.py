@@ -92,8 +92,7 @@ def test_a_row_with_an_unknown_group_is_refused() -> None:
         build_parser(commands=[Command("threads", "look", "threads", "list threads")])
 
 
-@pytest.mark.parametrize(
-    "name", [c.name for c in COMMANDS if c.group in (MAINTAIN, MOVE) and c.name != "restore"])
+@pytest.mark.parametrize("name", [c.name for c in COMMANDS if c.group in (MAINTAIN, MOVE)])
 def test_every_maintain_and_move_command_takes_dry_run(name: str) -> None:
     """A person who adds ``--dry-run`` to a command that looks after a store or moves
     threads must not meet argparse's bare "unrecognized arguments": ``verify`` and

@@ -35,6 +35,7 @@ from langgraph_jsonl_checkpoint.disk import companions
 from langgraph_jsonl_checkpoint.disk.archive import ThreadArchive
 from langgraph_jsonl_checkpoint.disk.paths import LogPaths
 from langgraph_jsonl_checkpoint.disk.runlock import MAINTENANCE
+from langgraph_jsonl_checkpoint.maintenance.restore import restore
 from langgraph_jsonl_checkpoint.maintenance.retention import RetentionPolicy, ttl_from_environment
 from tests.harness.answers import answers, diff_answers, mem_prune_keep_latest
 from tests.harness.bounded import within
@@ -330,6 +331,58 @@ def test_restore_refuses_while_a_trace_was_written_after_archiving(tmp_path: Pat
             os.unlink(p)
     saver.restore("t")
     assert _own_files(paths) == archived_trace
+    saver.close()
+
+
+def _tree(path: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``path``: its bytes and modification time."""
+    return {str(p.relative_to(path)): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_a_dry_restore_predicts_the_restore_of_an_archiving_a_crash_cut_short(tmp_path: Path) -> None:
+    """A crash after the log moved to ``.swept``, before its trace left its place: the
+    restore settles first (the trace copy goes, the log is compressed) and succeeds. Its
+    dry run, on a writable saver, says so (the copy is not a file in the way) and
+    writes nothing."""
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 2)
+    paths = saver.store.thread_log("t").paths
+    archived_trace = {p: Path(p).read_bytes() for p in paths.trace_files() if os.path.exists(p)}
+    assert archived_trace
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    (entry,) = saver.archived("t")
+    moved = Path(entry.path[: -len(".jsonl.zst")] + ".jsonl.swept")
+    moved.write_bytes(ThreadArchive(saver.store).read(entry))  # as the crash left it
+    os.unlink(entry.path)
+    for p, data in archived_trace.items():
+        Path(p).write_bytes(data)
+    files = _tree(tmp_path / "s")
+
+    dry = restore(saver, "t", dry_run=True)
+    assert saver.restore("t", dry_run=True) == dry.archive  # the saver's method, dry
+    assert _tree(tmp_path / "s") == files
+    assert (dry.archive.path, dry.log, dry.dry_run) == (str(moved), paths.log, True)
+    real = restore(saver, "t")
+    assert (real.log, real.companions, real.dry_run) == (dry.log, dry.companions, False)
+    assert sorted(real.companions) == sorted(archived_trace)
+    assert {p: Path(p).read_bytes() for p in real.companions} == archived_trace
+    saver.close()
+
+
+def test_a_dry_restore_is_refused_while_a_run_works_on_the_thread(tmp_path: Path) -> None:
+    saver = JsonlSaver(tmp_path / "s")
+    _traced_turns(saver, "t", 1)
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    held = saver.store.run_lock("t")
+    assert held.try_acquire("a run")
+    try:
+        for dry_run in (True, False):
+            with pytest.raises(RestoreError, match="thread 't': a run is working on it"):
+                restore(saver, "t", dry_run=dry_run)
+    finally:
+        held.release()
+    assert restore(saver, "t", dry_run=True).dry_run
     saver.close()
 
 

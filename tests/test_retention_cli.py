@@ -1,10 +1,15 @@
 """``langgraph-jsonl sweep``, ``archived`` and ``restore`` as a person meets them: the
 policy read from the variables the server reads, in the server's order, and said with
 where it came from; dry runs, ``--json``, a mistyped store, a thread that is not there.
+
+A restore's dry run is checked against the real restore run right after it on the same
+store: the same archive, log and files, the same refusal and exit status; and every
+file of the store (content and modification time) is as it was after the dry run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -174,3 +179,143 @@ def test_archived_accepts_dry_run_and_lists_as_without_it(
     assert capsys.readouterr().out == listed and [e["thread_id"] for e in json.loads(listed)] == ["old"]
     assert main(["archived", store, "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"
+
+
+def _files(store: str) -> dict[str, tuple[str, int]]:
+    """Every file of the store: its content hash and modification time."""
+    out = {}
+    for dirpath, _, names in os.walk(store):
+        for name in names:
+            p = os.path.join(dirpath, name)
+            out[os.path.relpath(p, store)] = (hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+                                              os.stat(p).st_mtime_ns)
+    return out
+
+
+def _archived_store(path: Path, archived: list[str], *, quarantined: str = "", big: bool = False) -> str:
+    """A store whose ``archived`` threads a sweep archived (``quarantined``'s with a
+    quarantine file, which travels with it; each ``big``: more than the 64 KiB of an
+    archive's head that listing it reads), and one thread ``new`` still in it."""
+    store = _store(path, {**{tid: 2 * HOUR for tid in archived}, "new": 0})
+    if big:
+        with JsonlSaver(store) as saver:
+            for tid in archived:
+                log = saver.store.thread_log(tid).path
+                saver.put(config(tid), make_checkpoint(cp_id(1), {"x": os.urandom(60_000).hex()}, {"x": "2"}),
+                          {"step": 1}, {"x": "2"})
+                os.utime(log, (time.time() - 2 * HOUR, time.time() - 2 * HOUR))
+    if quarantined:
+        with JsonlSaver(store, read_only=True) as saver:
+            Path(saver.store.log_paths(quarantined).quarantine).write_bytes(b"a torn tail\n")
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "archive"]) == 0
+    return store
+
+
+def _start_anew(store: str, tid: str) -> None:
+    """A run writes to an archived thread's id: a new thread of that id."""
+    with JsonlSaver(store) as saver:
+        saver.put(config(tid), make_checkpoint(cp_id(5), {"x": "again"}, {"x": "1"}), {"step": 0}, {"x": "1"})
+
+
+def test_restore_dry_run_says_what_the_restore_does_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _archived_store(tmp_path / "s", ["old"], quarantined="old")
+    capsys.readouterr()
+    with JsonlSaver(store, read_only=True) as saver:
+        (entry,) = saver.archived("old")
+        paths = saver.store.log_paths("old")
+    files = _files(store)
+
+    assert main(["restore", store, "--thread", "old", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"would restore {paths.log}",
+        f"would restore {paths.quarantine}",
+        f"thread old: would be restored from {entry.path}; nothing was changed (--dry-run)",
+    ]
+    assert main(["restore", store, "--thread", "old", "--dry-run", "--json"]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert _files(store) == files  # the dry runs changed nothing, not even a time
+
+    assert main(["restore", store, "--thread", "old", "--json"]) == 0
+    real = json.loads(capsys.readouterr().out)
+    assert real == {"thread_id": "old", "restored_from": entry.path, "log": paths.log,
+                    "companions": [paths.quarantine], "dry_run": False}
+    assert dry == {**real, "dry_run": True}
+    assert Path(paths.quarantine).read_bytes() == b"a torn tail\n" and os.path.exists(paths.log)
+
+
+@pytest.mark.parametrize("case", ["started anew", "restored already", "mistyped", "damaged archive"])
+def test_restore_dry_run_is_refused_as_the_restore_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """The dry run says the refusal the restore would say, word for word, with its exit
+    status (2), and that nothing was changed."""
+    store = _archived_store(tmp_path / "s", ["old"], big=case == "damaged archive")
+    tid = "olb" if case == "mistyped" else "old"
+    if case == "started anew":
+        _start_anew(store, "old")
+    elif case == "restored already":
+        assert main(["restore", store, "--thread", "old"]) == 0
+    elif case == "damaged archive":
+        with JsonlSaver(store, read_only=True) as saver:
+            archive = Path(saver.archived("old")[0].path)
+        data = bytearray(archive.read_bytes())
+        data[-1] ^= 0xFF  # its checksum: the head still reads, the whole does not
+        archive.write_bytes(bytes(data))
+    capsys.readouterr()
+    files = _files(store)
+
+    for extra in ([], ["--json"]):
+        assert main(["restore", store, "--thread", tid, "--dry-run", *extra]) == 2
+        dry = capsys.readouterr()
+        assert dry.out == ""
+        said, error = dry.err.splitlines()
+        assert said == (f"thread {tid}: a restore would be refused; nothing was changed (--dry-run). "
+                        "It would say:")
+        assert _files(store) == files
+    assert main(["restore", store, "--thread", tid]) == 2
+    assert capsys.readouterr().err.splitlines() == [error]
+    assert error.startswith("error: ") and f"'{tid}'" in error, error
+    assert ("damaged" in error) == (case == "damaged archive"), error
+
+
+def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The restore itself needs --thread; its dry run without one says, for each
+    archived thread, what restoring it would do (exit 1 if one would be refused)."""
+    store = _archived_store(tmp_path / "s", ["a", "b"])
+    _start_anew(store, "b")
+    capsys.readouterr()
+    with JsonlSaver(store, read_only=True) as saver:
+        archives = {e.thread_id: e.path for e in saver.archived()}
+        logs = {tid: saver.store.log_paths(tid).log for tid in archives}
+    files = _files(store)
+
+    assert main(["restore", store, "--dry-run"]) == 1
+    *rows_said, summary = capsys.readouterr().out.splitlines()
+    said = dict(line.split("\t", 1) for line in rows_said)  # in the order `archived` lists them
+    assert said["a"] == f"would be restored from {archives['a']} to {logs['a']}"
+    assert said["b"].startswith("would be refused: thread 'b' has a log again"), said
+    assert summary == ("2 archived thread(s): 1 would be restored, 1 would be refused; nothing was "
+                       "changed (--dry-run). A restore takes one: --thread THREAD")
+    assert main(["restore", store, "--dry-run", "--json"]) == 1
+    rows = {r["thread_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert {tid: (r["restored_from"], r["log"], r["dry_run"]) for tid, r in rows.items()} == {
+        tid: (archives[tid], logs[tid], True) for tid in ("a", "b")}
+    assert rows["a"]["refused"] is None and "has a log again" in rows["b"]["refused"]
+    assert _files(store) == files
+
+    assert main(["restore", store]) == 2  # the restore itself: one thread, named
+    assert "name the thread with --thread THREAD" in capsys.readouterr().err
+    assert main(["restore", store, "--thread", "a", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["restored_from"] == archives["a"]
+    assert main(["restore", store, "--dry-run"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1 archived thread(s): 0 would be restored")
+    with JsonlSaver(store) as saver:
+        saver.delete_thread("b")
+    assert main(["restore", store, "--thread", "b"]) == 0
+    capsys.readouterr()
+    assert main(["restore", store, "--dry-run"]) == 0
+    assert capsys.readouterr().out == "no archived threads: nothing to restore\n"

@@ -5,6 +5,7 @@ Examples::
     langgraph-jsonl sweep ./checkpoints --ttl 10080 --strategy archive --dry-run
     LANGGRAPH_JSONL_TTL='{"default_ttl": 10080, "strategy": "archive"}' langgraph-jsonl sweep ./checkpoints
     langgraph-jsonl archived ./checkpoints
+    langgraph-jsonl restore ./checkpoints --thread t-1 --dry-run
     langgraph-jsonl restore ./checkpoints --thread t-1
 
 The policy comes from the variables the server factory reads, in its order
@@ -23,11 +24,13 @@ import os
 import shlex
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, JsonlCheckpointError
+from ..maintenance.restore import Restoration, restore
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
+    EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -36,6 +39,7 @@ from .common import (
     add_store_argument,
     ctrl_c_stops,
     describe,
+    first_line,
     open_saver,
     print_json,
     print_table,
@@ -44,6 +48,7 @@ from .common import (
     thread_option,
     work_done,
 )
+from .progress import progress
 
 if TYPE_CHECKING:
     from ..saver.jsonl_saver import JsonlSaver
@@ -176,14 +181,68 @@ def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    with open_saver(args, write=True) as saver:
-        entry = saver.restore(thread_option(args, "archived", "archived threads"))
+    if args.dry_run and not args.thread:
+        return _restore_each(args)
+    thread_id = thread_option(args, "archived", "archived threads")
+    with open_saver(args, write=not args.dry_run) as saver:
+        try:
+            done = restore(saver, thread_id, dry_run=args.dry_run)
+        except JsonlCheckpointError as exc:
+            if not args.dry_run:
+                raise
+            print(f"thread {shown(thread_id)}: a restore would be refused; nothing was changed "
+                  f"(--dry-run). It would say:\nerror: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     work_done()
     if args.json:
-        print_json({"thread_id": entry.thread_id, "restored_from": entry.path})
-    else:
-        print(f"thread {shown(entry.thread_id)}: restored from {entry.path}")
+        print_json(_restoration(done))
+        return EXIT_OK
+    if not done.dry_run:
+        print(f"thread {shown(thread_id)}: restored from {done.archive.path}")
+        return EXIT_OK
+    for path in (done.log, *done.companions):
+        print(f"would restore {path}")
+    print(f"thread {shown(thread_id)}: would be restored from {done.archive.path}; nothing was "
+          "changed (--dry-run)")
     return EXIT_OK
+
+
+def _restoration(done: Restoration) -> dict[str, Any]:
+    """A restore (or its dry run) as ``--json`` prints it."""
+    return {"thread_id": done.archive.thread_id, "restored_from": done.archive.path, "log": done.log,
+            "companions": list(done.companions), "dry_run": done.dry_run}
+
+
+def _restore_each(args: argparse.Namespace) -> int:
+    """``restore --dry-run`` without ``--thread``: what restoring each archived thread
+    (its newest archive) would do; exit status 1 if one would be refused."""
+    rows: list[dict[str, Any]] = []
+    with open_saver(args) as saver:
+        newest = {e.thread_id: e for e in saver.archived()}
+        for thread_id, entry in progress(newest.items(), total=len(newest), what="threads"):
+            try:
+                rows.append({**_restoration(restore(saver, thread_id, dry_run=True)), "refused": None})
+            except JsonlCheckpointError as exc:
+                rows.append({"thread_id": thread_id, "restored_from": entry.path,
+                             "log": saver.store.log_paths(thread_id).log, "companions": [],
+                             "dry_run": True, "refused": str(exc)})
+    work_done()
+    refused = sum(1 for r in rows if r["refused"])
+    status = EXIT_PROBLEMS if refused else EXIT_OK
+    if args.json:
+        print_json(rows)
+        return status
+    if not rows:
+        print("no archived threads: nothing to restore")
+        return status
+    for r in rows:
+        if r["refused"]:
+            print(f"{shown(r['thread_id'])}\twould be refused: {first_line(r['refused'])}")
+        else:
+            print(f"{shown(r['thread_id'])}\twould be restored from {r['restored_from']} to {r['log']}")
+    print(f"{len(rows)} archived thread(s): {len(rows) - refused} would be restored, {refused} would be "
+          "refused; nothing was changed (--dry-run). A restore takes one: --thread THREAD")
+    return status
 
 
 def _minutes(text: str) -> float:
@@ -243,10 +302,19 @@ def define_restore(p: argparse.ArgumentParser) -> None:
     describe(
         p,
         description="Move a thread's newest archive back into the store, its debug trace "
-        "and quarantine file included; the thread then reads as it did when it was archived.",
-        examples=["langgraph-jsonl restore ./checkpoints --thread t-1"],
-        json_shape="{thread_id, restored_from}",
+        "and quarantine file included; the thread then reads as it did when it was archived. "
+        "--dry-run says which archive would come back to which files, or the refusal a "
+        "restore would give (exit status 2, as the restore's), and changes nothing; without "
+        "--thread it says so for every archived thread (exit status 1 if one would be refused).",
+        examples=["langgraph-jsonl restore ./checkpoints --thread t-1 --dry-run",
+                  "langgraph-jsonl restore ./checkpoints --thread t-1",
+                  "langgraph-jsonl restore ./checkpoints --dry-run"],
+        json_shape="{thread_id, restored_from, log, companions: [path], dry_run}; --dry-run without "
+        "--thread: [{thread_id, restored_from, log, companions: [path], dry_run, refused}]",
     )
     add_store_argument(p)
-    p.add_argument("--thread", help="the thread id to restore (required; `archived` lists them)")
+    p.add_argument("--thread",
+                   help="the thread id to restore (required but with --dry-run; `archived` lists them)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what a restore would bring back, or why it would be refused; change nothing")
     p.set_defaults(run=_restore)

@@ -160,14 +160,7 @@ class ThreadArchive:
             RestoreError: A file of the thread is where a companion file would go back
                 (written after the thread was archived); nothing was changed.
         """
-        own = self._held(log.paths, _companions_of(entry.path))
-        in_the_way = [p for p in own if os.path.lexists(p)]
-        if in_the_way:
-            raise RestoreError(
-                f"thread {entry.thread_id!r}: {', '.join(in_the_way)} would be replaced by the "
-                f"file archived with it in {entry.path} (a run on this thread id wrote it "
-                "after the thread was archived): move or delete them, then restore."
-            )
+        own = self.returning(log.paths, entry)
         moved = entry.path
         if moved.endswith(COMPRESSED):
             require_zstandard()
@@ -185,6 +178,32 @@ class ThreadArchive:
         if own:
             files.os.unlink(moved[: -len(MOVED)] + COMPANIONS)
             fsync_dir(self.folder)
+
+    def returning(
+        self, paths: LogPaths, entry: ArchivedThread, *, removed_first: frozenset[str] = frozenset()
+    ) -> dict[str, bytes]:
+        """The companion files a restore of ``entry`` writes back, by path, with their
+        bytes: what :meth:`restore` checks before it changes anything (a dry run too).
+
+        Args:
+            paths: The thread's file paths.
+            entry: The archive to restore.
+            removed_first: Files a :meth:`settle` run first would remove (not in the way).
+
+        Raises:
+            RestoreError: A file of the thread is where one would go back (written after
+                the thread was archived).
+            CorruptLogError: The companions file is damaged or not the thread's.
+        """
+        own = self._held(paths, _companions_of(entry.path))
+        in_the_way = [p for p in own if os.path.lexists(p) and p not in removed_first]
+        if in_the_way:
+            raise RestoreError(
+                f"thread {entry.thread_id!r}: {', '.join(in_the_way)} would be replaced by the "
+                f"file archived with it in {entry.path} (a run on this thread id wrote it "
+                "after the thread was archived): move or delete them, then restore."
+            )
+        return own
 
     def read(self, entry: ArchivedThread) -> bytes:
         """The archived log's bytes, as they were in ``threads/``.
@@ -327,6 +346,22 @@ class ThreadArchive:
             self._compress(path, log)
         return True
 
+    def settling_removes(self, paths: LogPaths) -> frozenset[str]:
+        """The thread's companion files that :meth:`settle`, run on the thread's
+        unsettled files, would remove as copies (what a dry run assumes gone)."""
+        if os.path.lexists(paths.log):
+            return frozenset()
+        out: set[str] = set()
+        for moved in self.unsettled():
+            if not (moved.endswith(MOVED) and os.path.basename(moved).startswith(paths.name + ".")):
+                continue
+            try:
+                held = self._held(paths, moved[: -len(MOVED)] + COMPANIONS)
+            except CorruptLogError:
+                continue  # settle keeps them in place too
+            out.update(p for p, data in held.items() if _holds(p, data))
+        return frozenset(out)
+
     def thread_of(self, path: str) -> str:
         """The thread id in an archived log's header (or a companions file's).
 
@@ -411,6 +446,14 @@ def _present(paths: LogPaths) -> dict[str, bytes]:
         except FileNotFoundError:
             continue
     return own
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data``."""
+    try:
+        return files.read_whole(path) == data
+    except OSError:
+        return False
 
 
 def _drop_copies(own: dict[str, bytes]) -> None:

@@ -1,5 +1,5 @@
 """Thread retention: threads idle longer than a TTL are deleted, pruned to their latest
-checkpoint, or archived; archived threads are restored.
+checkpoint, or archived (:mod:`.restore` brings an archived thread back).
 
 The policy speaks the LangGraph server's terms (its ``ttl`` block in ``langgraph.json``):
 ``default_ttl`` in minutes of inactivity, ``strategy`` ``"delete"`` | ``"keep_latest"``,
@@ -28,8 +28,6 @@ layer (a new generation, a tombstone and unlink, a rename into the archive).
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import threading
 import time
 from collections.abc import Mapping
@@ -41,7 +39,7 @@ from ..disk.archive import ArchivedThread, ThreadArchive, require_zstandard
 from ..disk.index import ThreadIndex
 from ..disk.runlock import MAINTENANCE
 from ..disk.store import Store
-from ..errors import ConfigError, JsonlCheckpointError, RestoreError
+from ..errors import ConfigError, JsonlCheckpointError
 from .access import StoreAccess
 from .compaction import prune_locked, prune_would_change, read_whole
 
@@ -418,72 +416,3 @@ def _settle_archive(access: StoreAccess, archive: ThreadArchive, report: SweepRe
 def archived(access: StoreAccess, thread_id: str | None = None) -> list[ArchivedThread]:
     """Archived threads (of one thread, if given), oldest first."""
     return ThreadArchive(access.store).entries(thread_id)
-
-
-def restore(access: StoreAccess, thread_id: str) -> ArchivedThread:
-    """Bring a thread's newest archive back into ``threads/``, its debug trace and
-    quarantine file into their places; the thread then reads exactly as it did when it
-    was archived.
-
-    The archive is looked at before any lock is taken (taking one creates the thread's
-    lock files: a thread with no archive must be left without them), and again under
-    the locks (another process may have restored or settled it meanwhile).
-
-    Returns:
-        The archive it came from (the file is gone now).
-
-    Raises:
-        ConfigError: The store was opened read-only.
-        RestoreError: No archive of this thread, the thread has a log again (or a
-            trace file where the archived one would go back), or a run is working on it.
-        CorruptLogError: The archive is damaged (it is kept).
-    """
-    store = access.store
-    if store.read_only:
-        raise ConfigError(f"store {store.path} was opened read-only: restoring thread {thread_id!r} "
-                          "needs a writable saver")
-    shelf = ThreadArchive(store)
-    if not shelf.entries(thread_id):  # a log a crash left half moved is listed too
-        raise _no_archive(store, thread_id)
-    run_lock = store.run_lock(thread_id)
-    if not run_lock.try_acquire(MAINTENANCE):
-        raise RestoreError(
-            f"thread {thread_id!r}: a run is working on it; restore it once the run is done."
-        )
-    try:
-        log = store.thread_log(thread_id)
-        with log.locked():
-            for moved in shelf.unsettled():
-                if os.path.basename(moved).startswith(log.name + "."):
-                    shelf.settle(log, moved)
-            entries = shelf.entries(thread_id)
-            if not entries:
-                raise _no_archive(store, thread_id)
-            log.refresh()
-            if log.exists():
-                raise RestoreError(
-                    f"thread {thread_id!r} has a log again ({log.path}): a run started it "
-                    f"anew after it was archived into {entries[-1].path}. Keep the new thread "
-                    f"elsewhere if it matters (langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
-                    f"--threads {shlex.quote(thread_id)}), delete it "
-                    f"(JsonlSaver({store.path!r}).delete_thread({thread_id!r})), then restore."
-                )
-            shelf.restore(log, entries[-1])
-            log.refresh()
-        return entries[-1]
-    finally:
-        run_lock.release()
-        store.forget(thread_id)
-
-
-def _no_archive(store: Store, thread_id: str) -> RestoreError:
-    if store.has_thread(thread_id):  # restored already, or never archived
-        return RestoreError(
-            f"thread {thread_id!r} is in the store (its log is {store.log_paths(thread_id).log}): it has "
-            f"no archive left to restore (restored already?); `langgraph-jsonl archived {store.path}` "
-            "lists the archived threads."
-        )
-    return RestoreError(
-        f"store {store.path} has no archive of thread {thread_id!r}; "
-        f"`langgraph-jsonl archived {store.path}` lists the archived threads."
-    )

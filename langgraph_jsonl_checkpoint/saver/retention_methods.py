@@ -16,7 +16,8 @@ from typing import Any, cast
 from ..disk.archive import ArchivedThread
 from ..errors import ConfigError
 from ..maintenance.access import StoreAccess
-from ..maintenance.retention import RetentionPolicy, SweepReport, archived, restore, sweep
+from ..maintenance.restore import restore
+from ..maintenance.retention import RetentionPolicy, SweepReport, archived, sweep
 
 
 class RetentionMethods:
@@ -60,18 +61,23 @@ class RetentionMethods:
             )
         return sweep(cast(StoreAccess, self), policy, now=now, dry_run=dry_run, stop=stop)
 
-    def restore(self, thread_id: str) -> ArchivedThread:
+    def restore(self, thread_id: str, *, dry_run: bool = False) -> ArchivedThread:
         """Bring an archived thread back (its newest archive): it then reads exactly as
         it did when it was archived.
 
+        Args:
+            thread_id: The thread.
+            dry_run: Change nothing: return the archive a restore would bring back, or
+                raise the error it would raise.
+
         Returns:
-            The archive it came from (now gone from ``archive/``).
+            The archive it came from (now gone from ``archive/``), or would come from.
 
         Raises:
             RestoreError: No archive of the thread, it has a log again, or a run is
                 working on it.
         """
-        return restore(cast(StoreAccess, self), str(thread_id))
+        return restore(cast(StoreAccess, self), str(thread_id), dry_run=dry_run).archive
 
     def archived(self, thread_id: str | None = None) -> list[ArchivedThread]:
         """Archived threads (all, or one thread's archives), oldest first."""
@@ -89,6 +95,6 @@ class RetentionMethods:
         worker thread: set ``stop`` for that."""
         return await asyncio.to_thread(lambda: self.sweep(ttl, dry_run=dry_run, now=now, stop=stop))
 
-    async def arestore(self, thread_id: str) -> ArchivedThread:
+    async def arestore(self, thread_id: str, *, dry_run: bool = False) -> ArchivedThread:
         """Async :meth:`restore`."""
-        return await asyncio.to_thread(self.restore, thread_id)
+        return await asyncio.to_thread(lambda: self.restore(thread_id, dry_run=dry_run))

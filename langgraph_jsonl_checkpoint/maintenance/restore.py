@@ -1,0 +1,151 @@
+"""Restoring an archived thread: its newest archive back into ``threads/``, its debug
+trace and quarantine file into their places, or, dry, what that would do.
+
+One function decides, for both (:func:`_decide`): which archive, where its files go,
+and every refusal, worded the same (no archive, a log again, a file in the way, a run
+working on it, a damaged archive). The real restore decides under the thread's locks,
+after settling what a crash left half done; the dry run takes no lock and writes
+nothing (it looks through a read-only store of the same directory), and decides on
+the files as that settling would leave them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from contextlib import closing
+from dataclasses import dataclass
+
+from ..disk.archive import ArchivedThread, ThreadArchive
+from ..disk.log import ThreadLog
+from ..disk.runlock import MAINTENANCE
+from ..disk.store import Store
+from ..errors import ConfigError, RestoreError
+from .access import StoreReading
+
+
+@dataclass(frozen=True)
+class Restoration:
+    """What a restore did (or, dry, would do).
+
+    Attributes:
+        archive: The archive the thread comes from (its newest); gone once restored.
+        log: The thread's log, where the archived log goes back.
+        companions: The files archived with it (debug trace, quarantine file) that go
+            back into their places.
+        dry_run: Nothing was changed.
+    """
+
+    archive: ArchivedThread
+    log: str
+    companions: tuple[str, ...]
+    dry_run: bool
+
+
+def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> Restoration:
+    """Bring a thread's newest archive back into ``threads/``, its debug trace and
+    quarantine file into their places; the thread then reads exactly as it did when it
+    was archived.
+
+    The archive is looked at before any lock is taken (taking one creates the thread's
+    lock files: a thread with no archive must be left without them), and again under
+    the locks (another process may have restored or settled it meanwhile).
+
+    Args:
+        access: The saver (its store).
+        thread_id: The thread.
+        dry_run: Say what a restore would do, or raise what it would raise, and change
+            nothing (no lock is taken: a run that starts meanwhile is not seen). The
+            archive is read whole, so a damaged one is refused as a restore refuses it.
+
+    Returns:
+        What was restored (or would be).
+
+    Raises:
+        ConfigError: The store was opened read-only and this is not a dry run.
+        RestoreError: No archive of this thread, the thread has a log again (or a
+            trace file where the archived one would go back), or a run is working on it.
+        CorruptLogError: The archive is damaged (it is kept).
+    """
+    store = access.store
+    if dry_run and not store.read_only:
+        with closing(Store(store.path, read_only=True)) as twin:  # opened logs write nothing
+            return _look(twin, thread_id)
+    if dry_run:
+        return _look(store, thread_id)
+    if store.read_only:
+        raise ConfigError(f"store {store.path} was opened read-only: restoring thread {thread_id!r} "
+                          "needs a writable saver")
+    shelf = ThreadArchive(store)
+    if not shelf.entries(thread_id):  # a log a crash left half moved is listed too
+        raise _no_archive(store, thread_id)
+    run_lock = store.run_lock(thread_id)
+    if not run_lock.try_acquire(MAINTENANCE):
+        raise _busy(thread_id)
+    try:
+        log = store.thread_log(thread_id)
+        with log.locked():
+            for moved in shelf.unsettled():
+                if os.path.basename(moved).startswith(log.name + "."):
+                    shelf.settle(log, moved)
+            done = _decide(store, shelf, log, thread_id, dry_run=False)
+            shelf.restore(log, done.archive)
+            log.refresh()
+        return done
+    finally:
+        run_lock.release()
+        store.forget(thread_id)
+
+
+def _look(store: Store, thread_id: str) -> Restoration:
+    """A dry run's restore of one thread on a read-only store: the real one's checks, in
+    its order, with nothing taken or written."""
+    shelf = ThreadArchive(store)
+    if not shelf.entries(thread_id):
+        raise _no_archive(store, thread_id)
+    if store.run_lock(thread_id).seems_held():
+        raise _busy(thread_id)
+    log = store.thread_log(thread_id)
+    removed = shelf.settling_removes(log.paths)
+    plan = _decide(store, shelf, log, thread_id, dry_run=True, removed_first=removed)
+    shelf.read(plan.archive)  # a damaged archive: refused as the restore refuses it
+    return plan
+
+
+def _decide(
+    store: Store, shelf: ThreadArchive, log: ThreadLog, thread_id: str, *, dry_run: bool,
+    removed_first: frozenset[str] = frozenset(),
+) -> Restoration:
+    """What restoring the thread does, or the refusal (raised): the restore's decisions,
+    made on the archive as it is now (the real restore: under the locks, settled)."""
+    entries = shelf.entries(thread_id)
+    if not entries:
+        raise _no_archive(store, thread_id)
+    log.refresh()
+    if log.exists():
+        raise RestoreError(
+            f"thread {thread_id!r} has a log again ({log.path}): a run started it "
+            f"anew after it was archived into {entries[-1].path}. Keep the new thread "
+            f"elsewhere if it matters (langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
+            f"--threads {shlex.quote(thread_id)}), delete it "
+            f"(JsonlSaver({store.path!r}).delete_thread({thread_id!r})), then restore."
+        )
+    own = shelf.returning(log.paths, entries[-1], removed_first=removed_first)
+    return Restoration(entries[-1], log.path, tuple(own), dry_run)
+
+
+def _busy(thread_id: str) -> RestoreError:
+    return RestoreError(f"thread {thread_id!r}: a run is working on it; restore it once the run is done.")
+
+
+def _no_archive(store: Store, thread_id: str) -> RestoreError:
+    if store.has_thread(thread_id):  # restored already, or never archived
+        return RestoreError(
+            f"thread {thread_id!r} is in the store (its log is {store.log_paths(thread_id).log}): it has "
+            f"no archive left to restore (restored already?); `langgraph-jsonl archived {store.path}` "
+            "lists the archived threads."
+        )
+    return RestoreError(
+        f"store {store.path} has no archive of thread {thread_id!r}; "
+        f"`langgraph-jsonl archived {store.path}` lists the archived threads."
+    )
