@@ -179,13 +179,10 @@ def add_serde_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_dry_run_accepted(parser: argparse.ArgumentParser, command: str) -> None:
-    """``--dry-run`` for a maintenance command that only reads (``verify``, ``archived``):
-    accepted, as the commands beside it that change a store take it, so a person who
-    adds it to every one to look first is not stopped by argparse; it changes nothing."""
-    parser.add_argument(
-        "--dry-run", action="store_true",
-        help=f"accepted, and changes nothing: {command} never changes the store, with or without it",
-    )
+    """``--dry-run`` accepted by a maintenance command that only reads (``verify``,
+    ``archived``), as by those beside it that change a store; it changes nothing."""
+    parser.add_argument("--dry-run", action="store_true",
+                        help=f"accepted, and changes nothing: {command} never changes the store")
 
 
 def serde_of(args: argparse.Namespace) -> Any:
