@@ -140,7 +140,7 @@ def test_fresh_process_reads_the_kept_memory_without_replaying_the_log(
     assert 0 not in got["offsets"]  # the log was not read from its start
 
 
-@pytest.mark.parametrize("damage", ["delete", "garble", "other_generation"])
+@pytest.mark.parametrize("damage", ["delete", "garble", "other_generation", "longer_before", "link"])
 def test_missing_or_damaged_memory_file_is_rebuilt(real_run: Any, damage: str) -> None:
     s, _ = real_run
     with JsonlSaver(s["store"]) as saver:
@@ -148,6 +148,15 @@ def test_missing_or_damaged_memory_file_is_rebuilt(real_run: Any, damage: str) -
         path = saver.store.thread_log("t1").paths.memory
     if damage == "delete":
         os.unlink(path)
+    elif damage == "longer_before":
+        # Written over the one before in place, then cut to its length: a crash between
+        # the two leaves the new record followed by the end of a longer one.
+        Path(path).write_bytes(Path(path).read_bytes() + b'"seq":0,"c":"00000000"}\n')
+    elif damage == "link":  # a link where the file goes: replaced, never written through
+        elsewhere = Path(path).parent.parent / "elsewhere.txt"
+        elsewhere.write_bytes(b"not the store's\n")
+        os.unlink(path)
+        os.symlink(elsewhere, path)
     elif damage == "garble":
         data = bytearray(Path(path).read_bytes())
         data[len(data) // 2] ^= 0x20
@@ -162,6 +171,11 @@ def test_missing_or_damaged_memory_file_is_rebuilt(real_run: Any, damage: str) -
         Path(path).write_bytes(framing.frame(rec))
     with JsonlSaver(s["store"]) as saver, within(60):
         assert saver.session_memory("t1", budget=None) == expected
+    if damage == "link":
+        assert (Path(path).parent.parent / "elsewhere.txt").read_bytes() == b"not the store's\n"
+    if damage in ("longer_before", "link"):  # the close wrote the file again, whole
+        assert not Path(path).is_symlink()
+        assert json.loads(Path(path).read_bytes())["end"] == os.path.getsize(Path(path).with_suffix(".jsonl"))
 
 
 def test_compaction_delete_archive_and_restore(real_run: Any) -> None:

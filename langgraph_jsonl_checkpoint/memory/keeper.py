@@ -10,8 +10,9 @@ need, not even parsed); otherwise (another process appended, a rebuild) it reads
 from the log (snapshots checked but not parsed). Every :data:`SAVE_EVERY` records, and when the store
 closes or drops the log from its open set (so that its next open continues from the
 file instead of reading the whole log again: many threads taking turns), it writes its
-state to ``<stem>.mem`` (temp file and rename, no fsync: like the
-sidecar index it is derived data, safe to delete). The file names the log generation it
+state to ``<stem>.mem`` (over the file before, in place, no fsync: like
+the sidecar index it is derived data, safe to delete; one read half written or torn by
+a crash fails its checksum and is rebuilt). The file names the log generation it
 was built from (generation, inode, header checksum, as the sidecar does) and the byte
 offset and ``seq`` it covers; a fresh process trusts it only if all of them still match
 the log (the record at that offset must carry the next ``seq``) and reads the log from
@@ -294,7 +295,7 @@ class MemoryKeeper:
                   "state": builder.state()}
         data = framing.frame(orjson.loads(orjson.dumps(record, default=str)))
         paths = self.log.paths
-        files.replace_derived(paths.memory, paths.temp("mem"), data, unlink_first=True)
+        files.overwrite_derived(paths.memory, paths.temp("mem"), data)
         self.saved_seq = builder.seq
 
 
