@@ -25,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_jsonl_checkpoint import (
     ConfigError,
     CorruptLogError,
+    ForeignFileError,
     JsonlSaver,
     JsonlTracer,
     RestoreError,
@@ -406,16 +407,61 @@ def test_an_archive_of_the_log_alone_still_restores(tmp_path: Path) -> None:
     saver.close()
 
 
-def test_a_damaged_archive_is_refused_and_kept(tmp_path: Path) -> None:
+def _damage(path: str, how: str) -> None:
+    """Damage an archive file: a byte flipped mid-file, or its last bytes cut off."""
+    data = bytearray(Path(path).read_bytes())
+    if how == "flipped":
+        data[len(data) // 2] ^= 0xFF
+    else:
+        del data[-8:]
+    Path(path).write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["flipped", "cut short"])
+def test_a_damaged_archive_is_refused_and_kept(tmp_path: Path, how: str) -> None:
+    """An archive under the 64 KiB of head that listing reads, damaged: it was said to be
+    "not an archived thread log of this store... Move it out"; it is listed as the
+    thread's (from the file name: the thread asked for, or the thread's tombstone), and
+    refused as damaged, naming the thread and the file, by a restore and its dry run."""
+    saver, _ = _store_of_agents(tmp_path / "s", {"t": {}, "u": {}})
+    saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
+    (entry,) = saver.archived("t")
+    assert os.path.getsize(entry.path) < 64 * 1024
+    _damage(entry.path, how)
+    before = sorted(os.listdir(tmp_path / "s" / "archive"))
+    assert [(e.thread_id, e.path, e.archived_at) for e in saver.archived("t")] == [
+        (entry.thread_id, entry.path, entry.archived_at)]
+    assert sorted(e.thread_id for e in saver.archived()) == ["t", "u"]
+    for dry_run in (True, False):
+        with pytest.raises(CorruptLogError) as caught:
+            saver.restore("t", dry_run=dry_run)
+        said = str(caught.value)
+        assert said.startswith(f"thread 't': archive {entry.path} is damaged ("), said
+        assert "nothing was changed" in said and "from a backup" in said and "Move it out" not in said
+    assert sorted(os.listdir(tmp_path / "s" / "archive")) == before and not saver.store.has_thread("t")
+    saver.restore("u")  # the other thread's archive is whole
+    assert saver.store.has_thread("u")
+    os.unlink(saver.store.log_paths("t").tombstone)  # the file name alone does not tell the thread
+    with pytest.raises(CorruptLogError, match=f"^archive {entry.path} is damaged .* nothing was changed"):
+        saver.archived()
+    assert [e.path for e in saver.archived("t")] == [entry.path]  # the thread asked for: it tells
+    saver.close()
+
+
+@pytest.mark.parametrize("content", [b"not zstd at all\n", b"zstd, not a log\n"])
+def test_a_foreign_file_in_the_archive_is_said_to_be_foreign(tmp_path: Path, content: bytes) -> None:
+    """A file named as an archive that is not zstd, or a whole zstd frame that holds no
+    log of this store: not ours (not damaged)."""
+    import zstandard
+
     saver, _ = _store_of_agents(tmp_path / "s", {"t": {}})
     saver.sweep({"default_ttl": 0, "strategy": "archive"}, now=time.time() + HOUR)
     (entry,) = saver.archived("t")
-    data = bytearray(Path(entry.path).read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    Path(entry.path).write_bytes(bytes(data))
-    with pytest.raises(Exception, match="damaged|checksum|corrupt"):
-        saver.restore("t")
-    assert os.path.exists(entry.path) and not saver.store.has_thread("t")
+    data = zstandard.ZstdCompressor().compress(content) if content.startswith(b"zstd") else content
+    Path(entry.path).write_bytes(data)
+    for call in (saver.archived, lambda: saver.restore("t", dry_run=True), lambda: saver.restore("t")):
+        with pytest.raises(ForeignFileError, match="is not an archived thread log of this store"):
+            call()
     saver.close()
 
 

@@ -245,24 +245,45 @@ def test_restore_dry_run_says_what_the_restore_does_and_changes_nothing(
     assert Path(paths.quarantine).read_bytes() == b"a torn tail\n" and os.path.exists(paths.log)
 
 
-@pytest.mark.parametrize("case", ["started anew", "restored already", "mistyped", "damaged archive"])
+DAMAGED = {  # how an archive is damaged: (big: more than the 64 KiB of head listing reads, how)
+    "damaged archive": (True, "checksum"),
+    "big archive flipped in its head": (True, "head"),
+    "small archive flipped": (False, "middle"),
+    "small archive cut short": (False, "cut"),
+}
+
+
+def _damage(archive: Path, how: str) -> None:
+    data = bytearray(archive.read_bytes())
+    if how == "checksum":
+        data[-1] ^= 0xFF  # its checksum: the head still reads, the whole does not
+    elif how == "head":  # its first block: the head listing reads does not decompress
+        data[14:40] = bytes(b ^ 0xFF for b in data[14:40])
+    elif how == "middle":
+        data[len(data) // 2] ^= 0xFF
+    else:
+        del data[-8:]
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("case", ["started anew", "restored already", "mistyped", *DAMAGED])
 def test_restore_dry_run_is_refused_as_the_restore_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
 ) -> None:
     """The dry run says the refusal the restore would say, word for word, with its exit
-    status (2), and that nothing was changed."""
-    store = _archived_store(tmp_path / "s", ["old"], big=case == "damaged archive")
+    status (2), and that nothing was changed. A damaged archive, of any size, is said to
+    be damaged (one under 64 KiB was said not to be an archive of this store)."""
+    store = _archived_store(tmp_path / "s", ["old"], big=DAMAGED.get(case, (False, ""))[0])
     tid = "olb" if case == "mistyped" else "old"
+    archive = None
     if case == "started anew":
         _start_anew(store, "old")
     elif case == "restored already":
         assert main(["restore", store, "--thread", "old"]) == 0
-    elif case == "damaged archive":
+    elif case in DAMAGED:
         with JsonlSaver(store, read_only=True) as saver:
             archive = Path(saver.archived("old")[0].path)
-        data = bytearray(archive.read_bytes())
-        data[-1] ^= 0xFF  # its checksum: the head still reads, the whole does not
-        archive.write_bytes(bytes(data))
+        _damage(archive, DAMAGED[case][1])
     capsys.readouterr()
     files = _files(store)
 
@@ -277,7 +298,16 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
     assert main(["restore", store, "--thread", tid]) == 2
     assert capsys.readouterr().err.splitlines() == [error]
     assert error.startswith("error: ") and f"'{tid}'" in error, error
-    assert ("damaged" in error) == (case == "damaged archive"), error
+    assert ("damaged" in error) == (case in DAMAGED), error
+    if archive is not None:
+        assert error.startswith(f"error: thread 'old': archive {archive} is damaged ("), error
+        assert "nothing was changed" in error and "Move it out" not in error, error
+        assert {f: h for f, (h, _) in _files(store).items()} == {f: h for f, (h, _) in files.items()}
+        assert main(["archived", store]) == 0  # listed, as the thread's
+        assert f"{archive}" in capsys.readouterr().out
+        assert main(["restore", store, "--dry-run", "--json"]) == 1
+        (row,) = [r for r in json.loads(capsys.readouterr().out) if r["thread_id"] == "old"]
+        assert row["restored_from"] == str(archive) and "is damaged" in row["refused"], row
 
 
 def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import ConfigError, CorruptLogError, ForeignFileError, RestoreError
-from . import companions, files, framing
+from . import archive_damage, companions, files, framing
 from .files import fsync_dir
 from .log import ThreadLog
 from .paths import LogPaths, thread_file_stem
@@ -85,7 +85,8 @@ class ArchivedThread:
     """One archived log.
 
     Attributes:
-        thread_id: The thread it holds (from its header).
+        thread_id: The thread it holds (from its header; of an archive damaged there,
+            from its file name: :mod:`.archive_damage`).
         path: The file (``.jsonl.zst``, or ``.jsonl.swept`` until settled).
         archived_at: When it was archived (from its name).
         size: Bytes on disk: the archived log and its companions file (if any).
@@ -219,12 +220,7 @@ class ThreadArchive:
             data: bytes = zstandard.ZstdDecompressor().decompress(raw)
             return data
         except zstandard.ZstdError as exc:
-            raise CorruptLogError(
-                f"thread {entry.thread_id!r}: archive {entry.path} is damaged ({exc}); "
-                "it was kept as it is. Restore the file from a backup.",
-                path=entry.path,
-                offset=0,
-            ) from exc
+            raise archive_damage.damaged(entry.thread_id, entry.path, str(exc)) from exc
 
     def companions(self, entry: ArchivedThread) -> dict[str, bytes]:
         """The companion files archived with a log, by path relative to the store (empty
@@ -276,6 +272,9 @@ class ThreadArchive:
 
         Raises:
             ForeignFileError: An archive file is not a log of this store.
+            CorruptLogError: An archive file is damaged and its thread cannot be told
+                (not ``thread_id``, and it has no tombstone); one whose thread can be is
+                listed (:meth:`read` refuses it).
         """
         if not os.path.isdir(self.folder):
             return []
@@ -288,7 +287,7 @@ class ThreadArchive:
             if name.endswith(MOVED) and name[: -len(MOVED)] + COMPRESSED in names:
                 continue  # the compressed copy is complete; settle() drops this one
             if name.endswith((MOVED, COMPRESSED)):
-                out.append(self._entry(os.path.join(self.folder, name)))
+                out.append(self._entry(os.path.join(self.folder, name), thread_id))
         out.sort(key=lambda e: e.archived_at)
         return [e for e in out if thread_id is None or e.thread_id == thread_id]
 
@@ -379,7 +378,7 @@ class ThreadArchive:
             return thread_id
         return self._entry(path).thread_id
 
-    def _entry(self, path: str) -> ArchivedThread:
+    def _entry(self, path: str, asked: str | None = None) -> ArchivedThread:
         name = os.path.basename(path)
         body = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name[: -len(MOVED)]
         stem, _, stamp = body.rpartition(".")
@@ -390,20 +389,23 @@ class ThreadArchive:
             archived_at = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
         except ValueError:
             archived_at = None
-        if (
-            not header or header.get("t") != "header" or not isinstance(header.get("thread"), str)
-            or thread_file_stem(header["thread"]) != stem or archived_at is None
-        ):
-            raise ForeignFileError(
-                f"{path} is not an archived thread log of this store (its name or header "
-                "does not match). Move it out of the archive folder."
-            )
+        thread_id = header.get("thread") if header and header.get("t") == "header" else None
+        if not isinstance(thread_id, str) or thread_file_stem(thread_id) != stem or archived_at is None:
+            said = archive_damage.damage(path) if path.endswith(COMPRESSED) else None
+            if said is None or archived_at is None:
+                raise ForeignFileError(
+                    f"{path} is not an archived thread log of this store (its name or header "
+                    "does not match). Move it out of the archive folder."
+                )
+            thread_id = archive_damage.thread_named(self.store, stem, asked)
+            if thread_id is None:
+                raise archive_damage.damaged(None, path, said)
         size = files.os.stat(path).st_size
         try:
             size += files.os.stat(_companions_of(path)).st_size
         except FileNotFoundError:
             pass  # archived by a release that kept the log only, or its thread had none
-        return ArchivedThread(header["thread"], path, archived_at, size)
+        return ArchivedThread(thread_id, path, archived_at, size)
 
     def _head(self, path: str) -> bytes:
         if not path.endswith((COMPRESSED, COMPANIONS)):

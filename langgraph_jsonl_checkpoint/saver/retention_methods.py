@@ -76,11 +76,20 @@ class RetentionMethods:
         Raises:
             RestoreError: No archive of the thread, it has a log again, or a run is
                 working on it.
+            CorruptLogError: Its newest archive is damaged (kept as it is).
+            ForeignFileError: A file of its name in ``archive/`` is not an archived log.
         """
         return restore(cast(StoreAccess, self), str(thread_id), dry_run=dry_run).archive
 
     def archived(self, thread_id: str | None = None) -> list[ArchivedThread]:
-        """Archived threads (all, or one thread's archives), oldest first."""
+        """Archived threads (all, or one thread's archives), oldest first. A damaged
+        archive is listed under its thread (:meth:`restore` refuses it).
+
+        Raises:
+            ForeignFileError: A file in ``archive/`` is not an archived log of this store.
+            CorruptLogError: A damaged archive whose thread cannot be told (its header
+                unreadable, no tombstone of it): ``archived(thread_id)`` lists it.
+        """
         return archived(cast(StoreAccess, self), None if thread_id is None else str(thread_id))
 
     async def asweep(
