@@ -303,6 +303,39 @@ def test_a_thread_id_that_starts_with_a_dash_is_given_with_a_hint(
             assert "-dash" in capsys.readouterr().out
 
 
+DB = "postgresql://postgres@127.0.0.1:5432/hunt_unused"
+
+
+@pytest.mark.parametrize("argv, ids", [
+    (["import", "SRC", "TGT", "--threads", "-abc"], ["-abc"]),  # argparse: expected at least one argument
+    (["copy", "SRC", "TGT", "--threads", "a", "-abc"], ["-abc"]),  # argparse: unrecognized arguments
+    (["copy", "SRC", "TGT", "--threads", "--", "-abc", "-d"], ["-abc", "-d"]),  # `--` does not help
+    (["export", "SRC", DB, "--threads", "-abc"], ["-abc"]),
+    (["export", "SRC", DB, "--thread", "-abc"], ["-abc"]),  # export's abbreviation of --threads
+])
+def test_a_dashed_thread_id_given_to_threads_is_given_with_a_hint(
+    tmp_path: Path, capsys, argv: list[str], ids: list[str]
+) -> None:
+    """``import ... --threads -abc`` failed with argparse's bare "expected at least one
+    argument" (export's hint said to give it after `--`, which made it a transcript's
+    THREAD); on Python 3.11-3.13 only ``--threads=-abc`` works, one for each such id."""
+    _store(tmp_path / "s", ["-abc", "-d", "a"])
+    capsys.readouterr()
+    paths = {"SRC": str(tmp_path / "s"), "TGT": str(tmp_path / "t")}
+    with pytest.raises(SystemExit) as done:
+        main([paths.get(a, a) for a in argv])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    forms = " ".join(f"--threads={i}" for i in ids)
+    assert f"if {ids[0]} is a thread id" in err and forms in err, err
+    assert "after `--`" not in err, err  # `--threads -- -abc` is refused too
+    assert not (tmp_path / "t").exists()  # nothing ran
+    # and the way it names works
+    assert main(["copy", paths["SRC"], paths["TGT"], *forms.split(), "--dry-run", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(t["thread_id"] for t in report["per_thread"]) == sorted(ids), report
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

@@ -60,6 +60,11 @@ class CommandParser(argparse.ArgumentParser):
     def _dashed_thread_hint(self) -> str:
         """For a command that takes a thread: how to give the first word that looks like
         an option but is none of this command's (nor a typo of one), were it a thread id."""
+        listed = self._dashed_threads_listed()
+        if listed:
+            forms = " ".join(f"--threads={shlex.quote(w)}" for w in listed)
+            return (f"; if {listed[0]} is a thread id, give it as --threads=ID, with `=` and once for "
+                    f"each id that starts with a dash ({forms}; `--threads -- ID` is refused too)")
         operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
         option = "--thread" in self._option_string_actions
         if not (operand or option):
@@ -76,6 +81,25 @@ class CommandParser(argparse.ArgumentParser):
         if option:
             ways.append(f"as --thread={quoted}")
         return f"; if {word} is a thread id, give it {', or '.join(ways)}"
+
+    def _dashed_threads_listed(self) -> list[str]:
+        """The words after this command's ``--threads`` (or an abbreviation of it) that look
+        like options but are none: argparse ends the list at them, and ``--`` does not help."""
+        given = list(getattr(self, "_given", ()))
+        at = next((i for i, w in enumerate(given) if self._names_threads(w)), None)
+        if at is None:
+            return []
+        return [w for w in given[at + 1:] if w != "--" and self._not_an_option(w)]
+
+    def _names_threads(self, word: str) -> bool:
+        """``word`` is this command's ``--threads`` option, whole or abbreviated."""
+        if not word.startswith("--") or len(word) < 3 or "=" in word:
+            return False
+        action = self._option_string_actions.get(word)
+        if action is None and self.allow_abbrev:
+            matches = {a for o, a in self._option_string_actions.items() if o.startswith(word)}
+            action = matches.pop() if len(matches) == 1 else None
+        return action is not None and action.dest == "threads"
 
     def _not_an_option(self, word: str) -> bool:
         """``word`` looks like an option, yet is none of this command's (nor close to a long one)."""
