@@ -49,7 +49,8 @@ ENDPOINTS_HELP = (
     "PostgresStore in the same database)."
 )
 COPY_JSON = (
-    "{source, target, dry_run, verified, ok, threads, copied, refused: [thread_id], checkpoints, present, "
+    "{source, target, dry_run, verified, ok, threads, copied, refused: [thread_id], incomplete: [thread_id], "
+    "checkpoints, present, "
     "writes, journal_records, bytes, creates, needs_setup, unmatched, seconds, "
     "problems: [{thread_id, problem}], "
     "mismatches: [{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "

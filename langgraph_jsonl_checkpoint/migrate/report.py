@@ -110,8 +110,14 @@ class CopyReport:
 
     @property
     def copied(self) -> list[ThreadCopy]:
-        """Threads the copy went on with (not refused; some may have a problem)."""
-        return [t for t in self.threads if not t.refused]
+        """Threads copied in full: neither refused nor with a problem."""
+        return [t for t in self.threads if not t.refused and not t.problem]
+
+    @property
+    def incomplete(self) -> list[ThreadCopy]:
+        """Threads not copied in full (a source that cannot be read, a copy that stopped):
+        nothing of them put, or only part; each has its ``problem``."""
+        return [t for t in self.threads if t.problem and not t.refused]
 
     @property
     def refused(self) -> list[ThreadCopy]:
@@ -150,6 +156,7 @@ class CopyReport:
             "threads": len(self.threads),
             "copied": len(self.copied),
             "refused": [t.thread_id for t in self.refused],
+            "incomplete": [t.thread_id for t in self.incomplete],
             "checkpoints": self.checkpoints,
             "present": sum(t.present for t in self.threads),
             "writes": self.writes,
@@ -196,9 +203,9 @@ class CopyReport:
                 f"{'would refuse' if self.dry_run else 'refused'} {len(refused)} thread(s), nothing put "
                 f"into them (the target holds another history under the same id: DIFFERS): {names}{more}"
             )
-        failed = sum(1 for t in self.threads if t.problem)
-        if failed:
-            lines.append(f"{failed} thread(s) not copied, or only in part: see each one's problem")
+        failed = len(self.problems)
+        if self.incomplete:
+            lines.append(self._incomplete_text())
         ahead = len(self.ahead)
         whole = ("every copied thread's history" if not failed and not refused
                  else "the history of every other thread")
@@ -215,6 +222,18 @@ class CopyReport:
         elif self.verified:
             lines.append(f"verified: {whole} equals the source's")
         return "\n".join(lines)
+
+
+    def _incomplete_text(self) -> str:
+        """The threads not copied in full, named with how much of each the target holds."""
+        would = " would" if self.dry_run else ""
+        incomplete = self.incomplete
+        held = [(t.thread_id, t.checkpoints + t.present) for t in incomplete[:5]]
+        names = ", ".join(f"{tid!r} ({n or 'none'} of its checkpoints{would} on the target)"
+                          for tid, n in held)
+        more = f" and {len(incomplete) - 5} more" if len(incomplete) > 5 else ""
+        return (f"{len(incomplete)} thread(s){would} not {'be ' if self.dry_run else ''}copied in full "
+                f"(see each one's PROBLEM): {names}{more}")
 
 
 class CopyInterrupted(KeyboardInterrupt):
