@@ -267,17 +267,22 @@ def run_and_kill(*args: str) -> int:
     proc = subprocess.Popen(child_cmd(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     killed = False
-    for line in proc.stdout:
-        relay(line)
-        if line.strip() == WROTE_MARKER:
-            say(f"    -> SIGKILL to process A (pid {proc.pid}) while send_email is still running")
-            os.kill(proc.pid, signal.SIGKILL)
-            killed = True
-    code = proc.wait(timeout=120)
-    for line in proc.stderr.read().splitlines():
-        relay("stderr| " + line)
-    proc.stderr.close()
-    proc.stdout.close()
+    try:
+        for line in proc.stdout:
+            relay(line)
+            if line.strip() == WROTE_MARKER:
+                say(f"    -> SIGKILL to process A (pid {proc.pid}) while send_email is still running")
+                os.kill(proc.pid, signal.SIGKILL)
+                killed = True
+        code = proc.wait(timeout=120)
+        for line in proc.stderr.read().splitlines():
+            relay("stderr| " + line)
+    finally:
+        if proc.poll() is None:  # the demo stops early (its output closed, Ctrl-C): no child left asleep
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+        proc.stdout.close()
     return code if killed else (code or 1)
 
 
@@ -457,6 +462,11 @@ def main(argv: list[str]) -> int:
                 else "its temporary directory was removed")
         say(f"\nstopped by Ctrl-C; {kept}")
         return 130
+    except BrokenPipeError:
+        # Its reader went away (``| head``): stop quietly, its child gone (run_and_kill)
+        # and its temporary directory removed; later writes (the exit's flush) go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.bounded import within
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crash_and_resume.py"
@@ -100,3 +101,43 @@ def test_a_folder_it_did_not_write_is_refused_and_left_alone(tmp_path: Path, lef
     assert sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")) == sorted(
         {leftover, leftover.split("/")[0]})  # nothing removed, nothing added
     assert (workdir / leftover).read_text() == '{"to": "bob@example.com"}\n'
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of the running processes that name ``text`` (the demo's children
+    name its directory)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if any(text.encode() in w for w in words):
+            found.append(" ".join(w.decode(errors="replace") for w in words))
+    return found
+
+
+def test_output_closed_early_ends_it_quietly_with_no_child_left(tmp_path: Path) -> None:
+    """``python examples/crash_and_resume.py | head -5`` died with a BrokenPipeError
+    traceback and left process A asleep in send_email (up to 60 s). It now ends quietly
+    at its next line, its child killed and reaped."""
+    workdir = tmp_path / "demo"
+    demo = subprocess.Popen([sys.executable, str(EXAMPLE), "--store", str(workdir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert demo.stdout is not None and demo.stderr is not None
+        with within(60, "the demo's first lines"):
+            head = [demo.stdout.readline() for _ in range(5)]  # as `| head -5` reads
+        assert head[-1].startswith(b"    process A, pid "), head  # its child is at work
+        demo.stdout.close()
+        with within(30, "the demo's end after its output was closed"):
+            err = demo.stderr.read().decode()
+            code = demo.wait()
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+        demo.stderr.close()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code == 0, (code, err)
+    assert _processes_naming(str(workdir)) == []  # process A killed and reaped, not asleep
