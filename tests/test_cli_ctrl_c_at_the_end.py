@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from langgraph_jsonl_checkpoint import JsonlSaver
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 
@@ -117,3 +119,58 @@ def test_ctrl_c_as_restore_says_it_restored_exits_0(tmp_path: Path) -> None:
     run = _run(AT_THE_SUMMARY.format(said="thread "), "restore", str(store), "--thread", "t1")
     assert run.returncode == 0, run.stderr
     assert "interrupted" not in run.stderr and "restored from" in run.stdout, (run.stdout, run.stderr)
+
+
+# A terminal's Ctrl-C goes to the whole pipeline (`langgraph-jsonl threads STORE | slow`):
+# the reader ends, and the command sees either its Ctrl-C or its closed pipe first.
+PIPED_TO_A_READER_THE_CTRL_C_ENDS = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+said, first = sys.argv[1], sys.argv[2]
+r, w = os.pipe()  # stdout: a pipe to a reader (this process holds its end)
+os.dup2(w, 1)
+os.close(w)
+class Out:
+    broken = signalled = False
+    def __init__(self, real):
+        self.real = real
+    def write(self, text):
+        if said in text and not Out.broken:
+            Out.broken = True
+            os.close(r)  # the reader is gone
+            if first == "ctrl-c":
+                os.kill(os.getpid(), signal.SIGINT)  # acts at the next bytecode: inside print
+            else:  # the closed pipe first; the Ctrl-C lands as the command deals with it
+                raise BrokenPipeError(32, "Broken pipe")
+        return self.real.write(text)
+    def __getattr__(self, name):
+        if Out.broken and first == "pipe" and not Out.signalled:
+            Out.signalled = True
+            os.kill(os.getpid(), signal.SIGINT)
+        return getattr(self.real, name)
+sys.stdout = Out(sys.stdout)
+sys.argv = ["langgraph-jsonl", *sys.argv[3:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("first", ["pipe", "ctrl-c"])
+@pytest.mark.parametrize("argv, last", [  # the command's last line, and a word of it
+    (["threads"], "t-9"), (["history", "t-9"], "000000000000"), (["show", "t-9"], "m: [2]"),
+    (["search", "m"], "no message matches"),
+])
+def test_ctrl_c_that_also_ends_the_reader_of_the_output_is_one_line_and_130(
+    tmp_path: Path, argv: list[str], last: str, first: str
+) -> None:
+    """A reading command piped to a reader, both ended by one Ctrl-C as it prints its last
+    line: when the closed pipe came first, the Ctrl-C landed in main()'s handler of it and
+    escaped as a BrokenPipeError-then-KeyboardInterrupt traceback (the process killed by
+    SIGINT). Either way it is the one line and exit status 130."""
+    store = tmp_path / "s"
+    _store(store, [f"t-{i}" for i in range(10)])
+    run = _run(PIPED_TO_A_READER_THE_CTRL_C_ENDS, last, first, argv[0], str(store), *argv[1:])
+    assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
+    assert run.returncode == 130, (run.returncode, run.stderr)
+    assert run.stderr == f"interrupted: langgraph-jsonl {argv[0]} stopped before it finished; it changes " \
+        "nothing in the store. Run it again for the whole answer.\n", run.stderr

@@ -47,22 +47,25 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
-        args = build_parser(define=False).parse_args(argv)  # only the command run is imported
-        if hasattr(args, "operands"):
-            settle_operands(args)
-        status = int(args.run(args))
-        work_done()
-        return status
-    except (JsonlCheckpointError, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        try:
+            args = build_parser(define=False).parse_args(argv)  # only the command run is imported
+            if hasattr(args, "operands"):
+                settle_operands(args)
+            status = int(args.run(args))
+            work_done()
+            return status
+        except (JsonlCheckpointError, UsageError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        except BrokenPipeError:
+            # The reader went away (``| head``): stop quietly, as other commands do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
     except KeyboardInterrupt:
+        # Also one landing in a handler above: a terminal's Ctrl-C ends the reader of a
+        # pipe too, and the command may see its closed output first.
         print(_interrupted(args), file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (``| head``): stop quietly, as other commands do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
     finally:
         if on_main and not exiting and previous is not None:
             signal.signal(signal.SIGINT, previous)
