@@ -350,6 +350,11 @@ def main(argv: list[str]) -> int:
                 else "its temporary store was removed")
         say(f"\nstopped by Ctrl-C; {kept}")
         return 130
+    except BrokenPipeError:
+        # Its reader went away (``| head``): stop quietly (each step's process has ended
+        # before its lines are shown); later writes (the exit's flush) go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
