@@ -384,3 +384,19 @@ def test_a_log_refused_as_cut_gets_no_head_and_stays_refused(tmp_path: Path, way
         with pytest.raises(CorruptLogError, match="durable"), within(10):
             fresh.get_tuple(config("t"))
         fresh.close()
+
+
+def test_a_fifo_where_the_head_goes_is_replaced_without_waiting_for_a_reader(tmp_path: Path) -> None:
+    """Opening a FIFO for writing waits for a reader: the head's writer, which runs as a
+    run ends, must not. It replaces the FIFO with the head file."""
+    store = tmp_path / "s"
+    _fill(store, n=2)
+    _head(store).unlink()
+    os.mkfifo(_head(store))
+    saver = JsonlSaver(store, max_open_threads=1)
+    with within(20, "a let-go writing the head where a FIFO is"):
+        _put_turns(saver, "t", 1, start=3)
+        _put_turns(saver, "u", 1)  # "t" let go: its head written
+    assert _head(store).is_file()
+    assert _served_from_head(JsonlSaver(store)) == _from_the_log(store)
+    saver.close()

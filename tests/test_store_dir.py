@@ -319,3 +319,39 @@ def test_a_store_copied_with_a_loose_umask_names_every_directory_to_fix_at_once(
     os.system(command)
     with JsonlSaver(d) as saver:
         assert saver.get_tuple(config("t1")) is not None
+
+
+def test_a_fifo_where_a_threads_log_goes_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO waits for a writer: a read or a put of the thread whose log name a
+    FIFO took must say what is wrong at once, as the catalog does."""
+    d = tmp_path / "s"
+    saver = JsonlSaver(d)
+    _put(saver, "t")
+    log = saver.store.thread_log("t").paths
+    saver.close()
+    for derived in (log.head, log.index):
+        Path(derived).unlink(missing_ok=True)
+    os.unlink(log.log)
+    os.mkfifo(log.log)
+    raised: list[BaseException] = []
+
+    def use() -> None:
+        for act in ("read", "put"):
+            fresh = JsonlSaver(d)
+            try:
+                fresh.get_tuple(config("t")) if act == "read" else _put(fresh, "t")
+            except BaseException as exc:  # checked below, not a thread's unhandled error
+                raised.append(exc)
+            fresh.close()
+
+    worker = threading.Thread(target=use, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # let the blocked open go before failing
+        os.close(os.open(log.log, os.O_RDWR | os.O_NONBLOCK))
+        pytest.fail("a read of the thread waited on a FIFO")
+    assert len(raised) == 2, raised
+    for exc in raised:
+        assert isinstance(exc, JsonlCheckpointError), exc
+        assert str(exc).startswith(f"thread 't': {log.log} is not a regular file (a FIFO)"), exc
+        assert "Move it out of the store directory" in str(exc), exc

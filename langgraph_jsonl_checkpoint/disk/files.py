@@ -27,8 +27,28 @@ FILE_MODE = 0o600
 
 def open_file(path: str, flags: int) -> int:
     """Open one of the store's files: close-on-exec, never through a symbolic link,
-    created (with ``O_CREAT``) with mode ``0600``."""
-    return os.open(path, flags | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    never waiting (a FIFO's open would wait for the other end; on a regular file the
+    flag changes nothing), created (with ``O_CREAT``) with mode ``0600``."""
+    return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+
+
+def refuse_special_file(fd: int, path: str, thread_id: str | None = None) -> None:
+    """Raise :class:`~..errors.ForeignFileError` if ``fd`` (opened at ``path``) is not a
+    regular file (the caller closes it)."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        whose = f"thread {thread_id!r}: " if thread_id is not None else ""
+        raise ForeignFileError(
+            f"{whose}{path} is not a regular file ({file_kind(mode)}); the store only holds regular "
+            "files it created. Move it out of the store directory."
+        )
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for an error message."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 #: What ``open``, ``mkdir`` and the like fail with where a process may not write.
@@ -152,7 +172,7 @@ def overwrite_derived(path: str, temp_path: str, data: bytes) -> None:
     can write (a symbolic link, say), it is replaced as :func:`replace_derived` does,
     through ``temp_path``."""
     try:
-        fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)  # a FIFO: refused
+        fd = open_file(path, os.O_WRONLY | os.O_CREAT)
     except OSError:
         fd = None
     if fd is not None:
@@ -187,10 +207,18 @@ def owner() -> str:
 
 
 def read_whole(path: str) -> bytes:
-    """The bytes of a (small) file, through the door."""
+    """The bytes of a (small) file, through the door.
+
+    Raises:
+        OSError: It cannot be read, or it is not a regular file (a FIFO's open does not
+            wait for a writer: it is refused at once).
+    """
     fd = open_file(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        size = st.st_size
         chunks: list[bytes] = []
         offset = 0
         while True:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -81,13 +80,6 @@ class ThreadFile:
     path: str
     thread_id: str | None
     error: JsonlCheckpointError | None
-
-
-def _file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, for an error message."""
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-    return next((kind for test, kind in kinds if test(mode)), "a special file")
 
 
 class Store:
@@ -382,8 +374,7 @@ class Store:
             ForeignFileError: The file is not one of this store's logs.
         """
         try:
-            # Non-blocking: opening a FIFO would otherwise wait for a writer.
-            fd = files.open_file(path, os.O_RDONLY | os.O_NONBLOCK)
+            fd = files.open_file(path, os.O_RDONLY)  # never waits: a FIFO is refused below
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -392,12 +383,7 @@ class Store:
                 "it created. Remove or fix that file."
             ) from exc
         try:
-            mode = files.os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise ForeignFileError(
-                    f"{path} is not a regular file ({_file_kind(mode)}); the store only holds "
-                    "regular files it created. Move it out of the store directory."
-                )
+            files.refuse_special_file(fd, path)
             head = files.os.pread(fd, 64 * 1024, 0)
         finally:
             files.os.close(fd)

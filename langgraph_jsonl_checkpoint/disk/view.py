@@ -147,11 +147,8 @@ class LogView:
         return self._ino is not None
 
     def modified_at(self) -> float:
-        """When the log file was last appended to or rewritten (epoch seconds).
-
-        Raises:
-            FileNotFoundError: There is no log.
-        """
+        """When the log file was last appended to or rewritten (epoch seconds); raises
+        ``FileNotFoundError`` if there is no log."""
         return files.os.stat(self.path, follow_symlinks=False).st_mtime
 
     def repair_hint(self) -> str:
@@ -254,6 +251,7 @@ class LogView:
         self._reset()
         fd = files.open_refusing_links(self.path, os.O_RDONLY, self.thread_id)
         try:
+            files.refuse_special_file(fd, self.path, self.thread_id)  # a FIFO, say: its reads fail
             head = files.os.pread(fd, _HEADER_PROBE, 0)
             nl = head.find(b"\n")
             if nl < 0 and is_torn_header(head, self.thread_id):
