@@ -336,6 +336,34 @@ def test_a_dashed_thread_id_given_to_threads_is_given_with_a_hint(
     assert sorted(t["thread_id"] for t in report["per_thread"]) == sorted(ids), report
 
 
+@pytest.mark.parametrize("command", ["verify", "repair", "compact", "archived", "restore"])
+def test_a_thread_given_as_an_operand_to_a_command_that_takes_thread_says_to_use_it(
+    tmp_path: Path, capsys, command: str
+) -> None:
+    """``show STORE t-1`` takes the thread as an operand; ``verify STORE t-1`` failed with
+    argparse's bare "unrecognized arguments: t-1": the error now gives the command with
+    ``--thread`` (and that command works)."""
+    _store(tmp_path / "my store", ["t-1"])
+    capsys.readouterr()
+    store = str(tmp_path / "my store")
+    with pytest.raises(SystemExit) as done:
+        main([command, store, "t-1"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    suggested = f"langgraph-jsonl {command} '{store}' --thread t-1"
+    assert "unrecognized arguments: t-1" in err and suggested in err, err
+    if command in ("verify", "compact"):
+        assert main([command, store, "--thread", "t-1"]) == 0
+
+
+def test_an_extra_operand_after_thread_gets_no_thread_hint(tmp_path: Path, capsys) -> None:
+    _store(tmp_path / "s", ["t"])
+    with pytest.raises(SystemExit):
+        main(["verify", str(tmp_path / "s"), "--thread", "t", "extra"])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: extra" in err and "--thread extra" not in err, err
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

@@ -57,6 +57,24 @@ class CommandParser(argparse.ArgumentParser):
                         f"--threads ({self.prog} {missing} --threads 'user-*')")
         super().error(message + self._dashed_thread_hint())
 
+    def refuse_extras(self, extras: Sequence[str]) -> NoReturn:
+        """argparse's "unrecognized arguments" for words this command does not take,
+        saying how to give the thread to a command that takes it only as ``--thread``
+        (``verify STORE t-1``, as ``show STORE t-1`` is written)."""
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        given = list(getattr(self, "_given", ()))
+        operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
+        named = any(w == "--thread" or w.startswith("--thread=") for w in given)
+        word = next((w for w in extras if not w.startswith("-")), None)
+        if word is not None and word in given and not operand and not named and (
+            "--thread" in self._option_string_actions
+        ):
+            at = len(given) - 1 - given[::-1].index(word)
+            given[at:at + 1] = ["--thread", word]
+            message += (f"; {self.prog.split()[-1]} takes the thread as an option, "
+                        f"--thread: {self.prog} {shlex.join(given)}")
+        self.error(message)
+
     def _dashed_thread_hint(self) -> str:
         """For a command that takes a thread: how to give the first word that looks like
         an option but is none of this command's (nor a typo of one), were it a thread id."""
@@ -137,7 +155,9 @@ class CommandLineParser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             command = self._command_parsers().get(getattr(parsed, "command", None) or "")
-            (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
+            if isinstance(command, CommandParser):
+                command.refuse_extras(extras)
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
     def _command_parsers(self) -> dict[str, argparse.ArgumentParser]:
