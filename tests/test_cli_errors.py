@@ -364,6 +364,18 @@ def test_an_extra_operand_after_thread_gets_no_thread_hint(tmp_path: Path, capsy
     assert "unrecognized arguments: extra" in err and "--thread extra" not in err, err
 
 
+def test_no_command_lists_the_commands(capsys) -> None:
+    """`langgraph-jsonl` alone said only "the following arguments are required: command":
+    it now prints the commands, by group, with their purpose (bad usage all the same)."""
+    with pytest.raises(SystemExit) as done:
+        main([])
+    assert done.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    for word in ("see:", "maintain:", "move:", "  threads ", "  verify ", "  import ", "--help"):
+        assert word in captured.err, captured.err
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

@@ -14,6 +14,7 @@ import argparse
 import difflib
 import importlib
 import shlex
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -151,7 +152,12 @@ class CommandLineParser(argparse.ArgumentParser):
     ) -> Any:
         """As argparse's, except that arguments the command does not take are reported
         with the command's usage line (argparse reports them from the top-level parser,
-        whose usage says nothing of the command's options)."""
+        whose usage says nothing of the command's options), and no arguments at all print
+        the commands (argparse says only that a command is required)."""
+        if not (sys.argv[1:] if args is None else list(args)):
+            self.print_help(sys.stderr)
+            self.exit(2, f"\n{self.prog}: error: name a COMMAND (listed above); "
+                         f"`{self.prog} COMMAND --help` shows its options and examples\n")
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             command = self._command_parsers().get(getattr(parsed, "command", None) or "")
