@@ -376,6 +376,26 @@ def test_no_command_lists_the_commands(capsys) -> None:
         assert word in captured.err, captured.err
 
 
+def test_a_file_given_as_the_store_is_called_a_file_and_an_sqlite_one_gets_the_import(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """`langgraph-jsonl threads app.db` said "no STORE.json in it" of a file; it now says
+    it is a file, and for SQLite's the import command."""
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    with sqlite3.connect("app.db") as db:
+        db.execute("create table checkpoints (x)")
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["threads", "app.db"]) == 2
+    err = capsys.readouterr().err
+    assert "no STORE.json" not in err and "SQLite database" in err, err
+    assert "langgraph-jsonl import sqlite:///app.db ./checkpoints" in err, err
+    assert main(["show", "notes.txt", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert "no STORE.json" not in err and "is a file, not a directory" in err, err
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

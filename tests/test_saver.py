@@ -367,6 +367,24 @@ def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
         JsonlSaver(f)
 
 
+def test_an_sqlite_file_given_as_the_store_says_how_to_import_it(tmp_path: Path, monkeypatch) -> None:
+    """`SqliteSaver.from_conn_string("app.db")` changed to `JsonlSaver.from_conn_string(...)`
+    with the file name left as it was: the error says it is an SQLite database and gives
+    the command that brings its threads into a store (nothing is written to the file)."""
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    with sqlite3.connect("my app.db") as db:
+        db.execute("create table checkpoints (x)")
+    before = (tmp_path / "my app.db").read_bytes()
+    with pytest.raises(ConfigError) as refused:
+        JsonlSaver.from_conn_string("my app.db").__enter__()
+    message = str(refused.value)
+    assert "SQLite database" in message, message
+    assert f"langgraph-jsonl import 'sqlite:///{tmp_path}/my app.db' ./checkpoints" in message, message
+    assert (tmp_path / "my app.db").read_bytes() == before
+
+
 def test_non_store_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("mine")

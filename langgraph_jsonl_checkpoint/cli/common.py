@@ -29,7 +29,7 @@ import orjson
 
 from ..disk import view
 from ..disk.store import MARKER, Store
-from ..disk.store_dir import check_readable, lost_marker_advice, store_near
+from ..disk.store_dir import check_readable, lost_marker_advice, sqlite_file_advice, store_near
 from ..errors import JsonlCheckpointError
 from ..inspection.conversation import terminal_safe
 from ..inspection.threads import live_run
@@ -341,7 +341,9 @@ def existing_store(args: argparse.Namespace) -> str:
             raise UsageError(f"store {store} has no {MARKER} (deleted?), {lost}")
         near = store_near(store)
         source = f" (from ${STORE_ENV})" if not args.store else ""
-        why = (f"no {MARKER} in it" if os.path.lexists(store) else  # else: another folder's path?
+        why = (f"no {MARKER} in it" if os.path.isdir(store) else
+               (sqlite_file_advice(store) or "it is a file, not a directory")
+               if os.path.lexists(store) else  # else: another folder's path?
                f"there is no directory {os.path.abspath(store)}" + ("" if os.path.isabs(store) else
                f"; a relative path is read from the current directory, {os.getcwd()}"))
         raise UsageError(

@@ -97,9 +97,10 @@ def _open_directory(path: str, *, read_only: bool) -> None:
     threads_path = os.path.join(path, THREADS_DIR)
     temp_path = os.path.join(path, TEMP_DIR)
     if os.path.lexists(path) and not os.path.isdir(path):
+        sqlite = sqlite_file_advice(path)
         raise ConfigError(
-            f"JsonlSaver path {path} exists and is not a directory. Pass a "
-            "directory (it is created if missing); each thread gets its own file in it."
+            f"JsonlSaver path {path} exists and is not a directory" + (f"; {sqlite}." if sqlite else
+            ". Pass a directory (it is created if missing); each thread gets its own file in it.")
         )
     marker = os.path.join(path, MARKER)
     check_readable(path)
@@ -177,6 +178,28 @@ def lost_marker_advice(path: str) -> str | None:
         f"(then `langgraph-jsonl verify {path}` checks every thread); otherwise point "
         "JsonlSaver at an empty or new directory."
     )
+
+
+#: The first bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_file_advice(path: str) -> str | None:
+    """What to do with an SQLite database given where a store directory belongs (an
+    app's ``SqliteSaver`` file, its name left as it was): the command that imports its
+    threads into a store; None when ``path`` is not one."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_HEADER))
+    except OSError:
+        return None
+    if head != _SQLITE_HEADER:
+        return None
+    return (f"it is an SQLite database (a SqliteSaver's?): bring its threads into a store "
+            f"with `langgraph-jsonl import {shlex.quote(f'sqlite:///{path}')} ./checkpoints`, "
+            "then give ./checkpoints to JsonlSaver")
 
 
 def _stores_in(folder: str, names_like: str | None = None) -> str | None:
