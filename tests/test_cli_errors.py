@@ -396,6 +396,42 @@ def test_a_file_given_as_the_store_is_called_a_file_and_an_sqlite_one_gets_the_i
     assert "no STORE.json" not in err and "is a file, not a directory" in err, err
 
 
+@pytest.mark.parametrize(("argv", "command"), [
+    (["show", "t-1"], "langgraph-jsonl show checkpoints t-1"),
+    (["threads"], "langgraph-jsonl threads checkpoints"),
+    (["verify", "--thread", "t-1"], "langgraph-jsonl verify checkpoints"),
+])
+def test_a_command_without_its_store_names_the_store_in_this_folder(
+    tmp_path: Path, capsys, monkeypatch, argv: list[str], command: str
+) -> None:
+    """After the README (`./checkpoints`, thread t-1), `langgraph-jsonl show t-1` said only
+    "name the store directory, or set LANGGRAPH_JSONL_STORE": it now names the store in
+    the current folder, with the command that reads it (which works)."""
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE", raising=False)
+    _store(tmp_path / "checkpoints", ["t-1"])
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "LANGGRAPH_JSONL_STORE" in err and f"`{command}" in err, err
+    assert main(command.split()[1:]) == 0
+    monkeypatch.chdir(tmp_path / "checkpoints" / "threads")  # inside it: named too
+    capsys.readouterr()
+    assert main(argv) == 2
+    inside = command.replace(" checkpoints", " ..")
+    assert f"`{inside}" in capsys.readouterr().err
+
+
+def test_a_command_without_a_store_and_none_near_says_only_how_to_name_one(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("LANGGRAPH_JSONL_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", "t-1"]) == 2
+    err = capsys.readouterr().err
+    assert "name the store directory" in err and "`langgraph-jsonl" not in err, err
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

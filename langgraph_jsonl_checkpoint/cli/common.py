@@ -304,8 +304,17 @@ def store_path(args: argparse.Namespace) -> str:
     """The store the command line names, or the environment's."""
     path = args.store or os.environ.get(STORE_ENV)
     if not path:
-        raise UsageError(f"name the store directory, or set {STORE_ENV}")
+        raise UsageError(f"name the store directory, or set {STORE_ENV}{_store_here(args)}")
     return os.path.expanduser(str(path))  # `~/x` from the environment: as the shell has it
+
+
+def _store_here(args: argparse.Namespace) -> str:
+    """The command given the store the current folder holds or is inside, or nothing."""
+    if (here := "checkpoints" if is_store("checkpoints") else store_near(".")) is None:
+        return ""
+    names = getattr(args, "operands", ((), 0))[0]
+    words = [args.command, here, *(str(v) for n in names if (v := getattr(args, n, None)) is not None)]
+    return f"; there is one here: `langgraph-jsonl {shlex.join(words)}`"
 
 
 def shown(text: str) -> str:
