@@ -385,6 +385,17 @@ def test_an_sqlite_file_given_as_the_store_says_how_to_import_it(tmp_path: Path,
     assert (tmp_path / "my app.db").read_bytes() == before
 
 
+def test_path_under_a_file_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """`JsonlSaver("app.py/checkpoints")` raised a bare NotADirectoryError from makedirs:
+    it is now a ConfigError naming the file in the way, and nothing is created."""
+    (tmp_path / "app.py").write_text("x")
+    with pytest.raises(ConfigError) as refused:
+        JsonlSaver(tmp_path / "app.py" / "sub" / "checkpoints")
+    message = str(refused.value)
+    assert f"{tmp_path / 'app.py'} is a file" in message and "Pass a directory" in message, message
+    assert (tmp_path / "app.py").read_text() == "x"
+
+
 def test_non_store_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "notes.txt").write_text("mine")

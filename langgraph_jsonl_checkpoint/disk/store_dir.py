@@ -48,17 +48,32 @@ def open_directory(path: str, *, read_only: bool) -> None:
     of processes that are gone.
 
     Raises:
-        ConfigError: ``path`` exists and is not a directory.
+        ConfigError: ``path`` exists and is not a directory, or a file is in its way.
         StoreError: The directory is not a store of this package, or is unsafe, or
             (unless ``read_only``) this process cannot write it.
         FormatVersionError: The store was written by a newer release.
     """
     try:
         _open_directory(path, read_only=read_only)
+    except NotADirectoryError as exc:
+        in_the_way = next((p for p in _parents(path) if os.path.lexists(p) and not os.path.isdir(p)), None)
+        if in_the_way is None:
+            raise
+        raise ConfigError(f"JsonlSaver path {path} cannot be a directory: {in_the_way} is a file. "
+                          "Pass a directory (it is created if missing) elsewhere.") from exc
     except OSError as exc:
         if exc.errno not in files.NOT_WRITABLE or read_only:
             raise
         raise _cannot_write(path, exc.filename or path, exc) from exc
+
+
+def _parents(path: str) -> list[str]:
+    """``path``'s folders, the top one first."""
+    parents = []
+    while (up := os.path.dirname(path)) != path:
+        parents.append(up)
+        path = up
+    return parents[::-1]
 
 
 def _cannot_write(store: str, path: str, exc: OSError) -> StoreError:
