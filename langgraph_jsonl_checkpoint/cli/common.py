@@ -1,5 +1,5 @@
 """What every ``langgraph-jsonl`` command shares: opening a store, naming a thread,
-printing ids, tables and JSON, exit codes, the store argument.
+printing ids and tables (JSON: :mod:`.json_output`), exit codes, the store argument.
 
 The store is the positional ``STORE`` argument, or ``LANGGRAPH_JSONL_STORE`` when it is
 left out. A path that is not a store is an error (a typo must not create one). Every
@@ -11,12 +11,10 @@ makes them).
 from __future__ import annotations
 
 import argparse
-import codecs
 import io
 import json
 import logging
 import os
-import re
 import shlex
 import signal
 import sys
@@ -25,17 +23,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..disk import view
 from ..disk.store import MARKER, Store
 from ..disk.store_dir import check_readable, lost_marker_advice, sqlite_file_advice, store_near
 from ..errors import JsonlCheckpointError
 from ..inspection.conversation import terminal_safe
 from ..inspection.threads import live_run
-from ..inspection.values import jsonable
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
 from .columns import ID_WIDTH, clip, table_lines
+from .json_output import print_json as print_json
+from .json_output import print_json_line as print_json_line
 
 if TYPE_CHECKING:  # imported by open_saver: a command served without it imports no LangGraph
     from ..saver.jsonl_saver import JsonlSaver
@@ -87,51 +84,6 @@ def tolerant_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
             stream.reconfigure(errors="backslashreplace")
-
-
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
-
-
-def _json_text(raw: bytes) -> str:
-    """orjson's UTF-8 as text for stdout: as it is where stdout takes any character,
-    else with every non-ASCII character as a JSON escape (still the same JSON)."""
-    text = raw.decode()
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    try:
-        utf = codecs.lookup(encoding).name.startswith("utf")
-    except LookupError:
-        utf = False
-    if utf or text.isascii():
-        return text
-    return _NON_ASCII.sub(_json_escape, text)
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # outside the BMP: a surrogate pair, as JSON spells it
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
-def print_json(data: Any, *, plain: bool = False) -> None:
-    """Print one JSON document (``--json``); values that are not JSON are made so.
-
-    Args:
-        data: What to print.
-        plain: ``data`` is JSON already (dicts with str keys, lists, str, 64-bit ints,
-            finite floats, bools, ``None``), as ``threads`` rows are: printed without
-            :func:`~..inspection.values.jsonable`'s walk (about a tenth of a second for
-            10,000 rows), the same bytes.
-    """
-    out = data if plain else jsonable(data)
-    sys.stdout.write(_json_text(orjson.dumps(out, option=orjson.OPT_INDENT_2)) + "\n")
-
-
-def print_json_line(data: Any) -> None:
-    """Print one JSON value on one line and flush (a stream: ``tail --json``)."""
-    sys.stdout.write(_json_text(orjson.dumps(jsonable(data))) + "\n")
-    sys.stdout.flush()
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
