@@ -109,6 +109,20 @@ def test_an_unknown_thread_is_a_clear_error_and_creates_nothing(tmp_path: Path, 
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    ["show", "STORE", "t1"], ["history", "STORE", "T-1"], ["verify", "STORE", "--thread", "t1"],
+])
+def test_a_mistyped_thread_id_names_the_close_one(tmp_path: Path, capsys, argv: list[str]) -> None:
+    """`show ./checkpoints t1` for thread t-1: the error asks whether t-1 was meant."""
+    _store(tmp_path / "s", ["t-1", "weather-53f23e42"])
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "did you mean t-1?" in err and "weather" not in err, err
+    assert main(["show", str(tmp_path / "s"), "nothing-like-it"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["threads", "verify", "compact"])
 def test_a_store_path_typo_creates_no_store(tmp_path: Path, capsys, command) -> None:
     assert main([command, str(tmp_path / "nope")]) == 2

@@ -11,6 +11,7 @@ makes them).
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import json
 import logging
@@ -21,6 +22,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..disk import view
@@ -385,9 +387,12 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
             f"no store directory {shown(thread_id)})"
             if path_like and os.environ.get(STORE_ENV) and not os.path.isdir(thread_id) else ""
         )
+        ids = [f.thread_id for f in islice(saver.store.catalog(), 100_000) if f.thread_id is not None]
+        close = difflib.get_close_matches(thread_id, ids, n=1)
         raise UsageError(
-            f"store {saver.store.path} has no thread {shown(thread_id)}{misread}; "
-            f"`langgraph-jsonl threads {saver.store.path}` lists its threads."
+            f"store {saver.store.path} has no thread {shown(thread_id)}{misread}"
+            + (f": did you mean {shown(close[0])}?" if close else "")
+            + f"; `langgraph-jsonl threads {saver.store.path}` lists its threads."
         )
     return thread_id
 
