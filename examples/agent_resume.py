@@ -45,10 +45,10 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 try:
-    from langgraph_jsonl_checkpoint import JsonlSaver, StoreError
+    from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, StoreError
 except ImportError:  # running from a source checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from langgraph_jsonl_checkpoint import JsonlSaver, StoreError
+    from langgraph_jsonl_checkpoint import ConfigError, JsonlSaver, StoreError
 
 
 QUESTION = "What's the weather in Paris?"
@@ -343,7 +343,7 @@ def main(argv: list[str]) -> int:
             return demo(os.path.abspath(args.store), args.thread)
         with tempfile.TemporaryDirectory(prefix="agent-resume-") as store_dir:
             return demo(store_dir, args.thread)
-    except StoreError as exc:  # --store names a folder the saver cannot use as a store
+    except (StoreError, ConfigError) as exc:  # --store names a folder (or file) the saver cannot use
         parser.error(f"{exc}\npass --store a new or empty directory, or a store this example made")
     except KeyboardInterrupt:
         kept = (f"what was saved is in {os.path.abspath(args.store)}" if args.store

@@ -151,3 +151,14 @@ def test_agent_resume_with_its_output_closed_early_ends_quietly(tmp_path: Path) 
         demo.stderr.close()
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code == 0, (code, err)
+
+
+def test_agent_resume_given_a_file_as_its_store_says_so_without_a_traceback(tmp_path: Path) -> None:
+    # `--store app.db` (or any file): the saver refuses a path that is not a directory with
+    # a ConfigError, which the example printed as a traceback.
+    (tmp_path / "app.db").write_text("mine\n")
+    proc = run_example("--store", str(tmp_path / "app.db"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "is not a directory" in proc.stderr and "--store" in proc.stderr.splitlines()[-1], proc.stderr
+    assert (tmp_path / "app.db").read_text() == "mine\n"
