@@ -446,6 +446,25 @@ def test_a_command_without_a_store_and_none_near_says_only_how_to_name_one(
     assert "name the store directory" in err and "`langgraph-jsonl" not in err, err
 
 
+@pytest.mark.parametrize(("argv", "owners"), [
+    (["show", "STORE", "t-1", "--format", "md"], "--format is an option of export"),
+    (["history", "STORE", "t-1", "-n", "3"], "-n is an option of tail"),
+    (["show", "STORE", "t-1", "--all"], "--all is an option of export"),
+])
+def test_another_command_s_option_is_named_as_such_not_as_a_thread_id(
+    tmp_path: Path, capsys, argv: list[str], owners: str
+) -> None:
+    """`show STORE t-1 --format md` was answered "if --format is a thread id, give it
+    after `--`": the error now says which command takes that option."""
+    _store(tmp_path / "s", ["t-1"])
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert owners in err and "is a thread id" not in err, err
+
+
 def test_an_option_s_typo_is_not_taken_for_a_thread_id(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s", ["t"])
     with pytest.raises(SystemExit):

@@ -93,6 +93,9 @@ class CommandParser(argparse.ArgumentParser):
         word = next((w for w in given if self._not_an_option(w)), None)
         if word is None:
             return ""
+        owners = _commands_taking(word.split("=", 1)[0])
+        if owners:  # `show STORE t-1 --format md`: export's option, not a thread id
+            return f"; {word.split('=', 1)[0]} is an option of {', '.join(owners)}"
         quoted = shlex.quote(word)
         ways = []
         if operand:
@@ -191,6 +194,12 @@ class CommandLineParser(argparse.ArgumentParser):
             formatter.end_section()
         formatter.add_text(self.epilog)
         return formatter.format_help()
+
+
+def _commands_taking(option: str) -> list[str]:
+    """The commands that take ``option`` (every command defined: for an error only)."""
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [name for name, command in commands.choices.items() if option in command._option_string_actions]
 
 
 def build_parser(*, define: bool = True, commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
