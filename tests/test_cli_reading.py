@@ -453,6 +453,22 @@ def test_export_markdown_and_jsonl_hold_the_conversation(
     assert not (cli_store.path / "inside").exists()
 
 
+def test_export_to_a_file_takes_its_format_from_the_file_s_extension(
+    cli_store: BuiltStore, capsys, tmp_path: Path
+) -> None:
+    """`export STORE t -o t.html` without --format wrote Markdown into t.html; the
+    extension now chooses (.html, .jsonl, .md), --format still wins, and else md."""
+    store = str(cli_store.path)
+    for name, starts in [("t.html", "<!DOCTYPE html>"), ("t.jsonl", '{"kind":'), ("t.md", "# Thread"),
+                         ("t.txt", "# Thread")]:
+        assert main(["export", store, "decided", "-o", str(tmp_path / name)]) == 0
+        assert (tmp_path / name).read_text().lstrip().startswith(starts), name
+    assert main(["export", store, "decided", "--format", "md", "-o", str(tmp_path / "x.html")]) == 0
+    assert (tmp_path / "x.html").read_text().startswith("# Thread")
+    assert main(["export", store, "decided", "-o", str(tmp_path / "y.html"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["format"] == "html"
+
+
 # -- reading never writes ------------------------------------------------------------------
 
 

@@ -39,7 +39,14 @@ from .progress import progress
 _COPY_FLAGS = ("threads", "dry_run", "setup", "no_verify", "no_journal")
 
 
+#: The format an ``-o`` file's extension asks for when ``--format`` is not given.
+_FORMAT_OF_EXTENSION = {".html": "html", ".htm": "html", ".jsonl": "jsonl", ".md": "md"}
+
+
 def _export(args: argparse.Namespace) -> int:
+    if args.format is None:  # `-o t-1.html`: HTML, not Markdown in a .html file
+        extension = os.path.splitext(args.output or "")[1].lower()
+        args.format = _FORMAT_OF_EXTENSION.get(extension, "md")
     database = _database_target(args)
     if database is not None:
         if args.all or args.output or args.checkpoint:
@@ -151,7 +158,8 @@ def define_export(p: argparse.ArgumentParser) -> None:
         "itself is the output (--format jsonl for JSON Lines)",
     )
     add_operands(p, ["thread"], optional=1, thread_option=False)
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default), html or jsonl")
+    p.add_argument("--format", choices=FORMATS,
+                   help="md, html or jsonl (default: from -o's extension, .html or .jsonl; else md)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
     p.add_argument("--all", metavar="DIR", help="export every thread into DIR, with an index page")
