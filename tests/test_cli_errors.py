@@ -434,6 +434,11 @@ def test_a_command_without_its_store_names_the_store_in_this_folder(
     assert main(argv) == 2
     inside = command.replace(" checkpoints", " ..")
     assert f"`{inside}" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # a log file given for the store: not passed on as a thread
+    (log,) = (tmp_path / "checkpoints" / "threads").glob("*.jsonl")
+    assert main(["show", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "there is one here: checkpoints" in err and str(log) not in err.split("here:")[-1], err
 
 
 def test_a_command_without_a_store_and_none_near_says_only_how_to_name_one(

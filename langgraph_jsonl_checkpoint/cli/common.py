@@ -267,8 +267,10 @@ def _store_here(args: argparse.Namespace) -> str:
     if (here := "checkpoints" if is_store("checkpoints") else store_near(".")) is None:
         return ""
     names = getattr(args, "operands", ((), 0))[0]
-    words = [args.command, here, *(str(v) for n in names if (v := getattr(args, n, None)) is not None)]
-    return f"; there is one here: `langgraph-jsonl {shlex.join(words)}`"
+    given = [str(v) for n in names if (v := getattr(args, n, None)) is not None]
+    if any(os.path.lexists(v) for v in given):  # a path given for the store (its log, say)
+        return f"; there is one here: {here}"
+    return f"; there is one here: `langgraph-jsonl {shlex.join([args.command, here, *given])}`"
 
 
 def shown(text: str) -> str:
