@@ -139,3 +139,12 @@ def test_only_the_command_run_is_imported(argv: list[str], imported: set[str], c
     code, modules = run.stdout.strip().splitlines()[-1].split(" ", 1)
     assert code in {"0", "1"}, run.stdout
     assert set(eval(modules)) - HELPERS == imported, run.stdout
+
+
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """`show --help` listed THREAD and CHECKPOINT with nothing beside them: every operand
+    and option of every command now has a help text."""
+    bare = [f"{name} {action.metavar or action.dest}"
+            for name, command in subcommands(build_parser()).items()
+            for action in command._actions if not action.help]
+    assert bare == []

@@ -165,7 +165,7 @@ def add_operands(
     parser.add_argument("store", nargs="?", metavar="STORE",
                         help=f"the store directory (default: ${STORE_ENV})")
     for i, name in enumerate(names):
-        action = parser.add_argument(name, nargs="?", metavar=name.upper())
+        action = parser.add_argument(name, nargs="?", metavar=name.upper(), help=OPERAND_HELP.get(name))
         action.required_operand = i < len(names) - optional  # type: ignore[attr-defined]
     if thread_option and names and names[0] == "thread":  # as `repair` and its hints spell it
         parser.add_argument("--thread", dest="thread_option", metavar="THREAD",
@@ -179,6 +179,16 @@ def add_operands(
 OPERAND_WORDS = {
     "thread": "a thread", "checkpoint": "a checkpoint", "text": "the text to search for",
     "a": "the checkpoints to compare", "b": "the checkpoints to compare",
+}
+
+
+#: An operand's line in ``--help``.
+OPERAND_HELP = {
+    "thread": "the thread id (`langgraph-jsonl threads STORE` lists them)",
+    "checkpoint": "a checkpoint id of the thread (default: the latest; `history` lists them)",
+    "a": "the checkpoint to compare from (`history` lists them)",
+    "b": "the checkpoint to compare to",
+    "text": "the text to find (case-insensitive)",
 }
 
 

@@ -158,6 +158,9 @@ def define_export(p: argparse.ArgumentParser) -> None:
         "itself is the output (--format jsonl for JSON Lines)",
     )
     add_operands(p, ["thread"], optional=1, thread_option=False)
+    next(a for a in p._actions if a.dest == "thread").help = (
+        "the thread id (`langgraph-jsonl threads STORE` lists them), or a database URL to copy "
+        "the store's threads into")
     p.add_argument("--format", choices=FORMATS,
                    help="md, html or jsonl (default: from -o's extension, .html or .jsonl; else md)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
