@@ -219,6 +219,13 @@ def test_public_api(tmp_path: Path) -> None:
         assert adapter.tool_calls("nobody") == [] and saver.tool_calls("nobody") == []
 
 
+def test_one_idempotent_tool_named_as_a_string_is_that_tool(tmp_path: Path) -> None:
+    """`idempotent="lookup_order"` made the set of its letters (lookup_order stayed
+    side-effecting, silently); it is the one name."""
+    with JsonlSaver(tmp_path / "s") as saver:
+        assert ReplayAdapter(saver, idempotent="lookup_order").idempotent == {"lookup_order"}
+
+
 async def test_missing_thread_id_is_a_config_error(tmp_path: Path) -> None:
     adapter = ReplayAdapter(store=InMemoryStore())
     builder = StateGraph(State)

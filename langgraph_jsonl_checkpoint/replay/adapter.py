@@ -154,7 +154,8 @@ class ReplayAdapter:
     Args:
         saver: A ``JsonlSaver``: events go into each thread's log.
         store: Any LangGraph ``BaseStore``, for graphs that use another checkpointer.
-        idempotent: Names of tools that may run twice (reads, searches). A tool is also
+        idempotent: Names of tools that may run twice (reads, searches; one name may be
+            given as a string). A tool is also
             idempotent if ``tool.metadata["idempotent"]`` is true. Every other tool is
             treated as side-effecting.
         durable_timeout: Longest wait, in seconds, for the checkpoint a side-effecting
@@ -180,7 +181,8 @@ class ReplayAdapter:
                 "ReplayAdapter needs exactly one of saver= (a JsonlSaver) or store= (a BaseStore)"
             )
         self.journal: ToolJournal = SaverJournal(saver) if saver is not None else StoreJournal(store)  # type: ignore[arg-type]
-        self.idempotent = frozenset(idempotent)
+        # One name as a string is that name (not the set of its letters).
+        self.idempotent = frozenset([idempotent] if isinstance(idempotent, str) else idempotent)
         if not durable_timeout > 0:
             raise ConfigError("durable_timeout must be a number of seconds, more than 0")
         self.durable_timeout = durable_timeout
