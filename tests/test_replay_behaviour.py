@@ -226,6 +226,14 @@ def test_one_idempotent_tool_named_as_a_string_is_that_tool(tmp_path: Path) -> N
         assert ReplayAdapter(saver, idempotent="lookup_order").idempotent == {"lookup_order"}
 
 
+def test_another_checkpointer_as_the_saver_is_refused_saying_to_pass_store() -> None:
+    """`ReplayAdapter(InMemorySaver())` was taken and failed at the first tool call with
+    AttributeError: 'InMemorySaver' object has no attribute 'tool_call_records'."""
+    with pytest.raises(ConfigError, match=r"InMemorySaver.*store=") as refused:
+        ReplayAdapter(InMemorySaver())
+    assert "JsonlSaver" in str(refused.value)
+
+
 async def test_missing_thread_id_is_a_config_error(tmp_path: Path) -> None:
     adapter = ReplayAdapter(store=InMemoryStore())
     builder = StateGraph(State)

@@ -164,8 +164,9 @@ class ReplayAdapter:
             :class:`~..errors.CheckpointNotSavedError` and the tool is not started.
 
     Raises:
-        ConfigError: Neither or both of ``saver`` and ``store`` were given, or
-            ``durable_timeout`` is not a positive number.
+        ConfigError: Neither or both of ``saver`` and ``store`` were given, ``saver`` is
+            another checkpointer (give it ``store=``), or ``durable_timeout`` is not a
+            positive number.
     """
 
     def __init__(
@@ -179,6 +180,12 @@ class ReplayAdapter:
         if (saver is None) == (store is None):
             raise ConfigError(
                 "ReplayAdapter needs exactly one of saver= (a JsonlSaver) or store= (a BaseStore)"
+            )
+        if saver is not None and not hasattr(saver, "record_tool_events"):
+            raise ConfigError(
+                f"ReplayAdapter's saver= keeps the journal in a JsonlSaver's thread logs; "
+                f"{type(saver).__name__} has none. With another checkpointer, pass store= (a "
+                "BaseStore: InMemoryStore, PostgresStore) for the journal: ReplayAdapter(store=...)"
             )
         self.journal: ToolJournal = SaverJournal(saver) if saver is not None else StoreJournal(store)  # type: ignore[arg-type]
         # One name as a string is that name (not the set of its letters).
