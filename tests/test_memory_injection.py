@@ -7,17 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_jsonl_checkpoint import (
+    ConfigError,
     JsonlSaver,
     ReplayAdapter,
     session_memory_middleware,
     with_session_memory,
 )
-from langgraph_jsonl_checkpoint.memory.inject import MEMORY_MESSAGE_NAME, insert_memory
+from langgraph_jsonl_checkpoint.memory.inject import MEMORY_MESSAGE_NAME, awith_session_memory, insert_memory
 from tests.harness.bounded import within
 from tests.harness.replay_crashes import open_store, run_crash, spec
 from tests.harness.replay_tools import (
@@ -146,3 +149,16 @@ def test_the_model_is_not_told_that_its_own_step_is_unfinished(tmp_path: Path) -
     assert all("step not finished" not in text for text in seen), seen
     assert all("step not finished: model" not in text for text in given), given
     assert "Current goal: find flights" in given[0]
+
+
+async def test_another_checkpointer_as_the_source_is_refused_naming_it() -> None:
+    """`with_session_memory(InMemorySaver(), ...)` raised AttributeError ('InMemorySaver'
+    object has no attribute 'session_memory'), and the middleware took it and failed at
+    the first model call: each now raises ConfigError saying the memory needs a JsonlSaver."""
+    config = {"configurable": {"thread_id": "t-1"}}
+    for refused in (lambda: with_session_memory(InMemorySaver(), [], config),
+                    lambda: session_memory_middleware(InMemorySaver())):
+        with pytest.raises(ConfigError, match="InMemorySaver.*JsonlSaver"):
+            refused()
+    with pytest.raises(ConfigError, match="InMemorySaver.*JsonlSaver"):
+        await awith_session_memory(InMemorySaver(), [], config)

@@ -69,6 +69,20 @@ def _for_node(memory: SessionMemory, config: Any) -> SessionMemory:
     return memory.without_step(node) if isinstance(node, str) else memory
 
 
+def _checked(source: Any) -> MemorySource:
+    """``source``, if it gives memories (another checkpointer, ``InMemorySaver``, does not).
+
+    Raises:
+        ConfigError: It does not.
+    """
+    if not hasattr(source, "session_memory"):
+        raise ConfigError(
+            f"the session memory is derived from a JsonlSaver's thread logs; {type(source).__name__} "
+            "keeps none: pass the JsonlSaver the graph is compiled with"
+        )
+    return source  # type: ignore[no-any-return]
+
+
 def _thread_of(config: Any) -> str:
     try:
         return str(config["configurable"]["thread_id"])
@@ -99,8 +113,11 @@ def with_session_memory(
         always: Give the memory on every call, not only after a disturbed turn.
         budget: Most characters of the memory's text.
         summariser: Writes the text instead of the rule-based default.
+
+    Raises:
+        ConfigError: ``source`` is not a ``JsonlSaver``, or ``config`` names no thread.
     """
-    memory = _for_node(source.session_memory(_thread_of(config), budget=budget), config)
+    memory = _for_node(_checked(source).session_memory(_thread_of(config), budget=budget), config)
     if not wanted(memory, always=always):
         return list(messages)
     return insert_memory(messages, memory.to_system_message(summariser))
@@ -116,7 +133,7 @@ async def awith_session_memory(
     summariser: Summariser | None = None,
 ) -> list[Any]:
     """Async :func:`with_session_memory` (the summariser is called as is)."""
-    memory = _for_node(await source.asession_memory(_thread_of(config), budget=budget), config)
+    memory = _for_node(await _checked(source).asession_memory(_thread_of(config), budget=budget), config)
     if not wanted(memory, always=always):
         return list(messages)
     return insert_memory(messages, memory.to_system_message(summariser))
@@ -134,8 +151,9 @@ def session_memory_middleware(
     :func:`with_session_memory` for the arguments).
 
     Raises:
-        ConfigError: ``langchain`` is not installed.
+        ConfigError: ``source`` is not a ``JsonlSaver``, or ``langchain`` is not installed.
     """
+    _checked(source)
     try:
         from langchain.agents.middleware import AgentMiddleware
     except ImportError as exc:  # pragma: no cover - depends on the environment
