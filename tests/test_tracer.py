@@ -322,6 +322,15 @@ def test_a_tracer_given_a_path_that_is_no_store_says_so_and_makes_nothing(
     assert f"did you mean {tmp_path / 'checkpoints'}?" in warned[0], warned
 
 
+def test_a_tracer_given_another_checkpointer_is_refused_naming_it() -> None:
+    """``JsonlTracer(InMemorySaver())`` failed with "TypeError: expected str, bytes or
+    os.PathLike object, not InMemorySaver"."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with pytest.raises(ConfigError, match=r"JsonlTracer: .*InMemorySaver.*JsonlSaver"):
+        JsonlTracer(InMemorySaver())
+
+
 @pytest.mark.parametrize("value", [0, -1, 1023, True, "x", 4096.0, None])
 def test_a_tracer_s_max_bytes_that_is_no_size_is_refused_naming_the_option(
     tmp_path: Path, value: Any

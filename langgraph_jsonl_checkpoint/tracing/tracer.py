@@ -198,7 +198,8 @@ class JsonlTracer(BaseCallbackHandler):
             number of bytes, at least 1024.
 
     Raises:
-        ConfigError: ``max_bytes`` is not such a number.
+        ConfigError: ``store`` is neither a path nor a ``JsonlSaver``, or ``max_bytes``
+            is not such a number.
     """
 
     #: Called in the run's own thread or event loop: a line is one small write.
@@ -206,6 +207,9 @@ class JsonlTracer(BaseCallbackHandler):
 
     def __init__(self, store: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         inner = getattr(store, "store", None)
+        if inner is None and not isinstance(store, (str, os.PathLike)):
+            raise ConfigError(f"JsonlTracer: {type(store).__name__} keeps no store directory to trace "
+                              "into; pass the JsonlSaver the graph is compiled with, or its directory")
         self.store_path = os.path.abspath(inner.path if inner is not None else os.fspath(store))
         if type(max_bytes) is not int or max_bytes < 1024:
             raise ConfigError(
