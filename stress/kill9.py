@@ -1,4 +1,4 @@
-"""The full kill -9 battery (RELIABILITY.md item 5): 1,000 SIGKILLs of real agent runs.
+"""The full kill -9 battery (docs/reliability.md, "The batteries"): 1,000 SIGKILLs of real agent runs.
 
 Run it from the repository root, in the project's virtualenv:
 

@@ -1,4 +1,4 @@
-"""The full multi-process battery (RELIABILITY.md item 6): writers and a reader, killed.
+"""The full multi-process battery (docs/reliability.md, "The batteries"): writers and a reader, killed.
 
 Run it from the repository root, in the project's virtualenv:
 

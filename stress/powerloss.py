@@ -1,4 +1,4 @@
-"""The full power-loss battery (RELIABILITY.md item 9): thousands of simulated power cuts.
+"""The full power-loss battery (docs/reliability.md, "The batteries"): thousands of simulated power cuts.
 
 Run it from the repository root, in the project's virtualenv:
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -230,3 +231,18 @@ def test_json_block(block: DocBlock, tmp_path: Path) -> None:
     # loaded as langgraph-api loads an installed module's attribute
     module, _, attr = path.rpartition(".")
     assert callable(getattr(importlib.import_module(module), attr)), block.name
+
+
+def test_every_markdown_file_the_scripts_name_exists() -> None:
+    """The scripts' help and docstrings (stress/, benchmarks/, examples/) pointed at a
+    RELIABILITY.md that is docs/reliability.md: every .md file they name must exist, from
+    the repository root or the script's folder."""
+    named = re.compile(r"(?<![\w./])((?:[\w-]+/)*[\w-]+\.md)\b")
+    missing = [
+        f"{script.relative_to(ROOT)}: {name}"
+        for folder in ("stress", "benchmarks", "examples")
+        for script in sorted((ROOT / folder).glob("*.py"))
+        for name in named.findall(script.read_text())
+        if not ((ROOT / name).exists() or (script.parent / name).exists())
+    ]
+    assert missing == []
