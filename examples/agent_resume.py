@@ -36,6 +36,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+try:  # the first of the example's packages: missing when the virtualenv is not active
+    import langchain_core  # noqa: F401
+    import langgraph  # noqa: F401
+except ModuleNotFoundError as missing:
+    sys.exit(f"{missing.name} is not installed for {sys.executable}. Activate the virtualenv the "
+             "package was installed into (`. .venv/bin/activate`), or install it there: pip install -e .")
+
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult

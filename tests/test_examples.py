@@ -162,3 +162,14 @@ def test_agent_resume_given_a_file_as_its_store_says_so_without_a_traceback(tmp_
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "is not a directory" in proc.stderr and "--store" in proc.stderr.splitlines()[-1], proc.stderr
     assert (tmp_path / "app.db").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("example", ["agent_resume.py", "crash_and_resume.py"])
+def test_an_example_run_outside_the_virtualenv_says_to_activate_it(example: str) -> None:
+    # A new terminal without `. .venv/bin/activate`: python has no langchain_core. The
+    # example said so with a traceback; it now says what to do (`-S`: no site-packages).
+    proc = subprocess.run([sys.executable, "-S", str(EXAMPLES / example)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "is not installed for" in proc.stderr and ". .venv/bin/activate" in proc.stderr, proc.stderr
