@@ -455,6 +455,7 @@ def test_a_command_without_a_store_and_none_near_says_only_how_to_name_one(
     (["show", "STORE", "t-1", "--format", "md"], "--format is an option of export"),
     (["history", "STORE", "t-1", "-n", "3"], "-n is an option of tail"),
     (["show", "STORE", "t-1", "--all"], "--all is an option of export"),
+    (["threads", "STORE", "--thread", "t-1"], "--thread is an option of history, show, diff, tools, ..."),
 ])
 def test_another_command_s_option_is_named_as_such_not_as_a_thread_id(
     tmp_path: Path, capsys, argv: list[str], owners: str

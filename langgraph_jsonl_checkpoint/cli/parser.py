@@ -77,17 +77,15 @@ class CommandParser(argparse.ArgumentParser):
         self.error(message)
 
     def _dashed_thread_hint(self) -> str:
-        """For a command that takes a thread: how to give the first word that looks like
-        an option but is none of this command's (nor a typo of one), were it a thread id."""
+        """The first word that looks like an option but is none of this command's (nor a
+        typo of one): were it an id of this command's ``--threads`` list, how to give it;
+        else the commands it is an option of, or, for a command that takes a thread, how
+        to give it were it a thread id."""
         listed = self._dashed_threads_listed()
         if listed:
             forms = " ".join(f"--threads={shlex.quote(w)}" for w in listed)
             return (f"; if {listed[0]} is a thread id, give it as --threads=ID, with `=` and once for "
                     f"each id that starts with a dash ({forms}; `--threads -- ID` is refused too)")
-        operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
-        option = "--thread" in self._option_string_actions
-        if not (operand or option):
-            return ""
         given = list(getattr(self, "_given", ()))
         given = given[:given.index("--")] if "--" in given else given
         word = next((w for w in given if self._not_an_option(w)), None)
@@ -95,7 +93,12 @@ class CommandParser(argparse.ArgumentParser):
             return ""
         owners = _commands_taking(word.split("=", 1)[0])
         if owners:  # `show STORE t-1 --format md`: export's option, not a thread id
-            return f"; {word.split('=', 1)[0]} is an option of {', '.join(owners)}"
+            listed = ", ".join(owners[:4]) + (", ..." if len(owners) > 4 else "")
+            return f"; {word.split('=', 1)[0]} is an option of {listed}"
+        operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
+        option = "--thread" in self._option_string_actions
+        if not (operand or option):
+            return ""
         quoted = shlex.quote(word)
         ways = []
         if operand:
