@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from tests.harness.bounded import within
-from tests.harness.terminal import sigint_as_in_a_terminal
+from tests.harness.terminal import as_head_reads, sigint_as_in_a_terminal
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -133,22 +133,9 @@ def test_agent_resume_given_a_folder_that_is_not_a_store_says_so_without_a_trace
 def test_agent_resume_with_its_output_closed_early_ends_quietly(tmp_path: Path) -> None:
     """``python examples/agent_resume.py | head -3`` died with a BrokenPipeError
     traceback at its next line; it ends quietly (exit 0), as the crash demo does."""
-    demo = subprocess.Popen([sys.executable, str(EXAMPLES / "agent_resume.py"), "--store",
-                             str(tmp_path / "s")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert demo.stdout is not None and demo.stderr is not None
-        with within(60, "the demo's first lines"):
-            head = [demo.stdout.readline() for _ in range(3)]  # as `| head -3` reads
-        assert all(head), head
-        demo.stdout.close()
-        with within(120, "the demo's end after its output was closed"):
-            err = demo.stderr.read().decode()
-            code = demo.wait()
-    finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
-        demo.stderr.close()
+    argv = [sys.executable, str(EXAMPLES / "agent_resume.py"), "--store", str(tmp_path / "s")]
+    head, code, err = as_head_reads(argv, 3, end_within=120)
+    assert all(head), head
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code == 0, (code, err)
 

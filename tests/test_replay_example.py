@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from langgraph_jsonl_checkpoint import JsonlSaver
-from tests.harness.bounded import within
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.terminal import as_head_reads
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crash_and_resume.py"
 TOOL_CALLS_PAGE = EXAMPLE.parents[1] / "docs" / "tool-calls.md"
@@ -122,22 +122,8 @@ def test_output_closed_early_ends_it_quietly_with_no_child_left(tmp_path: Path) 
     traceback and left process A asleep in send_email (up to 60 s). It now ends quietly
     at its next line, its child killed and reaped."""
     workdir = tmp_path / "demo"
-    demo = subprocess.Popen([sys.executable, str(EXAMPLE), "--store", str(workdir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert demo.stdout is not None and demo.stderr is not None
-        with within(60, "the demo's first lines"):
-            head = [demo.stdout.readline() for _ in range(5)]  # as `| head -5` reads
-        assert head[-1].startswith(b"    process A, pid "), head  # its child is at work
-        demo.stdout.close()
-        with within(30, "the demo's end after its output was closed"):
-            err = demo.stderr.read().decode()
-            code = demo.wait()
-    finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
-        demo.stderr.close()
+    head, code, err = as_head_reads([sys.executable, str(EXAMPLE), "--store", str(workdir)], 5, end_within=30)
+    assert head[-1].startswith(b"    process A, pid "), head  # its child was at work
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code == 0, (code, err)
     assert _processes_naming(str(workdir)) == []  # process A killed and reaped, not asleep

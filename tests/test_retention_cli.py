@@ -9,7 +9,6 @@ file of the store (content and modification time) is as it was after the dry run
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -20,6 +19,7 @@ import pytest
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.scratch import file_snapshot
 
 HOUR = 3600.0
 SERVER_VARIABLES = ("LANGGRAPH_JSONL_TTL", "LANGGRAPH_THREAD_TTL", "LANGGRAPH_CHECKPOINTER")
@@ -181,17 +181,6 @@ def test_archived_accepts_dry_run_and_lists_as_without_it(
     assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"
 
 
-def _files(store: str) -> dict[str, tuple[str, int]]:
-    """Every file of the store: its content hash and modification time."""
-    out = {}
-    for dirpath, _, names in os.walk(store):
-        for name in names:
-            p = os.path.join(dirpath, name)
-            out[os.path.relpath(p, store)] = (hashlib.sha256(Path(p).read_bytes()).hexdigest(),
-                                              os.stat(p).st_mtime_ns)
-    return out
-
-
 def _archived_store(path: Path, archived: list[str], *, quarantined: str = "", big: bool = False) -> str:
     """A store whose ``archived`` threads a sweep archived (``quarantined``'s with a
     quarantine file, which travels with it; each ``big``: more than the 64 KiB of an
@@ -225,7 +214,7 @@ def test_restore_dry_run_says_what_the_restore_does_and_changes_nothing(
     with JsonlSaver(store, read_only=True) as saver:
         (entry,) = saver.archived("old")
         paths = saver.store.log_paths("old")
-    files = _files(store)
+    files = file_snapshot(store)
 
     assert main(["restore", store, "--thread", "old", "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -235,7 +224,7 @@ def test_restore_dry_run_says_what_the_restore_does_and_changes_nothing(
     ]
     assert main(["restore", store, "--thread", "old", "--dry-run", "--json"]) == 0
     dry = json.loads(capsys.readouterr().out)
-    assert _files(store) == files  # the dry runs changed nothing, not even a time
+    assert file_snapshot(store) == files  # the dry runs changed nothing, not even a time
 
     assert main(["restore", store, "--thread", "old", "--json"]) == 0
     real = json.loads(capsys.readouterr().out)
@@ -285,7 +274,7 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
             archive = Path(saver.archived("old")[0].path)
         _damage(archive, DAMAGED[case][1])
     capsys.readouterr()
-    files = _files(store)
+    files = file_snapshot(store)
 
     for extra in ([], ["--json"]):
         assert main(["restore", store, "--thread", tid, "--dry-run", *extra]) == 2
@@ -294,7 +283,7 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
         said, error = dry.err.splitlines()
         assert said == (f"thread {tid}: a restore would be refused; nothing was changed (--dry-run). "
                         "It would say:")
-        assert _files(store) == files
+        assert file_snapshot(store) == files
     assert main(["restore", store, "--thread", tid]) == 2
     assert capsys.readouterr().err.splitlines() == [error]
     assert error.startswith("error: ") and f"'{tid}'" in error, error
@@ -302,7 +291,7 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
     if archive is not None:
         assert error.startswith(f"error: thread 'old': archive {archive} is damaged ("), error
         assert "nothing was changed" in error and "Move it out" not in error, error
-        assert {f: h for f, (h, _) in _files(store).items()} == {f: h for f, (h, _) in files.items()}
+        assert {f: h for f, (h, _) in file_snapshot(store).items()} == {f: h for f, (h, _) in files.items()}
         assert main(["archived", store]) == 0  # listed, as the thread's
         assert f"{archive}" in capsys.readouterr().out
         assert main(["restore", store, "--dry-run", "--json"]) == 1
@@ -321,7 +310,7 @@ def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(
     with JsonlSaver(store, read_only=True) as saver:
         archives = {e.thread_id: e.path for e in saver.archived()}
         logs = {tid: saver.store.log_paths(tid).log for tid in archives}
-    files = _files(store)
+    files = file_snapshot(store)
 
     assert main(["restore", store, "--dry-run"]) == 1
     *rows_said, summary = capsys.readouterr().out.splitlines()
@@ -335,7 +324,7 @@ def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(
     assert {tid: (r["restored_from"], r["log"], r["dry_run"]) for tid, r in rows.items()} == {
         tid: (archives[tid], logs[tid], True) for tid in ("a", "b")}
     assert rows["a"]["refused"] is None and "has a log again" in rows["b"]["refused"]
-    assert _files(store) == files
+    assert file_snapshot(store) == files
 
     assert main(["restore", store]) == 2  # the restore itself: one thread, named
     assert "name the thread with --thread THREAD" in capsys.readouterr().err

@@ -8,7 +8,6 @@ record followed by valid records (as ``docs/cli.md#verify`` shows).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from tests.harness.flow_graphs import build_agent_graph
 from tests.harness.raw_log import record_spans, write_in_place
+from tests.harness.scratch import file_snapshot
 
 HOUR = 3600.0
 
@@ -54,17 +54,6 @@ def _damage(store: str, tid: str) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _files(store: str) -> dict[str, tuple[str, int]]:
-    """Every file of the store: its content hash and modification time."""
-    out = {}
-    for dirpath, _, names in os.walk(store):
-        for name in names:
-            p = os.path.join(dirpath, name)
-            out[os.path.relpath(p, store)] = (hashlib.sha256(Path(p).read_bytes()).hexdigest(),
-                                              os.stat(p).st_mtime_ns)
-    return out
-
-
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     status = main(args)
     return status, json.loads(capsys.readouterr().out)
@@ -77,9 +66,9 @@ def _dry_then_real(
     must change nothing), then the real run; each one's exit status and JSON report."""
     store = _store(tmp_path / "s", ["a", "b", "c"])
     _damage(store, "b")
-    files = _files(store)
+    files = file_snapshot(store)
     dry_status, dry = _run([*argv(store), "--dry-run"], capsys)
-    assert _files(store) == files  # the dry run changed nothing
+    assert file_snapshot(store) == files  # the dry run changed nothing
     real_status, real = _run(argv(store), capsys)
     return dry_status, dry, real_status, real
 
@@ -151,12 +140,12 @@ def test_a_dry_sweep_on_a_writable_saver_writes_nothing(tmp_path: Path, strategy
     store = _store(tmp_path / "s", [f"t-{i}" for i in range(4)])
     copy = tmp_path / "copy"  # a copy keeping file times: every sidecar and the catalog are stale
     shutil.copytree(store, copy, copy_function=shutil.copy2)
-    files = _files(str(copy))
+    files = file_snapshot(str(copy))
 
     with JsonlSaver(copy) as saver:
         report = saver.sweep({"default_ttl": 60, "strategy": strategy}, dry_run=True)
     assert sorted(t for t, _ in report.swept) == [f"t-{i}" for i in range(4)]
-    assert _files(str(copy)) == files  # nothing written, not even a derived file
+    assert file_snapshot(str(copy)) == files  # nothing written, not even a derived file
 
 
 @pytest.mark.parametrize("strategy", ["delete", "keep_latest", "archive"])

@@ -17,3 +17,18 @@ def fast_dir(fallback: str | os.PathLike) -> str:
             except OSError:
                 pass
     return tempfile.mkdtemp(prefix="crashkit-", dir=os.fspath(fallback))
+
+
+def file_snapshot(store: str) -> dict[str, tuple[str, int]]:
+    """Every file under ``store``: its content hash and modification time, by relative
+    path (what a dry run must leave exactly as it was, times included)."""
+    import hashlib
+
+    out = {}
+    for dirpath, _, names in os.walk(store):
+        for name in names:
+            p = os.path.join(dirpath, name)
+            with open(p, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(p, store)] = (digest, os.stat(p).st_mtime_ns)
+    return out
