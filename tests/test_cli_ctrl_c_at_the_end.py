@@ -155,6 +155,22 @@ sys.exit(main())
 """
 
 
+AFTER_THE_LOG_IS_BACK = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import langgraph_jsonl_checkpoint.disk.archive as archive
+real_fsync_dir = archive.fsync_dir
+def fsync_dir(path):
+    real_fsync_dir(path)
+    if any(name.endswith(".jsonl") for name in os.listdir(os.path.join(sys.argv[2], "threads"))):
+        os.kill(os.getpid(), signal.SIGINT)  # the log renamed back: Ctrl-C as the restore tidies up
+archive.fsync_dir = fsync_dir
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
 @pytest.mark.parametrize("first", ["pipe", "ctrl-c"])
 @pytest.mark.parametrize("argv, last", [  # the command's last line, and a word of it
     (["threads"], "t-9"), (["history", "t-9"], "000000000000"), (["show", "t-9"], "m: [2]"),
@@ -174,3 +190,26 @@ def test_ctrl_c_that_also_ends_the_reader_of_the_output_is_one_line_and_130(
     assert run.returncode == 130, (run.returncode, run.stderr)
     assert run.stderr == f"interrupted: langgraph-jsonl {argv[0]} stopped before it finished; it changes " \
         "nothing in the store. Run it again for the whole answer.\n", run.stderr
+
+
+def test_ctrl_c_once_restore_has_brought_the_log_back_says_it_restored_exits_0(tmp_path: Path) -> None:
+    """Ctrl-C as ``restore`` synced the directories after renaming the log back (the one
+    step that restores the thread) ended it with 130 and "Run it again to finish"; run
+    again, it failed (exit 2, "no archive left to restore"). The thread is restored, so
+    it now says so and exits 0; the thread reads as before it was archived."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from tests.harness.answers import answers
+    from tests.harness.bounded import within
+
+    store = tmp_path / "s"
+    _store(store, ["t1"])
+    with within(30), JsonlSaver(store) as saver:
+        before = answers(saver, "t1")
+    assert main(["sweep", str(store), "--ttl", "0", "--strategy", "archive"]) == 0
+    run = _run(AFTER_THE_LOG_IS_BACK, "restore", str(store), "--thread", "t1")
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0 and "thread t1: restored from" in run.stdout, (run.stdout, run.stderr)
+    assert main(["verify", str(store)]) == 0
+    with within(30), JsonlSaver(store) as saver:
+        assert answers(saver, "t1") == before
+        assert saver.archived() == []

@@ -27,7 +27,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, JsonlCheckpointError
-from ..maintenance.restore import Restoration, restore
+from ..maintenance.restore import Restoration, RestoreInterrupted, restore
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
     EXIT_ERROR,
@@ -187,6 +187,8 @@ def _restore(args: argparse.Namespace) -> int:
     with open_saver(args, write=not args.dry_run) as saver:
         try:
             done = restore(saver, thread_id, dry_run=args.dry_run)
+        except RestoreInterrupted as exc:  # the thread is back: the restore's work is done
+            done = exc.restoration
         except JsonlCheckpointError as exc:
             if not args.dry_run:
                 raise

@@ -42,6 +42,23 @@ class Restoration:
     dry_run: bool
 
 
+class RestoreInterrupted(KeyboardInterrupt):
+    """Ctrl-C once the thread's log was back in its place (the one step that restores
+    it), as the restore tidied up (syncing directories, removing the archived companions
+    file): the thread is restored. What the Ctrl-C left (a companions file) is settled by
+    the thread's next restore or archiving. A ``KeyboardInterrupt``, so code that lets
+    Ctrl-C end the program still does.
+
+    Attributes:
+        restoration: What the restore did.
+    """
+
+    def __init__(self, restoration: Restoration) -> None:
+        super().__init__(f"thread {restoration.archive.thread_id!r} was restored from "
+                         f"{restoration.archive.path}")
+        self.restoration = restoration
+
+
 def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> Restoration:
     """Bring a thread's newest archive back into ``threads/``, its debug trace and
     quarantine file into their places; the thread then reads exactly as it did when it
@@ -66,6 +83,7 @@ def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> R
         RestoreError: No archive of this thread, the thread has a log again (or a
             trace file where the archived one would go back), or a run is working on it.
         CorruptLogError: The archive is damaged (it is kept).
+        RestoreInterrupted: Ctrl-C after the thread was restored (see there).
     """
     store = access.store
     if dry_run and not store.read_only:
@@ -89,7 +107,12 @@ def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> R
                 if os.path.basename(moved).startswith(log.name + "."):
                     shelf.settle(log, moved)
             done = _decide(store, shelf, log, thread_id, dry_run=False)
-            shelf.restore(log, done.archive)
+            try:
+                shelf.restore(log, done.archive)
+            except KeyboardInterrupt:
+                if not os.path.exists(log.path):
+                    raise
+                raise RestoreInterrupted(done) from None
             log.refresh()
         return done
     finally:
