@@ -213,3 +213,39 @@ def test_ctrl_c_once_restore_has_brought_the_log_back_says_it_restored_exits_0(t
     with within(30), JsonlSaver(store) as saver:
         assert answers(saver, "t1") == before
         assert saver.archived() == []
+
+
+AFTER_THE_NEW_LOG_IS_IN_PLACE = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import langgraph_jsonl_checkpoint.disk.log as log_module
+real_install = log_module.install
+def install(*args, **kwargs):
+    real_install(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # the repaired log renamed into place: Ctrl-C as it is indexed
+log_module.install = install
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_once_repair_has_put_the_new_log_in_place_says_what_it_dropped_exits_0(tmp_path: Path) -> None:
+    """Ctrl-C as ``repair`` indexed the repaired log it had just renamed into place ended
+    it with 130 and "Run it again to finish"; run again, it said "nothing to repair", so
+    the records it had dropped, and where the original went, were never said. The repair
+    is done: it now prints them, as an uninterrupted repair does, and exits 0."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from tests.harness.raw_log import ThreadFiles
+
+    store = tmp_path / "s"
+    _store(store, ["t1"])
+    log = Path(ThreadFiles.of(store, "t1").log)
+    data = bytearray(log.read_bytes())
+    data[data.index(b'{"t":"checkpoint"') + 20] ^= 0x01  # the first checkpoint: valid records follow
+    log.write_bytes(bytes(data))
+    run = _run(AFTER_THE_NEW_LOG_IS_IN_PLACE, "repair", str(store), "--thread", "t1")
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert "\ndropped " in "\n" + run.stdout and "the original is in" in run.stdout, run.stdout
+    assert main(["verify", str(store)]) == 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import JsonlCheckpointError
 from ..maintenance.compaction import Compaction, checkpoint_count, preview
-from ..maintenance.repair import repair
+from ..maintenance.repair import RepairInterrupted, repair
 from ..maintenance.verify import verify
 from ..memory.keeper import memory_file_problems
 from ..saver.heads import head_file_problems
@@ -67,7 +67,10 @@ def _verify(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     with open_saver(args, write=not args.dry_run) as saver:
         thread = thread_option(args, "verify", "damaged threads")
-        result = repair(saver, known_thread(saver, thread), dry_run=args.dry_run)
+        try:
+            result = repair(saver, known_thread(saver, thread), dry_run=args.dry_run)
+        except RepairInterrupted as exc:  # the repaired log is in place: the work is done
+            result = exc.result
     work_done()
     if args.json:
         print_json(vars(result))

@@ -62,6 +62,21 @@ class RepairResult:
     dry_run: bool = False
 
 
+class RepairInterrupted(KeyboardInterrupt):
+    """Ctrl-C once the repaired log was in its place (renamed over the damaged one), as
+    the repair indexed it: the repair is done (``result`` says what it dropped and where
+    the original went); run again, it would find nothing to repair and say so. A
+    ``KeyboardInterrupt``, so code that lets Ctrl-C end the program still does.
+
+    Attributes:
+        result: What the repair did.
+    """
+
+    def __init__(self, result: RepairResult) -> None:
+        super().__init__(f"thread {result.thread_id!r} was repaired; the original is in {result.archived_to}")
+        self.result = result
+
+
 def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> RepairResult:
     """Rewrite a damaged log with every record that can still be read, after archiving
     it (see the module docstring for what is dropped).
@@ -79,6 +94,7 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
         ConfigError: The store has no log for this thread.
         FormatVersionError: The log is of a format this package cannot read.
         ForeignFileError: The log holds another thread (a file copied or renamed by hand).
+        RepairInterrupted: Ctrl-C once the repaired log was in place (see there).
     """
     log = saver.store.thread_log(thread_id)
     if not saver.store.has_thread(thread_id):
@@ -98,8 +114,22 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
         if not dropped:
             return RepairResult(thread_id, None, size, 0, len(salvage.records))
         archived = saver.store.archive(log)
-        log.rewrite(salvage.records, gen=salvage.gen + 1)
-        saver.store.forget(thread_id)
+        damaged = os.stat(log.path).st_ino
+        try:
+            log.rewrite(salvage.records, gen=salvage.gen + 1)
+            saver.store.forget(thread_id)
+        except KeyboardInterrupt:
+            if os.stat(log.path).st_ino == damaged:  # the damaged log is still in place
+                raise
+            saver.store.forget(thread_id)
+            raise RepairInterrupted(_repaired(log, thread_id, archived, size, salvage, dropped)) from None
+    return _repaired(log, thread_id, archived, size, salvage, dropped)
+
+
+def _repaired(
+    log: ThreadLog, thread_id: str, archived: str, size: int, salvage: Salvage, dropped: list[str]
+) -> RepairResult:
+    """What a repair did, once the repaired log is in place."""
     kept = os.path.getsize(log.path)
     return RepairResult(thread_id, archived, kept, max(0, size - kept), len(salvage.records), dropped)
 
