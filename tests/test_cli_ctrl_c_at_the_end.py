@@ -249,3 +249,49 @@ def test_ctrl_c_once_repair_has_put_the_new_log_in_place_says_what_it_dropped_ex
     assert run.returncode == 0, (run.stdout, run.stderr)
     assert "\ndropped " in "\n" + run.stdout and "the original is in" in run.stdout, run.stdout
     assert main(["verify", str(store)]) == 0
+
+
+AGAIN_AFTER_THE_FIRST_THREAD = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import langgraph_jsonl_checkpoint.cli.maintenance as maintenance
+real = maintenance._compacted
+def compacted(*args, **kwargs):
+    result = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)
+    return result
+maintenance._compacted = compacted
+class Err:
+    def __init__(self, real):
+        self.real = real
+    def write(self, text):
+        n = self.real.write(text)
+        if {when!r} == "saying" and text.startswith("interrupted:"):
+            self.real.flush()
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C again as the line is printed
+        return n
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+sys.stderr = Err(sys.stderr)
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+status = main()
+if {when!r} == "exiting":
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C again as the process ends (threads joined)
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("when", ["saying", "exiting"])
+def test_ctrl_c_again_as_an_interrupted_command_ends_is_no_traceback(tmp_path: Path, when: str) -> None:
+    """Ctrl-C pressed several times: one that came while ``compact`` said it was
+    interrupted, or as its process ended (Python joining threads), printed a traceback
+    ending in KeyboardInterrupt (and "Exception ignored in threading._shutdown"). The
+    process now ends at once with 130 and the one line."""
+    store = tmp_path / "s"
+    _store(store, ["t1", "t2"])
+    run = _run(AGAIN_AFTER_THE_FIRST_THREAD.format(when=when), "compact", str(store))
+    assert "Traceback" not in run.stderr and "KeyboardInterrupt" not in run.stderr, run.stderr
+    assert run.returncode == 130, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("interrupted: langgraph-jsonl compact stopped before it finished"), line

@@ -41,7 +41,9 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     """Run the CLI; returns the exit status. A Ctrl-C once the command's work is done
     (see :func:`~.common.work_done`) is ignored: the status is the command's own. With
     ``exiting`` (the ``langgraph-jsonl`` entry point, whose process ends next) it stays
-    ignored after the return; otherwise the caller's Ctrl-C handler is put back."""
+    ignored after the return; otherwise the caller's Ctrl-C handler is put back. Once a
+    Ctrl-C has stopped the command, another ends the process at once with 130 (see
+    :func:`_again_ends_at_once`), until the caller's handler is put back."""
     args = None
     tolerant_output()
     on_main = threading.current_thread() is threading.main_thread()
@@ -64,11 +66,28 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     except KeyboardInterrupt:
         # Also one landing in a handler above: a terminal's Ctrl-C ends the reader of a
         # pipe too, and the command may see its closed output first.
-        print(_interrupted(args), file=sys.stderr)
+        if not on_main:
+            print(_interrupted(args), file=sys.stderr)
+            return EXIT_INTERRUPTED
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            signal.signal(signal.SIGINT, _again_ends_at_once)
+            print(_interrupted(args), file=sys.stderr, flush=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return EXIT_INTERRUPTED
     finally:
         if on_main and not exiting and previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def _again_ends_at_once(signum: int, frame: object) -> None:
+    """The SIGINT handler once a command said it was interrupted: another Ctrl-C (a user
+    pressing it again) ends the process at once with 130. A ``KeyboardInterrupt`` raised
+    while the line was printed, or while Python ends (joining threads), printed a
+    traceback. Safe: what the command left is what a kill leaves, which the store is
+    consistent after."""
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _interrupted(args: argparse.Namespace | None) -> str:
