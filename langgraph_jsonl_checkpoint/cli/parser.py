@@ -93,8 +93,8 @@ class CommandParser(argparse.ArgumentParser):
             return ""
         owners = _commands_taking(word.split("=", 1)[0])
         if owners:  # `show STORE t-1 --format md`: export's option, not a thread id
-            listed = ", ".join(owners[:4]) + (", ..." if len(owners) > 4 else "")
-            return f"; {word.split('=', 1)[0]} is an option of {listed}"
+            named = ", ".join(owners[:4]) + (", ..." if len(owners) > 4 else "")
+            return f"; {word.split('=', 1)[0]} is an option of {named}"
         operand = any(a.dest == "thread" and not a.option_strings for a in self._actions)
         option = "--thread" in self._option_string_actions
         if not (operand or option):
