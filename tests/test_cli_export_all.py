@@ -65,3 +65,37 @@ def test_export_all_again_removes_its_pages_of_threads_gone_and_nothing_else(
     result = json.loads(capsys.readouterr().out)
     assert result["removed"] == []
     assert [f["thread_id"] for f in result["files"]] == ["t-1", None]
+
+
+def test_a_ctrl_c_while_a_page_is_written_leaves_the_page_before_whole(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``export --all`` run again opened each page for writing (emptying it), then wrote
+    it: a Ctrl-C in between left an empty or half page where the last export's was. The
+    page before stays whole, and nothing else is left in DIR."""
+    from langgraph_jsonl_checkpoint.inspection import export
+
+    store, out = tmp_path / "checkpoints", tmp_path / "transcripts"
+    _store(store, ("t-1",))
+    assert main(["export", str(store), "--all", str(out), "--format", "md"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    _store(store, ("t-1",))  # a second turn: the page changes
+
+    class CutShort:  # a file whose write is cut short by a Ctrl-C, half of it written
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.file = open(*args, **kwargs)  # noqa: SIM115 - closed in __exit__
+
+        def __enter__(self) -> CutShort:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, text: str) -> int:
+            self.file.write(text[: len(text) // 2])
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "open", CutShort, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        export.export_store(JsonlSaver(store, read_only=True), str(out), "md")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

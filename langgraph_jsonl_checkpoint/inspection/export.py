@@ -189,8 +189,7 @@ def export_store(
             continue
         damage = damage_note(saver.store.thread_log(s.thread_id))  # as the transcript was read
         path = os.path.join(target, name)
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
+        _replace(path, text)
         partly = f"only the readable part was exported: {damage}" if damage else None
         written.append(ExportedFile(s.thread_id, path, partly))
         rows.append((s.thread_id, name, s.as_json()))
@@ -198,10 +197,26 @@ def export_store(
     present |= {os.path.splitext(os.path.basename(s.path))[0] for s in summaries}
     written += _remove_stale_pages(target, fmt, present)
     index_path = os.path.join(target, index_name)
-    with open(index_path, "w", encoding="utf-8") as out:
-        out.write(_index(rows, fmt))
+    _replace(index_path, _index(rows, fmt))
     written.append(ExportedFile(None, index_path))
     return written
+
+
+def _replace(path: str, text: str) -> None:
+    """Put ``text`` at ``path`` whole: written beside it and renamed over it, so that an
+    export stopped meanwhile (Ctrl-C, a full disk) leaves the page before as it was, and
+    nothing else (the temp file is removed)."""
+    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        with open(temp, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
 
 
 _PAGE_NAME = re.compile(r"(?P<stem>.*-[0-9a-f]{32})\.(?P<fmt>md|html|jsonl)")
