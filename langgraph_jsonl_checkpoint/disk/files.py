@@ -32,16 +32,18 @@ def open_file(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
 
 
-def refuse_special_file(fd: int, path: str, thread_id: str | None = None) -> None:
-    """Raise :class:`~..errors.ForeignFileError` if ``fd`` (opened at ``path``) is not a
-    regular file (the caller closes it)."""
-    mode = os.fstat(fd).st_mode
+def refuse_special_file(fd: int, path: str, thread_id: str | None = None) -> os.stat_result:
+    """``fd``'s ``fstat`` (opened at ``path``); :class:`~..errors.ForeignFileError` if it
+    is not a regular file (the caller closes it)."""
+    st = os.fstat(fd)
+    mode = st.st_mode
     if not stat.S_ISREG(mode):
         whose = f"thread {thread_id!r}: " if thread_id is not None else ""
         raise ForeignFileError(
             f"{whose}{path} is not a regular file ({file_kind(mode)}); the store only holds regular "
             "files it created. Move it out of the store directory."
         )
+    return st
 
 
 def file_kind(mode: int) -> str:

@@ -251,7 +251,7 @@ class LogView:
         self._reset()
         fd = files.open_refusing_links(self.path, os.O_RDONLY, self.thread_id)
         try:
-            files.refuse_special_file(fd, self.path, self.thread_id)  # a FIFO, say: its reads fail
+            st = files.refuse_special_file(fd, self.path, self.thread_id)  # a FIFO, say: reads fail
             head = files.os.pread(fd, _HEADER_PROBE, 0)
             nl = head.find(b"\n")
             if nl < 0 and is_torn_header(head, self.thread_id):
@@ -269,7 +269,6 @@ class LogView:
             files.os.close(fd)  # refused: stays refused on every later call
             raise
         self._rfd = fd
-        st = files.os.fstat(fd)
         self._ino = st.st_ino
         self._header_crc = framing.checksum_digits(head[:nl])
         self.gen = header.get("gen", 1)
