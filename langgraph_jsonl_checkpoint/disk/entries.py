@@ -26,6 +26,28 @@ class RecordRef(NamedTuple):
     seq: int
 
 
+#: read_groups: records at most this far apart share one read, of at most _READ_SPAN.
+_READ_GAP = 64 * 1024
+_READ_SPAN = 4 * 1024 * 1024
+
+
+def read_groups(refs: list[RecordRef]) -> Iterator[list[RecordRef]]:
+    """``refs`` (duplicates dropped) sorted by offset, in groups that one read each
+    serves: neighbours at most 64 KiB apart, at most 4 MiB a read."""
+    ordered = sorted(set(refs))
+    if not ordered:
+        return
+    group = [ordered[0]]
+    for ref in ordered[1:]:
+        start, end = group[0].offset, group[-1].offset + group[-1].length
+        if ref.offset - end <= _READ_GAP and ref.offset + ref.length - start <= _READ_SPAN:
+            group.append(ref)
+        else:
+            yield group
+            group = [ref]
+    yield group
+
+
 class CheckpointEntry(NamedTuple):
     """A checkpoint's place in the log and the facts ``list`` needs without reading it.
 

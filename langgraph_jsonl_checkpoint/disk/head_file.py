@@ -25,6 +25,9 @@ from typing import Any
 
 from . import files, framing
 from .paths import LogPaths
+from .sidecar import Block, merge
+from .sidecar_file import head_blocks
+from .summary import summarize
 
 #: The version of the head file's contents this release writes and reads.
 HEAD_VERSION = 1
@@ -49,20 +52,77 @@ def read_head(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
     return head
 
 
+def read_head_index(paths: LogPaths, thread_id: str) -> tuple[dict[str, Any], bytes] | None:
+    """The head file's record if it is whole, of this release's version and this thread
+    (whatever log bytes it names), with the index lines that follow it (``b""``: none)."""
+    try:
+        data = files.read_whole(paths.head)
+    except OSError:
+        return None
+    line, _, rest = data.partition(b"\n")
+    head = _checked_head(framing.parse_line(line), thread_id)
+    return (head, rest) if head is not None else None
+
+
 def _whole_head(paths: LogPaths, thread_id: str) -> dict[str, Any] | None:
     """The head file's record if it is whole, of this release's version and this thread
     (whatever log bytes it names)."""
-    try:
-        line = files.read_whole(paths.head)
-    except OSError:
-        return None
-    head = framing.parse_line(line.rstrip(b"\n"))
+    found = read_head_index(paths, thread_id)
+    return found[0] if found is not None else None
+
+
+def _checked_head(head: dict[str, Any] | None, thread_id: str) -> dict[str, Any] | None:
     if (
         head is None or head.get("t") != "head" or head.get("v") != HEAD_VERSION
         or head.get("thread") != thread_id or not isinstance(head.get("size"), int)
     ):
         return None
     return head
+
+
+def head_index(
+    paths: LogPaths, thread_id: str, fd: int, size: int, header_end: int
+) -> tuple[dict[str, Any], list[Block]] | None:
+    """The head record and its index of the log (merged into one block), if the head
+    file holds index lines that cover the log's records whole (from the first after
+    its header line, which ends at ``header_end``, to its last) and names exactly its
+    bytes: ``size`` bytes (the log is open as ``fd``) with the head's CRC-32. Else
+    ``None``: the caller scans the log.
+
+    The index lines are a sidecar's block lines (:mod:`.sidecar`), checked as a
+    sidecar's are (:func:`~.sidecar_file.head_blocks`)."""
+    found = read_head_index(paths, thread_id)
+    if found is None or not found[1] or found[0]["size"] != size:
+        return None
+    head, lines = found
+    data = files.os.pread(fd, size, 0)
+    if len(data) != size or log_crc(data) != head.get("crc"):
+        return None
+    blocks = head_blocks(lines, header_end)
+    if not blocks or blocks[-1].end != size:
+        return None
+    return head, [merge(blocks)]
+
+
+def index_disagrees(paths: LogPaths, thread_id: str, records: list[framing.ScannedRecord]) -> bool:
+    """Whether the head file holds index lines a reader would use for a log holding
+    ``records`` (header first: they cover it whole; the caller checked that the head
+    names its bytes) yet summarizing another record than the log's own, anywhere. For
+    ``verify``: a reader that loads them checks no record against them."""
+    found = read_head_index(paths, thread_id)
+    if found is None or not found[1] or len(records) < 2:
+        return False
+    header = records[0]
+    blocks = head_blocks(found[1], header.offset + header.length)
+    last = records[-1]
+    if not blocks or blocks[-1].end != last.offset + last.length:
+        return False  # not used: the log is scanned
+    block = merge(blocks)
+    for r in records[1:]:
+        rec = {k: v for k, v in r.record.items() if k not in ("b", "more")}
+        if block.summary(rec["seq"]) != summarize(rec, r.offset, r.length):
+            return True
+    return False
 
 
 def current_log_crc(path: str, size: int) -> str | None:
@@ -93,7 +153,9 @@ def head_names(paths: LogPaths, thread_id: str, size: int, crc: str) -> bool:
     return head is not None and head["size"] == size and head.get("crc") == crc
 
 
-def write_head(paths: LogPaths, thread_id: str, size: int, crc: str, body: dict[str, Any]) -> None:
+def write_head(
+    paths: LogPaths, thread_id: str, size: int, crc: str, body: dict[str, Any], index: bytes = b""
+) -> None:
     """Replace the head file with ``body``, naming log bytes of ``size`` and ``crc``
     (written over the one before, in place, not fsynced: a head lost or torn by a crash
     or read while it is written is ignored, and the reader indexes the log).
@@ -103,6 +165,6 @@ def write_head(paths: LogPaths, thread_id: str, size: int, crc: str, body: dict[
     """
     record = {"t": "head", "v": HEAD_VERSION, "seq": 0, "thread": thread_id, "size": size, "crc": crc}
     record.update(body)
-    data = framing.frame(record)
+    data = framing.frame(record) + index
     files.overwrite_derived(paths.head, paths.temp("head"), data)
 

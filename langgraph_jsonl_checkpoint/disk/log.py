@@ -155,6 +155,8 @@ class ThreadLog(LogView):
         ):
             self._verified_end = min(parked.verified_end, self.index.committed_end)
             self.recovery.swept = self.recovery.swept or parked.swept
+        if self.sidecar.whole_log_checked:
+            self._verified_end = self.index.committed_end  # what the head's CRC-32 covers
 
     def parked(self) -> Parked | None:
         """What to remember of this log once it is let go (``None``: no log)."""

@@ -89,6 +89,9 @@ class SidecarFile:
         #: Index entries came from the file, not from a scan of the log.
         self.trusted = False
         self.verified: set[int] = set()  # entries checked against their record
+        #: The entries came with a CRC-32 of the whole log they were made from, which the
+        #: log's bytes matched (a head file's index): no record need be checked again.
+        self.whole_log_checked = False
         self.last_crc: bytes | None = None  # checksum digits of the last indexed record
 
     # -- reading -------------------------------------------------------------------
@@ -217,6 +220,14 @@ class SidecarFile:
             self.lines = 1  # counted when the rest is decoded (see write)
         return True
 
+    def add_checked_blocks(self, blocks: list[Block]) -> None:
+        """Blocks of the whole log (after its header) from an index that came with a
+        CRC-32 of the log's bytes, which they matched (a head file's, see
+        :func:`~.head_file.head_index`): served like the file's, never checked again
+        record by record (the bytes are the ones its writer indexed)."""
+        self.summaries.add_blocks(blocks)
+        self.trusted = self.whole_log_checked = True
+
     def note(self, summary: dict[str, Any]) -> None:
         """Add the summary of a record just indexed (folded into columns every
         :data:`FOLD_RECORDS`)."""
@@ -228,7 +239,7 @@ class SidecarFile:
     def matches(self, rec: dict[str, Any], ref: RecordRef) -> bool:
         """Whether the summary the index holds for ``ref`` is that of ``rec`` (entries
         loaded from the file are checked once, the first time their record is read)."""
-        if not self.trusted or ref.seq in self.verified:
+        if not self.trusted or self.whole_log_checked or ref.seq in self.verified:
             return True
         stored = self.summaries.get(ref.seq)
         if stored != summarize({k: v for k, v in rec.items() if k != "more"}, ref.offset, ref.length):
@@ -321,6 +332,12 @@ def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> tuple[list[Block
         blocks.append(block)
         offset, seq = block.end, seq + block.count
     return blocks, seq - 1 if blocks else 0
+
+
+def head_blocks(lines: bytes, header_end: int) -> list[Block]:
+    """The blocks of a head file's index lines (see :mod:`.head_file`) that are whole
+    and follow each other from the log's first record on."""
+    return _valid_prefix([b"", *lines.split(b"\n")], 1, header_end)[0]
 
 
 def _last_claimed(lines: list[bytes]) -> int | None:

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ..errors import CorruptLogError
-from . import files, framing, sidecar
-from .entries import RecordRef, bulk_allocation
+from . import files, framing, head_file, sidecar
+from .entries import RecordRef, bulk_allocation, read_groups
 from .generations import Tombstone
 from .header import check_header, is_torn_header, refuse_repairable_header
 from .index import ThreadIndex
@@ -35,9 +35,6 @@ logger = logging.getLogger(__name__)
 SERVING_DAMAGED = "thread %r: log %s %s; serving the %d records it holds before that (read-only). %s"
 
 _HEADER_PROBE = 64 * 1024
-#: read_records: records at most this far apart share one read, of at most _READ_SPAN.
-_READ_GAP = 64 * 1024
-_READ_SPAN = 4 * 1024 * 1024
 #: A short log (at most this many bytes) is scanned even if its sidecar is current (only its
 #: watermark is taken), hands the caller its parsed records and is let go without a sidecar.
 LOADED_RECORDS_BYTES = 1024 * 1024
@@ -100,6 +97,9 @@ class LogView:
         #: Read-only views only: damage indexing found, as the error a writable view raises
         #: (a dry run refuses the log as a real run would); ``None`` while it reads whole.
         self.damage: CorruptLogError | None = None
+        #: The head record the index was just loaded from (:meth:`_load_head`), until a
+        #: layer above takes it (it holds the latest values whole).
+        self.loaded_head: dict[str, Any] | None = None
 
     @property
     def damaged_at(self) -> int | None:
@@ -241,6 +241,7 @@ class LogView:
         self.gen = 0
         self.damage = None
         self.index = ThreadIndex()
+        self.loaded_head = None
         self._drop_derived()
         self.sidecar.reset()
         self.recovery.reset()
@@ -276,8 +277,19 @@ class LogView:
         self.sidecar.note_last_crc(self._rfd)
         if use_sidecar and st.st_size <= LOADED_RECORDS_BYTES:  # scanned: faster
             self.sidecar.load_watermark(self.index, self.identity())
+            self._load_head(st.st_size)
         elif use_sidecar:
             self.sidecar.load(self.index, self.identity(), self._holds, self._scan_blocks)
+            self.sidecar.note_last_crc(self._rfd)
+
+    def _load_head(self, size: int) -> None:
+        """Index the log from its head file, if that holds an index of exactly the log's
+        bytes (:func:`~.head_file.head_index`); else the log is scanned, as before."""
+        found = head_file.head_index(self.paths, self.thread_id, self._rfd, size, self.index.committed_end)  # type: ignore[arg-type]
+        if found is not None:
+            self.loaded_head, blocks = found
+            self.index.load_blocks(blocks)
+            self.sidecar.add_checked_blocks(blocks)
             self.sidecar.note_last_crc(self._rfd)
 
     def _refuse_if_indexed(self, ino: int) -> None:
@@ -428,14 +440,7 @@ class LogView:
         out: dict[int, dict[str, Any]] = {}
         if fd is None or not refs:
             return out
-        refs = sorted(set(refs))
-        group = [refs[0]]
-        for ref in refs[1:] + [None]:
-            if ref is not None:
-                start, end = group[0].offset, group[-1].offset + group[-1].length
-                if ref.offset - end <= _READ_GAP and ref.offset + ref.length - start <= _READ_SPAN:
-                    group.append(ref)
-                    continue
+        for group in read_groups(refs):
             start = group[0].offset
             data = files.os.pread(fd, max(r.offset + r.length for r in group) - start, start)
             for r in group:
@@ -443,8 +448,6 @@ class LogView:
                 if rec is not None:
                     framing.strip_batch_marks(rec)
                     out[r.offset] = rec
-            if ref is not None:
-                group = [ref]
         return out
 
     def committed_bytes(self) -> bytes:

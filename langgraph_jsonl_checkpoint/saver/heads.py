@@ -21,11 +21,13 @@ import orjson
 from langgraph.checkpoint.base import CheckpointTuple
 
 from ..disk.files import unlink_quietly
-from ..disk.head_file import HEAD_LOG_BYTES, head_names, log_crc, read_head, write_head
+from ..disk.head_file import HEAD_LOG_BYTES, head_names, index_disagrees, log_crc, read_head, write_head
 from ..disk.log import ThreadLog
 from ..disk.store import Store
 from ..disk.summary import EMPTY
 from ..disk.view import LogView
+from ..values.cache import ValueCache
+from ..values.cells import list_items
 from ..values.codec import ValueCodec
 from ..values.reader import ValueReader, decode_stored
 from .tuples import checkpoint_tuple
@@ -86,7 +88,8 @@ class HeadKeeper:
             return  # no head for this log, or the one on disk is current (only read here)
         body = head_body(log, self.codec)
         if body is not None:
-            write_head(log.paths, log.thread_id, *source, body)
+            index = log.sidecar.summaries.encode_from(0, log.index.facts()) or b""
+            write_head(log.paths, log.thread_id, *source, body, index)
             self.stale = False
 
 
@@ -146,6 +149,21 @@ def head_body(log: LogView, codec: ValueCodec) -> dict[str, Any] | None:
     }
 
 
+def seed_from_head(log: LogView, codec: ValueCodec) -> None:
+    """A log just indexed from its head file: keep the head's lists in the log's value
+    cache (stored form), so the read that follows rebuilds them without their delta
+    chains (call under ``log.mutex``, right after the refresh)."""
+    head, log.loaded_head = log.loaded_head, None
+    if head is None or head["size"] != log.index.committed_end or not codec.readable:
+        return  # none, or records were appended since
+    cache = ValueCache.of(log)
+    versions = head["cv"]
+    for channel, cell in head["values"].items():
+        found = list_items(cell)
+        if found is not None and channel in versions:
+            cache.keep("", channel, versions[channel], found[0], list(found[1]))
+
+
 def head_file_problems(log: LogView, codec: ValueCodec) -> list[tuple[str, str]]:
     """``(path, problem)`` if the thread's head file would be used (it names the log's
     bytes) yet holds another tuple than the one rebuilt from the log; a missing, damaged
@@ -157,12 +175,18 @@ def head_file_problems(log: LogView, codec: ValueCodec) -> list[tuple[str, str]]
             return []
         source = head_source(log)
         body = head_body(log, codec) if source == (head["size"], head["crc"]) else None
-    if body is not None:
-        fresh = orjson.loads(orjson.dumps(body))
-        if all(head.get(key) == value for key, value in fresh.items()):
-            return []
-    return [(log.paths.head, "the head file names the log's bytes but holds another checkpoint than the "
-                             "log does; delete it (derived data: the log is read instead)")]
+    if body is None:
+        return [(log.paths.head, _DISAGREES.format("another checkpoint than the log does"))]
+    fresh = orjson.loads(orjson.dumps(body))
+    if not all(head.get(key) == value for key, value in fresh.items()):
+        return [(log.paths.head, _DISAGREES.format("another checkpoint than the log does"))]
+    if index_disagrees(log.paths, log.thread_id, log.scanned_records()):
+        return [(log.paths.head, _DISAGREES.format("an index of other records than the log's"))]
+    return []
+
+
+_DISAGREES = ("the head file names the log's bytes but holds {}; delete it (derived data: "
+              "the log is read instead)")
 
 
 def head_tuple(log: LogView, codec: ValueCodec) -> CheckpointTuple | None:

@@ -34,7 +34,7 @@ from ..values.codec import ValueCodec
 from ..values.reader import ValueReader
 from ..values.witness import ListWitness
 from .config import healing, thread_id_of
-from .heads import head_tuple
+from .heads import head_tuple, seed_from_head
 from .tuples import checkpoint_tuple
 
 #: The most tuples a listing reads ahead of its caller (:meth:`CheckpointReads.list`).
@@ -79,6 +79,7 @@ class CheckpointReads:
                 loaded: dict[int, dict[str, Any]] = {}
                 try:
                     idx = log.refresh(loaded)
+                    seed_from_head(log, self.codec)
                     checkpoint_id = requested or idx.latest_id(ns)
                     if checkpoint_id is None:
                         return None

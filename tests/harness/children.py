@@ -388,7 +388,9 @@ class _KillAtOp:
 
 def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
     """Run ``action`` on thread ``t`` ("prune": prune keep_latest; "compact"; "create": the first
-    put of thread ``new``; "copy": copy_thread t -> copy; "sweep-<strategy>": a sweep that finds
+    put of thread ``new``; "rotate": puts on ``u`` and ``t`` in turn with one log open, so
+    that each lets the other go, its head file written, and opens it again from it;
+    "copy": copy_thread t -> copy; "sweep-<strategy>": a sweep that finds
     every thread expired; "restore": restore t from the archive) and SIGKILL at file op ``k``.
     Exit 0 if the action finished before op ``k``."""
     import langgraph_jsonl_checkpoint.disk.files as files_module
@@ -410,11 +412,27 @@ def kill_at_op_child(store: str, action: str, k: int, ops_log: str) -> None:
             saver.sweep({"default_ttl": 0, "strategy": action[len("sweep-"):]}, now=time.time() + 3600)
         elif action == "restore":
             saver.restore("t")
+        elif action == "rotate":
+            _rotate(store)
         saver.close()
     except BaseException:
         traceback.print_exc()
         os._exit(70)
     os._exit(0)
+
+
+def _rotate(store: str) -> None:
+    saver = JsonlSaver(store, max_open_threads=1)
+    for i in range(3):
+        for tid in ("u", "t"):
+            latest = saver.get_tuple(config(tid))
+            old = latest.checkpoint if latest else None
+            v = {"m": saver.get_next_version(old["channel_versions"]["m"] if old else None, None)}
+            before = old["channel_values"].get("m") if old else None
+            values = [*(before if isinstance(before, list) else []), f"{tid}{i}"]
+            saver.put(config(tid, "", old["id"]) if old else config(tid),
+                      make_checkpoint(cp_id(100 + i), {"m": values}, v), {}, v)
+    saver.close()
 
 
 # ---------------------------------------------------------------------------
