@@ -5,6 +5,7 @@ work was done says so and exits 130. The signal is sent from a hook at the exact
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -295,3 +296,92 @@ def test_ctrl_c_again_as_an_interrupted_command_ends_is_no_traceback(tmp_path: P
     assert run.returncode == 130, run.stderr
     (line,) = run.stderr.strip().splitlines()
     assert line.startswith("interrupted: langgraph-jsonl compact stopped before it finished"), line
+
+
+AROUND_THE_RENAME_OF_THE_NEW_LOG = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import langgraph_jsonl_checkpoint.disk.files as files
+when = sys.argv[1]
+real_replace = files.os.replace
+def replace(src, dst, *args, **kwargs):
+    if not str(dst).endswith(".jsonl"):
+        return real_replace(src, dst, *args, **kwargs)
+    if when == "before":
+        os.kill(os.getpid(), signal.SIGINT)  # acts at the next bytecode: the rename is not made
+    real_replace(src, dst, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)  # the new log renamed into place: Ctrl-C as it is synced
+files.os.replace = replace
+sys.argv = ["langgraph-jsonl", *sys.argv[2:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+def _store_with_snapshots(path: Path, threads: list[str]) -> None:
+    """Threads whose logs hold snapshot records: compacting them makes them smaller."""
+    with JsonlSaver(path, snapshot_every=2, snapshot_ratio=0) as saver:
+        for tid in threads:
+            for i in range(8):
+                v = {"m": saver.get_next_version(None, None)}
+                saver.put(config(tid), make_checkpoint(cp_id(i), {"m": list(range(i))}, v), {}, v)
+
+
+@pytest.mark.parametrize("keep_latest", [False, True])
+def test_ctrl_c_once_compact_has_put_the_new_log_in_place_says_the_sizes_exits_0(
+    tmp_path: Path, keep_latest: bool
+) -> None:
+    """Ctrl-C as ``compact --thread`` synced the directory after renaming the new log over
+    the old one ended it with 130, "interrupted", and no sizes: whether the log had been
+    compacted could not be told. The compaction is done: it now prints the sizes (and,
+    with --keep-latest, the checkpoints dropped) as an uninterrupted run does, exits 0."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from tests.harness.raw_log import ThreadFiles
+
+    store = tmp_path / "s"
+    _store_with_snapshots(store, ["t1", "t2"])
+    log = Path(ThreadFiles.of(store, "t1").log)
+    before = log.stat().st_size
+    argv = ["compact", str(store), "--thread", "t1", *(["--keep-latest"] if keep_latest else [])]
+    run = _run(AROUND_THE_RENAME_OF_THE_NEW_LOG, "after", *argv)
+    assert "interrupted" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    after = log.stat().st_size
+    assert after < before
+    dropped = "; dropped 7 of 8 checkpoints" if keep_latest else ""
+    assert run.stdout.splitlines() == [f"thread 't1': {before} -> {after} bytes{dropped}",
+                                       f"compacted: {before} -> {after} bytes"], run.stdout
+    assert main(["verify", str(store)]) == 0
+
+
+def test_ctrl_c_once_compact_has_put_the_new_log_in_place_json_says_the_sizes(tmp_path: Path) -> None:
+    """The same with ``--json``: the thread's figures, as without the Ctrl-C."""
+    store = tmp_path / "s"
+    _store_with_snapshots(store, ["t1"])
+    run = _run(AROUND_THE_RENAME_OF_THE_NEW_LOG, "after", "compact", str(store), "--thread", "t1", "--json")
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    answer = json.loads(run.stdout)
+    (thread,) = answer["threads"]
+    assert thread["thread_id"] == "t1" and thread["after"] < thread["before"], answer
+    assert thread["checkpoints_before"] == thread["checkpoints_after"] == 8, answer
+    assert (answer["before"], answer["after"]) == (thread["before"], thread["after"]), answer
+
+
+def test_ctrl_c_before_compact_put_the_new_log_in_place_changes_nothing_says_so(tmp_path: Path) -> None:
+    """Ctrl-C as ``compact --thread`` was about to rename the new log over the old one:
+    it said "the store is consistent ... Run it again to finish", which does not say
+    whether the thread was compacted, and left the new log's temp file behind. Nothing
+    was changed, so it now says so (exit 130), and every file is as it was."""
+    from tests.harness.scratch import file_snapshot
+
+    store = tmp_path / "s"
+    _store_with_snapshots(store, ["t1", "t2"])
+    files_before = file_snapshot(str(store))
+    run = _run(AROUND_THE_RENAME_OF_THE_NEW_LOG, "before", "compact", str(store), "--thread", "t1")
+    assert run.returncode == 130, (run.stdout, run.stderr)
+    assert run.stdout == "", run.stdout
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith("interrupted: langgraph-jsonl compact stopped before it finished; nothing "
+                           "was changed"), line
+    assert "'t1'" in line and "Run it again" in line, line
+    assert file_snapshot(str(store)) == files_before

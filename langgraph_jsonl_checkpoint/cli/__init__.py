@@ -27,6 +27,7 @@ from .common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    StoppedSaying,
     UsageError,
     settle_operands,
     tolerant_output,
@@ -63,16 +64,16 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             # The reader went away (``| head``): stop quietly, as other commands do.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Also one landing in a handler above: a terminal's Ctrl-C ends the reader of a
         # pipe too, and the command may see its closed output first.
         if not on_main:
-            print(_interrupted(args), file=sys.stderr)
+            print(_interrupted(args, exc), file=sys.stderr)
             return EXIT_INTERRUPTED
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             signal.signal(signal.SIGINT, _again_ends_at_once)
-            print(_interrupted(args), file=sys.stderr, flush=True)
+            print(_interrupted(args, exc), file=sys.stderr, flush=True)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return EXIT_INTERRUPTED
@@ -90,8 +91,11 @@ def _again_ends_at_once(signum: int, frame: object) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
-def _interrupted(args: argparse.Namespace | None) -> str:
-    """The one line Ctrl-C ends a command with: what it left behind, what to do."""
+def _interrupted(args: argparse.Namespace | None, stopped: KeyboardInterrupt) -> str:
+    """The one line Ctrl-C ends a command with: what it left behind, what to do (the
+    command's own line when it raised :class:`~.common.StoppedSaying`)."""
+    if isinstance(stopped, StoppedSaying):
+        return str(stopped)
     name = getattr(args, "command", None)
     if name is None:
         return "interrupted: langgraph-jsonl stopped before it started; nothing was changed."

@@ -52,6 +52,12 @@ class UsageError(Exception):
     """A command was given something it cannot work on (exit status 2)."""
 
 
+class StoppedSaying(KeyboardInterrupt):
+    """Ctrl-C that stopped a command which can say exactly what it left (nothing
+    changed, say): ``main`` prints this line (``interrupted: ...``) instead of its
+    general one, and exits 130 as for any Ctrl-C."""
+
+
 def describe(
     parser: argparse.ArgumentParser,
     *,

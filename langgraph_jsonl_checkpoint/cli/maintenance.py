@@ -15,14 +15,16 @@ from functools import partial
 from typing import Any
 
 from ..errors import JsonlCheckpointError
-from ..maintenance.compaction import Compaction, checkpoint_count, preview
+from ..maintenance.compaction import CompactInterrupted, Compaction, compact_log, preview
 from ..maintenance.repair import RepairInterrupted, repair
 from ..maintenance.verify import verify
 from ..memory.keeper import memory_file_problems
+from ..saver.config import healing
 from ..saver.heads import head_file_problems
 from .common import (
     EXIT_OK,
     EXIT_PROBLEMS,
+    StoppedSaying,
     add_dry_run_accepted,
     add_store_argument,
     describe,
@@ -98,16 +100,19 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _compacted(saver: Any, thread_id: str, keep_latest: bool) -> Compaction:
-    """Compact (or prune) one thread; its sizes and checkpoint counts before and after."""
-    log = saver.store.thread_log(thread_id)
-    idx = log.refresh()
-    before, count = idx.committed_end, checkpoint_count(idx)
-    if keep_latest:
-        saver.prune([thread_id])
-    else:
-        saver.compact(thread_id)
-    idx = log.refresh()
-    return Compaction(before, idx.committed_end, count, checkpoint_count(idx))
+    """Compact (or prune) one thread; its sizes and checkpoint counts before and after.
+
+    Raises:
+        CompactInterrupted: Ctrl-C once the new log was in place: the thread is done.
+    """
+    return healing(lambda: compact_log(saver, thread_id, keep_latest=keep_latest))
+
+
+def _nothing_changed(threads: list[str]) -> StoppedSaying:
+    """The line for a Ctrl-C before the first thread's new log was in place."""
+    which = f"the log of thread {threads[0]!r} is as it was" if len(threads) == 1 else "no log was compacted"
+    return StoppedSaying(f"interrupted: langgraph-jsonl compact stopped before it finished; nothing was "
+                         f"changed ({which}). Run it again to compact.")
 
 
 def _compact(args: argparse.Namespace) -> int:
@@ -133,22 +138,33 @@ def _compact(args: argparse.Namespace) -> int:
                     status = EXIT_PROBLEMS
                 else:
                     threads.append(entry.thread_id)
-        for tid in progress(threads, total=len(threads), what="threads"):
+        for n, tid in enumerate(progress(threads, total=len(threads), what="threads"), start=1):
+            stopped = False
             try:
                 if args.dry_run:
                     result = preview(saver, tid, keep_latest=args.keep_latest)
                 else:
                     result = _compacted(saver, tid, args.keep_latest)
+            except CompactInterrupted as exc:  # its new log is in place: this thread is done
+                result, stopped = exc.compaction, True
+            except KeyboardInterrupt:  # its log is as it was
+                if not args.dry_run and not done:
+                    raise _nothing_changed(threads) from None
+                raise
             except JsonlCheckpointError as exc:
                 skip(tid, saver.store.thread_log(tid).path, exc)
                 status = EXIT_PROBLEMS
                 continue
+            if n == len(threads):
+                work_done()  # the last thread is done: what is left is saying so
             done.append({"thread_id": tid, **result._asdict()})
             if not args.json:
                 dropped = result.checkpoints_before - result.checkpoints_after
                 verb = "would drop" if args.dry_run else "dropped"
                 gone = f"; {verb} {dropped} of {result.checkpoints_before} checkpoints" if dropped else ""
                 print(f"thread {tid!r}: {result.before} -> {result.after} bytes{would}{gone}")
+            if stopped and n < len(threads):
+                raise KeyboardInterrupt  # threads left to do: stopped part way (said as such)
     work_done()
     total_before = sum(d["before"] for d in done)
     total_after = sum(d["after"] for d in done)

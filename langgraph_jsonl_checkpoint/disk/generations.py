@@ -74,6 +74,9 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
             f"thread {thread_id!r}: could not write {tmp}: {exc}. The thread's log was "
             "not changed."
         ) from exc
+    except BaseException:  # Ctrl-C: the log is as it was, and so is the rest of the store
+        files.unlink_quietly(tmp)
+        raise
     try:
         files.os.replace(tmp, paths.log)
         files.fsync_dir(paths.directory)
@@ -86,6 +89,9 @@ def install(paths: LogPaths, thread_id: str, records: list[dict[str, Any]]) -> N
             f"thread {thread_id!r}: could not make the new {paths.log} durable: {exc}. "
             "The operation was not acknowledged; retry it."
         ) from exc
+    except BaseException:  # Ctrl-C before the rename: no temp file left (after it: none there)
+        files.unlink_quietly(tmp)
+        raise
     try:
         files.os.unlink(paths.index)  # it indexes the old generation
     except FileNotFoundError:

@@ -15,6 +15,7 @@ rebuilds those channels from its ancestors' writes back to their last snapshot.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -219,6 +220,25 @@ class Compaction(NamedTuple):
     checkpoints_after: int
 
 
+class CompactInterrupted(KeyboardInterrupt):
+    """Ctrl-C once the new generation was in its place (renamed over the old log), as
+    the compaction synced the directory and indexed it: the thread is compacted
+    (``compaction`` says what it left). A Ctrl-C before the rename leaves the old log as
+    it was and is a plain ``KeyboardInterrupt``. A ``KeyboardInterrupt`` too, so code
+    that lets Ctrl-C end the program still does.
+
+    Attributes:
+        thread_id: The thread.
+        compaction: What the compaction (or prune) did.
+    """
+
+    def __init__(self, thread_id: str, compaction: Compaction) -> None:
+        super().__init__(f"thread {thread_id!r} was compacted: {compaction.before} -> "
+                         f"{compaction.after} bytes")
+        self.thread_id = thread_id
+        self.compaction = compaction
+
+
 def read_whole(log: ThreadLog) -> ThreadIndex:
     """``log.refresh()``, refusing a damaged log as a writable store does: a read-only
     one serves the part before the damage, and a dry run must refuse what its real run
@@ -300,25 +320,67 @@ def compact_thread(saver: StoreAccess, thread_id: str) -> tuple[int, int]:
 
     Returns:
         The log's size in bytes before and after (``(0, 0)`` for an absent thread).
+
+    Raises:
+        CompactInterrupted: Ctrl-C once the new log was in place (see there).
     """
-    if not saver.store.has_thread(thread_id):
-        return (0, 0)  # no such thread: create no files for it
-    log = saver.store.thread_log(thread_id)
-    with log.writer() as idx:
-        if not log.exists():
-            return (0, 0)
-        before = idx.committed_end
-        log.rewrite(_compacted(saver, log, idx))
-        return before, log.refresh().committed_end
+    done = compact_log(saver, thread_id)
+    return done.before, done.after
 
 
 def prune_thread(saver: StoreAccess, thread_id: str) -> None:
-    """Keep the latest checkpoint per namespace (plus DeltaChannel ancestors)."""
+    """Keep the latest checkpoint per namespace (plus DeltaChannel ancestors).
+
+    Raises:
+        CompactInterrupted: Ctrl-C once the new log was in place (see there).
+    """
+    compact_log(saver, thread_id, keep_latest=True)
+
+
+def compact_log(saver: StoreAccess, thread_id: str, *, keep_latest: bool = False) -> Compaction:
+    """:func:`compact_thread` (with ``keep_latest``, :func:`prune_thread`) and what it
+    left: the log's size and checkpoints before and after.
+
+    Returns:
+        What the log was and is (all zeros for an absent thread; a prune with nothing
+        to drop leaves the log as it is, and says so: the same figures before and after).
+
+    Raises:
+        CorruptLogError: The log cannot be read whole; it was not rewritten.
+        CompactInterrupted: Ctrl-C once the new log was in place (see there); one before
+            that leaves the log as it was (a plain ``KeyboardInterrupt``).
+    """
     if not saver.store.has_thread(thread_id):
-        return
+        return Compaction(0, 0, 0, 0)  # no such thread: create no files for it
     log = saver.store.thread_log(thread_id)
-    with log.writer() as idx:
-        prune_locked(saver, log, idx)
+    planned: Compaction | None = None
+    old = -1
+    try:  # around the lock too: a Ctrl-C as it is let go comes after the new log is in place
+        with log.writer() as idx:
+            if not log.exists():
+                return Compaction(0, 0, 0, 0)
+            count = checkpoint_count(idx)
+            records = _pruned(saver, log, idx) if keep_latest else _compacted(saver, log, idx)
+            if records is None:
+                return Compaction(idx.committed_end, idx.committed_end, count, count)
+            kept = sum(1 for r in records if r.get("t") == "checkpoint")
+            old = os.stat(log.path).st_ino
+            planned = Compaction(idx.committed_end, 0, count, kept)
+            log.rewrite(records)
+            return planned._replace(after=log.refresh().committed_end)
+    except KeyboardInterrupt:
+        now = _stat(log.path)
+        if planned is None or now is None or now.st_ino == old:  # the old log is as it was
+            raise
+        saver.store.forget(thread_id)  # reopened as it is now, when next used
+        raise CompactInterrupted(thread_id, planned._replace(after=now.st_size)) from None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
 
 
 def prune_locked(saver: StoreAccess, log: ThreadLog, idx: ThreadIndex) -> bool:
