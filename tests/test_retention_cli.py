@@ -292,8 +292,9 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
         assert error.startswith(f"error: thread 'old': archive {archive} is damaged ("), error
         assert "nothing was changed" in error and "Move it out" not in error, error
         assert {f: h for f, (h, _) in file_snapshot(store).items()} == {f: h for f, (h, _) in files.items()}
-        assert main(["archived", store]) == 0  # listed, as the thread's
-        assert f"{archive}" in capsys.readouterr().out
+        assert main(["archived", store]) == 1  # listed, as the thread's, marked damaged
+        (row,) = capsys.readouterr().out.splitlines()[1:]
+        assert row.startswith("old ") and f"  thread 'old': archive {archive} is damaged (" in row, row
         assert main(["restore", store, "--dry-run", "--json"]) == 1
         (row,) = [r for r in json.loads(capsys.readouterr().out) if r["thread_id"] == "old"]
         assert row["restored_from"] == str(archive) and "is damaged" in row["refused"], row
@@ -338,3 +339,68 @@ def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(
     capsys.readouterr()
     assert main(["restore", store, "--dry-run"]) == 0
     assert capsys.readouterr().out == "no archived threads: nothing to restore\n"
+
+
+@pytest.mark.parametrize("how", ["checksum", "middle", "cut", "emptied"])
+def test_archived_marks_a_damaged_archive_and_still_lists_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """A damaged archive (a byte flipped, the file cut short) was listed by ``archived``
+    like a good one, though ``restore`` refuses it: nothing told the user before the
+    restore failed. It is now marked damaged, text and ``--json``, with the restore's own
+    words (the thread, the file, what to do); the other archives are listed as before,
+    and the exit status is 1 (problems found), as ``threads`` gives for a damaged thread."""
+    store = _archived_store(tmp_path / "s", ["a", "b", "c"])
+    with JsonlSaver(store, read_only=True) as saver:
+        paths = {e.thread_id: e.path for e in saver.archived()}
+    if how == "emptied":
+        Path(paths["b"]).write_bytes(Path(paths["b"]).read_bytes()[:12])
+    else:
+        _damage(Path(paths["b"]), how)
+    capsys.readouterr()
+
+    assert main(["restore", store, "--thread", "b", "--dry-run"]) == 2
+    refusal = capsys.readouterr().err.splitlines()[-1].removeprefix("error: ")
+    assert main(["archived", store, "--json"]) == 1
+    listed = {e["thread_id"]: e for e in json.loads(capsys.readouterr().out)}
+    assert {t: e["path"] for t, e in listed.items()} == paths
+    assert listed["a"]["problem"] is None and listed["c"]["problem"] is None, listed
+    problem = listed["b"]["problem"]
+    assert problem.startswith(f"thread 'b': archive {paths['b']} is damaged ("), problem
+    assert problem.endswith("Restore the file from a backup."), problem
+    assert problem.split(" (")[0] == refusal.split(" (")[0], (problem, refusal)
+
+    assert main(["archived", store]) == 1
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split() == ["THREAD", "ARCHIVED", "SIZE", "FILE", "PROBLEM"], header
+    by_thread = {row.split()[0]: row for row in rows}
+    assert set(by_thread) == {"a", "b", "c"}, rows
+    assert by_thread["b"].rstrip().endswith(problem), by_thread["b"]
+    assert by_thread["a"].endswith(paths["a"]) and by_thread["c"].endswith(paths["c"]), rows
+
+
+def test_archived_lists_a_damaged_archive_whose_thread_cannot_be_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An archive damaged in its header, whose thread no tombstone names any more,
+    made the whole listing fail (exit 2), hiding every good archive. It is now one row
+    with no thread (``?``; ``--json``: ``null``), naming the file and what to do."""
+    store = _archived_store(tmp_path / "s", ["a", "b"])
+    with JsonlSaver(store, read_only=True) as saver:
+        paths = {e.thread_id: e.path for e in saver.archived()}
+        Path(saver.store.log_paths("b").tombstone).unlink()
+    Path(paths["b"]).write_bytes(Path(paths["b"]).read_bytes()[:12])
+    capsys.readouterr()
+
+    assert main(["archived", store, "--json"]) == 1
+    listed = json.loads(capsys.readouterr().out)
+    assert [(e["thread_id"], e["path"]) for e in listed] == [("a", paths["a"]), (None, paths["b"])], listed
+    assert listed[0]["problem"] is None
+    assert listed[1]["problem"].startswith(f"archive {paths['b']} is damaged ("), listed[1]
+    assert "--thread THREAD` lists it under its thread" in listed[1]["problem"], listed[1]
+    assert main(["archived", store]) == 1
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["a", "?"], rows
+    assert paths["b"] in rows[1] and "is damaged" in rows[1], rows
+    assert main(["archived", store, "--thread", "olb"]) == 0  # a mistyped id: said, as without it
+    assert capsys.readouterr().out.startswith("no archive of thread 'olb'; 1 archived thread(s) in all")

@@ -26,8 +26,9 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from ..disk.archive import ThreadArchive
 from ..errors import ConfigError, JsonlCheckpointError
-from ..maintenance.restore import Restoration, RestoreInterrupted, restore
+from ..maintenance.restore import Restoration, RestoreInterrupted, listed_archives, restore
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
     EXIT_ERROR,
@@ -149,20 +150,24 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _archived(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
-        entries = saver.archived(args.thread)
+        entries = listed_archives(saver, args.thread)
+        status = EXIT_PROBLEMS if any(e.problem for e in entries) else EXIT_OK
         if args.json:
             print_json([{"thread_id": e.thread_id, "archived_at": e.archived_at, "size": e.size,
-                         "path": e.path} for e in entries])
-            return EXIT_OK
+                         "path": e.path, "problem": e.problem} for e in entries])
+            return status
         if not entries:
             print(_none_archived(saver, args.thread))
             return EXIT_OK
+    damaged = ["PROBLEM"] if status else []  # a column only when there is one to show
     print_table(
-        ["THREAD", "ARCHIVED", "SIZE", "FILE"],
-        [[shown_id(e.thread_id), e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path]
+        ["THREAD", "ARCHIVED", "SIZE", "FILE", *damaged],
+        [[shown_id(e.thread_id) if e.thread_id is not None else "?",
+          e.archived_at.strftime("%Y-%m-%d %H:%M:%S"), f"{e.size} B", e.path,
+          *([shown(e.problem) if e.problem else ""] if damaged else [])]
          for e in entries],
     )
-    return EXIT_OK
+    return status
 
 
 def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
@@ -173,7 +178,7 @@ def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
     said = f"no archive of thread {shown(thread_id)!r}"
     if saver.store.has_thread(thread_id):
         return f"{said}: it is in the store ({saver.store.thread_log(thread_id).path}), not archived"
-    others = {e.thread_id for e in saver.archived()}
+    others = {e.thread_id for e in ThreadArchive(saver.store).entries(unnamed=[])}  # heads only
     if not others:
         return f"{said}; no thread of this store is archived"
     return (f"{said}; {len(others)} archived thread(s) in all: `langgraph-jsonl archived "
@@ -288,10 +293,13 @@ def define_archived(p: argparse.ArgumentParser) -> None:
     """``archived``: its help and arguments (its name, group and purpose: :mod:`.commands`)."""
     describe(
         p,
-        description="List the threads a sweep archived, oldest first.",
+        description="List the threads a sweep archived, oldest first. Each archive is read "
+        "whole: a damaged one (which restore refuses) is listed with the restore's refusal, "
+        "saying what to do (exit status 1); its thread is ? (null) when it cannot be told.",
         examples=["langgraph-jsonl archived ./checkpoints",
                   "langgraph-jsonl archived ./checkpoints --thread t-1"],
-        json_shape="[{thread_id, archived_at, size, path}]",
+        json_shape="[{thread_id, archived_at, size, path, problem}] (problem: null, or why a "
+        "restore of it is refused)",
     )
     add_store_argument(p)
     p.add_argument("--thread", help="only this thread id's archives")

@@ -266,15 +266,18 @@ class ThreadArchive:
 
     # -- what the archive holds ----------------------------------------------------
 
-    def entries(self, thread_id: str | None = None) -> list[ArchivedThread]:
+    def entries(
+        self, thread_id: str | None = None, *, unnamed: list[CorruptLogError] | None = None
+    ) -> list[ArchivedThread]:
         """Archived logs (of one thread, if given), oldest first; a ``.swept`` and a
         ``.zst`` of one archiving are listed once (the ``.zst``).
 
         Raises:
             ForeignFileError: An archive file is not a log of this store.
             CorruptLogError: An archive file is damaged and its thread cannot be told
-                (not ``thread_id``, and it has no tombstone); one whose thread can be is
-                listed (:meth:`read` refuses it).
+                (not ``thread_id``, and it has no tombstone; with ``unnamed``, put there
+                instead: a listing goes on past it); one whose thread can be is listed
+                (:meth:`read` refuses it).
         """
         if not os.path.isdir(self.folder):
             return []
@@ -286,8 +289,14 @@ class ThreadArchive:
                 continue
             if name.endswith(MOVED) and name[: -len(MOVED)] + COMPRESSED in names:
                 continue  # the compressed copy is complete; settle() drops this one
-            if name.endswith((MOVED, COMPRESSED)):
+            if not name.endswith((MOVED, COMPRESSED)):
+                continue
+            try:
                 out.append(self._entry(os.path.join(self.folder, name), thread_id))
+            except CorruptLogError as exc:  # damaged, and whose it is cannot be told
+                if unnamed is None:
+                    raise
+                unnamed.append(exc)
         out.sort(key=lambda e: e.archived_at)
         return [e for e in out if thread_id is None or e.thread_id == thread_id]
 
@@ -381,14 +390,11 @@ class ThreadArchive:
     def _entry(self, path: str, asked: str | None = None) -> ArchivedThread:
         name = os.path.basename(path)
         body = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name[: -len(MOVED)]
-        stem, _, stamp = body.rpartition(".")
+        stem = body.rpartition(".")[0]
         head = self._head(path)
         nl = head.find(b"\n")
         header = framing.parse_line(head[:nl]) if nl > 0 else None
-        try:
-            archived_at = datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)
-        except ValueError:
-            archived_at = None
+        archived_at = archived_when(path)
         thread_id = header.get("thread") if header and header.get("t") == "header" else None
         if not isinstance(thread_id, str) or thread_file_stem(thread_id) != stem or archived_at is None:
             said = archive_damage.damage(path) if path.endswith(COMPRESSED) else None
@@ -426,6 +432,16 @@ class ThreadArchive:
         if not os.path.isdir(self.folder):
             files.os.makedirs(self.folder, mode=0o700, exist_ok=True)
             fsync_dir(self.store.path)
+
+
+def archived_when(path: str) -> datetime | None:
+    """When an archive file was archived, from its name (``None``: not an archive's name)."""
+    name = os.path.basename(path)
+    body = name[: -len(COMPRESSED)] if name.endswith(COMPRESSED) else name[: -len(MOVED)]
+    try:
+        return datetime.strptime(body.rpartition(".")[2], _STAMP).replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def _companions_of(archived: str) -> str:

@@ -1,5 +1,6 @@
 """Restoring an archived thread: its newest archive back into ``threads/``, its debug
-trace and quarantine file into their places, or, dry, what that would do.
+trace and quarantine file into their places, or, dry, what that would do; and the
+archives listed with what a restore would refuse of each (:func:`listed_archives`).
 
 One function decides, for both (:func:`_decide`): which archive, where its files go,
 and every refusal, worded the same (no archive, a log again, a file in the way, a run
@@ -15,12 +16,14 @@ import os
 import shlex
 from contextlib import closing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from ..disk.archive import ArchivedThread, ThreadArchive
+from ..disk import archive_damage
+from ..disk.archive import COMPRESSED, ArchivedThread, ThreadArchive, archived_when
 from ..disk.log import ThreadLog
 from ..disk.runlock import MAINTENANCE
 from ..disk.store import Store
-from ..errors import ConfigError, RestoreError
+from ..errors import ConfigError, CorruptLogError, RestoreError
 from .access import StoreReading
 
 
@@ -57,6 +60,60 @@ class RestoreInterrupted(KeyboardInterrupt):
         super().__init__(f"thread {restoration.archive.thread_id!r} was restored from "
                          f"{restoration.archive.path}")
         self.restoration = restoration
+
+
+@dataclass(frozen=True)
+class ListedArchive:
+    """An archive as ``langgraph-jsonl archived`` lists it, read whole as a restore reads it.
+
+    Attributes:
+        thread_id: Its thread (``None``: damaged where its header is, and no tombstone
+            names it; listed with ``thread_id``, it is under that thread).
+        path: The archived log.
+        archived_at: When it was archived (from its name).
+        size: Bytes on disk: the archived log and its companions file (if any).
+        problem: Why a restore of it is refused, in the restore's words (the thread,
+            the file, what to do); ``None``: it reads whole.
+    """
+
+    thread_id: str | None
+    path: str
+    archived_at: datetime
+    size: int
+    problem: str | None
+
+
+def listed_archives(access: StoreReading, thread_id: str | None = None) -> list[ListedArchive]:
+    """Every archive (of one thread, if given), oldest first, each read whole: a damaged
+    one (a log or companions file that does not decompress whole, or one damaged where
+    its header is, whose thread cannot be told) is listed with the refusal a restore of
+    it gives, and the others are listed all the same. Changes nothing.
+
+    Raises:
+        ForeignFileError: A file in ``archive/`` is not an archived log of this store.
+    """
+    shelf = ThreadArchive(access.store)
+    unnamed: list[CorruptLogError] = []
+    out = [ListedArchive(e.thread_id, e.path, e.archived_at, e.size, _refusal(shelf, e))
+           for e in shelf.entries(thread_id, unnamed=unnamed)]
+    for exc in unnamed:
+        st = os.stat(exc.path)
+        when = archived_when(exc.path) or datetime.fromtimestamp(st.st_mtime, UTC)
+        out.append(ListedArchive(None, exc.path, when, st.st_size, str(exc)))
+    return sorted(out, key=lambda e: e.archived_at)
+
+
+def _refusal(shelf: ThreadArchive, entry: ArchivedThread) -> str | None:
+    """What a restore of ``entry`` says of its damage (``None``: it reads whole)."""
+    if entry.path.endswith(COMPRESSED):
+        said = archive_damage.damage(entry.path)
+        if said is not None:
+            return str(archive_damage.damaged(entry.thread_id, entry.path, said))
+    try:
+        shelf.companions(entry)
+    except CorruptLogError as exc:
+        return str(exc)
+    return None
 
 
 def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> Restoration:
