@@ -291,7 +291,7 @@ def test_restore_dry_run_is_refused_as_the_restore_is(
     if archive is not None:
         assert error.startswith(f"error: thread 'old': archive {archive} is damaged ("), error
         assert "nothing was changed" in error and "Move it out" not in error, error
-        assert {f: h for f, (h, _) in file_snapshot(store).items()} == {f: h for f, (h, _) in files.items()}
+        assert file_snapshot(store) == files  # times too: the refused restore took no lock
         assert main(["archived", store]) == 1  # listed, as the thread's, marked damaged
         (row,) = capsys.readouterr().out.splitlines()[1:]
         assert row.startswith("old ") and f"  thread 'old': archive {archive} is damaged (" in row, row
@@ -404,3 +404,45 @@ def test_archived_lists_a_damaged_archive_whose_thread_cannot_be_told(
     assert paths["b"] in rows[1] and "is damaged" in rows[1], rows
     assert main(["archived", store, "--thread", "olb"]) == 0  # a mistyped id: said, as without it
     assert capsys.readouterr().out.startswith("no archive of thread 'olb'; 1 archived thread(s) in all")
+
+
+def _aged(store: str) -> None:
+    """Every file of the store last modified an hour ago: a write now shows in its time."""
+    past = time.time() - HOUR
+    for dirpath, _, names in os.walk(store):
+        for name in names:
+            os.utime(os.path.join(dirpath, name), (past, past))
+
+
+@pytest.mark.parametrize("run_file", ["there", "gone"])
+@pytest.mark.parametrize("case", ["started anew", "companion in the way", *DAMAGED])
+def test_a_refused_restore_changes_nothing_on_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, run_file: str
+) -> None:
+    """A real restore refused (a damaged archive, a new log of the thread, a file where
+    an archived one would go back) took the thread's live-run lock first: it wrote its
+    record into the thread's ``.run`` file (or created the file) and emptied it again,
+    so the file's time changed, though the refusal said "nothing was changed". It now
+    refuses before taking any lock: every file's bytes and time, and the set of files,
+    are as they were."""
+    store = _archived_store(tmp_path / "s", ["old"], quarantined="old", big=DAMAGED.get(case, (False, ""))[0])
+    with JsonlSaver(store, read_only=True) as saver:
+        archive = Path(saver.archived("old")[0].path)
+        paths = saver.store.log_paths("old")
+    if case == "started anew":
+        _start_anew(store, "old")
+    elif case == "companion in the way":
+        Path(paths.quarantine).write_bytes(b"a later run's torn tail\n")
+    else:
+        _damage(archive, DAMAGED[case][1])
+    if run_file == "gone":
+        Path(paths.run).unlink(missing_ok=True)
+    _aged(store)
+    files = file_snapshot(store)
+    capsys.readouterr()
+
+    assert main(["restore", store, "--thread", "old"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: thread 'old'") and error.count("\n") == 1, error
+    assert ("is damaged" in error) == (case in DAMAGED), error
+    assert file_snapshot(store) == files

@@ -5,7 +5,8 @@ archives listed with what a restore would refuse of each (:func:`listed_archives
 One function decides, for both (:func:`_decide`): which archive, where its files go,
 and every refusal, worded the same (no archive, a log again, a file in the way, a run
 working on it, a damaged archive). The real restore decides under the thread's locks,
-after settling what a crash left half done; the dry run takes no lock and writes
+after settling what a crash left half done, once the dry run's look found nothing to
+refuse (so a refusal changes nothing on disk); the dry run takes no lock and writes
 nothing (it looks through a read-only store of the same directory), and decides on
 the files as that settling would leave them.
 """
@@ -121,9 +122,10 @@ def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> R
     quarantine file into their places; the thread then reads exactly as it did when it
     was archived.
 
-    The archive is looked at before any lock is taken (taking one creates the thread's
-    lock files: a thread with no archive must be left without them), and again under
-    the locks (another process may have restored or settled it meanwhile).
+    The restore is decided, as its dry run decides it, before any lock is taken (taking
+    one creates the thread's lock files, and the run lock writes its holder into the
+    ``.run`` file: a refused restore changes nothing, not a file's time), and again
+    under the locks (another process may have restored or settled it meanwhile).
 
     Args:
         access: The saver (its store).
@@ -154,6 +156,11 @@ def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> R
     shelf = ThreadArchive(store)
     if not shelf.entries(thread_id):  # a log a crash left half moved is listed too
         raise _no_archive(store, thread_id)
+    # Refused before a lock is taken (the run lock writes its holder into the `.run`
+    # file): a refused restore changes nothing, not a file's time. Decided again under
+    # the locks, as things may change meanwhile.
+    with closing(Store(store.path, read_only=True)) as twin:
+        _look(twin, thread_id, busy=False)
     run_lock = store.run_lock(thread_id)
     if not run_lock.try_acquire(MAINTENANCE):
         raise _busy(thread_id)
@@ -177,13 +184,14 @@ def restore(access: StoreReading, thread_id: str, *, dry_run: bool = False) -> R
         store.forget(thread_id)
 
 
-def _look(store: Store, thread_id: str) -> Restoration:
+def _look(store: Store, thread_id: str, *, busy: bool = True) -> Restoration:
     """A dry run's restore of one thread on a read-only store: the real one's checks, in
-    its order, with nothing taken or written."""
+    its order, with nothing taken or written (the real restore's look before it locks
+    leaves out whether a run seems to hold the thread: taking the lock tells)."""
     shelf = ThreadArchive(store)
     if not shelf.entries(thread_id):
         raise _no_archive(store, thread_id)
-    if store.run_lock(thread_id).seems_held():
+    if busy and store.run_lock(thread_id).seems_held():
         raise _busy(thread_id)
     log = store.thread_log(thread_id)
     removed = shelf.settling_removes(log.paths)
