@@ -341,3 +341,63 @@ def test_a_source_database_of_an_older_postgressaver_says_to_set_it_up(
     assert err.startswith(f"error: {pg_url}: its checkpoint tables lack PostgresSaver's migration(s) 9"), err
     assert "PostgresSaver.from_conn_string(URL).setup()" in err, err
     assert not (tmp_path / "s").exists()
+
+
+def test_a_sqlite_url_is_percent_decoded_as_a_file_url_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`sqlite:///my%20db.sqlite` named `my%20db.sqlite` as it was written: the import of a
+    file with a space or `%` in its path said "no such SQLite file", and a copy into one made
+    a file with `%20` in its name. The path of the URL is percent-decoded (as SQLAlchemy and
+    RFC 3986 have it, and as libpq does a `postgresql://` URL's database); a file that is
+    not there is named decoded; a `?` (a query, which this does not take) is refused."""
+    from urllib.parse import quote
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "my dir"
+    folder.mkdir()
+    db = folder / "app db 100%.sqlite"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    url = "sqlite:///" + quote(str(db))
+    assert "%20" in url and "%25" in url
+    assert main(["import", url, "store"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("copied 1 thread(s)")
+    assert main(["copy", "store", "sqlite:///new%20file%2525.db"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "new file%25.db").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my dir", "new file%25.db", "store"]
+    capsys.readouterr()
+    assert main(["import", "sqlite:///gone%20away.db", "other"]) == 2
+    err = capsys.readouterr().err
+    assert f"no such SQLite file ({tmp_path / 'gone away.db'})" in err, err
+    assert main(["copy", "store", "sqlite:///app.db?mode=ro"]) == 2
+    err = capsys.readouterr().err
+    assert "?mode=ro" in err and "%3F" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my dir", "new file%25.db", "store"]
+
+
+def test_a_postgresql_url_s_database_is_decoded_and_its_create_hint_quoted(
+        tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """libpq percent-decodes a `postgresql://` URL's database (`my%20db` is `my db`), as a
+    `sqlite:///` URL's path now is; the hint for a target database that does not exist said
+    `CREATE DATABASE my db` (an SQL error) and `createdb ... my db` (two names to a shell).
+    Both are quoted now, and the statement the hint gives makes the database the URL names."""
+    import shlex
+    import uuid
+
+    from tests.harness.postgres import admin_connection, drop_database
+
+    name = f"lgj test {uuid.uuid4().hex[:8]}"
+    url = pg_url.rsplit("/", 1)[0] + "/" + name.replace(" ", "%20")
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["export", "sqlite:///" + str(db), url, "--setup"]) == 2
+    err = capsys.readouterr().err
+    assert f'CREATE DATABASE "{name}",' in err and f" {shlex.quote(name)})" in err, err
+    statement = err.split("(CREATE DATABASE ", 1)[1].split(", or createdb", 1)[0]
+    try:
+        with admin_connection() as conn:
+            conn.execute(f"CREATE DATABASE {statement}")
+        assert main(["export", "sqlite:///" + str(db), url, "--setup"]) == 0, capsys.readouterr().err
+    finally:
+        drop_database(name)

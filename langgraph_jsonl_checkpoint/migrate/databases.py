@@ -50,15 +50,6 @@ from .store_tables import POSTGRES_ITEMS, SQLITE_ITEMS, lacking_ttl, postgres_se
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def sqlite_path(url: str) -> str:
-    """The file of a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL (the
-    SQLAlchemy convention: the path is what follows the third slash; ``~/`` is the home)."""
-    rest = url.split("://", 1)[1]
-    if not rest.startswith("/") or len(rest) < 2:
-        raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db")
-    return os.path.expanduser(rest[1:])
-
-
 def is_sqlite_file(path: str) -> bool:
     """Whether ``path`` starts as an SQLite database does."""
     try:

@@ -5,6 +5,8 @@ shows it (without its password)."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import sqlite3
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -38,10 +40,12 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
 def create_it(params: dict[str, Any]) -> str:
     """What to do about a target database that does not exist: make it (--setup makes tables)."""
     db = params.get("dbname", "")
-    where = " ".join(f"-{flag} {params[key]}" for flag, key in (("h", "host"), ("p", "port"), ("U", "user"))
-                     if params.get(key))
-    return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {db}, or "
-            f"createdb {where} {db}), then run this again")
+    where = " ".join(f"-{flag} {shlex.quote(params[key])}"
+                     for flag, key in (("h", "host"), ("p", "port"), ("U", "user")) if params.get(key))
+    # The name as the URL decodes it (`my%20db` is `my db`): quoted where SQL and a shell need it.
+    ident = db if re.fullmatch(r"[a-z_][a-z0-9_$]*", db) else '"' + db.replace('"', '""') + '"'
+    return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {ident}, or "
+            f"createdb {where} {shlex.quote(db)}), then run this again")
 
 
 def redacted(url: str) -> str:

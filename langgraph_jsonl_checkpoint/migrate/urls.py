@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ..disk.store import MARKER
 from ..errors import MigrationError
@@ -29,6 +30,28 @@ def is_database_url(text: str) -> bool:
     return "://" in text and text.split("://", 1)[0].lower() in DATABASE_SCHEMES
 
 
+def sqlite_path(url: str) -> str:
+    """The file of a ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` URL (the
+    SQLAlchemy convention: the path is what follows the third slash; ``~/`` is the home).
+
+    The path is percent-decoded, as a file URL's is (RFC 3986) and as libpq decodes a
+    ``postgresql://`` URL's database: ``my%20app.db`` is ``my app.db``, and a ``%`` in a
+    file name is written ``%25``. A ``?`` starts a query, which this takes none of.
+
+    Raises:
+        MigrationError: No path after ``sqlite:///``, or a query.
+    """
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/") or len(rest) < 2:
+        raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db")
+    if "?" in rest:
+        raise MigrationError(
+            f"{url}: an SQLite URL here takes no query (?{rest.split('?', 1)[1]}); name the file alone. "
+            "A ? in the file's name is written %3F (and a % as %25, a space as %20)."
+        )
+    return os.path.expanduser(unquote(rest[1:], errors="surrogateescape"))
+
+
 def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
     """Where a spec's data lives, found without opening it (a store directory or an
     SQLite file that exists, a checkpointer object); ``None`` for a database server,
@@ -36,7 +59,6 @@ def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from ..saver.jsonl_saver import JsonlSaver
-    from . import databases
     from .endpoints import Endpoint, Place, place_of_path
 
     if isinstance(spec, Endpoint):
@@ -48,7 +70,7 @@ def place_of(spec: str | BaseCheckpointSaver[Any] | Endpoint) -> Place | None:
     text = os.fspath(spec)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme == "sqlite":
-        return place_of_path(databases.sqlite_path(text))
+        return place_of_path(sqlite_path(text))
     return None if scheme else place_of_path(os.path.expanduser(text))
 
 
@@ -135,7 +157,7 @@ def _open(
     if scheme in ("postgresql", "postgres"):
         return databases.open_postgres(text, role=role, workers=workers, serde=serde)
     if scheme == "sqlite":
-        return databases.open_sqlite(databases.sqlite_path(text), text, role=role, dry_run=dry, serde=serde)
+        return databases.open_sqlite(sqlite_path(text), text, role=role, dry_run=dry, serde=serde)
     if scheme:
         raise MigrationError(
             f"{text}: unknown kind of {role} URL ({scheme}://). Give a store directory, "
