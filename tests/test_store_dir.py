@@ -355,3 +355,67 @@ def test_a_fifo_where_a_threads_log_goes_is_refused_not_waited_on(tmp_path: Path
         assert isinstance(exc, JsonlCheckpointError), exc
         assert str(exc).startswith(f"thread 't': {log.log} is not a regular file (a FIFO)"), exc
         assert "Move it out of the store directory" in str(exc), exc
+
+
+@pytest.mark.parametrize("where", ["under /proc", "under /proc/self", "name too long", "symlink loop", "NUL"])
+def test_a_store_path_that_cannot_be_made_is_a_clear_error(
+    tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``JsonlSaver("/proc/nope/x")`` raised a bare ``FileNotFoundError`` naming
+    ``/proc/nope`` (and a name over 255 bytes a bare ``OSError``, a symlink loop
+    ``FileExistsError``, a NUL ``ValueError``): now a ``ConfigError`` naming the store's
+    path and what to do, from the saver and from a command that makes a store (exit
+    status 2, one line, no traceback). Nothing is made."""
+    from langgraph_jsonl_checkpoint import ConfigError
+    from langgraph_jsonl_checkpoint.cli import main
+
+    (tmp_path / "loop").symlink_to("loop")
+    path, said = {
+        "under /proc": ("/proc/nope/x", "virtual file system"),
+        "under /proc/self": ("/proc/self/lgj-store", "virtual file system"),
+        "name too long": (str(tmp_path / ("a" * 300) / "x"), "too long"),
+        "symlink loop": (str(tmp_path / "loop" / "x"), "loop of symbolic links"),
+        "NUL": (str(tmp_path / "a\0b"), "NUL character"),
+    }[where]
+    with pytest.raises(ConfigError) as caught:
+        JsonlSaver(path)
+    text = str(caught.value)
+    assert said in text and (path in text or repr(path) in text) and "pass " in text.lower(), text
+    assert not isinstance(caught.value.__context__, ConfigError)
+    source = JsonlSaver(tmp_path / "source")
+    _put(source, "t-1")
+    source.close()
+    before = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "source"), path]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and (path in err or repr(path) in err), err
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EEXIST])
+def test_a_store_the_file_system_refuses_to_make_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """A full disk (or quota), a failing one, a file made where the directory was going:
+    ``makedirs`` failed with a bare ``OSError``; now a ``StoreError`` naming the store,
+    the file system's words and what to do."""
+    from langgraph_jsonl_checkpoint.disk import files
+
+    real = files.os
+
+    class Door:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def makedirs(self, name: str, *args: object, **kwargs: object) -> None:
+            raise OSError(code, os.strerror(code), name)
+
+    monkeypatch.setattr(files, "os", Door())
+    with pytest.raises(StoreError) as caught:
+        JsonlSaver(tmp_path / "s")
+    text = str(caught.value)
+    assert f"store {tmp_path / 's'} cannot be made or opened" in text, text
+    assert os.strerror(code) in text, text
+    assert ("df -i" if code in (errno.ENOSPC, errno.EDQUOT) else "mounted and healthy") in text, text

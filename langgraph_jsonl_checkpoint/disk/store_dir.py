@@ -47,24 +47,33 @@ def open_directory(path: str, *, read_only: bool) -> None:
     unless ``read_only``), its folders private and present, and remove the temp files
     of processes that are gone.
 
+    No ``OSError`` comes out of it: each the OS gives is said as one of the errors below,
+    naming the path and what to do.
+
     Raises:
-        ConfigError: ``path`` exists and is not a directory, or a file is in its way.
+        ConfigError: ``path`` exists and is not a directory, or a file is in its way; it
+            cannot be made where it is (under ``/proc``, too long a name, a symbolic
+            link loop, a NUL character).
         StoreError: The directory is not a store of this package, or is unsafe, or
-            (unless ``read_only``) this process cannot write it.
+            (unless ``read_only``) this process cannot write it, or the file system
+            refuses it (full, failing).
         FormatVersionError: The store was written by a newer release.
     """
+    if "\0" in path:  # os.* would raise a bare ValueError ("embedded null byte")
+        raise ConfigError(f"JsonlSaver path {path!r} holds a NUL character, which no file name can "
+                          "hold. Pass the store's directory without it.")
     try:
         _open_directory(path, read_only=read_only)
     except NotADirectoryError as exc:
         in_the_way = next((p for p in _parents(path) if os.path.lexists(p) and not os.path.isdir(p)), None)
         if in_the_way is None:
-            raise
+            raise _cannot_open(path, exc, read_only) from exc
         raise ConfigError(f"JsonlSaver path {path} cannot be a directory: {in_the_way} is a file. "
                           "Pass a directory (it is created if missing) elsewhere.") from exc
     except OSError as exc:
-        if exc.errno not in files.NOT_WRITABLE or read_only:
-            raise
-        raise _cannot_write(path, exc.filename or path, exc) from exc
+        if exc.errno in files.NOT_WRITABLE and not read_only:
+            raise _cannot_write(path, exc.filename or path, exc) from exc
+        raise _cannot_open(path, exc, read_only) from exc
 
 
 def _parents(path: str) -> list[str]:
@@ -74,6 +83,43 @@ def _parents(path: str) -> list[str]:
         parents.append(up)
         path = up
     return parents[::-1]
+
+
+def _cannot_open(store: str, exc: OSError, read_only: bool) -> ConfigError | StoreError:
+    """What an ``OSError`` from opening (or making) the store ``store`` means, and what to
+    do; ``exc`` names the file it failed on, or not."""
+    where = os.fsdecode(exc.filename) if exc.filename else store
+    said = exc.strerror or str(exc)
+    code = exc.errno
+    if code == errno.ENOENT and not read_only:
+        there = next((p for p in [*_parents(where), where][::-1] if os.path.isdir(p)), "/")
+        return ConfigError(
+            f"JsonlSaver path {store} cannot be created: making {where} failed ({said}), though "
+            f"{there} exists: it takes no new directories (a virtual file system, as /proc and /sys "
+            "are) or it was removed meanwhile. Pass a directory on an ordinary file system (it is "
+            "created if missing)."
+        )
+    if code == errno.ENAMETOOLONG:
+        return ConfigError(
+            f"JsonlSaver path {store} is too long for the file system ({said}: a name in it over "
+            "255 bytes, or the whole path over 4096, on most). Pass a shorter path."
+        )
+    if code == errno.ELOOP:
+        return ConfigError(f"JsonlSaver path {store} runs through a loop of symbolic links ({where}: "
+                           f"{said}). Fix the links, or pass the directory's real path.")
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return StoreError(
+            f"store {store} cannot be {'opened' if read_only else 'made or opened'}: the file system "
+            f"holding {where} is full ({said}). Free space (or inodes: `df -i`), or pass a "
+            "directory on another file system."
+        )
+    if code in (errno.EACCES, errno.EPERM):  # read_only: a writer's are said by _cannot_write
+        return _cannot_read(store, where)
+    return StoreError(
+        f"store {store} cannot be {'opened' if read_only else 'made or opened'}: {where}: {said}. "
+        "Check the path, and that the file system holding it is mounted and healthy (dmesg "
+        "says why a disk fails), then try again."
+    )
 
 
 def _cannot_write(store: str, path: str, exc: OSError) -> StoreError:

@@ -50,7 +50,7 @@ def place_of_path(path: str) -> Place | None:
     """The place of a store directory or SQLite file (``None``: nothing there yet)."""
     try:
         st = os.stat(path)  # follows symlinks: a link and its target are one place
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in it (opening it says so)
         return None
     what = "store" if os.path.isdir(path) else "SQLite file"
     return Place(what, ("path", st.st_dev, st.st_ino), os.path.realpath(path))
