@@ -13,11 +13,12 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
 from ..inspection.conversation import terminal_safe
-from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread
+from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread, write_export
 from ..migrate.urls import is_database_url
 from .common import (
     EXIT_OK,
@@ -101,19 +102,31 @@ def _export(args: argparse.Namespace) -> int:
         thread = known_thread(saver, args.thread)
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
         exit_status = served_status(saver, thread)
-    if args.output:
+    if args.output and args.output != "-":
+        existed = os.path.lexists(args.output)
         try:
-            with open(args.output, "w", encoding="utf-8") as out:
-                out.write(text)
+            write_export(args.output, text)
         except OSError as exc:
-            raise UsageError(f"cannot write the transcript to {args.output} ({exc.strerror}): -o takes "
-                             "a file in a directory that exists, e.g. -o ./t-1.md") from None
+            raise UsageError(_cannot_write(args.output, exc, existed)) from None
         if args.json:
             print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
     else:
         # On a terminal it is read, not kept: what messages say must not act on the screen.
         sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
     return exit_status
+
+
+def _cannot_write(output: str, exc: OSError, existed: bool) -> str:
+    """Why ``-o output`` was not written, that it is as it was, and what to do."""
+    left = f"{output} is as it was" if existed else "nothing was written"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        todo = "Free space on its file system (or raise the size limit), or write it elsewhere"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        todo = ("-o writes a temp file beside it and renames it into place: give a file in a "
+                "directory you can write to")
+    else:
+        todo = "-o takes a file in a directory that exists, e.g. -o ./t-1.md (-o - is stdout)"
+    return f"cannot write the transcript to {output} ({exc.strerror or exc}); {left}. {todo}."
 
 
 def _file_json(f: ExportedFile) -> dict[str, str | None]:
@@ -163,7 +176,8 @@ def define_export(p: argparse.ArgumentParser) -> None:
         "the store's threads into")
     p.add_argument("--format", choices=FORMATS,
                    help="md, html or jsonl (default: from -o's extension, .html or .jsonl; else md)")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout (whole or not at all: "
+                   "written beside it and renamed into place; - is stdout)")
     p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
     p.add_argument("--all", metavar="DIR", help="export every thread into DIR, with an index page")
     add_copy_options(p)

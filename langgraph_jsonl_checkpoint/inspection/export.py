@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 import os
 import re
+import stat
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -202,13 +204,42 @@ def export_store(
     return written
 
 
+def write_export(path: str, text: str) -> None:
+    """Put a transcript at ``path`` (``export -o``) whole or not at all, as
+    :func:`export_store` does its pages: an export stopped or failing meanwhile (Ctrl-C,
+    a full disk, a file size limit) leaves the file before as it was, and no temp file.
+    A symbolic link's target is replaced (the link kept); a path that is not a regular
+    file (``/dev/null``, a FIFO) is written as it is, there being nothing to rename over.
+
+    Raises:
+        OSError: It could not be written (the file before is as it was).
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "w", encoding="utf-8") as out:  # a directory: IsADirectoryError
+            out.write(text)
+        return
+    _replace(os.path.realpath(path), text)
+
+
 def _replace(path: str, text: str) -> None:
     """Put ``text`` at ``path`` whole: written beside it and renamed over it, so that an
     export stopped meanwhile (Ctrl-C, a full disk) leaves the page before as it was, and
-    nothing else (the temp file is removed)."""
-    temp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    nothing else (the temp file is removed). The file keeps its mode (a new one: as the
+    umask has it); the temp file is made with a name no one else has (``O_EXCL``)."""
+    folder, name = os.path.split(path)
+    fd, temp = tempfile.mkstemp(dir=folder or ".", prefix=f".{name}.", suffix=".tmp")
     try:
-        with open(temp, "w", encoding="utf-8") as out:
+        try:
+            os.fchmod(fd, _mode_for(path))
+            out = open(fd, "w", encoding="utf-8")  # noqa: SIM115 - it owns fd from here
+        except BaseException:
+            os.close(fd)
+            raise
+        with out:
             out.write(text)
         os.replace(temp, path)
     except BaseException:
@@ -217,6 +248,17 @@ def _replace(path: str, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _mode_for(path: str) -> int:
+    """The mode a file written over ``path`` gets: the one it has, else the umask's."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        umask = os.umask(0o077)  # (read by setting: a moment's stricter umask is harmless)
+        os.umask(umask)
+        return 0o666 & ~umask
+    return stat.S_IMODE(st.st_mode)
 
 
 _PAGE_NAME = re.compile(r"(?P<stem>.*-[0-9a-f]{32})\.(?P<fmt>md|html|jsonl)")
