@@ -520,3 +520,39 @@ def test_a_threads_pattern_that_matches_nothing_is_a_problem(app_db: Path, tmp_p
         assert list(saver.store.thread_ids()) == ["fan"]
     report = copy_threads(url(app_db), str(tmp_path / "s"), threads=["fan"])
     assert report.ok and report.unmatched == []
+
+
+def test_a_second_import_says_the_threads_were_already_up_to_date(
+    app_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same `import` run twice: the second said "copied 3 thread(s) ... 0 checkpoint(s)",
+    as if it had copied them again, and its --json said `"copied": 3`. Now the text, the
+    dry run and the JSON say nothing was copied and the threads were already up to date;
+    a thread the source went on with since is copied, the others named up to date."""
+    import shutil
+
+    app_db = Path(shutil.copy(app_db, tmp_path / "app.db"))  # the app goes on below
+    store = str(tmp_path / "s")
+    assert main(["import", url(app_db), store]) == 0
+    first = capsys.readouterr().out
+    threads = int(re.match(r"copied (\d+) thread\(s\)", first)[1])  # type: ignore[index]
+    assert threads > 1, first
+    for dry in ([], ["--dry-run"]):
+        assert main(["import", url(app_db), store, *dry]) == 0
+        out = capsys.readouterr().out
+        verb = "would copy" if dry else "copied"
+        assert out.startswith(f"{verb} nothing from {url(app_db)} to {store}: {threads} thread(s) "
+                              "already up to date there, left as they were\n"), out
+        assert f"{verb} {threads} thread(s)" not in out and "checkpoints/s" not in out, out
+        code, report = run_json(["import", url(app_db), store, *dry], capsys)
+        assert code == 0 and report["ok"] and report["copied"] == 0 and report["checkpoints"] == 0
+        assert report["threads"] == threads and len(report["up_to_date"]) == threads, report
+        assert all(t["up_to_date"] for t in report["per_thread"]), report
+    with closing(sqlite3.connect(app_db, check_same_thread=False)) as conn, conn:  # the app goes on
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 7}, cfg("more"))
+    assert main(["import", url(app_db), store]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"copied 1 thread(s) from {url(app_db)} to {store}: "), out
+    assert f"\n{threads} thread(s) already up to date there, left as they were\n" in out, out
+    code, report = run_json(["import", url(app_db), store], capsys)
+    assert report["copied"] == 0 and len(report["up_to_date"]) == threads + 1, report

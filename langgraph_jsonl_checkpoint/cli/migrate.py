@@ -49,13 +49,14 @@ ENDPOINTS_HELP = (
     "PostgresStore in the same database)."
 )
 COPY_JSON = (
-    "{source, target, dry_run, verified, ok, threads, copied, refused: [thread_id], incomplete: [thread_id], "
+    "{source, target, dry_run, verified, ok, threads, copied: threads something was (would be) put into, "
+    "up_to_date: [thread_id] held whole already, refused: [thread_id], incomplete: [thread_id], "
     "checkpoints, present, "
     "writes, journal_records, bytes, creates, needs_setup, unmatched, seconds, "
     "problems: [{thread_id, problem}], "
     "mismatches: [{thread_id, mismatches}], ahead: [{thread_id, checkpoints, writes, journal_records}], "
     "per_thread: [{thread_id, checkpoints, present, writes, journal_records, problem, mismatches, refused, "
-    "ahead_checkpoints, ahead_writes, ahead_journal_records}]}"
+    "ahead_checkpoints, ahead_writes, ahead_journal_records, up_to_date}]}"
 )
 
 

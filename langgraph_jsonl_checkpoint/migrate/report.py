@@ -41,6 +41,14 @@ class ThreadCopy:
     ahead_journal_records: int = 0
 
     @property
+    def up_to_date(self) -> bool:
+        """The target held all of the thread already: nothing was put (with ``dry_run``:
+        would be), and it was neither refused nor stopped by a problem."""
+        return not self.refused and not self.problem and not (
+            self.checkpoints or self.writes or self.journal_records
+        )
+
+    @property
     def ahead(self) -> bool:
         """The target holds the source's history and goes on from it (no difference)."""
         return not self.mismatches and not self.problem and bool(
@@ -110,8 +118,19 @@ class CopyReport:
 
     @property
     def copied(self) -> list[ThreadCopy]:
-        """Threads copied in full: neither refused nor with a problem."""
+        """Threads the target holds in full after the copy: neither refused nor with a
+        problem (those :attr:`up_to_date` among them: nothing was put into them)."""
         return [t for t in self.threads if not t.refused and not t.problem]
+
+    @property
+    def up_to_date(self) -> list[ThreadCopy]:
+        """Threads the target held in full already: nothing put into them (a copy run again)."""
+        return [t for t in self.threads if t.up_to_date]
+
+    @property
+    def changed(self) -> list[ThreadCopy]:
+        """Threads copied in full with something put into them (with ``dry_run``: would be)."""
+        return [t for t in self.copied if not t.up_to_date]
 
     @property
     def incomplete(self) -> list[ThreadCopy]:
@@ -154,7 +173,8 @@ class CopyReport:
             "verified": self.verified,
             "ok": self.ok,
             "threads": len(self.threads),
-            "copied": len(self.copied),
+            "copied": len(self.changed),
+            "up_to_date": [t.thread_id for t in self.up_to_date],
             "refused": [t.thread_id for t in self.refused],
             "incomplete": [t.thread_id for t in self.incomplete],
             "checkpoints": self.checkpoints,
@@ -172,7 +192,7 @@ class CopyReport:
             "mismatches": [{"thread_id": t.thread_id, "mismatches": t.mismatches} for t in self.mismatched],
             "ahead": [{"thread_id": t.thread_id, "checkpoints": t.ahead_checkpoints, "writes": t.ahead_writes,
                        "journal_records": t.ahead_journal_records} for t in self.ahead],
-            "per_thread": [vars(t) for t in self.threads],
+            "per_thread": [{**vars(t), "up_to_date": t.up_to_date} for t in self.threads],
         }
 
     def summary(self) -> str:
@@ -180,12 +200,20 @@ class CopyReport:
         verb = "would copy" if self.dry_run else "copied"
         present = sum(t.present for t in self.threads)
         size = f", {self.bytes:,} bytes" if self.bytes is not None and not self.dry_run else ""
-        rate = f" ({self.checkpoints / self.seconds:,.0f} checkpoints/s)" if self.seconds > 0 else ""
-        lines = [
-            f"{verb} {len(self.copied)} thread(s) from {self.source} to {self.target}: "
-            f"{self.checkpoints} checkpoint(s), {self.writes} write(s), "
-            f"{self.journal_records} journal record(s){size} in {self.seconds:.1f} s{rate}",
-        ]
+        rate = (f" ({self.checkpoints / self.seconds:,.0f} checkpoints/s)"
+                if self.seconds > 0 and self.checkpoints else "")
+        changed, up_to_date = self.changed, self.up_to_date
+        fresh = f"{len(up_to_date)} thread(s) already up to date there, left as they were"
+        if up_to_date and not changed:  # run again: say so, not "copied N thread(s): 0 checkpoint(s)"
+            lines = [f"{verb} nothing from {self.source} to {self.target}: {fresh}"]
+        else:
+            lines = [
+                f"{verb} {len(changed)} thread(s) from {self.source} to {self.target}: "
+                f"{self.checkpoints} checkpoint(s), {self.writes} write(s), "
+                f"{self.journal_records} journal record(s){size} in {self.seconds:.1f} s{rate}",
+            ]
+            if up_to_date:
+                lines.append(fresh)
         if self.creates and self.dry_run:
             lines.append("would create " + "; ".join(self.creates))
         if self.needs_setup:
@@ -207,8 +235,8 @@ class CopyReport:
         if self.incomplete:
             lines.append(self._incomplete_text())
         ahead = len(self.ahead)
-        whole = ("every copied thread's history" if not failed and not refused
-                 else "the history of every other thread")
+        whole = ("the history of every other thread" if failed or refused
+                 else "every copied thread's history" if changed else "every thread's history")
         differ = [t for t in self.mismatched if not t.refused]
         if self.verified and differ:
             lines.append(f"verify: {len(differ)} thread(s) differ")
