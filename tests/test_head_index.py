@@ -41,7 +41,8 @@ def _turns(saver: JsonlSaver, thread: str, n: int, start: int = 1) -> None:
     parent_config = parent.config if parent else config(thread)
     messages = list(parent.checkpoint["channel_values"]["messages"]) if parent else []
     for i in range(start, start + n):
-        messages = messages + [HumanMessage(f"question {i}", id=f"h{i}"), AIMessage(f"answer {i}", id=f"a{i}")]
+        turn = [HumanMessage(f"question {i}", id=f"h{i}"), AIMessage(f"answer {i}", id=f"a{i}")]
+        messages = [*messages, *turn]
         versions = {"messages": f"{i:032}.{1:016}", "step": f"{i:032}.{2:016}"}
         parent_config = saver.put(
             parent_config, make_checkpoint(cp_id(i), {"messages": messages, "step": {"i": i}}, versions),
@@ -129,7 +130,8 @@ def test_appends_after_an_index_from_the_head_write_what_appends_after_a_scan_wr
         saver.put_writes(latest.config, [("__error__", "boom")], "task-9", "~9")
         saver.close()
     assert head_loads.count(True) == 1  # the store's saver; the twin's scanned
-    assert Path(ThreadFiles.of(store, "t").log).read_bytes() == Path(ThreadFiles.of(twin, "t").log).read_bytes()
+    logs = [Path(ThreadFiles.of(path, "t").log).read_bytes() for path in (store, twin)]
+    assert logs[0] == logs[1]
     assert _configs_of(_from_a_scan(store)) == _configs_of(_from_a_scan(twin))
 
 

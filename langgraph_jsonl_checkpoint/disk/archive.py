@@ -27,13 +27,9 @@ the archive (its files are in place). Temp files live in ``tmp/`` and are swept 
 rewrite's. An archive of a release before companions files (the log alone) restores
 the log alone.
 
-The codec is Zstandard (the ``zstandard`` package, an optional extra ``archive``):
-well kept (bindings to the reference C library, released in step with it, wheels for
-every platform), and its frames carry the content size and a checksum, so a damaged
-archive is refused instead of restored short. At level 10 an agent conversation's log
-(38 KB) shrinks 6.5 times, 8% smaller than gzip at level 6, in about the same time
-(1.2 ms); it decompresses in 0.05 ms. Python 3.14's ``compression.zstd`` reads the same
-frames.
+The codec is Zstandard (the ``zstandard`` package, an optional extra ``archive``; why
+and its figures: ``docs/design.md``): its frames carry the content size and a checksum,
+so a damaged archive is refused instead of restored short.
 """
 
 from __future__ import annotations
