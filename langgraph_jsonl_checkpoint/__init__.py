@@ -20,6 +20,11 @@ Public names:
 
 from __future__ import annotations
 
+# First of all: run as `langgraph-jsonl`, a Ctrl-C from here on is its one line, not a
+# traceback (see _ctrl_c). Any other importer's Ctrl-C is left as it was.
+from . import _ctrl_c as _ctrl_c
+
+# isort: split
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_names

@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from .._ctrl_c import NOT_STARTED, hand_back
 from ..errors import JsonlCheckpointError
 from .commands import COMMANDS, GROUPS, Command
 from .common import (
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
         try:
+            if on_main and hand_back():  # Ctrl-C ended the loading at once; now it is the command's
+                previous = signal.getsignal(signal.SIGINT)
             args = build_parser(define=False).parse_args(argv)  # only the command run is imported
             if hasattr(args, "operands"):
                 settle_operands(args)
@@ -98,7 +101,7 @@ def _interrupted(args: argparse.Namespace | None, stopped: KeyboardInterrupt) ->
         return str(stopped)
     name = getattr(args, "command", None)
     if name is None:
-        return "interrupted: langgraph-jsonl stopped before it started; nothing was changed."
+        return NOT_STARTED
     command = next((c for c in COMMANDS if c.name == name), None)
     if command is None or not command.changes_store or getattr(args, "dry_run", False):
         return (f"interrupted: langgraph-jsonl {name} stopped before it finished; it changes "
