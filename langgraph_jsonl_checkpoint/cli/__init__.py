@@ -73,7 +73,10 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         if not on_main:
             print(_interrupted(args, exc), file=sys.stderr)
             return EXIT_INTERRUPTED
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        except KeyboardInterrupt:  # another Ctrl-C, come before SIGINT was blocked: the same stop
+            pass
         try:
             signal.signal(signal.SIGINT, _again_ends_at_once)
             print(_interrupted(args, exc), file=sys.stderr, flush=True)

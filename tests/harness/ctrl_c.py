@@ -8,7 +8,8 @@ run in the background inherits it ignored, and Python then never raises
 interpreter's ``import`` audit event, so a test can pin a moment of the start-up without
 timing it: ``at=MODULE`` sends SIGINT as the import of ``MODULE`` starts (Python acts on
 it at its next bytecode: inside that import), ``ready=MODULE`` writes a byte to a pipe
-then, which ``Started.wait_ready`` waits for.
+then, which ``Started.wait_ready`` waits for; ``at_exit=True`` sends SIGINT as the
+interpreter ends (its last ``atexit`` callback).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def _hook(event, args):
         os.write(_READY_FD, b"r")
         os.close(_READY_FD)
 sys.addaudithook(_hook)
+if os.environ.get("CTRL_C_TEST_AT_EXIT"):
+    import atexit  # the first registered runs last: after the threads are joined, the others run
+    atexit.register(os.kill, os.getpid(), signal.SIGINT)
 """
 
 #: The line a Ctrl-C before the command has started ends it with.
@@ -84,7 +88,8 @@ class Started:
 
 
 def start(
-    how: str, argv: list[str], where: Path, *, at: str | None = None, ready: str | None = None
+    how: str, argv: list[str], where: Path, *, at: str | None = None, ready: str | None = None,
+    at_exit: bool = False,
 ) -> Started:
     """Start ``langgraph-jsonl argv`` (``how``: ``"script"`` or ``"-m"``); ``where`` is a
     directory for the wrapper and the ``sitecustomize``."""
@@ -100,6 +105,8 @@ def start(
         env["CTRL_C_TEST_AT"] = at
     if ready is not None:
         env["CTRL_C_TEST_READY"] = ready
+    if at_exit:
+        env["CTRL_C_TEST_AT_EXIT"] = "1"
     try:
         process = subprocess.Popen(
             [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
