@@ -4,7 +4,7 @@ import atexit
 import signal
 import sys
 
-from ._ctrl_c import NOT_STARTED, while_loading
+from ._ctrl_c import NOT_STARTED, on_ctrl_c, while_loading
 
 __all__ = ["NOT_STARTED", "main"]
 
@@ -33,7 +33,7 @@ def main() -> int:
     finally:
         # No call before this one: a Ctrl-C already pending finds SIGINT ignored.
         kept = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if kept is not signal.default_int_handler:  # ignored already (work done), or the CLI's own
+        if kept is not signal.default_int_handler and kept is not on_ctrl_c:  # ignored already, or "again"
             signal.signal(signal.SIGINT, kept)
 
 

@@ -9,7 +9,7 @@ nothing: :func:`_stop` prints :data:`NOT_STARTED` and ends the process, which ha
 nothing yet. The package's ``__init__`` imports this module first of all, which then
 does so when the process is ``langgraph-jsonl`` (:func:`if_the_command`); ``__main__``
 calls :func:`while_loading` too (for a caller that imports it itself); the CLI hands
-Ctrl-C back to Python once it runs (:func:`hand_back`). Imports nothing of the package,
+Ctrl-C over to the command once it runs (:func:`hand_back`). Imports nothing of the package,
 and nothing Python's start-up has not loaded but ``signal``.
 """
 
@@ -48,14 +48,27 @@ def while_loading() -> None:
         _stop(0, None)
 
 
+#: Whether :func:`on_ctrl_c` has raised ``KeyboardInterrupt``: an error after it is the
+#: Ctrl-C's doing (a library may turn the ``KeyboardInterrupt`` into an error of its own:
+#: ``pydantic_core`` does, building a model's schema as LangSmith loads).
+pressed = False
+
+
+def on_ctrl_c(signum: int, frame: object) -> None:
+    """The SIGINT handler once the command runs: Python's own (``KeyboardInterrupt``, for
+    the command to say how far it got), remembered in :data:`pressed`."""
+    global pressed
+    pressed = True
+    raise KeyboardInterrupt
+
+
 def hand_back() -> bool:
-    """Whether Ctrl-C is still :func:`_stop`'s; if so it becomes Python's own handler
-    again (``KeyboardInterrupt``), for the command to say how far it got."""
+    """Whether Ctrl-C is still :func:`_stop`'s; if so it becomes :func:`on_ctrl_c`."""
     import signal
 
     if signal.getsignal(signal.SIGINT) is not _stop:
         return False
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, on_ctrl_c)
     return True
 
 

@@ -73,3 +73,18 @@ def test_ctrl_c_as_a_command_that_ended_exits_keeps_its_status(
     ran, out, err = start("-m", argv, tmp_path, at_exit=True).finish()
     assert ran == status and "Traceback" not in err and "KeyboardInterrupt" not in err, (ran, err)
     assert ("usage: langgraph-jsonl" in out) if status == 0 else ("error: " in err), (out, err)
+
+
+@pytest.mark.parametrize("how", ["script", "-m"])
+def test_ctrl_c_a_library_turned_into_its_own_error_is_the_one_line_and_130(tmp_path: Path, how: str) -> None:
+    """A single Ctrl-C as ``verify`` loaded LangGraph, inside LangSmith's pydantic models,
+    came out of ``pydantic_core`` as a ``SchemaError`` ("'cls' must be valid as the first
+    argument to 'isinstance'"): a 70-line traceback and exit status 1. An error after
+    the CLI's own Ctrl-C is the Ctrl-C's doing: the one line and 130."""
+    store = _store(tmp_path / "s")
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"  # imported as `verify` begins
+    status, out, err = start(how, ["verify", str(store)], tmp_path, swallowed=at).finish()
+    assert (status, out) == (130, ""), err
+    assert err == ("interrupted: langgraph-jsonl verify stopped before it finished; it changes nothing "
+                   "in the store. Run it again for the whole answer.\n")
+

@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from .. import _ctrl_c
 from .._ctrl_c import NOT_STARTED, hand_back
 from ..errors import JsonlCheckpointError
 from .commands import COMMANDS, GROUPS, Command
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
         try:
-            if on_main and hand_back():  # Ctrl-C ended the loading at once; now it is the command's
+            if on_main and hand_back():  # Ctrl-C ended the loading at once; now it stops the command
                 previous = signal.getsignal(signal.SIGINT)
             args = build_parser(define=False).parse_args(argv)  # only the command run is imported
             if hasattr(args, "operands"):
@@ -67,6 +68,10 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             # The reader went away (``| head``): stop quietly, as other commands do.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
+        except Exception:
+            if not _ctrl_c.pressed:
+                raise
+            raise KeyboardInterrupt from None  # the Ctrl-C, which a library made its own error
     except KeyboardInterrupt as exc:
         # Also one landing in a handler above: a terminal's Ctrl-C ends the reader of a
         # pipe too, and the command may see its closed output first.

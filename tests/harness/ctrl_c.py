@@ -8,7 +8,9 @@ run in the background inherits it ignored, and Python then never raises
 interpreter's ``import`` audit event, so a test can pin a moment of the start-up without
 timing it: ``at=MODULE`` sends SIGINT as the import of ``MODULE`` starts (Python acts on
 it at its next bytecode: inside that import), ``ready=MODULE`` writes a byte to a pipe
-then, which ``Started.wait_ready`` waits for; ``at_exit=True`` sends SIGINT as the
+then, which ``Started.wait_ready`` waits for; ``swallowed=MODULE`` sends SIGINT there
+and turns the ``KeyboardInterrupt`` into another error (as ``pydantic_core`` does, building
+a model's schema as LangSmith's modules load); ``at_exit=True`` sends SIGINT as the
 interpreter ends (its last ``atexit`` callback).
 """
 
@@ -36,6 +38,7 @@ if __name__ == '__main__':
 SITECUSTOMIZE = """\
 import os, signal, sys
 _AT = os.environ.get("CTRL_C_TEST_AT")
+_SWALLOWED = os.environ.get("CTRL_C_TEST_SWALLOWED")
 _READY = os.environ.get("CTRL_C_TEST_READY")
 _READY_FD = int(os.environ.get("CTRL_C_TEST_READY_FD", "-1"))
 def _hook(event, args):
@@ -43,6 +46,12 @@ def _hook(event, args):
         return
     if args[0] == _AT:
         os.kill(os.getpid(), signal.SIGINT)
+    if args[0] == _SWALLOWED:  # as a library that turns the KeyboardInterrupt into its own error
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            len(())
+        except KeyboardInterrupt:
+            raise RuntimeError("a library's own error, in place of the KeyboardInterrupt") from None
     if args[0] == _READY:
         os.write(_READY_FD, b"r")
         os.close(_READY_FD)
@@ -89,7 +98,7 @@ class Started:
 
 def start(
     how: str, argv: list[str], where: Path, *, at: str | None = None, ready: str | None = None,
-    at_exit: bool = False,
+    at_exit: bool = False, swallowed: str | None = None,
 ) -> Started:
     """Start ``langgraph-jsonl argv`` (``how``: ``"script"`` or ``"-m"``); ``where`` is a
     directory for the wrapper and the ``sitecustomize``."""
@@ -107,6 +116,8 @@ def start(
         env["CTRL_C_TEST_READY"] = ready
     if at_exit:
         env["CTRL_C_TEST_AT_EXIT"] = "1"
+    if swallowed is not None:
+        env["CTRL_C_TEST_SWALLOWED"] = swallowed
     try:
         process = subprocess.Popen(
             [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
