@@ -25,11 +25,15 @@ NOT_STARTED = "interrupted: langgraph-jsonl stopped before it started; nothing w
 _SCRIPT = "langgraph-jsonl"
 
 
+def _end(line: str) -> None:
+    os.write(2, f"{line}\n".encode())
+    os._exit(130)
+
+
 def _stop(signum: int, frame: object) -> None:
     """The SIGINT handler while the command loads: it has changed nothing, so it ends at
     once (no exception unwinding through half-imported modules)."""
-    os.write(2, f"{NOT_STARTED}\n".encode())
-    os._exit(130)
+    _end(NOT_STARTED)
 
 
 def while_loading() -> None:
@@ -53,11 +57,21 @@ def while_loading() -> None:
 #: ``pydantic_core`` does, building a model's schema as LangSmith loads).
 pressed = False
 
+#: The line a Ctrl-C pressed again ends the command with (the CLI sets it once it knows
+#: the command).
+saying = NOT_STARTED
+
 
 def on_ctrl_c(signum: int, frame: object) -> None:
     """The SIGINT handler once the command runs: Python's own (``KeyboardInterrupt``, for
-    the command to say how far it got), remembered in :data:`pressed`."""
+    the command to say how far it got), remembered in :data:`pressed`. Pressed again
+    before the command has said it stopped (and put its own handler in place), it ends
+    the process at once with :data:`saying` and 130: raised again as the first unwound
+    the command, it printed "Exception ignored in ..." and a traceback where Python was
+    running a callback or a destructor, and one swallowed there left the command going."""
     global pressed
+    if pressed:
+        _end(saying)
     pressed = True
     raise KeyboardInterrupt
 

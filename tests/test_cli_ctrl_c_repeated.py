@@ -88,3 +88,16 @@ def test_ctrl_c_a_library_turned_into_its_own_error_is_the_one_line_and_130(tmp_
     assert err == ("interrupted: langgraph-jsonl verify stopped before it finished; it changes nothing "
                    "in the store. Run it again for the whole answer.\n")
 
+
+@pytest.mark.parametrize("how", ["script", "-m"])
+def test_ctrl_c_again_as_the_first_unwinds_ends_at_once_with_the_one_line(tmp_path: Path, how: str) -> None:
+    """A second Ctrl-C while the first one's ``KeyboardInterrupt`` was still unwinding
+    the command, landing in a destructor or a callback Python ran meanwhile (importlib's
+    module-lock callback, in real bursts), printed "Exception ignored in ..." and a
+    traceback before the one line. It now ends the command at once: the one line, 130."""
+    store = _store(tmp_path / "s")
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"  # imported as `verify` begins
+    status, out, err = start(how, ["verify", str(store)], tmp_path, twice=at).finish()
+    assert (status, out) == (130, ""), err
+    assert err == ("interrupted: langgraph-jsonl verify stopped before it finished; it changes nothing "
+                   "in the store. Run it again for the whole answer.\n")

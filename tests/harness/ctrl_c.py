@@ -10,7 +10,8 @@ timing it: ``at=MODULE`` sends SIGINT as the import of ``MODULE`` starts (Python
 it at its next bytecode: inside that import), ``ready=MODULE`` writes a byte to a pipe
 then, which ``Started.wait_ready`` waits for; ``swallowed=MODULE`` sends SIGINT there
 and turns the ``KeyboardInterrupt`` into another error (as ``pydantic_core`` does, building
-a model's schema as LangSmith's modules load); ``at_exit=True`` sends SIGINT as the
+a model's schema as LangSmith's modules load); ``twice=MODULE`` sends another as the
+first one's ``KeyboardInterrupt`` unwinds, from a destructor; ``at_exit=True`` sends SIGINT as the
 interpreter ends (its last ``atexit`` callback).
 """
 
@@ -39,6 +40,11 @@ SITECUSTOMIZE = """\
 import os, signal, sys
 _AT = os.environ.get("CTRL_C_TEST_AT")
 _SWALLOWED = os.environ.get("CTRL_C_TEST_SWALLOWED")
+_TWICE = os.environ.get("CTRL_C_TEST_TWICE")
+class _Again:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        len(())
 _READY = os.environ.get("CTRL_C_TEST_READY")
 _READY_FD = int(os.environ.get("CTRL_C_TEST_READY_FD", "-1"))
 def _hook(event, args):
@@ -46,6 +52,12 @@ def _hook(event, args):
         return
     if args[0] == _AT:
         os.kill(os.getpid(), signal.SIGINT)
+    if args[0] == _TWICE:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            len(())
+        finally:  # the first KeyboardInterrupt on its way: a destructor runs as it unwinds
+            _Again()
     if args[0] == _SWALLOWED:  # as a library that turns the KeyboardInterrupt into its own error
         try:
             os.kill(os.getpid(), signal.SIGINT)
@@ -98,7 +110,7 @@ class Started:
 
 def start(
     how: str, argv: list[str], where: Path, *, at: str | None = None, ready: str | None = None,
-    at_exit: bool = False, swallowed: str | None = None,
+    at_exit: bool = False, swallowed: str | None = None, twice: str | None = None,
 ) -> Started:
     """Start ``langgraph-jsonl argv`` (``how``: ``"script"`` or ``"-m"``); ``where`` is a
     directory for the wrapper and the ``sitecustomize``."""
@@ -118,6 +130,8 @@ def start(
         env["CTRL_C_TEST_AT_EXIT"] = "1"
     if swallowed is not None:
         env["CTRL_C_TEST_SWALLOWED"] = swallowed
+    if twice is not None:
+        env["CTRL_C_TEST_TWICE"] = twice
     try:
         process = subprocess.Popen(
             [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
