@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             if on_main and hand_back():  # Ctrl-C ended the loading at once; now it stops the command
                 previous = signal.getsignal(signal.SIGINT)
             args = build_parser(define=False).parse_args(argv)  # only the command run is imported
-            _ctrl_c.saying = _interrupted(args)
+            _ctrl_c.saying = _interrupted(args, KeyboardInterrupt())
             if hasattr(args, "operands"):
                 settle_operands(args)
             status = int(args.run(args))
