@@ -19,7 +19,8 @@ from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk import view as view_module
-from langgraph_jsonl_checkpoint.disk.log import Parked, ThreadLog
+from langgraph_jsonl_checkpoint.disk.log import ThreadLog
+from langgraph_jsonl_checkpoint.disk.parked import Parked
 from langgraph_jsonl_checkpoint.values.cache import ValueCache
 from langgraph_jsonl_checkpoint.values.witness import ListWitness
 from tests.harness.bounded import within

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigError, DurabilityError, JsonlCheckpointError
 from . import files, framing
@@ -35,6 +34,7 @@ from .entries import RecordRef
 from .generations import install, numbered
 from .header import new_header
 from .index import ThreadIndex
+from .parked import Parked
 from .paths import LogPaths
 from .summary import summarize
 from .view import LogView
@@ -61,37 +61,6 @@ class AppendObserver(Protocol):
         """The store is closing, or dropping the log from its open set: write down what
         is kept in memory (must not raise)."""
         ...
-
-
-class Parked(NamedTuple):
-    """What a store remembers of a log it let go of (past its open-log bound), so that
-    opening it again costs little: which generation of which file it was, how far its
-    records' checksums were checked, and that the thread's stale temp files were swept.
-    Used only if the file is still that generation (inode, generation and header
-    checksum all match). Kept packed (:meth:`pack`): one ``bytes`` object per thread,
-    which the cyclic collector never walks."""
-
-    ino: int
-    gen: int
-    header_crc: str
-    #: Every committed record before this byte offset had its checksum checked (by a
-    #: scan, the first writer's check, or because this process wrote it).
-    verified_end: int
-    swept: bool
-
-    def pack(self) -> bytes:
-        """The values as bytes (see :meth:`unpack`)."""
-        crc = self.header_crc.encode("ascii")
-        return _PARKED.pack(self.ino, self.gen, self.verified_end, self.swept, crc)
-
-    @classmethod
-    def unpack(cls, data: bytes) -> Parked:
-        """The values :meth:`pack` packed."""
-        ino, gen, verified_end, swept, crc = _PARKED.unpack(data)
-        return cls(ino, gen, crc.decode("ascii"), verified_end, swept)
-
-
-_PARKED = struct.Struct("<QQQ?8s")
 
 
 def read_only_error(thread_id: str) -> ConfigError:

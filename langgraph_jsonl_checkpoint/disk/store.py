@@ -33,7 +33,8 @@ from .entries import bulk_allocation
 from .files import fsync_dir
 from .forks import renew_in_child
 from .header import is_damaged_header, is_torn_header
-from .log import Parked, ThreadLog
+from .log import ThreadLog
+from .parked import Parked
 from .paths import LogPaths, thread_file_stem
 from .runlock import RunLock
 from .store_dir import ARCHIVE_DIR as ARCHIVE_DIR
@@ -56,7 +57,7 @@ from .view import LogView
 DEFAULT_MAX_OPEN_THREADS = 16
 
 
-#: Logs let go of that the store remembers (see :class:`~.log.Parked`): 33 bytes packed
+#: Logs let go of that the store remembers (see :class:`~.parked.Parked`): 33 bytes packed
 #: each, about 200 with the thread id and the mapping's entry (10 MB at most); the least
 #: recently let go are forgotten first.
 MAX_PARKED = 50_000
