@@ -272,3 +272,50 @@ def test_kill_at_every_file_operation_of_a_rotation_never_serves_a_wrong_index(
         shutil.rmtree(store)
     assert not problems, "\n".join(problems)
     assert crashes > 20 and head_loads.count(True) > 10
+
+
+def test_a_log_opened_from_its_head_keeps_the_crc_of_what_it_appends(tmp_path: Path) -> None:
+    """The head written at the next let-go names the log's bytes without reading them
+    again: the CRC-32 kept as the log appended is the file's."""
+    store = tmp_path / "s"
+    _fill(store, n=3)
+    saver = JsonlSaver(store)
+    _turns(saver, "t", 2, start=4)  # opened from the head, then appended to
+    log = saver.store.thread_log("t")
+    data = Path(ThreadFiles.of(store, "t").log).read_bytes()
+    assert log.indexed_crc() == (len(data), head_file.log_crc(data))
+    saver.close()
+
+
+def test_a_log_another_process_appended_to_has_its_bytes_read_for_the_head(
+    tmp_path: Path, head_loads: list[bool]
+) -> None:
+    store = tmp_path / "s"
+    _fill(store, n=3)
+    saver = JsonlSaver(store)
+    _turns(saver, "t", 1, start=4)
+    other = JsonlSaver(store)
+    _turns(other, "t", 1, start=5)  # appended behind the first saver's back
+    other.close()
+    log = saver.store.thread_log("t")
+    log.refresh()
+    assert log.indexed_crc() is None  # it did not append those bytes itself
+    saver.close()  # writes the head from the bytes read
+    head_loads.clear()
+    expected = _configs_of(_from_a_scan(store))
+    fresh = JsonlSaver(store)
+    assert _configs_of(_everything(fresh)) == expected
+    assert head_loads[-1] is True
+    fresh.close()
+
+
+def test_threads_taking_turns_are_opened_from_their_heads_every_time(
+    tmp_path: Path, head_loads: list[bool]
+) -> None:
+    saver = JsonlSaver(tmp_path / "s", max_open_threads=1)
+    for turn in range(4):
+        for thread in ("a", "b"):
+            _turns(saver, thread, 1, start=turn + 1)
+    # Each thread was opened four times: first new, then from the head its let-go wrote.
+    assert head_loads.count(True) == 6
+    saver.close()

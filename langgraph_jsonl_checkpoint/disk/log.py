@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -97,6 +98,9 @@ class ThreadLog(LogView):
         #: and framed line (see :class:`AppendObserver`); ``None`` otherwise.
         self.just_appended: Written | None = None
         self._verified_for_writing = False  # checksums of the whole log checked
+        #: ``(end, CRC-32)`` of the log's bytes up to ``end``, kept as this object appends
+        #: (known from a head file's index, see :meth:`indexed_crc`); ``None``: unknown.
+        self._crc: tuple[int, int] | None = None
         #: Told after every durable append (see :class:`AppendObserver`).
         self.observers: list[AppendObserver] = []
 
@@ -113,6 +117,7 @@ class ThreadLog(LogView):
             self._wfd = None
         self._verified_for_writing = False
         self._verified_end = 0
+        self._crc = None
         super()._reset()
 
     def _load(self, ino: int, *, use_sidecar: bool = True) -> None:
@@ -124,8 +129,25 @@ class ThreadLog(LogView):
         ):
             self._verified_end = min(parked.verified_end, self.index.committed_end)
             self.recovery.swept = self.recovery.swept or parked.swept
-        if self.sidecar.whole_log_checked:
+        if self.sidecar.whole_log_checked and self.loaded_head is not None:
             self._verified_end = self.index.committed_end  # what the head's CRC-32 covers
+            self._crc = (self.loaded_head["size"], int(self.loaded_head["crc"], 16))
+
+    def indexed_crc(self) -> tuple[int, str] | None:
+        """The size and CRC-32 (8 hex digits) of the committed bytes as of the last
+        refresh, from the CRC this object kept as it appended, while the log's path still
+        names this file and it still ends them with the record the index holds last;
+        else ``None`` (:meth:`~.view.LogView.indexed_bytes` reads them instead)."""
+        with self.mutex:
+            crc, end = self._crc, self.index.committed_end
+            if crc is None or crc[0] != end or not self._tail_unchanged(end):
+                return None
+            try:
+                if files.os.stat(self.path, follow_symlinks=False).st_ino != self._ino:
+                    return None  # deleted or replaced by another process
+            except FileNotFoundError:
+                return None
+            return end, f"{crc[1]:08x}"
 
     def parked(self) -> Parked | None:
         """What to remember of this log once it is let go (``None``: no log)."""
@@ -329,6 +351,8 @@ class ThreadLog(LogView):
         self, start: int, data: bytes, written: Written
     ) -> None:
         self._own_durable_end = self.index.committed_end
+        crc = self._crc  # (kept only while this object's appends follow each other)
+        self._crc = (start + len(data), zlib.crc32(data, crc[1])) if crc and crc[0] == start else None
         self._just_appended = (start, data)
         self.just_appended = written
         try:

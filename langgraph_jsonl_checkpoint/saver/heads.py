@@ -107,6 +107,9 @@ def head_source(log: LogView) -> tuple[int, str] | None:
         return None
     if log.index.last_seq < log.sidecar.durable_seq:
         return None
+    kept = log.indexed_crc() if isinstance(log, ThreadLog) else None
+    if kept is not None:
+        return kept  # (the log's bytes need not be read again)
     data = log.indexed_bytes()
     return (end, log_crc(data)) if data is not None else None
 
