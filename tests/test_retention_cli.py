@@ -406,6 +406,34 @@ def test_archived_lists_a_damaged_archive_whose_thread_cannot_be_told(
     assert capsys.readouterr().out.startswith("no archive of thread 'olb'; 1 archived thread(s) in all")
 
 
+def test_restore_dry_run_without_a_thread_goes_on_past_an_archive_whose_thread_cannot_be_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The dry run of every restore failed as a whole (exit 2, nothing said of the good
+    archives) on an archive damaged in its header whose thread no tombstone names: it
+    now says of each thread what a restore would do, and of that file that it cannot be
+    restored (exit 1), changing nothing."""
+    store = _archived_store(tmp_path / "s", ["a", "b"])
+    with JsonlSaver(store, read_only=True) as saver:
+        paths = {e.thread_id: e.path for e in saver.archived()}
+        log_a = saver.store.log_paths("a").log
+        Path(saver.store.log_paths("b").tombstone).unlink()
+    Path(paths["b"]).write_bytes(Path(paths["b"]).read_bytes()[:12])
+    files = file_snapshot(store)
+    capsys.readouterr()
+
+    assert main(["restore", store, "--dry-run"]) == 1
+    *rows_said, summary = capsys.readouterr().out.splitlines()
+    assert rows_said[0] == f"a\twould be restored from {paths['a']} to {log_a}", rows_said
+    assert rows_said[1].startswith(f"?\twould be refused: archive {paths['b']} is damaged ("), rows_said
+    assert summary.startswith("2 archived thread(s): 1 would be restored, 1 would be refused"), summary
+    assert main(["restore", store, "--dry-run", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["thread_id"], r["restored_from"], r["refused"] is None) for r in rows] == [
+        ("a", paths["a"], True), (None, paths["b"], False)], rows
+    assert file_snapshot(store) == files
+
+
 def _aged(store: str) -> None:
     """Every file of the store last modified an hour ago: a write now shows in its time."""
     past = time.time() - HOUR

@@ -27,7 +27,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..disk.archive import ThreadArchive
-from ..errors import ConfigError, JsonlCheckpointError
+from ..errors import ConfigError, CorruptLogError, JsonlCheckpointError
 from ..maintenance.restore import Restoration, RestoreInterrupted, listed_archives, restore
 from ..maintenance.retention import STRATEGIES, TTL_VARIABLES, RetentionPolicy, configured_ttl
 from .common import (
@@ -225,7 +225,8 @@ def _restore_each(args: argparse.Namespace) -> int:
     (its newest archive) would do; exit status 1 if one would be refused."""
     rows: list[dict[str, Any]] = []
     with open_saver(args) as saver:
-        newest = {e.thread_id: e for e in saver.archived()}
+        unnamed: list[CorruptLogError] = []  # damaged where the thread is named: no thread to restore
+        newest = {e.thread_id: e for e in ThreadArchive(saver.store).entries(unnamed=unnamed)}
         for thread_id, entry in progress(newest.items(), total=len(newest), what="threads"):
             try:
                 rows.append({**_restoration(restore(saver, thread_id, dry_run=True)), "refused": None})
@@ -233,6 +234,8 @@ def _restore_each(args: argparse.Namespace) -> int:
                 rows.append({"thread_id": thread_id, "restored_from": entry.path,
                              "log": saver.store.log_paths(thread_id).log, "companions": [],
                              "dry_run": True, "refused": str(exc)})
+        rows += [{"thread_id": None, "restored_from": exc.path, "log": None, "companions": [],
+                  "dry_run": True, "refused": str(exc)} for exc in unnamed]
     work_done()
     refused = sum(1 for r in rows if r["refused"])
     status = EXIT_PROBLEMS if refused else EXIT_OK
@@ -244,7 +247,8 @@ def _restore_each(args: argparse.Namespace) -> int:
         return status
     for r in rows:
         if r["refused"]:
-            print(f"{shown(r['thread_id'])}\twould be refused: {first_line(r['refused'])}")
+            print(f"{shown(r['thread_id']) if r['thread_id'] is not None else '?'}\twould be refused: "
+                  f"{first_line(r['refused'])}")
         else:
             print(f"{shown(r['thread_id'])}\twould be restored from {r['restored_from']} to {r['log']}")
     print(f"{len(rows)} archived thread(s): {len(rows) - refused} would be restored, {refused} would be "
@@ -320,7 +324,8 @@ def define_restore(p: argparse.ArgumentParser) -> None:
                   "langgraph-jsonl restore ./checkpoints --thread t-1",
                   "langgraph-jsonl restore ./checkpoints --dry-run"],
         json_shape="{thread_id, restored_from, log, companions: [path], dry_run}; --dry-run without "
-        "--thread: [{thread_id, restored_from, log, companions: [path], dry_run, refused}]",
+        "--thread: [{thread_id (null: an archive damaged where it names its thread), restored_from, log, "
+        "companions: [path], dry_run, refused}]",
     )
     add_store_argument(p)
     p.add_argument("--thread",
