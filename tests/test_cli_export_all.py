@@ -15,6 +15,7 @@ from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
 from tests.harness.bounded import within
+from tests.harness.scratch import CutShort
 
 
 def _store(path: Path, threads: tuple[str, ...]) -> None:
@@ -80,20 +81,6 @@ def test_a_ctrl_c_while_a_page_is_written_leaves_the_page_before_whole(
     assert main(["export", str(store), "--all", str(out), "--format", "md"]) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     _store(store, ("t-1",))  # a second turn: the page changes
-
-    class CutShort:  # a file whose write is cut short by a Ctrl-C, half of it written
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            self.file = open(*args, **kwargs)  # noqa: SIM115 - closed in __exit__
-
-        def __enter__(self) -> CutShort:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.file.close()
-
-        def write(self, text: str) -> int:
-            self.file.write(text[: len(text) // 2])
-            raise KeyboardInterrupt
 
     monkeypatch.setattr(export, "open", CutShort, raising=False)
     with pytest.raises(KeyboardInterrupt):

@@ -17,6 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
+from tests.harness.scratch import CutShort
 
 OLD = "# the transcript exported yesterday\n"
 
@@ -70,20 +71,6 @@ def test_a_ctrl_c_while_the_file_is_written_leaves_it_as_it_was(
     out.mkdir()
     page = out / "t-1.md"
     page.write_text(OLD)
-
-    class CutShort:  # a file whose write is cut short by a Ctrl-C, half of it written
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            self.file = open(*args, **kwargs)  # noqa: SIM115 - closed in __exit__
-
-        def __enter__(self) -> CutShort:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.file.close()
-
-        def write(self, text: str) -> int:
-            self.file.write(text[: len(text) // 2])
-            raise KeyboardInterrupt
 
     from langgraph_jsonl_checkpoint.cli import export as export_command
 

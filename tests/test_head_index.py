@@ -18,38 +18,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing, head_file
 from tests.harness.bounded import within
-from tests.harness.checkpoints import config, cp_id, make_checkpoint
+from tests.harness.checkpoints import config, cp_id
 from tests.harness.differential import DURABILITIES, MODES, differential
 from tests.harness.flow_graphs import build_agent_graph
 from tests.harness.raw_log import ThreadFiles
 from tests.test_differential_flow import agent_scenario
+from tests.test_head_file import _put_turns as _turns
 
 
 def _head(store: Path, thread: str = "t") -> Path:
     return Path(ThreadFiles.of(store, thread).head)
-
-
-def _turns(saver: JsonlSaver, thread: str, n: int, start: int = 1) -> None:
-    """``n`` checkpoints of a growing message list (stored as deltas), with writes."""
-    parent = saver.get_tuple(config(thread))
-    parent_config = parent.config if parent else config(thread)
-    messages = list(parent.checkpoint["channel_values"]["messages"]) if parent else []
-    for i in range(start, start + n):
-        turn = [HumanMessage(f"question {i}", id=f"h{i}"), AIMessage(f"answer {i}", id=f"a{i}")]
-        messages = [*messages, *turn]
-        versions = {"messages": f"{i:032}.{1:016}", "step": f"{i:032}.{2:016}"}
-        parent_config = saver.put(
-            parent_config, make_checkpoint(cp_id(i), {"messages": messages, "step": {"i": i}}, versions),
-            {"step": i, "source": "loop"}, versions,
-        )
-        saver.put_writes(parent_config, [("messages", [AIMessage(f"pending {i}", id=f"p{i}")]), ("step", i)],
-                         f"task-{i}", f"~{i}")
 
 
 def _fill(store: Path, n: int = 6) -> None:

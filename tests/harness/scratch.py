@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 
 def fast_dir(fallback: str | os.PathLike) -> str:
@@ -32,3 +33,21 @@ def file_snapshot(store: str) -> dict[str, tuple[str, int]]:
                 digest = hashlib.sha256(fh.read()).hexdigest()
             out[os.path.relpath(p, store)] = (digest, os.stat(p).st_mtime_ns)
     return out
+
+
+class CutShort:
+    """``open`` for a module under test: a file whose write is cut short by a Ctrl-C,
+    half of its text written (what an export stopped mid-write leaves)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.file = open(*args, **kwargs)  # noqa: SIM115 - closed in __exit__
+
+    def __enter__(self) -> CutShort:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
+
+    def write(self, text: str) -> int:
+        self.file.write(text[: len(text) // 2])
+        raise KeyboardInterrupt
