@@ -22,6 +22,7 @@ import pytest
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
@@ -331,3 +332,35 @@ def test_without_task_paths_only_each_task_s_order_of_writes_is_compared(
     if not task_order:  # the newest checkpoint's rule (a run going on adds writes) too
         newest = compare_histories(source[:2], target[:2], task_order=False)
         assert (newest.differences == [] and newest.ahead == []) == equal, newest.differences
+
+
+def test_a_store_copied_to_sqlite_and_back_is_up_to_date_not_different(tmp_path: Path, capsys) -> None:
+    """A store's threads (JsonlSaver's 12-digit channel versions) copied to SQLite are
+    widened there to SqliteSaver's 32 digits. Copied back into the same store, every
+    checkpoint was reported as differing (``channel_versions differs``, ``versions_seen
+    differs``: the same versions, zero-padded), exit status 1, though each thread was
+    whole on both ends; after the app went on in SQLite, the way back said so too. The
+    versions are now compared at one width: up to date, then the new checkpoints copied."""
+    store, db = tmp_path / "s", tmp_path / "app.db"
+    with JsonlSaver(store) as saver:
+        agent = GRAPHS["agent"]().compile(checkpointer=saver)
+        agent.invoke({"messages": [("user", "add 2 3")]}, cfg("agent"))
+        review = GRAPHS["review"]().compile(checkpointer=saver)
+        review.invoke({"topic": "tea"}, cfg("review"))  # waits for a person
+    assert main(["copy", str(store), url(db)]) == 0
+    capsys.readouterr()
+
+    code, report = run_json(["copy", url(db), str(store)], capsys)
+    assert (code, report["mismatches"], report["copied"]) == (0, [], 0), report["mismatches"]
+    assert report["ok"] and sorted(report["up_to_date"]) == ["agent", "review"], report
+
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        review = GRAPHS["review"]().compile(checkpointer=SqliteSaver(conn))
+        review.invoke(Command(resume="yes"), cfg("review"))  # the app went on in SQLite
+        conn.commit()
+    code, report = run_json(["copy", url(db), str(store)], capsys)
+    assert (code, report["mismatches"], report["copied"]) == (0, [], 1), report["mismatches"]
+    assert report["up_to_date"] == ["agent"] and report["checkpoints"] > 0, report
+    with JsonlSaver(store) as saver:
+        state = GRAPHS["review"]().compile(checkpointer=saver).get_state(cfg("review"))
+    assert state.next == () and state.values["topic"] == "tea", state  # 'topic' was lost

@@ -39,7 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from .report import CopyInterrupted, CopyReport, ThreadCopy
-from .versions import widen_checkpoint, widen_versions, width_of
+from .versions import widen_checkpoint, widen_versions, widest, width_of
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -297,7 +297,7 @@ def _copy_thread(
             done.mismatches.append(diverged)
             done.refused = True
             return done
-        width = width_of(dst.saver)
+        width = _held_width(dst.saver, thread_id, next(iter(have))) if have else width_of(dst.saver)
         check = None
         if verify and not dry_run:
             check = HistoryCheck(stored, width=width, task_order=src.tells_task_paths())
@@ -317,7 +317,7 @@ def _copy_thread(
                 else:
                     done.checkpoints += 1
                     if not dry_run:
-                        _put(dst.saver, tup, versions, width)
+                        _put(dst.saver, tup, versions, width, narrow=bool(have))
                 if have.get(where, 0) < wanted:
                     done.writes += wanted - have.get(where, 0)
                     if not dry_run:
@@ -411,8 +411,16 @@ def _where(tup: CheckpointTuple) -> tuple[str, str]:
     return c.get("checkpoint_ns", ""), c["checkpoint_id"]
 
 
+def _held_width(saver: BaseCheckpointSaver[Any], thread_id: str, key: Key) -> int:
+    """The width of the versions of a thread the target holds (else the target's own)."""
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": key[0], "checkpoint_id": key[1]}}
+    tup = saver.get_tuple(config)
+    return (widest(tup.checkpoint) if tup is not None else 0) or width_of(saver)
+
+
 def _put(
     saver: BaseCheckpointSaver[Any], tup: CheckpointTuple, versions: dict[Key, Any], width: int,
+    *, narrow: bool = False,
 ) -> None:
     ns, checkpoint_id = _where(tup)
     thread_id = tup.config["configurable"]["thread_id"]
@@ -426,8 +434,9 @@ def _put(
         new_versions = {ch: v for ch, v in mine.items() if before.get(ch) != v}
     else:  # the first, or its parent is not in the source (pruned): everything is new
         new_versions = mine
-    checkpoint = widen_checkpoint(tup.checkpoint, width)
-    saver.put({"configurable": config}, checkpoint, tup.metadata, widen_versions(new_versions, width))  # type: ignore[arg-type]
+    checkpoint = widen_checkpoint(tup.checkpoint, width, narrow=narrow)
+    new_versions = widen_versions(new_versions, width, narrow=narrow)
+    saver.put({"configurable": config}, checkpoint, tup.metadata, new_versions)  # type: ignore[arg-type]
 
 
 def _put_writes(

@@ -41,7 +41,7 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .endpoints import Endpoint, Key, StoredCheckpoint, checkpoint_key, chunks, parent_of
-from .versions import widen_checkpoint, width_of
+from .versions import widen_checkpoint, widest, width_of
 
 #: Parts of a stored checkpoint compared (``pending_sends`` and others some savers add
 #: or drop are not LangGraph's to load).
@@ -247,8 +247,12 @@ def compare_tuples(
     """What differs between two tuples of one checkpoint (names of parts, no values);
     ``a``'s versions are widened to ``width`` first (see :mod:`.versions`); pending
     writes are compared unless ``writes`` is false (each task's in order; different
-    tasks' order too unless ``task_order`` is false)."""
-    a = a._replace(checkpoint=widen_checkpoint(a.checkpoint, width))  # type: ignore[arg-type]
+    tasks' order too unless ``task_order`` is false). Both sides' versions are then
+    compared at the wider of their widths: a store's 12-digit versions copied to SQLite
+    came back 32 digits wide, the same versions."""
+    common = max(width, widest(a.checkpoint), widest(b.checkpoint))
+    a = a._replace(checkpoint=widen_checkpoint(a.checkpoint, common))  # type: ignore[arg-type]
+    b = b._replace(checkpoint=widen_checkpoint(b.checkpoint, common))  # type: ignore[arg-type]
     out = []
     if _parent(a) != _parent(b):
         out.append(f"parent {_parent(b)} on the target, {_parent(a)} on the source")

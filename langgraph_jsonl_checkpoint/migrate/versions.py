@@ -9,6 +9,9 @@ ones, which sort *below* them as strings: the resumed graph would see no channel
 updated and stop (found by the journal carry-over test). So versions are widened to
 the target's width on the way (zeros added to the counter, the random part kept):
 the order among them is unchanged, and the target's next versions sort after them.
+Checkpoints added to a thread the target holds already take the width of its versions
+there, narrowed if need be (only zeros are cut): a store's thread copied to SQLite and
+back gets 12-digit versions again, which the values it holds are stored under.
 """
 
 from __future__ import annotations
@@ -27,29 +30,40 @@ def width_of(saver: Any) -> int:
     return len(head) if head.isdigit() else 0
 
 
-def widen(version: Any, width: int) -> Any:
-    """``version`` with its counter zero-padded to ``width`` digits (others unchanged)."""
+def widen(version: Any, width: int, *, narrow: bool = False) -> Any:
+    """``version`` with its counter zero-padded to ``width`` digits (others unchanged);
+    with ``narrow``, a wider one cut to ``width`` when only zeros are cut."""
     if not isinstance(version, str) or width <= 0:
         return version
     head, dot, tail = version.partition(".")
-    if not head.isdigit() or len(head) >= width:
+    if not head.isdigit() or len(head) == width:
         return version
+    if len(head) > width:
+        cut = len(head) - width
+        return head[cut:] + dot + tail if narrow and not head[:cut].strip("0") else version
     return head.rjust(width, "0") + dot + tail
 
 
-def widen_versions(versions: Mapping[str, Any], width: int) -> dict[str, Any]:
-    """Each version of a ``channel -> version`` map widened."""
-    return {ch: widen(v, width) for ch, v in versions.items()}
+def widen_versions(versions: Mapping[str, Any], width: int, *, narrow: bool = False) -> dict[str, Any]:
+    """Each version of a ``channel -> version`` map widened (or narrowed: :func:`widen`)."""
+    return {ch: widen(v, width, narrow=narrow) for ch, v in versions.items()}
 
 
-def widen_checkpoint(checkpoint: Mapping[str, Any], width: int) -> dict[str, Any]:
+def widen_checkpoint(checkpoint: Mapping[str, Any], width: int, *, narrow: bool = False) -> dict[str, Any]:
     """A checkpoint (shallow copy) whose ``channel_versions`` and ``versions_seen`` are
-    widened; the same checkpoint when there is nothing to widen."""
+    widened (or narrowed: :func:`widen`); the same checkpoint when there is nothing to do."""
     out = dict(checkpoint)
     if width <= 0:
         return out
-    out["channel_versions"] = widen_versions(checkpoint.get("channel_versions") or {}, width)
-    out["versions_seen"] = {
-        node: widen_versions(seen, width) for node, seen in (checkpoint.get("versions_seen") or {}).items()
-    }
+    out["channel_versions"] = widen_versions(checkpoint.get("channel_versions") or {}, width, narrow=narrow)
+    out["versions_seen"] = {node: widen_versions(seen, width, narrow=narrow)
+                            for node, seen in (checkpoint.get("versions_seen") or {}).items()}
     return out
+
+
+def widest(checkpoint: Mapping[str, Any]) -> int:
+    """The widest counter among a checkpoint's ``channel_versions`` and ``versions_seen``
+    (0: none is a counter.random string)."""
+    maps = [checkpoint.get("channel_versions") or {}, *(checkpoint.get("versions_seen") or {}).values()]
+    heads = [str(v).partition(".")[0] for m in maps for v in m.values() if isinstance(v, str)]
+    return max((len(h) for h in heads if h.isdigit()), default=0)
