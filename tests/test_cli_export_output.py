@@ -117,3 +117,23 @@ def test_dash_is_stdout_and_a_device_is_written_as_it_is(
     assert main(["export", str(store), "t-1", "-o", os.devnull]) == 0
     assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
     assert sorted(os.listdir(tmp_path)) == ["checkpoints"]
+
+
+def test_a_file_in_the_store_is_refused_as_all_dir_in_it_is(tmp_path: Path, capsys) -> None:
+    """`--all DIR` inside the store was refused, but `-o` naming the thread's own log
+    (`--format jsonl -o checkpoints/threads/t-1-<hash>.jsonl`) wrote the transcript over
+    it: the thread's checkpoints were gone. `-o` into the store, or through a link into
+    it, is now refused too, and every file of the store is as it was."""
+    from tests.harness.scratch import file_snapshot
+
+    store = tmp_path / "checkpoints"
+    _store(store)
+    (log,) = (store / "threads").glob("t-1-*.jsonl")
+    (tmp_path / "link.jsonl").symlink_to(log)
+    files = file_snapshot(str(store))
+    for output in (log, store / "notes.md", tmp_path / "link.jsonl"):
+        assert main(["export", str(store), "t-1", "--format", "jsonl", "-o", str(output)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: cannot write the transcript to {output}: it is inside the store "
+                              f"{store}; nothing was written. -o takes a file outside the store"), err
+        assert file_snapshot(str(store)) == files

@@ -99,6 +99,8 @@ def _export(args: argparse.Namespace) -> int:
                     print(f"removed {len(removed)} page(s) of threads no longer in the store (deleted "
                           f"or archived): {pages}")
             return EXIT_PROBLEMS if failed else EXIT_OK
+        if args.output and args.output != "-":
+            _outside_the_store(args.output, saver.store.path)
         thread = known_thread(saver, args.thread)
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
         exit_status = served_status(saver, thread)
@@ -114,6 +116,16 @@ def _export(args: argparse.Namespace) -> int:
         # On a terminal it is read, not kept: what messages say must not act on the screen.
         sys.stdout.write(terminal_safe(text) if sys.stdout.isatty() else text)
     return exit_status
+
+
+def _outside_the_store(output: str, store: str) -> None:
+    """Refuse ``-o output`` in the store (a thread's own log, through a link too), as
+    ``--all DIR`` in it is refused."""
+    root = os.path.realpath(store)
+    if os.path.commonpath([os.path.realpath(output), root]) == root:
+        raise UsageError(f"cannot write the transcript to {output}: it is inside the store {store}; "
+                         "nothing was written. -o takes a file outside the store, e.g. -o ./t-1.md "
+                         "(-o - is stdout).")
 
 
 def _cannot_write(output: str, exc: OSError, existed: bool) -> str:
