@@ -137,3 +137,21 @@ def test_a_file_in_the_store_is_refused_as_all_dir_in_it_is(tmp_path: Path, caps
         assert err.startswith(f"error: cannot write the transcript to {output}: it is inside the store "
                               f"{store}; nothing was written. -o takes a file outside the store"), err
         assert file_snapshot(str(store)) == files
+
+
+def test_all_dir_in_the_store_through_a_link_is_refused(tmp_path: Path, capsys) -> None:
+    """`--all DIR` inside the store was refused by its path as written only: DIR a
+    symbolic link to `checkpoints/threads` passed, and `--format jsonl` wrote each page
+    (named by the thread's file stem) over the thread's own log, exit 0: every thread of
+    the store was gone. A DIR whose real path is inside the store is refused now."""
+    from tests.harness.scratch import file_snapshot
+
+    store = tmp_path / "checkpoints"
+    _store(store)
+    (tmp_path / "pages").symlink_to(store / "threads")
+    files = file_snapshot(str(store))
+    for directory in (store / "threads", tmp_path / "pages"):
+        assert main(["export", str(store), "--all", str(directory), "--format", "jsonl"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: export into a directory outside the store"), err
+        assert file_snapshot(str(store)) == files

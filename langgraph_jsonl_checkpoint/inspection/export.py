@@ -172,7 +172,8 @@ def export_store(
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     target = os.path.abspath(directory)
-    if os.path.commonpath([target, saver.store.path]) == saver.store.path:
+    root = os.path.realpath(saver.store.path)  # real paths: a link into the store is in it
+    if os.path.commonpath([os.path.realpath(target), root]) == root:
         raise ValueError(f"export into a directory outside the store {saver.store.path}, not {target}")
     os.makedirs(target, exist_ok=True)
     summaries = [s for s in thread_summaries(saver) if not before_first_checkpoint(s)]
