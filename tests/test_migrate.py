@@ -353,3 +353,27 @@ def test_an_interrupted_copy_counts_the_checkpoints_of_the_thread_it_stopped_par
                                  "to continue")
     rest = copy_threads(sqlite_url(sqlite_app), target)
     assert rest.ok and sum(t.present for t in rest.threads) == 5
+
+
+def test_a_put_the_target_refuses_is_not_counted_as_copied(sqlite_app: Path, tmp_path: Path) -> None:
+    """A target that refuses a write (an SQLite file another process holds locked: "database
+    is locked") stopped the thread's copy, and the report counted the checkpoint it was
+    putting as copied: "'agent' (1 of its checkpoints on the target)" with none there.
+    Only what the target took is counted now."""
+
+    class RefusesTheThird(InMemorySaver):
+        puts = 0
+
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            self.puts += 1
+            if self.puts == 3:
+                raise RuntimeError("database is locked")
+            return super().put(*args, **kwargs)
+
+    target = RefusesTheThird()
+    report = copy_threads(sqlite_url(sqlite_app), target, threads=["agent"], workers=1)
+    (agent,) = report.threads
+    assert agent.problem is not None and "database is locked" in agent.problem, agent.problem
+    held = len(list(target.list({"configurable": {"thread_id": "agent"}})))
+    assert (held, agent.checkpoints) == (2, 2), agent
+    assert "'agent' (2 of its checkpoints on the target)" in report.summary(), report.summary()

@@ -314,16 +314,16 @@ def _copy_thread(
                 wanted = len(tup.pending_writes or [])
                 if where in have:
                     done.present += 1
-                else:
-                    done.checkpoints += 1
+                else:  # counted once the target took it (it may refuse: a locked file)
                     if not dry_run:
                         _put(dst.saver, tup, versions, width, narrow=bool(have))
+                    done.checkpoints += 1
                 if have.get(where, 0) < wanted:
-                    done.writes += wanted - have.get(where, 0)
                     if not dry_run:
                         if slots is None:
                             slots = src.thread_write_slots(thread_id) or {}
                         _put_writes(src, dst.saver, thread_id, tup, slots.get(where))
+                    done.writes += wanted - have.get(where, 0)
             if check is not None and tuples:  # the chunk read back and compared, then dropped
                 _go_on(stop)
                 try:
