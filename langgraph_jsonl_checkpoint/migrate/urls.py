@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..disk.store import MARKER
-from ..errors import MigrationError
+from ..errors import ConfigError, MigrationError, StoreError
 
 if TYPE_CHECKING:  # imported where an endpoint is opened: `is_database_url` needs none of it
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -193,4 +193,6 @@ def _open(
         saver = JsonlSaver(text, serde=serde)
     except OSError as exc:  # what no cheap check tells (a file system that takes no new directory)
         raise MigrationError(f"{text}: cannot create a store there: {exc.strerror or exc}. {again}") from None
+    except (ConfigError, StoreError) as exc:  # the store's own words: what was refused, what to do
+        raise MigrationError(f"{text}: cannot create a store there: {exc}") from None
     return JsonlEndpoint(saver, text, owned=True, creates=creates)
