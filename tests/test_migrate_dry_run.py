@@ -231,10 +231,10 @@ def test_a_target_that_cannot_be_created_is_a_clear_error_dry_run_or_not(
 @pytest.mark.parametrize("command", ["copy", "import"])
 def test_a_store_target_the_system_refuses_to_make_is_a_clear_error(source: Path, command: str,
                                                                     capsys) -> None:
-    """/proc takes no new directory, whatever the permissions say (root's too): said by
-    the store itself (as a JsonlSaver there is refused), naming the path and what to do."""
+    """/proc takes no new directory, whatever the permissions say (root's too): said as
+    the target's, in the store's own words (what was refused, what to do)."""
     assert main([command, str(source), "/proc/newstore"]) == 2
     line = _one_error_line(capsys.readouterr().err)
-    assert "path /proc/newstore cannot be created" in line, line
+    assert "/proc/newstore: cannot create a store there" in line, line
     assert "Pass a directory on an ordinary file system" in line, line
     assert not os.path.exists("/proc/newstore")
