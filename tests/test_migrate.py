@@ -377,3 +377,20 @@ def test_a_put_the_target_refuses_is_not_counted_as_copied(sqlite_app: Path, tmp
     held = len(list(target.list({"configurable": {"thread_id": "agent"}})))
     assert (held, agent.checkpoints) == (2, 2), agent
     assert "'agent' (2 of its checkpoints on the target)" in report.summary(), report.summary()
+
+
+def test_a_locked_sqlite_target_says_what_to_do(sqlite_app: Path, tmp_path: Path) -> None:
+    """An SQLite target another process holds locked (an app writing to it) stopped each
+    thread with a bare "OperationalError: database is locked". It now says who holds
+    it and what to do."""
+
+    class Locked(InMemorySaver):
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            raise sqlite3.OperationalError("database is locked")
+
+    report = copy_threads(sqlite_url(sqlite_app), Locked(), threads=["agent"], workers=1)
+    (agent,) = report.threads
+    assert agent.problem is not None and agent.problem.startswith(
+        "copy to Locked stopped: OperationalError: database is locked (another process held the "
+        "SQLite file locked"), agent.problem
+    assert "Run the same command again" in agent.problem, agent.problem

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
+from .db_errors import reason
 from .report import CopyInterrupted, CopyReport, ThreadCopy
 from .versions import widen_checkpoint, widen_versions, widest, width_of
 
@@ -285,7 +286,7 @@ def _copy_thread(
         stored = src.stored_checkpoints(thread_id)
         damage = src.damage(thread_id)
     except Exception as exc:  # a damaged thread: reported, the others still copied
-        done.problem = f"cannot read the thread from {src.name}: {_reason(exc)}"
+        done.problem = f"cannot read the thread from {src.name}: {reason(exc)}"
         return done
     if damage is not None:  # read in part: not copied, as a thread that cannot be read
         done.problem = f"cannot read the whole thread from {src.name}: {damage}"
@@ -331,7 +332,7 @@ def _copy_thread(
                     for tup in tuples:
                         check.compare(tup, copies.get(_where(tup)))
                 except Exception as exc:
-                    unverified, check = _reason(exc), None
+                    unverified, check = reason(exc), None
             del tuples
         _go_on(stop)
         if journal and src.journal is not None and dst.journal is not None:
@@ -352,7 +353,7 @@ def _copy_thread(
         done.problem = f"cannot read the thread from {src.name}: {exc}"
         return done
     except Exception as exc:
-        done.problem = f"copy to {dst.name} stopped: {_reason(exc)}"
+        done.problem = f"copy to {dst.name} stopped: {reason(exc)}"
         return done
     _go_on(stop)
     if check is not None:
@@ -361,7 +362,7 @@ def _copy_thread(
             done.mismatches += found.differences
             done.ahead_checkpoints, done.ahead_writes = found.ahead_checkpoints, found.ahead_writes
         except Exception as exc:
-            unverified = _reason(exc)
+            unverified = reason(exc)
     if unverified is not None:
         unverified = f"cannot verify the copy on {dst.name}: {unverified}"
     problems = [p for p in (left_behind, unverified) if p is not None]
@@ -380,12 +381,12 @@ def _read_source(src: Endpoint, thread_id: str, chunk: Chunk) -> list[Checkpoint
     try:
         return [t for t in src.read_checkpoints(thread_id, chunk) if t is not None]
     except Exception as exc:
-        reason = _reason(exc)
-        if isinstance(exc, NotImplementedError) and "serialization type" in reason:
+        why = reason(exc)
+        if isinstance(exc, NotImplementedError) and "serialization type" in why:
             # LangGraph's serde meeting values another one wrote (an EncryptedSerializer's)
-            reason += (". It was written with another serializer: name it with --serde module:attr "
-                       "(or copy_threads(..., serde=...)), as the app opens it")
-        raise _Unreadable(reason) from exc
+            why += (". It was written with another serializer: name it with --serde module:attr "
+                    "(or copy_threads(..., serde=...)), as the app opens it")
+        raise _Unreadable(why) from exc
 
 
 def _spec_name(spec: Spec) -> str:
@@ -399,11 +400,6 @@ def _spec_name(spec: Spec) -> str:
     if isinstance(spec, BaseCheckpointSaver):
         return type(spec).__name__
     return redacted(str(spec))
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().split("\n", 1)[0]
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _where(tup: CheckpointTuple) -> tuple[str, str]:

@@ -37,6 +37,18 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
 
 
+def reason(exc: BaseException) -> str:
+    """An error as a copy's report says it: its type and first line; for an SQLite file
+    another process held locked, what to do."""
+    text = str(exc).strip().split("\n", 1)[0]
+    said = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, sqlite3.OperationalError) and "database is locked" in text:
+        said += (" (another process held the SQLite file locked for 5 seconds: an app writing to "
+                 "it. Run the same command again when it is done or stopped; the copy goes on "
+                 "where it was)")
+    return said
+
+
 def create_it(params: dict[str, Any]) -> str:
     """What to do about a target database that does not exist: make it (--setup makes tables)."""
     db = params.get("dbname", "")
