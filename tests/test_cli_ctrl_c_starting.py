@@ -94,3 +94,23 @@ def test_ctrl_c_at_any_moment_of_the_start_is_130_or_the_answer(tmp_path: Path, 
             assert status == 130 and out == "", (how, delay, status, err)
             (line,) = err.splitlines()
             assert line.startswith("interrupted: langgraph-jsonl"), (how, delay, line)
+
+
+@pytest.mark.parametrize("thread", [["--thread", "t1"], []])
+def test_ctrl_c_as_compact_loads_langgraph_says_nothing_changed(tmp_path: Path, thread: list[str]) -> None:
+    """``compact`` imports LangGraph (through the saver) before it opens the store, up to
+    a second on a slow machine: a Ctrl-C there said "the store is consistent (each
+    thread's change is all or nothing). Run it again to finish", though nothing had been
+    touched, and the CLI page promises that with nothing compacted yet the line says
+    "nothing was changed". It now does, and every file is as it was."""
+    from tests.harness.scratch import file_snapshot
+
+    store = _store(tmp_path / "s")
+    files = file_snapshot(str(store))
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"
+    status, out, err = start("-m", ["compact", str(store), *thread], tmp_path, at=at).finish()
+    assert (status, out) == (130, ""), err
+    which = "the log of thread 't1' is as it was" if thread else "no log was compacted"
+    assert err == ("interrupted: langgraph-jsonl compact stopped before it finished; nothing was "
+                   f"changed ({which}). Run it again to compact.\n"), err
+    assert file_snapshot(str(store)) == files

@@ -127,6 +127,11 @@ def _compact(args: argparse.Namespace) -> int:
             who = f"thread {thread_id!r}" if thread_id is not None else f"file {path}"
             print(f"{who}: skipped: {first_line(exc)}", file=sys.stderr)
 
+    if not args.dry_run:
+        try:  # LangGraph, loaded with the saver (up to a second): a Ctrl-C in it touched nothing
+            from ..saver import jsonl_saver  # noqa: F401
+        except KeyboardInterrupt:
+            raise _nothing_changed([args.thread] if args.thread else []) from None
     with open_saver(args, write=not args.dry_run) as saver:
         if args.thread:
             threads = [known_thread(saver, args.thread)]
