@@ -475,8 +475,11 @@ def test_a_damaged_companions_file_is_refused_and_kept(tmp_path: Path) -> None:
     data[len(data) // 2] ^= 0xFF
     companions_file.write_bytes(bytes(data))
     before = sorted(os.listdir(tmp_path / "s" / "archive"))
-    with pytest.raises(CorruptLogError, match="damaged"):
-        saver.restore("t")
+    for dry_run in (True, False):  # the refusal names the thread, as a damaged log's does
+        with pytest.raises(CorruptLogError) as refused:
+            saver.restore("t", dry_run=dry_run)
+        assert str(refused.value).startswith(
+            f"thread 't': companions file {companions_file} is damaged"), refused.value
     assert sorted(os.listdir(tmp_path / "s" / "archive")) == before  # nothing changed
     assert not saver.store.has_thread("t") and _own_files(paths) == {}
     companions_file.unlink()  # as the message says: the thread comes back without them

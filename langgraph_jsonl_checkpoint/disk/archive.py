@@ -192,7 +192,7 @@ class ThreadArchive:
                 the thread was archived).
             CorruptLogError: The companions file is damaged or not the thread's.
         """
-        own = self._held(paths, _companions_of(entry.path))
+        own = self._held(paths, _companions_of(entry.path), entry.thread_id)
         in_the_way = [p for p in own if os.path.lexists(p) and p not in removed_first]
         if in_the_way:
             raise RestoreError(
@@ -227,11 +227,11 @@ class ThreadArchive:
         """
         path = _companions_of(entry.path)
         paths = self.store.log_paths(entry.thread_id)
-        return {_name(paths, p): data for p, data in self._held(paths, path).items()}
+        return {_name(paths, p): data for p, data in self._held(paths, path, entry.thread_id).items()}
 
-    def _held(self, paths: LogPaths, path: str) -> dict[str, bytes]:
-        """The files a companions file holds, by the path each goes back to ({} if there
-        is no such file).
+    def _held(self, paths: LogPaths, path: str, thread_id: str | None = None) -> dict[str, bytes]:
+        """The files a companions file of ``thread_id`` (which its error names) holds, by
+        the path each goes back to ({} if there is no such file).
 
         Raises:
             CorruptLogError: The file is damaged, names another thread, or names a file
@@ -251,13 +251,7 @@ class ThreadArchive:
             if foreign:
                 raise ValueError(f"{foreign[0]!r} is not a companion file of the thread")
         except (zstandard.ZstdError, ValueError) as exc:
-            raise CorruptLogError(
-                f"companions file {path} is damaged or not this thread's ({exc}); it was kept "
-                "as it is. Restore it from a backup, or move it out of the archive to restore "
-                "the thread without its debug trace and quarantine file.",
-                path=path,
-                offset=0,
-            ) from exc
+            raise archive_damage.companions_damaged(thread_id, path, str(exc)) from exc
         return {places[name]: content for name, content in held.items()}
 
     # -- what the archive holds ----------------------------------------------------

@@ -73,3 +73,16 @@ def damaged(thread_id: str | None, path: str, said: str) -> CorruptLogError:
         path=path,
         offset=0,
     )
+
+
+def companions_damaged(thread_id: str | None, path: str, said: str) -> CorruptLogError:
+    """The error for a companions file (``<stem>.<stamp>.companions.zst``, the trace and
+    quarantine file archived with a log) of ``thread_id`` that is damaged or not its."""
+    whose = f"thread {thread_id!r}: companions file" if thread_id is not None else "companions file"
+    return CorruptLogError(
+        f"{whose} {path} is damaged or not this thread's ({said}); it was kept as it is. "
+        "Restore it from a backup, or move it out of the archive to restore the thread "
+        "without its debug trace and quarantine file.",
+        path=path,
+        offset=0,
+    )
