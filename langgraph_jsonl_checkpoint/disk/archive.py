@@ -215,8 +215,9 @@ class ThreadArchive:
         try:
             data: bytes = zstandard.ZstdDecompressor().decompress(raw)
             return data
-        except zstandard.ZstdError as exc:
-            raise archive_damage.damaged(entry.thread_id, entry.path, str(exc)) from exc
+        except zstandard.ZstdError as exc:  # said in the words `archived` lists it with
+            said = archive_damage.damage(entry.path) or str(exc)
+            raise archive_damage.damaged(entry.thread_id, entry.path, said) from exc
 
     def companions(self, entry: ArchivedThread) -> dict[str, bytes]:
         """The companion files archived with a log, by path relative to the store (empty
