@@ -36,6 +36,7 @@ from langgraph_jsonl_checkpoint import (
 )
 from langgraph_jsonl_checkpoint.disk.store import thread_file_stem
 from tests.harness.answers import answers, diff_answers
+from tests.harness.bounded import within
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.raw_log import sidecar_blocks, sidecar_summaries
 
@@ -476,3 +477,38 @@ async def test_a_thread_deleted_while_a_run_is_on_it_stays_deleted(tmp_path: Pat
     assert [m.content for m in out["messages"]] == [
         "new start", "reply to new start", "reply to reply to new start"]
     saver.close()
+
+
+async def test_close_does_not_wait_for_idle_threads_while_a_thread_log_is_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Worker threads that were idle when close() came, and found only jobs of a thread
+    # log another worker holds (a cancelled run's last saves, say), went back to sleep
+    # for IDLE_SECONDS: nothing woke them once that log's jobs were done, so close() (an
+    # ``async with`` exit, the end of a Ctrl-C'd program) hung that long.
+    monkeypatch.setattr(worker_module, "IDLE_SECONDS", 120.0)
+    gate, all_in, k_in = threading.Event(), threading.Barrier(3), threading.Event()
+
+    def runner(key: Any, payloads: Any) -> list[Any]:
+        if key == "k" and payloads == ["first"]:
+            k_in.set()
+            gate.wait(30)
+        elif key != "k":
+            all_in.wait(30)  # three threads at once: three idle threads afterwards
+        return [(p, None) for p in payloads]
+
+    worker = worker_module.Worker(runner, threads=3)
+    assert await asyncio.gather(*(worker.submit(key, key) for key in "xyz")) == ["x", "y", "z"]
+    first = asyncio.ensure_future(worker.submit("k", "first"))
+    await asyncio.to_thread(k_in.wait, 30)
+    second = asyncio.ensure_future(worker.submit("k", "second"))  # queued behind "first"
+    await asyncio.sleep(0.05)  # the woken idle thread finds "k" busy and sleeps again
+    closer = threading.Thread(target=worker.close)
+    closer.start()
+    while not worker._stopping:
+        await asyncio.sleep(0.001)
+    gate.set()
+    with within(20, "close()"):
+        closer.join()
+    assert worker.running == 0
+    assert await first == "first" and await second == "second"

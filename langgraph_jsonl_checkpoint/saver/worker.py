@@ -171,7 +171,11 @@ class Worker:
                 if batch[0].key is not None:
                     with self._cond:
                         self._busy.discard(batch[0].key)
-                        if self._jobs and self._idle:
+                        if self._idle and self._stopping:
+                            # Closing: threads that found only jobs of this key went back
+                            # to sleep; each must look again (to take them, or to end).
+                            self._cond.notify_all()
+                        elif self._jobs and self._idle:
                             self._cond.notify()  # jobs of that key may be runnable now
             if not done:
                 oldest = time.perf_counter()
