@@ -466,3 +466,42 @@ async def test_a_run_cancelled_while_its_saves_are_pending_holds_the_thread_unti
     assert history == list(range(6, -2, -1))
     watch.check()
     saver.close()
+
+
+# -- a run cancelled just as its graph loop starts to exit --------------------------------
+
+
+@pytest.mark.parametrize("durability", ["async", "sync", "exit"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_run_cancelled_as_its_loop_starts_to_exit_gives_the_thread_back(
+    tmp_path: Path, mode: str, durability: str, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The async loop unwinds its exit stack in a task of its own; a cancel that lands as
+    # that task is created cancels it before it ever runs, so nothing on the stack runs,
+    # the hold's give-back included. A cancelled task whose error nobody fetched keeps
+    # it (and through its traceback the run's loop) alive, so the hold must not wait for
+    # the loop to be freed: the next run was refused, or waited out busy_timeout.
+    watch = NoStaleHold(caplog)
+    saver = _saver(tmp_path, mode)
+    cfg = _config()
+    real_create_task = asyncio.create_task
+    landed: list[bool] = []
+
+    def cancel_as_the_exit_starts(coro: Any, **kwargs: Any) -> Any:
+        if not landed and getattr(coro, "__qualname__", "") == "AsyncExitStack.__aexit__":
+            landed.append(True)
+            run = asyncio.current_task()
+            assert run is not None
+            run.cancel()  # the user's task.cancel(), landing just then
+        return real_create_task(coro, **kwargs)
+
+    monkeypatch.setattr(asyncio, "create_task", cancel_as_the_exit_starts)
+    task = asyncio.ensure_future(_two_steps(saver).ainvoke({"log": ["in"]}, cfg, durability=durability))
+    await asyncio.wait([task])  # (as asyncio.wait/gather users do: the task keeps its error)
+    monkeypatch.setattr(asyncio, "create_task", real_create_task)
+    assert landed and task.cancelled()
+    out = await _anext_run(saver, cfg)
+    assert out["log"][-3:] == ["next", "one", "two"]
+    watch.check()
+    saver.close()

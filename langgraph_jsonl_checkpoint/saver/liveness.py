@@ -11,11 +11,10 @@ the process dies. In the process, three things give it back, whichever comes fir
   task cancellation and a ``stream`` generator closed early alike (a task cancelled
   while the exit waits for its background saves cuts that wait short: the hold then
   goes once those saves have ended);
-- the run's end as LangGraph reports it to the run's callbacks (``on_chain_end`` /
-  ``on_chain_error``), when the error came out of the loop's ``__enter__``: a run that
-  LangGraph refuses at its start (an unknown interrupt id under strict resume, a bad
-  resume map) has read the thread, but its loop never entered, so its exit stack is
-  never unwound;
+- the run's end as LangGraph reports it to the run's callbacks (``on_chain_error``),
+  when that exit stack was never unwound (:mod:`.run_end`): an error out of the loop's
+  ``__enter__`` (a run LangGraph refuses at its start), or a cancel landing as the
+  async loop starts its exit task, which it cancels before that task ever ran;
 - the loop object itself being freed (``weakref.finalize``): an ``astream`` generator
   dropped after its event loop closed is never resumed to run its ``async with`` exit.
   Its loop usually sits in a reference cycle, so a run that finds the thread held by a
@@ -56,7 +55,6 @@ from contextlib import closing, suppress
 from types import FrameType
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
 from ..disk.forks import renew_in_child, renew_module_in_child
@@ -65,6 +63,7 @@ from ..disk.runlock import BRIEF_HOLDS, STATE_UPDATE, RunLock
 from ..disk.runlock import HOST as _HOST
 from ..disk.store import Store
 from ..errors import ThreadBusyError
+from .run_end import RunEnd, unfinished_background_tasks
 from .runs import CONFIG_KEY_RUNTIME
 
 logger = logging.getLogger(__name__)
@@ -72,17 +71,10 @@ logger = logging.getLogger(__name__)
 #: Seconds between two attempts at a busy thread's lock (growing up to the last).
 _POLL = (0.001, 0.002, 0.005, 0.01)
 
-try:  # the loop classes LangGraph runs a graph in (stable in langgraph 1.x)
-    from langgraph.pregel._loop import AsyncPregelLoop as _AsyncPregelLoop
+try:  # the loop class LangGraph runs a graph in (stable in langgraph 1.x)
     from langgraph.pregel._loop import PregelLoop as _PregelLoop
-    from langgraph.pregel._loop import SyncPregelLoop as _SyncPregelLoop
-
-    #: The code of the loops' ``__enter__`` / ``__aenter__``: an error that came out of
-    #: one of them ended a run whose exit stack will never be unwound.
-    _ENTER_CODES = frozenset({_SyncPregelLoop.__enter__.__code__, _AsyncPregelLoop.__aenter__.__code__})
 except ImportError:  # pragma: no cover - a LangGraph organised otherwise
     _PregelLoop = None  # type: ignore[assignment,misc]
-    _ENTER_CODES = frozenset()
 
 
 def calling_loop(depth: int = 4) -> Any:
@@ -169,8 +161,9 @@ class LiveRuns:
             # Released as the run's loop exits, after its last save; or as LangGraph
             # reports the run ended without its loop entering; or with the loop (see
             # the module docstring).
-            loop.stack.callback(self._release_after_saves, weakref.ref(loop), thread_id, token)
-            _watch_run_end(loop, self._release, thread_id, token)
+            end = RunEnd(loop, self._release, self._release_after_saves, thread_id, token)
+            loop.stack.callback(end.loop_exited)
+            end.watch(loop)
             weakref.finalize(loop, self._release, thread_id, token).atexit = False
         except BaseException:
             self._release(thread_id, token)
@@ -184,7 +177,7 @@ class LiveRuns:
         exits, a second Ctrl-C) does not: the saves go on landing after the run's caller
         got its ``CancelledError``, and a run that started meanwhile would continue from
         a head they are about to move."""
-        pending = _unfinished_background_tasks(loop_ref())
+        pending = unfinished_background_tasks(loop_ref())
         if not pending:
             self._release(thread_id, token)
             return
@@ -345,59 +338,6 @@ MAINTENANCE_WAIT = 10.0
 #: Seconds between two collections on behalf of one waiting run (a run of this process
 #: holding the thread may be gone but not yet freed; see :func:`_collect_gone_runs`).
 GONE_PROBE_INTERVAL = 1.0
-
-
-class _RunEnd(BaseCallbackHandler):
-    """Told by LangGraph that a run ended (its ``on_chain_end`` / ``on_chain_error``):
-    gives the run's hold back when the run ended without its loop entering (an error
-    out of the loop's ``__enter__``), the one ending after which the loop's exit stack
-    is never unwound. Any other ending leaves the hold to the exit stack, which lets it
-    go only after the run's last save."""
-
-    run_inline = True  # called where the run ends, in order, never in an executor
-
-    def __init__(self, loop: Any, release: Any, thread_id: str, token: Any) -> None:
-        self._loop = weakref.ref(loop)
-        self._release = release
-        self._thread_id = thread_id
-        self._token = token
-
-    def on_chain_error(self, error: BaseException, **kwargs: Any) -> None:
-        loop = self._loop()
-        if loop is None or _came_out_of_enter(error, loop):
-            self._release(self._thread_id, self._token)
-
-
-def _watch_run_end(loop: Any, release: Any, thread_id: str, token: Any) -> None:
-    """Add a :class:`_RunEnd` to the run's own callbacks (not inherited by its nodes)."""
-    manager = getattr(loop, "manager", None)
-    handlers = getattr(manager, "handlers", None)
-    if manager is not None and isinstance(handlers, list):
-        manager.handlers = [*handlers, _RunEnd(loop, release, thread_id, token)]
-
-
-def _unfinished_background_tasks(loop: Any) -> list[Any]:
-    """The tasks still running in ``loop``'s background executor (LangGraph's
-    ``BackgroundExecutor`` / ``AsyncBackgroundExecutor``, whose bound ``submit`` the loop
-    keeps): its saves and parallel nodes. None for a loop organised otherwise."""
-    executor = getattr(getattr(loop, "submit", None), "__self__", None)
-    tasks = getattr(executor, "tasks", None)
-    if not isinstance(tasks, dict):
-        return []
-    return [task for task in list(tasks) if not task.done()]
-
-
-def _came_out_of_enter(error: BaseException, loop: Any) -> bool:
-    """Whether ``error`` was raised in (or passed through) ``loop``'s ``__enter__``."""
-    tb = error.__traceback__
-    for _ in range(10_000):  # bounded: a traceback is finite, but never trust a walk
-        if tb is None:
-            return False
-        frame = tb.tb_frame
-        if frame.f_code in _ENTER_CODES and frame.f_locals.get("self") is loop:
-            return True
-        tb = tb.tb_next
-    return False
 
 
 def _label(token: Any) -> str:
