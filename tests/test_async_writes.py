@@ -512,3 +512,35 @@ async def test_close_does_not_wait_for_idle_threads_while_a_thread_log_is_busy(
         closer.join()
     assert worker.running == 0
     assert await first == "first" and await second == "second"
+
+
+async def test_close_does_not_wait_for_threads_when_a_call_comes_in_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call made while close() waits for the busy threads (a cancelled run's background
+    # save submitted as the ``async with`` block exits) started a thread of its own and
+    # told every thread to stay: the ones close() was joining then slept out
+    # IDLE_SECONDS before ending, and close() with them.
+    monkeypatch.setattr(worker_module, "IDLE_SECONDS", 120.0)
+    gate, a_in = threading.Event(), threading.Event()
+
+    def runner(key: Any, payloads: Any) -> list[Any]:
+        if key == "a":
+            a_in.set()
+            gate.wait(30)
+        return [(p, None) for p in payloads]
+
+    worker = worker_module.Worker(runner, threads=3)
+    first = asyncio.ensure_future(worker.submit("a", "first"))
+    await asyncio.to_thread(a_in.wait, 30)
+    closer = threading.Thread(target=worker.close)
+    closer.start()
+    while not worker._stopping:
+        await asyncio.sleep(0.001)
+    assert await asyncio.wait_for(worker.submit("b", "late"), 30) == "late"  # run meanwhile
+    gate.set()
+    with within(20, "close()"):
+        closer.join()
+    assert await first == "first"
+    worker.close()
+    assert worker.running == 0

@@ -96,6 +96,7 @@ class Worker:
         self._threads: set[threading.Thread] = set()
         self._idle = 0
         self._stopping = False
+        self._closing = 0  # close() calls waiting for their threads
         renew_in_child(self)  # a forked child forgets its parent's threads (see _after_fork)
 
     def _after_fork(self) -> None:
@@ -106,6 +107,7 @@ class Worker:
         self._threads = set()
         self._idle = 0
         self._stopping = False
+        self._closing = 0
 
     async def call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` in a worker thread and return (or raise) what it did."""
@@ -127,7 +129,8 @@ class Worker:
             if self._idle:
                 self._cond.notify()
             elif len(self._threads) < self._max_threads:
-                self._stopping = False
+                if not self._closing:  # (while close() waits, its threads must still end)
+                    self._stopping = False
                 t = threading.Thread(target=self._main, name=self.name, daemon=True)
                 self._threads.add(t)
                 t.start()
@@ -141,11 +144,16 @@ class Worker:
             if not threads:
                 return
             self._stopping = True
+            self._closing += 1
             self._cond.notify_all()
         me = threading.current_thread()
-        for t in threads:
-            if t is not me:
-                t.join()
+        try:
+            for t in threads:
+                if t is not me:
+                    t.join()
+        finally:
+            with self._cond:
+                self._closing -= 1
 
     @property
     def running(self) -> int:
