@@ -573,6 +573,43 @@ async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_l
     saver.close()
 
 
+async def test_ctrl_c_in_asyncio_run_while_a_lock_attempt_runs_cancels_the_run_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Ctrl-C, ``asyncio.run`` cancels every task of the loop, not only the run's: the
+    attempt at the lock, still running in its worker thread, must not be one of them.
+    (It was a task of its own: cancelled, it looked over, and closing the attempts it
+    was still executing raised ``ValueError: generator already executing`` out of the
+    run instead of its ``CancelledError``, and left the lock to the loop being freed.)"""
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+
+    saver = JsonlSaver(tmp_path / "s")
+    attempting, go_on = threading.Event(), threading.Event()
+    real = RunLock.try_acquire
+
+    def slow_attempt(self, *args, **kwargs):
+        if not attempting.is_set():
+            attempting.set()
+            assert go_on.wait(30), "the test never let the attempt go on"
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunLock, "try_acquire", slow_attempt)
+    task = asyncio.create_task(held_graph(saver).ainvoke({"visits": []}, CFG))
+    assert await asyncio.to_thread(attempting.wait, 30), "the run never tried to take its lock"
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert task in others
+    for t in others:  # as asyncio.run does on Ctrl-C
+        t.cancel()
+    await asyncio.sleep(0.05)  # the cancellations are seen; the attempt is still running
+    go_on.set()
+    with within(10):
+        outcomes = await asyncio.gather(*others, return_exceptions=True)
+    assert not [o for o in outcomes if not isinstance(o, asyncio.CancelledError)], outcomes
+    out = await asyncio.wait_for(held_graph(saver).ainvoke({"visits": ["next"]}, CFG), 10)
+    assert out == {"visits": ["next", "visit 1"]}
+    saver.close()
+
+
 async def test_a_slow_lock_attempt_never_holds_up_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

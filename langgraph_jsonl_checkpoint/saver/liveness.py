@@ -43,6 +43,7 @@ Waiting runs go before runs that have not waited (see :mod:`~..disk.runlock`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import logging
 import os
@@ -303,9 +304,14 @@ class LiveRuns:
             return  # the run reading its thread again: it holds the lock already
         attempts = self._entering(configurable, thread_id, loop)
         attempt: asyncio.Future[float | None] | None = None
+        running = asyncio.get_running_loop()
         try:
             while True:
-                attempt = asyncio.ensure_future(asyncio.to_thread(next, attempts, None))
+                # A future, not a task (as asyncio.to_thread would make): on Ctrl-C,
+                # asyncio.run cancels every task, and this one must end only with its
+                # thread's call (the generator cannot be closed while it executes).
+                context = contextvars.copy_context()
+                attempt = running.run_in_executor(None, context.run, next, attempts, None)
                 pause = await asyncio.shield(attempt)
                 if pause is None:
                     return
