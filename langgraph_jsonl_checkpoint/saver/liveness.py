@@ -311,7 +311,7 @@ class LiveRuns:
                 # asyncio.run cancels every task, and this one must end only with its
                 # thread's call (the generator cannot be closed while it executes).
                 context = contextvars.copy_context()
-                attempt = running.run_in_executor(None, context.run, next, attempts, None)
+                attempt = running.run_in_executor(None, context.run, _next_pause, attempts)
                 pause = await asyncio.shield(attempt)
                 if pause is None:
                     return
@@ -444,3 +444,9 @@ def pauses() -> Iterator[float]:
     yield from _POLL
     while True:
         yield _POLL[-1]
+
+
+def _next_pause(attempts: Iterator[float]) -> float | None:
+    """The next attempt at a thread's lock: ``None`` once taken, else the pause before
+    the next one (a worker thread runs it)."""
+    return next(attempts, None)
