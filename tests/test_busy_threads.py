@@ -538,15 +538,11 @@ def test_allow_lets_runs_overlap_and_refuses_the_one_behind(tmp_path: Path) -> N
     saver.close()
 
 
-async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_leaves_the_thread_free(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The attempt at the live-run lock runs in a worker thread; a task cancelled meanwhile
-    (``asyncio.timeout``, a server dropping a request) must see ``CancelledError``, not an
-    error from closing the attempt still running, and must not leave the lock held."""
+def _held_lock_attempt(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The first attempt at a live-run lock stops in its worker thread: the first event
+    is set as it stops there, and it goes on once the test sets the second."""
     from langgraph_jsonl_checkpoint.disk.runlock import RunLock
 
-    saver = JsonlSaver(tmp_path / "s")
     attempting, go_on = threading.Event(), threading.Event()
     real = RunLock.try_acquire
 
@@ -557,6 +553,17 @@ async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_l
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(RunLock, "try_acquire", slow_attempt)
+    return attempting, go_on
+
+
+async def test_a_task_cancelled_while_its_lock_attempt_runs_gets_cancelled_and_leaves_the_thread_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempt at the live-run lock runs in a worker thread; a task cancelled meanwhile
+    (``asyncio.timeout``, a server dropping a request) must see ``CancelledError``, not an
+    error from closing the attempt still running, and must not leave the lock held."""
+    saver = JsonlSaver(tmp_path / "s")
+    attempting, go_on = _held_lock_attempt(monkeypatch)
     task = asyncio.create_task(held_graph(saver).ainvoke({"visits": []}, CFG))
     assert await asyncio.to_thread(attempting.wait, 30), "the run never tried to take its lock"
     task.cancel()
@@ -581,19 +588,8 @@ async def test_ctrl_c_in_asyncio_run_while_a_lock_attempt_runs_cancels_the_run_c
     (It was a task of its own: cancelled, it looked over, and closing the attempts it
     was still executing raised ``ValueError: generator already executing`` out of the
     run instead of its ``CancelledError``, and left the lock to the loop being freed.)"""
-    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
-
     saver = JsonlSaver(tmp_path / "s")
-    attempting, go_on = threading.Event(), threading.Event()
-    real = RunLock.try_acquire
-
-    def slow_attempt(self, *args, **kwargs):
-        if not attempting.is_set():
-            attempting.set()
-            assert go_on.wait(30), "the test never let the attempt go on"
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(RunLock, "try_acquire", slow_attempt)
+    attempting, go_on = _held_lock_attempt(monkeypatch)
     task = asyncio.create_task(held_graph(saver).ainvoke({"visits": []}, CFG))
     assert await asyncio.to_thread(attempting.wait, 30), "the run never tried to take its lock"
     others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
