@@ -92,16 +92,24 @@ def head_index(
     The index lines are a sidecar's block lines (:mod:`.sidecar`), checked as a
     sidecar's are (:func:`~.sidecar_file.head_blocks`)."""
     found = read_head_index(paths, thread_id)
-    if found is None or not found[1] or found[0]["size"] != size:
+    if found is None or not found[1] or found[0]["size"] != size or _fd_crc(fd, size) != found[0].get("crc"):
         return None
-    head, lines = found
+    block = _covering(found[1], header_end, size)
+    return (found[0], [block]) if block is not None else None
+
+
+def _covering(lines: bytes, header_end: int, end: int) -> Block | None:
+    """The index lines' blocks merged into one, if they cover a log's records whole:
+    from the first after its header line (which ends at ``header_end``) to ``end``."""
+    blocks = head_blocks(lines, header_end) if lines else []
+    return merge(blocks) if blocks and blocks[-1].end == end else None
+
+
+def _fd_crc(fd: int, size: int) -> str | None:
+    """The CRC-32 of the first ``size`` bytes of the file open as ``fd`` (``None``: it
+    holds fewer)."""
     data = files.os.pread(fd, size, 0)
-    if len(data) != size or log_crc(data) != head.get("crc"):
-        return None
-    blocks = head_blocks(lines, header_end)
-    if not blocks or blocks[-1].end != size:
-        return None
-    return head, [merge(blocks)]
+    return log_crc(data) if len(data) == size else None
 
 
 def index_disagrees(paths: LogPaths, thread_id: str, records: list[framing.ScannedRecord]) -> bool:
@@ -110,14 +118,12 @@ def index_disagrees(paths: LogPaths, thread_id: str, records: list[framing.Scann
     names its bytes) yet summarizing another record than the log's own, anywhere. For
     ``verify``: a reader that loads them checks no record against them."""
     found = read_head_index(paths, thread_id)
-    if found is None or not found[1] or len(records) < 2:
+    if found is None or len(records) < 2:
         return False
-    header = records[0]
-    blocks = head_blocks(found[1], header.offset + header.length)
-    last = records[-1]
-    if not blocks or blocks[-1].end != last.offset + last.length:
+    header, last = records[0], records[-1]
+    block = _covering(found[1], header.offset + header.length, last.offset + last.length)
+    if block is None:
         return False  # not used: the log is scanned
-    block = merge(blocks)
     for r in records[1:]:
         rec = {k: v for k, v in r.record.items() if k not in ("b", "more")}
         if block.summary(rec["seq"]) != summarize(rec, r.offset, r.length):
@@ -138,12 +144,11 @@ def current_log_crc(path: str, size: int) -> str | None:
         st = files.os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size != size:
             return None
-        data = files.os.pread(fd, size, 0)
+        return _fd_crc(fd, size)
     except OSError:
         return None
     finally:
         files.os.close(fd)
-    return log_crc(data) if len(data) == size else None
 
 
 def head_names(paths: LogPaths, thread_id: str, size: int, crc: str) -> bool:

@@ -129,7 +129,7 @@ class ThreadLog(LogView):
         ):
             self._verified_end = min(parked.verified_end, self.index.committed_end)
             self.recovery.swept = self.recovery.swept or parked.swept
-        if self.sidecar.whole_log_checked and self.loaded_head is not None:
+        if self.loaded_head is not None:  # indexed from its head (see LogView._load_head)
             self._verified_end = self.index.committed_end  # what the head's CRC-32 covers
             self._crc = (self.loaded_head["size"], int(self.loaded_head["crc"], 16))
 
