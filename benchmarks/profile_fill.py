@@ -112,6 +112,9 @@ def main() -> None:
                 out.write("\n===== merged, package functions by cumulative =====\n")
                 merged.sort_stats("cumulative")
                 merged.print_stats("langgraph_jsonl_checkpoint", args.top)
+                out.write("\n===== merged, package functions by tottime =====\n")
+                merged.sort_stats("tottime")
+                merged.print_stats("langgraph_jsonl_checkpoint", args.top)
                 path = RESULTS / f"issue17-profile-fill-{kind}-{args.threads}x{args.turns}.txt"
                 path.write_text(out.getvalue())
                 print("   wrote", path)
