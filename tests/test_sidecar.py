@@ -116,6 +116,31 @@ def test_merged_blocks_frame_as_the_lines_they_came_from(ref) -> None:
     assert [merged.summary(s) for s in range(1, seq)] == want
 
 
+def test_one_decoded_block_merged_in_place_is_what_merge_gives(ref) -> None:
+    """``merge_owned`` (a head file's one index line, decoded) skips the copy, not the
+    result: the same columns, offsets, lines and facts as :func:`sidecar.merge`."""
+    _, reflog, _ = ref
+    recs, offs, lens = _records(reflog.data)
+    want = [summarize(r, o, n) for r, o, n in zip(recs[1:], offs[1:], lens[1:])]
+    line = sidecar.encode(want).split(b"\n")[0]
+
+    def decoded() -> sidecar.Block:
+        block = sidecar_checks.decode_block(line, 1, offs[1])
+        assert block is not None and block.count == len(want)
+        return block
+
+    copied, owned = sidecar.merge([decoded()]), sidecar.merge_owned([decoded()])
+    assert owned.line is None and copied.line is None
+    assert {k: list(v) if not isinstance(v, int) else v for k, v in owned.cols.items()} == {
+        k: list(v) if not isinstance(v, int) else v for k, v in copied.cols.items()}
+    assert {k: type(v) for k, v in owned.cols.items()} == {k: type(v) for k, v in copied.cols.items()}
+    assert type(owned.offsets) is type(copied.offsets) and list(owned.offsets) == list(copied.offsets)
+    assert (owned.bounds, owned.facts, owned.first, owned.count) == (
+        copied.bounds, copied.facts, copied.first, copied.count)
+    assert owned.framed() == copied.framed() == line + b"\n"
+    assert [owned.summary(s) for s in range(1, len(want) + 1)] == want
+
+
 def test_an_index_loaded_from_blocks_answers_like_one_applied_record_by_record(ref) -> None:
     _, reflog, _ = ref
     recs, offs, lens = _records(reflog.data)

@@ -25,7 +25,7 @@ from typing import Any
 
 from . import files, framing
 from .paths import LogPaths
-from .sidecar import Block, merge
+from .sidecar import Block, merge_owned
 from .sidecar_file import head_blocks
 from .summary import summarize
 
@@ -102,7 +102,7 @@ def _covering(lines: bytes, header_end: int, end: int) -> Block | None:
     """The index lines' blocks merged into one, if they cover a log's records whole:
     from the first after its header line (which ends at ``header_end``) to ``end``."""
     blocks = head_blocks(lines, header_end) if lines else []
-    return merge(blocks) if blocks and blocks[-1].end == end else None
+    return merge_owned(blocks) if blocks and blocks[-1].end == end else None
 
 
 def _fd_crc(fd: int, size: int) -> str | None:

@@ -270,6 +270,17 @@ def merge(blocks: list[Block]) -> Block:
     return merged
 
 
+def merge_owned(blocks: list[Block]) -> Block:
+    """:func:`merge` for blocks nothing else holds (just decoded or built): one block
+    is made what :func:`merge` would give (not a file line any more) in place, its
+    columns not copied."""
+    if len(blocks) != 1 or blocks[0]._cols is None:
+        return merge(blocks)
+    block = _as_merged(blocks[0])
+    block.line = None
+    return block
+
+
 def _as_merged(block: Block) -> Block:
     """One block just built from records, as :func:`merge` would give it alone: its
     integer columns made arrays in place (a short log's scan copies no other column)."""
