@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.cli import main
-from langgraph_jsonl_checkpoint.disk import framing, head_file
+from langgraph_jsonl_checkpoint.disk import framing, head_file, sidecar_checks
 from tests.harness.bounded import within
 from tests.harness.checkpoints import config, cp_id
 from tests.harness.differential import DURABILITIES, MODES, differential
@@ -302,4 +302,70 @@ def test_threads_taking_turns_are_opened_from_their_heads_every_time(
             _turns(saver, thread, 1, start=turn + 1)
     # Each thread was opened four times: first new, then from the head its let-go wrote.
     assert head_loads.count(True) == 6
+    saver.close()
+
+
+@pytest.fixture
+def line_decodes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many head index lines were decoded with their columns checked (``checked``)
+    and as lines this process wrote or checked before (``known``)."""
+    counts = {"checked": 0, "known": 0}
+    for name, key in (("decode_block", "checked"), ("decode_known_block", "known")):
+        real = getattr(sidecar_checks, name)
+
+        def counted(*args: Any, _real: Any = real, _key: str = key) -> Any:
+            counts[_key] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(sidecar_checks, name, counted)
+    return counts
+
+
+def test_index_lines_this_process_wrote_or_checked_are_not_checked_again(
+    tmp_path: Path, head_loads: list[bool], line_decodes: dict[str, int]
+) -> None:
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, max_open_threads=1)
+    for turn in range(3):
+        for thread in ("a", "b"):
+            _turns(saver, thread, 1, start=turn + 1)
+    saver.close()
+    # Opened from the heads their let-gos wrote (four times): the lines as written.
+    assert head_loads.count(True) == 4
+    assert line_decodes == {"checked": 0, "known": 4}
+    expected = {t: _configs_of(_from_a_scan(store, t)) for t in ("a", "b")}
+    # Another process (a new saver) checks them once, then knows them.
+    line_decodes.update(checked=0, known=0)
+    saver = JsonlSaver(store, max_open_threads=1)
+    for _ in range(2):
+        for thread in ("a", "b"):
+            assert _configs_of(_everything(saver, thread)) == expected[thread]
+    assert line_decodes == {"checked": 2, "known": 2}
+    saver.close()
+
+
+def test_index_lines_changed_since_this_process_wrote_them_are_checked_again(
+    tmp_path: Path, head_loads: list[bool], line_decodes: dict[str, int]
+) -> None:
+    """Lines of other bytes than this process wrote, checksum made good (another
+    process's, or a hand's), are checked column by column: ones that fail are not
+    used, and the log is scanned."""
+    store = tmp_path / "s"
+    saver = JsonlSaver(store, max_open_threads=1)
+    for turn in range(2):
+        for thread in ("a", "b"):
+            _turns(saver, thread, 1, start=turn + 1)
+    _turns(saver, "b", 1, start=3)  # "a" let go again: its head written by this saver
+    head = _head(store, "a")
+    record, _, lines = head.read_bytes().partition(b"\n")
+    first = framing.parse_line(lines.split(b"\n")[0])
+    assert first is not None
+    first["t"][0] = 99  # no record kind: the columns' check refuses the line
+    forged = framing.frame({k: v for k, v in first.items() if k != "c"})
+    head.write_bytes(record + b"\n" + forged + b"\n".join(lines.split(b"\n")[1:]))
+    expected = _configs_of(_from_a_scan(store, "a"))
+    head_loads.clear()
+    line_decodes.update(checked=0, known=0)
+    assert _configs_of(_everything(saver, "a")) == expected
+    assert head_loads == [False] and line_decodes == {"checked": 1, "known": 0}
     saver.close()

@@ -160,5 +160,8 @@ def test_parked_facts_round_trip_and_stay_out_of_the_collector() -> None:
     parked = Parked(ino=2**40 + 7, gen=3, header_crc="0a1b2c3d", verified_end=123_456, swept=True)
     packed = parked.pack()
     assert isinstance(packed, bytes) and Parked.unpack(packed) == parked
+    for index_crc in (0, 2**32 - 1):
+        known = parked._replace(head_index_crc=index_crc)
+        assert Parked.unpack(known.pack()) == known
     gc.collect()
     assert not gc.is_tracked(packed)

@@ -81,27 +81,29 @@ def _checked_head(head: dict[str, Any] | None, thread_id: str) -> dict[str, Any]
 
 
 def head_index(
-    paths: LogPaths, thread_id: str, fd: int, size: int, header_end: int
-) -> tuple[dict[str, Any], list[Block]] | None:
-    """The head record and its index of the log (merged into one block), if the head
-    file holds index lines that cover the log's records whole (from the first after
-    its header line, which ends at ``header_end``, to its last) and names exactly its
-    bytes: ``size`` bytes (the log is open as ``fd``) with the head's CRC-32. Else
-    ``None``: the caller scans the log.
+    paths: LogPaths, thread_id: str, fd: int, size: int, header_end: int, known: int | None = None
+) -> tuple[dict[str, Any], list[Block], int] | None:
+    """The head record, its index of the log (merged into one block) and the CRC-32 of
+    the index lines, if the head file holds index lines that cover the log's records
+    whole (from the first after its header line, which ends at ``header_end``, to its
+    last) and names exactly its bytes: ``size`` bytes (the log is open as ``fd``) with
+    the head's CRC-32. Else ``None``: the caller scans the log.
 
     The index lines are a sidecar's block lines (:mod:`.sidecar`), checked as a
-    sidecar's are (:func:`~.sidecar_file.head_blocks`)."""
+    sidecar's are (:func:`~.sidecar_file.head_blocks`), unless their CRC-32 is
+    ``known``: lines this process wrote or checked itself."""
     found = read_head_index(paths, thread_id)
     if found is None or not found[1] or found[0]["size"] != size or _fd_crc(fd, size) != found[0].get("crc"):
         return None
-    block = _covering(found[1], header_end, size)
-    return (found[0], [block]) if block is not None else None
+    lines_crc = zlib.crc32(found[1])
+    block = _covering(found[1], header_end, size, known=lines_crc == known)
+    return (found[0], [block], lines_crc) if block is not None else None
 
 
-def _covering(lines: bytes, header_end: int, end: int) -> Block | None:
+def _covering(lines: bytes, header_end: int, end: int, *, known: bool = False) -> Block | None:
     """The index lines' blocks merged into one, if they cover a log's records whole:
     from the first after its header line (which ends at ``header_end``) to ``end``."""
-    blocks = head_blocks(lines, header_end) if lines else []
+    blocks = head_blocks(lines, header_end, known=known) if lines else []
     return merge_owned(blocks) if blocks and blocks[-1].end == end else None
 
 

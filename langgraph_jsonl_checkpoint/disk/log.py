@@ -88,6 +88,8 @@ class ThreadLog(LogView):
     ) -> None:
         super().__init__(paths, thread_id, read_only=read_only)
         self._parked = parked
+        if parked is not None:
+            self.head_index_crc = parked.head_index_crc
         self._verified_end = 0  # committed records before this offset were checked
         self._wfd: int | None = None
         self._lock_fd: int | None = None
@@ -156,7 +158,9 @@ class ThreadLog(LogView):
                 return None
             checked = self._verified_for_writing or not self.sidecar.trusted
             verified = self.index.committed_end if checked else self._verified_end
-            return Parked(self._ino, self.gen, self._header_crc, verified, self.recovery.swept)
+            return Parked(
+                self._ino, self.gen, self._header_crc, verified, self.recovery.swept, self.head_index_crc
+            )
 
     def let_go(self) -> Parked | None:
         """The store lets this log go: bring its sidecar up to date, so that the next

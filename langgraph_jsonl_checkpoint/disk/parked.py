@@ -21,17 +21,21 @@ class Parked(NamedTuple):
     #: scan, the first writer's check, or because this process wrote it).
     verified_end: int
     swept: bool
+    #: The CRC-32 of the index lines of the thread's head file that this process wrote
+    #: or checked last (``None``: none): lines of the same bytes are not checked again.
+    head_index_crc: int | None = None
 
     def pack(self) -> bytes:
         """The values as bytes (see :meth:`unpack`)."""
         crc = self.header_crc.encode("ascii")
-        return _PARKED.pack(self.ino, self.gen, self.verified_end, self.swept, crc)
+        index_crc = -1 if self.head_index_crc is None else self.head_index_crc
+        return _PARKED.pack(self.ino, self.gen, self.verified_end, self.swept, crc, index_crc)
 
     @classmethod
     def unpack(cls, data: bytes) -> Parked:
         """The values :meth:`pack` packed."""
-        ino, gen, verified_end, swept, crc = _PARKED.unpack(data)
-        return cls(ino, gen, crc.decode("ascii"), verified_end, swept)
+        ino, gen, verified_end, swept, crc, index_crc = _PARKED.unpack(data)
+        return cls(ino, gen, crc.decode("ascii"), verified_end, swept, None if index_crc < 0 else index_crc)
 
 
-_PARKED = struct.Struct("<QQQ?8s")
+_PARKED = struct.Struct("<QQQ?8sq")

@@ -320,13 +320,15 @@ class SidecarFile:
         self.lines = data.count(b"\n") - 1
 
 
-def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> tuple[list[Block], int]:
+def _valid_prefix(
+    lines: list[bytes], seq: int, offset: int, decode: Any = sidecar_checks.decode_block
+) -> tuple[list[Block], int]:
     """The blocks of a sidecar's lines (header first) that are whole and each start
     where the one before ended, the first at record ``seq``, byte ``offset``; and the
     last record they cover (0: none), the durable watermark."""
     blocks = []
     for line in lines[1:]:
-        block = sidecar_checks.decode_block(line, seq, offset) if line else None
+        block = decode(line, seq, offset) if line else None
         if block is None:
             break
         blocks.append(block)
@@ -334,10 +336,12 @@ def _valid_prefix(lines: list[bytes], seq: int, offset: int) -> tuple[list[Block
     return blocks, seq - 1 if blocks else 0
 
 
-def head_blocks(lines: bytes, header_end: int) -> list[Block]:
+def head_blocks(lines: bytes, header_end: int, *, known: bool = False) -> list[Block]:
     """The blocks of a head file's index lines (see :mod:`.head_file`) that are whole
-    and follow each other from the log's first record on."""
-    return _valid_prefix([b"", *lines.split(b"\n")], 1, header_end)[0]
+    and follow each other from the log's first record on (``known``: lines this process
+    wrote or checked before, byte for byte: their columns are not checked again)."""
+    decode = sidecar_checks.decode_known_block if known else sidecar_checks.decode_block
+    return _valid_prefix([b"", *lines.split(b"\n")], 1, header_end, decode)[0]
 
 
 def _last_claimed(lines: list[bytes]) -> int | None:

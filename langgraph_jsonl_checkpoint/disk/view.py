@@ -97,6 +97,7 @@ class LogView:
         #: Read-only views only: damage indexing found, as the error a writable view raises
         #: (a dry run refuses the log as a real run would); ``None`` while it reads whole.
         self.damage: CorruptLogError | None = None
+        self.head_index_crc: int | None = None  #: of head index lines this process wrote or checked
         #: The head record the index was just loaded from (:meth:`_load_head`), until a
         #: layer above takes it (it holds the latest values whole).
         self.loaded_head: dict[str, Any] | None = None
@@ -147,8 +148,7 @@ class LogView:
         return self._ino is not None
 
     def modified_at(self) -> float:
-        """When the log file was last appended to or rewritten (epoch seconds); raises
-        ``FileNotFoundError`` if there is no log."""
+        """When the log was last appended to or rewritten (epoch s); FileNotFoundError if none."""
         return files.os.stat(self.path, follow_symlinks=False).st_mtime
 
     def repair_hint(self) -> str:
@@ -283,11 +283,11 @@ class LogView:
             self.sidecar.note_last_crc(self._rfd)
 
     def _load_head(self, size: int) -> None:
-        """Index the log from its head file, if that holds an index of exactly the log's
-        bytes (:func:`~.head_file.head_index`); else the log is scanned, as before."""
-        found = head_file.head_index(self.paths, self.thread_id, self._rfd, size, self.index.committed_end)  # type: ignore[arg-type]
+        """Index the log from its head file if that indexes exactly its bytes, else scan it."""
+        end, known = self.index.committed_end, self.head_index_crc
+        found = head_file.head_index(self.paths, self.thread_id, self._rfd, size, end, known)  # type: ignore[arg-type]
         if found is not None:
-            self.loaded_head, blocks = found
+            self.loaded_head, blocks, self.head_index_crc = found
             self.index.load_blocks(blocks)
             self.sidecar.add_checked_blocks(blocks)
             self.sidecar.note_last_crc(self._rfd)

@@ -15,6 +15,7 @@ has indexed take the usual path.
 from __future__ import annotations
 
 import logging
+import zlib
 from typing import Any
 
 import orjson
@@ -90,6 +91,7 @@ class HeadKeeper:
         if body is not None:
             index = log.sidecar.summaries.encode_from(0, log.index.facts()) or b""
             write_head(log.paths, log.thread_id, *source, body, index)
+            log.head_index_crc = zlib.crc32(index)  # (made from this index: not checked again)
             self.stale = False
 
 
