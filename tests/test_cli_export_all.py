@@ -86,3 +86,24 @@ def test_a_ctrl_c_while_a_page_is_written_leaves_the_page_before_whole(
     with pytest.raises(KeyboardInterrupt):
         export.export_store(JsonlSaver(store, read_only=True), str(out), "md")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_export_all_to_dash_is_refused_and_creates_nothing(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``export --all -`` made a directory named ``-`` in the current directory, where
+    ``-`` is stdout elsewhere (``-o -``): --all writes many files, so it cannot be
+    stdout. It is refused (exit status 2, one line saying what to give instead)."""
+    store = tmp_path / "checkpoints"
+    _store(store, ("t-1",))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    assert main(["export", str(store), "--all", "-", "--format", "md"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.startswith("error: ") and said.err.count("\n") == 1, said.err
+    assert "--all" in said.err and "directory" in said.err and "-o -" in said.err, said.err
+    assert sorted(os.listdir(tmp_path)) == before  # no directory named "-"
+    # a directory named "-" given as a path is still a directory
+    assert main(["export", str(store), "--all", "./-", "--format", "md"]) == 0
+    assert (tmp_path / "-" / "index.md").is_file()

@@ -65,6 +65,11 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError("give a THREAD or --all DIR, not both")
     if not args.all and not args.thread:
         raise UsageError("name the THREAD to export, or --all DIR for every thread")
+    if args.all == "-":  # stdout elsewhere (-o -); many files cannot go there
+        raise UsageError("--all - is not a directory: --all writes one file per thread and an "
+                         "index page, so it takes a directory path (e.g. --all ./transcripts; "
+                         "--all ./- for one named -); for one thread to stdout, give THREAD "
+                         "with -o - (or no -o). Nothing was written.")
     if args.all and os.path.exists(args.all) and not os.path.isdir(args.all):
         raise UsageError(f"cannot export into {args.all}: it is not a directory. --all takes a "
                          "directory (created if missing) for one file per thread and an index page.")
