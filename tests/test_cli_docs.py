@@ -55,6 +55,25 @@ def test_every_command_has_a_section_on_the_cli_page(name: str) -> None:
     assert f"langgraph-jsonl {name}" in CLI_PAGE.read_text()
 
 
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_the_help_names_an_options_value_as_the_cli_page_does(name: str) -> None:
+    """``export --help`` showed ``-o OUTPUT`` where docs/cli.md says ``-o FILE``: each
+    option's value is named alike in the help and on the page (``-o FILE``, ``--all DIR``)."""
+    page = CLI_PAGE.read_text()
+    for action in commands()[name]._actions:
+        if not action.option_strings or action.nargs == 0 or action.choices is not None:
+            continue
+        shown = action.metavar or action.dest.upper()
+        for option in action.option_strings:
+            on_page = set(re.findall(re.escape(option) + r"[ =]([A-Z][A-Z_]+)\b", page))
+            assert on_page <= {shown}, f"`{name} --help` shows {option} {shown}, docs/cli.md {on_page}"
+
+
+def test_export_help_says_o_takes_a_file_and_dash_is_stdout() -> None:
+    text = " ".join(commands()["export"].format_help().split())
+    assert "-o FILE, --output FILE" in text and "- is stdout" in text, text
+
+
 # -- the progress bar ---------------------------------------------------------------------
 
 

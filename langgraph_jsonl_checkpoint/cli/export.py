@@ -193,7 +193,8 @@ def define_export(p: argparse.ArgumentParser) -> None:
         "the store's threads into")
     p.add_argument("--format", choices=FORMATS,
                    help="md, html or jsonl (default: from -o's extension, .html or .jsonl; else md)")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout (whole or not at all: "
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write to this file instead of stdout (whole or not at all: "
                    "written beside it and renamed into place; - is stdout)")
     p.add_argument("--checkpoint", help="the checkpoint to export (default: the latest)")
     p.add_argument("--all", metavar="DIR", help="export every thread into DIR, with an index page")
