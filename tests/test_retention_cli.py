@@ -342,6 +342,35 @@ def test_restore_dry_run_without_a_thread_says_what_restoring_each_would_do(
     assert capsys.readouterr().out == "no archived threads: nothing to restore\n"
 
 
+def test_restore_dry_run_without_a_thread_lists_the_files_that_come_back_with_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --thread, the dry run's text named each thread's log, but not its other
+    files a restore brings back (quarantine file, debug trace), which --json lists: it
+    names them, per thread, as the dry run of one thread does (`would restore PATH`)."""
+    store = _archived_store(tmp_path / "s", ["a", "b"], quarantined="a")
+    capsys.readouterr()
+    with JsonlSaver(store, read_only=True) as saver:
+        archives = {e.thread_id: e.path for e in saver.archived()}
+        paths = {tid: saver.store.log_paths(tid) for tid in archives}
+
+    assert main(["restore", store, "--dry-run", "--json"]) == 0
+    companions = {r["thread_id"]: r["companions"] for r in json.loads(capsys.readouterr().out)}
+    assert companions == {"a": [paths["a"].quarantine], "b": []}
+    assert main(["restore", store, "--thread", "a", "--dry-run"]) == 0
+    one = capsys.readouterr().out.splitlines()
+    assert f"would restore {paths['a'].quarantine}" in one, one
+
+    assert main(["restore", store, "--dry-run"]) == 0
+    *rows, summary = capsys.readouterr().out.splitlines()
+    assert rows == [
+        f"a\twould be restored from {archives['a']} to {paths['a'].log}",
+        f"a\twould restore {paths['a'].quarantine}",
+        f"b\twould be restored from {archives['b']} to {paths['b'].log}",
+    ], rows
+    assert summary.startswith("2 archived thread(s): 2 would be restored, 0 would be refused"), summary
+
+
 @pytest.mark.parametrize("how", ["checksum", "middle", "cut", "emptied"])
 def test_archived_marks_a_damaged_archive_and_still_lists_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str

@@ -251,6 +251,8 @@ def _restore_each(args: argparse.Namespace) -> int:
                   f"{first_line(r['refused'])}")
         else:
             print(f"{shown(r['thread_id'])}\twould be restored from {r['restored_from']} to {r['log']}")
+            for path in r["companions"]:  # its debug trace, quarantine file: as with --thread
+                print(f"{shown(r['thread_id'])}\twould restore {path}")
     print(f"{len(rows)} archived thread(s): {len(rows) - refused} would be restored, {refused} would be "
           "refused; nothing was changed (--dry-run). A restore takes one: --thread THREAD")
     return status
