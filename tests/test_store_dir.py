@@ -172,11 +172,72 @@ def test_a_store_that_stops_being_writable_fails_the_run_with_a_clear_error(tmp_
 def test_a_new_store_under_an_unwritable_folder_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     parent = tmp_path / "p"
     parent.mkdir()
-    with unwritable(parent):
+    with unwritable(parent) as how:
         for d in (parent / "s", parent):
-            with pytest.raises(StoreError, match="cannot be written") as err:
+            with pytest.raises(StoreError) as err:
                 JsonlSaver(d)
-            assert str(parent) in str(err.value)
+            text = str(err.value)
+            assert str(parent) in text, text
+            if how == "read-only mount" or d == parent:  # the store's own directory: make it writable
+                assert "cannot be written" in text, text
+            else:  # not permitted to make it there: elsewhere
+                assert f"{d} cannot be created" in text and "regular, writable file system" in text, text
+
+
+@pytest.mark.parametrize("where", ["under /sys", "EACCES", "EROFS"])
+def test_a_store_that_may_not_be_made_there_says_to_choose_another_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """``JsonlSaver("/sys/x")`` (EPERM, even for root) was told to remount the file system
+    read-write or run as the store's owner: advice for a read-only mount, which /sys is
+    not. Not permitted to make the directory there (EPERM, EACCES), it is told to choose
+    a path on a regular, writable file system; a read-only file system (EROFS) keeps its
+    advice."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from langgraph_jsonl_checkpoint.disk import files
+
+    source = tmp_path / "source"
+    with JsonlSaver(source):
+        pass
+    path = "/sys/lgj-store" if where == "under /sys" else str(tmp_path / "s")
+    code = getattr(errno, where, 0)
+    if where == "under /sys":
+        try:  # what this machine says (root: EPERM; ENOENT where /sys takes no name at all)
+            os.mkdir(path)
+        except OSError as exc:
+            code = exc.errno or 0
+        else:
+            os.rmdir(path)
+            raise AssertionError(f"{path} could be made: no refusal to test here")
+    else:
+        real = files.os
+
+        class Door:
+            def __getattr__(self, name: str) -> object:
+                return getattr(real, name)
+
+            def makedirs(self, name: str, *args: object, **kwargs: object) -> None:
+                raise OSError(code, os.strerror(code), name)
+
+        monkeypatch.setattr(files, "os", Door())
+    with pytest.raises(JsonlCheckpointError) as caught:
+        JsonlSaver(path)
+    text = str(caught.value)
+    assert path in text and os.strerror(code) in text, text
+    if code == errno.EROFS:
+        assert "remount the file system read-write" in text, text
+    elif code == errno.ENOENT:
+        assert "takes no new directories" in text and "remount" not in text, text
+    else:
+        assert code in (errno.EPERM, errno.EACCES), text
+        assert f"JsonlSaver path {path} cannot be created" in text, text
+        assert "regular, writable file system" in text and "remount" not in text, text
+        assert "owns the store" not in text, text  # there is no store yet
+    capsys.readouterr()
+    assert main(["import", str(source), path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and path in err, err
+    assert ("remount" in err) == (code == errno.EROFS), err
 
 
 def test_a_store_path_starting_with_a_tilde_is_in_the_home_directory(

@@ -71,6 +71,8 @@ def open_directory(path: str, *, read_only: bool) -> None:
         raise ConfigError(f"JsonlSaver path {path} cannot be a directory: {in_the_way} is a file. "
                           "Pass a directory (it is created if missing) elsewhere.") from exc
     except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EACCES) and not read_only and not os.path.isdir(path):
+            raise _not_permitted_there(path, exc) from exc  # making it: not a read-only mount
         if exc.errno in files.NOT_WRITABLE and not read_only:
             raise _cannot_write(path, exc.filename or path, exc) from exc
         raise _cannot_open(path, exc, read_only) from exc
@@ -119,6 +121,20 @@ def _cannot_open(store: str, exc: OSError, read_only: bool) -> ConfigError | Sto
         f"store {store} cannot be {'opened' if read_only else 'made or opened'}: {where}: {said}. "
         "Check the path, and that the file system holding it is mounted and healthy (dmesg "
         "says why a disk fails), then try again."
+    )
+
+
+def _not_permitted_there(store: str, exc: OSError) -> StoreError:
+    """Making the store's directory was refused for want of permission (EPERM, EACCES:
+    a virtual file system as /sys is, or a folder this user cannot write): not a
+    read-only mount to remount, and no store yet whose owner could write it."""
+    where = os.fsdecode(exc.filename) if exc.filename else store
+    there = next((p for p in _parents(where)[::-1] if os.path.isdir(p)), "/")
+    return StoreError(
+        f"JsonlSaver path {store} cannot be created: making {where} failed ({exc.strerror or exc}): "
+        f"{there} does not permit this process to make a directory in it (a virtual file system, "
+        "as /sys is, or a folder this user cannot write). Pass a directory on a regular, writable "
+        "file system (it is created if missing)."
     )
 
 
