@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
+from . import sqlite_lock
 from .db_errors import cannot_open, create_it, missing_extra, redacted
 from .endpoints import (
     Chunk,
@@ -127,13 +128,15 @@ class SqliteEndpoint(Endpoint):
         super().__init__(saver, name, "sqlite", self._journal(tables, role), creates)
 
     def _connect(self, *, isolation_level: Literal["DEFERRED"] | None) -> sqlite3.Connection:
+        # Said when it waits for another process's lock (sqlite_lock); a write transaction
+        # takes the write lock as it begins, where the wait can be said.
         if not self.read_only:
-            return sqlite3.connect(self.path, check_same_thread=False, isolation_level=isolation_level)
+            return sqlite_lock.connect(self.path, isolation_level=isolation_level and "IMMEDIATE")
         # Read-only; immutable (making no -wal and -shm files) unless a write-ahead log is there.
         self.opened = self._stamp()
         self.immutable = not self.opened[0]
         uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{'&immutable=1' if self.immutable else ''}"
-        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=isolation_level)
+        return sqlite_lock.connect(self.path, uri=uri, isolation_level=isolation_level)
 
     def _stamp(self) -> tuple[bool, int, int]:
         return os.path.exists(self.path + "-wal"), os.stat(self.path).st_mtime_ns, os.path.getsize(self.path)

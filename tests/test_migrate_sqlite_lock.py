@@ -1,0 +1,125 @@
+"""An SQLite file another process holds locked (an app in a write transaction): a
+``copy``/``export`` into it says at once that it waits for that lock, and for how long;
+then goes on when it is let go, or fails as before when it is not."""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import subprocess
+import sys
+import threading
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langgraph_jsonl_checkpoint.migrate import copy_threads
+from tests.harness.migration import build_sqlite_app
+
+CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sqlite_app(tmp_path_factory.mktemp("app") / "app.db")
+
+
+@pytest.fixture(scope="module")
+def store(app_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("store") / "s"
+    assert copy_threads("sqlite:///" + str(app_db), str(path)).ok
+    return path
+
+
+def _saver_file(path: Path) -> Path:
+    """A SqliteSaver file with its tables and no thread (write-ahead log mode, as SqliteSaver
+    makes it): a copy into it writes every thread."""
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        SqliteSaver(conn).setup()
+    return path
+
+
+def _copy_while_locked(argv: list[str], target: Path, *, let_go: bool) -> tuple[int, str, str, bool]:
+    """Run ``langgraph-jsonl argv`` while this process holds ``target`` under BEGIN
+    EXCLUSIVE; let it go once the CLI has said something on stderr (if ``let_go``).
+    Returns the exit status, the first stderr line, the rest of stderr, and whether
+    the CLI was still running when it said that line."""
+    holder = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    with closing(holder):
+        holder.execute("BEGIN EXCLUSIVE")
+        child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stderr is not None
+        lines: queue.Queue[str] = queue.Queue()
+        stderr = child.stderr
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+        reader.start()
+        try:
+            try:
+                first = lines.get(timeout=60)  # the start of Python and the CLI on a loaded machine
+            except queue.Empty:
+                first = ""
+            running = child.poll() is None
+            if let_go:
+                holder.execute("ROLLBACK")
+            status = child.wait(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        reader.join(timeout=30)
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    assert child.stdout is not None
+    child.stdout.close()
+    child.stderr.close()
+    return status, first, "".join(rest), running
+
+
+@pytest.mark.parametrize("command", ["copy", "export"])
+def test_a_locked_sqlite_target_is_said_to_be_waited_for_then_copied_once_let_go(
+    command: str, store: Path, tmp_path: Path
+) -> None:
+    # It waited about 5 seconds a thread in silence: a person could not tell a wait from a hang.
+    target = _saver_file(tmp_path / "app.db")
+    argv = [command, str(store), "sqlite:///" + str(target)]
+    status, first, rest, running = _copy_while_locked(argv, target, let_go=True)
+    assert "waiting for the lock on the SQLite file" in first and str(target) in first, first
+    assert "another process holds" in first and "up to 5 seconds" in first, first
+    assert running  # said while it waited, not when it gave up
+    assert status == 0, first + rest  # went on once the lock was let go
+    assert "waiting" not in rest and "PROBLEM" not in rest, rest  # said once
+
+
+@pytest.mark.parametrize("journal", ["rollback", "wal"])
+def test_a_sqlite_target_locked_throughout_fails_as_before_after_saying_it_waits(
+    journal: str, store: Path, tmp_path: Path
+) -> None:
+    """The wait is said once, then the copy fails as it did: a file in rollback-journal
+    mode, which an exclusive lock keeps readers out of too, cannot even be opened; a
+    SqliteSaver file (write-ahead log) opens, and each thread's write gives up."""
+    if journal == "wal":
+        target = _saver_file(tmp_path / "app.db")
+    else:
+        target = tmp_path / "other.db"
+        with closing(sqlite3.connect(target)) as conn:
+            conn.execute("CREATE TABLE checkpoints (thread_id TEXT)")
+            conn.commit()
+    argv = ["copy", str(store), "sqlite:///" + str(target), "--threads", "agent", "counter"]
+    status, first, rest, running = _copy_while_locked(argv, target, let_go=False)
+    assert running
+    assert "waiting for the lock on the SQLite file" in first and str(target) in first, first
+    assert "waiting" not in rest, rest  # said once, not for each thread
+    if journal == "rollback":
+        assert status == 2, first + rest
+        assert rest.startswith(f"error: sqlite:///{target}: cannot open the SQLite file {target} "
+                               "(database is locked)"), rest
+        assert rest.count("\n") == 1, rest
+    else:
+        assert status == 1, first + rest
+        for thread in ("agent", "counter"):
+            problem = (f"PROBLEM thread {thread}: copy to sqlite:///{target} stopped: OperationalError: "
+                       "database is locked (another process held the SQLite file locked for 5 seconds")
+            assert problem in rest, rest
