@@ -321,7 +321,8 @@ class SidecarFile:
 
 
 def _valid_prefix(
-    lines: list[bytes], seq: int, offset: int, decode: Any = sidecar_checks.decode_block
+    lines: list[bytes], seq: int, offset: int,
+    decode: Callable[[bytes, int, int], Block | None] = sidecar_checks.decode_block,
 ) -> tuple[list[Block], int]:
     """The blocks of a sidecar's lines (header first) that are whole and each start
     where the one before ended, the first at record ``seq``, byte ``offset``; and the
