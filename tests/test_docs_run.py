@@ -246,3 +246,20 @@ def test_every_markdown_file_the_scripts_name_exists() -> None:
         if not ((ROOT / name).exists() or (script.parent / name).exists())
     ]
     assert missing == []
+
+
+def _readme_before_the_rule() -> str:
+    """The README's opening part: how to run the example and the tests."""
+    return (ROOT / "README.md").read_text().split("\n---\n", 1)[0]
+
+
+def test_the_readme_names_every_system_tool_the_tests_need() -> None:
+    """A newcomer runs the README's test command on their own machine: every tool .ci/run
+    installs for the tests (jq runs the docs' recipe, Chromium renders the HTML export)
+    must be named where that command is, or the tests that need it fail unexplained."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    tools = re.findall(r"^command -v (\w+) >/dev/null 2>&1 \|\| missing=", ci, re.M)
+    assert len(tools) >= 2, "the list of system tools in .ci/run was not found"
+    opening = _readme_before_the_rule()
+    unnamed = [tool for tool in tools if not re.search(rf"apt-get install -y [^`]*\b{tool}\b", opening)]
+    assert unnamed == [], f"README.md's test paragraph does not say to install {unnamed}"
