@@ -263,3 +263,18 @@ def test_the_readme_names_every_system_tool_the_tests_need() -> None:
     opening = _readme_before_the_rule()
     unnamed = [tool for tool in tools if not re.search(rf"apt-get install -y [^`]*\b{tool}\b", opening)]
     assert unnamed == [], f"README.md's test paragraph does not say to install {unnamed}"
+
+
+def test_the_readme_names_the_database_the_tests_connect_to() -> None:
+    """A fresh PostgreSQL has no database ``test``, which the harness connects to (to
+    create each test's own): the README must name it, and the variable to use another."""
+    from urllib.parse import urlsplit
+
+    from tests.harness.postgres import DEFAULT_ADMIN_URL
+
+    database = urlsplit(DEFAULT_ADMIN_URL).path.lstrip("/")
+    opening = " ".join(_readme_before_the_rule().split())  # as read: lines joined
+    assert f"createdb -h 127.0.0.1 -U postgres {database}" in opening, (
+        f"README.md does not say to create the database {database!r} the tests connect to"
+    )
+    assert "LANGGRAPH_JSONL_TEST_PG" in opening

@@ -21,7 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-ADMIN_URL = os.environ.get("LANGGRAPH_JSONL_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+#: The server's database the harness connects to when ``LANGGRAPH_JSONL_TEST_PG`` is not set.
+DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+ADMIN_URL = os.environ.get("LANGGRAPH_JSONL_TEST_PG", DEFAULT_ADMIN_URL)
 
 
 def _with_database(url: str, name: str) -> str:
@@ -40,8 +42,10 @@ def admin_connection():  # type: ignore[no-untyped-def]
     except psycopg.OperationalError as exc:
         pytest.fail(
             f"PostgreSQL is not reachable at {ADMIN_URL} ({str(exc).strip().splitlines()[-1]}). "
-            "The tests need a real server: start it (e.g. `service postgresql start`) or set "
-            "LANGGRAPH_JSONL_TEST_PG to the URL of one where the user may CREATE DATABASE."
+            "The tests need a real server and that database: start it (e.g. `service postgresql "
+            "start`), create the database (`createdb -h 127.0.0.1 -U postgres test` for the "
+            "default URL), or set LANGGRAPH_JSONL_TEST_PG to the URL of one where the user may "
+            "CREATE DATABASE."
         )
 
 
