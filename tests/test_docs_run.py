@@ -278,3 +278,21 @@ def test_the_readme_names_the_database_the_tests_connect_to() -> None:
         f"README.md does not say to create the database {database!r} the tests connect to"
     )
     assert "LANGGRAPH_JSONL_TEST_PG" in opening
+
+
+#: What a command's URL needs installed, and how a page says so.
+URL_EXTRAS = {"sqlite:///": "[sqlite]", "postgresql://": "[postgres]"}
+
+
+def test_a_page_says_which_extra_its_database_commands_need_before_them() -> None:
+    """The README's install (`pip install -e .`) has no SQLite or PostgreSQL saver: a reader
+    who runs a page's `copy ... sqlite:///backup.db` gets an error naming the extra. Each
+    page that shows such a command, in a transcript or a block to run, names the extra to
+    install above it."""
+    missing = []
+    for block in blocks("console") + [b for b in BASH_BLOCKS if not SYNOPSIS.match(b.first_line)]:
+        above = (ROOT / block.path).read_text().split("\n")[: block.line]
+        for url, extra in URL_EXTRAS.items():
+            if url in block.text and f"langgraph-jsonl-checkpoint{extra}" not in "\n".join(above):
+                missing.append(f"{block.name}: {url} without {extra} above it")
+    assert missing == []
