@@ -17,6 +17,7 @@ from tests.harness.cli_transcripts import (
     make_store,
     normalise,
     run_block,
+    tracer_step,
 )
 from tests.test_cli_docs import commands
 
@@ -40,6 +41,12 @@ def test_every_command_has_a_transcript_and_each_parses() -> None:
                 raise AssertionError(f"{block.name}: `{step.command}` does not parse") from exc
             shown.add(argv[0])
     assert set(commands()) <= shown, f"docs/cli.md has no transcript of {sorted(set(commands()) - shown)}"
+
+
+def test_the_page_says_how_to_run_the_tracer_example_the_session_needs() -> None:
+    """Thread weather-1 of the transcripts comes from the tracer example: the page gives the
+    command, and the session runs that command (``make_store``)."""
+    assert "tracer.py" in tracer_step()
 
 
 def test_the_comparison_masks_what_changes_from_run_to_run_and_nothing_else() -> None:

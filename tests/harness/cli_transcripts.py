@@ -96,6 +96,16 @@ def tracer_program() -> str:
     return block.text
 
 
+def tracer_step() -> str:
+    """The command the page gives to run the tracer example (its program saved as
+    ``tracer.py`` beside ``./demo``), e.g. ``cd demo && python ../tracer.py``."""
+    prose = " ".join(PAGE.read_text().split())
+    found = re.search(r"`(cd demo && python \.\./tracer\.py)`", prose)
+    assert found, ("docs/cli.md does not say how to run the tracer example in ./demo "
+                   "(`cd demo && python ../tracer.py`)")
+    return found.group(1)
+
+
 def session_env() -> dict[str, str]:
     """The environment the session runs in: this Python's scripts first, UTC, unbuffered."""
     env = dict(os.environ)
@@ -116,7 +126,7 @@ def make_store(folder: Path) -> Path:
     assert run.returncode == 0, f"the setup block of docs/cli.md failed:\n{run.stdout}\n{run.stderr}"
     demo = folder / "demo"
     (folder / "tracer.py").write_text(tracer_program())
-    run = subprocess.run([sys.executable, str(folder / "tracer.py")], cwd=demo, env=env,
+    run = subprocess.run(["bash", "-e", "-c", tracer_step()], cwd=folder, env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, f"the tracer example failed:\n{run.stdout}\n{run.stderr}"
     return demo
