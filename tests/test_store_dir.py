@@ -194,7 +194,6 @@ def test_a_store_that_may_not_be_made_there_says_to_choose_another_place(
     a path on a regular, writable file system; a read-only file system (EROFS) keeps its
     advice."""
     from langgraph_jsonl_checkpoint.cli import main
-    from langgraph_jsonl_checkpoint.disk import files
 
     source = tmp_path / "source"
     with JsonlSaver(source):
@@ -210,16 +209,7 @@ def test_a_store_that_may_not_be_made_there_says_to_choose_another_place(
             os.rmdir(path)
             raise AssertionError(f"{path} could be made: no refusal to test here")
     else:
-        real = files.os
-
-        class Door:
-            def __getattr__(self, name: str) -> object:
-                return getattr(real, name)
-
-            def makedirs(self, name: str, *args: object, **kwargs: object) -> None:
-                raise OSError(code, os.strerror(code), name)
-
-        monkeypatch.setattr(files, "os", Door())
+        _makedirs_fails(monkeypatch, code)
     with pytest.raises(JsonlCheckpointError) as caught:
         JsonlSaver(path)
     text = str(caught.value)
@@ -462,6 +452,17 @@ def test_a_store_the_file_system_refuses_to_make_is_a_store_error(
     """A full disk (or quota), a failing one, a file made where the directory was going:
     ``makedirs`` failed with a bare ``OSError``; now a ``StoreError`` naming the store,
     the file system's words and what to do."""
+    _makedirs_fails(monkeypatch, code)
+    with pytest.raises(StoreError) as caught:
+        JsonlSaver(tmp_path / "s")
+    text = str(caught.value)
+    assert f"store {tmp_path / 's'} cannot be made or opened" in text, text
+    assert os.strerror(code) in text, text
+    assert ("df -i" if code in (errno.ENOSPC, errno.EDQUOT) else "mounted and healthy") in text, text
+
+
+def _makedirs_fails(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    """The package's ``os.makedirs`` fails with ``code`` (everything else of ``os`` as is)."""
     from langgraph_jsonl_checkpoint.disk import files
 
     real = files.os
@@ -474,9 +475,3 @@ def test_a_store_the_file_system_refuses_to_make_is_a_store_error(
             raise OSError(code, os.strerror(code), name)
 
     monkeypatch.setattr(files, "os", Door())
-    with pytest.raises(StoreError) as caught:
-        JsonlSaver(tmp_path / "s")
-    text = str(caught.value)
-    assert f"store {tmp_path / 's'} cannot be made or opened" in text, text
-    assert os.strerror(code) in text, text
-    assert ("df -i" if code in (errno.ENOSPC, errno.EDQUOT) else "mounted and healthy") in text, text
