@@ -117,6 +117,8 @@ def test_a_sqlite_target_locked_throughout_fails_as_before_after_saying_it_waits
         assert rest.startswith(f"error: sqlite:///{target}: cannot open the SQLite file {target} "
                                "(database is locked)"), rest
         assert rest.count("\n") == 1, rest
+        # What to do about a lock, not about a directory that cannot be written.
+        assert "Another process holds it locked" in rest and "Name a file" not in rest, rest
     else:
         assert status == 1, first + rest
         for thread in ("agent", "counter"):

@@ -32,8 +32,13 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
             "writable by this user. Copy the file and its -wal together to a directory you can write "
             "to and name the copy, or run this as a user who can write there."
         )
-    todo = ("Name a file in a directory that exists and can be written to" if role == "target"
-            else "Check the path and that the file can be read")
+    if "database is locked" in str(exc):
+        todo = ("Another process holds it locked (an app writing to it): run the same command again "
+                "when it is done or stopped")
+    elif role == "target":
+        todo = "Name a file in a directory that exists and can be written to"
+    else:
+        todo = "Check the path and that the file can be read"
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
 
 
