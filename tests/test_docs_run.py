@@ -281,12 +281,13 @@ def test_the_readme_names_the_database_the_tests_connect_to() -> None:
 
 
 #: What a command's URL needs installed, and how a page says so.
-URL_EXTRAS = {"sqlite:///": "[sqlite]", "postgresql://": "[postgres]"}
+URL_EXTRAS = {"sqlite:///": "[sqlite]", "postgresql://": "[postgres]", "--strategy archive": "[archive]"}
 
 
 def test_a_page_says_which_extra_its_database_commands_need_before_them() -> None:
-    """The README's install (`pip install -e .`) has no SQLite or PostgreSQL saver: a reader
-    who runs a page's `copy ... sqlite:///backup.db` gets an error naming the extra. Each
+    """The README's install (`pip install -e .`) has no SQLite or PostgreSQL saver, nor
+    Zstandard for archives: a reader who runs a page's `copy ... sqlite:///backup.db` (or
+    `sweep --strategy archive`) gets an error naming the extra. Each
     page that shows such a command, in a transcript or a block to run, names the extra to
     install above it."""
     missing = []
