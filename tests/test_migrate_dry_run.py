@@ -237,4 +237,5 @@ def test_a_store_target_the_system_refuses_to_make_is_a_clear_error(source: Path
     line = _one_error_line(capsys.readouterr().err)
     assert "/proc/newstore: cannot create a store there" in line, line
     assert "Pass a directory on an ordinary file system" in line, line
+    assert line.count("cannot create") + line.count("cannot be created") == 1, line  # said once
     assert not os.path.exists("/proc/newstore")

@@ -194,5 +194,6 @@ def _open(
     except OSError as exc:  # what no cheap check tells (a file system that takes no new directory)
         raise MigrationError(f"{text}: cannot create a store there: {exc.strerror or exc}. {again}") from None
     except (ConfigError, StoreError) as exc:  # the store's own words: what was refused, what to do
-        raise MigrationError(f"{text}: cannot create a store there: {exc}") from None
+        said = str(exc).removeprefix(f"JsonlSaver path {text} cannot be created: ")  # not said twice
+        raise MigrationError(f"{text}: cannot create a store there: {said}") from None
     return JsonlEndpoint(saver, text, owned=True, creates=creates)
