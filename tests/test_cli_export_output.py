@@ -136,7 +136,29 @@ def test_a_file_in_the_store_is_refused_as_all_dir_in_it_is(tmp_path: Path, caps
         err = capsys.readouterr().err
         assert err.startswith(f"error: cannot write the transcript to {output}: it is inside the store "
                               f"{store}; nothing was written. -o takes a file outside the store"), err
+        assert "e.g. -o ./t-1.jsonl " in err, err  # the thread's own name, in the format asked for
         assert file_snapshot(str(store)) == files
+
+
+@pytest.mark.parametrize(("thread", "example"), [("chat-42", "./chat-42.html"),
+                                                 ("Support/Ann B", "./support_ann_b.html")])
+def test_the_refusals_example_names_the_thread_exported(tmp_path: Path, capsys, thread: str,
+                                                        example: str) -> None:
+    """The refusals of `-o` gave `-o ./t-1.md` as the example whatever the thread and the
+    format: `export STORE chat-42 -o /no/such/dir/x.html` was told to write `./t-1.md`.
+    The example is the thread's name (made safe as a file name) in the format asked for."""
+    store = tmp_path / "checkpoints"
+    with JsonlSaver(store) as saver:
+        builder = StateGraph(MessagesState)
+        builder.add_node("agent", lambda state: {"messages": [("ai", "hello")]})
+        builder.add_edge(START, "agent")
+        builder.compile(checkpointer=saver).invoke({"messages": [("user", "hi")]},
+                                                   {"configurable": {"thread_id": thread}})
+    for output in (tmp_path / "no" / "such" / "x.html", store / "x.html"):
+        assert main(["export", str(store), thread, "-o", str(output)]) == 2
+        err = capsys.readouterr().err
+        assert f"e.g. -o {example} (-o - is stdout)" in err, err
+        assert "t-1" not in err, err
 
 
 def test_all_dir_in_the_store_through_a_link_is_refused(tmp_path: Path, capsys) -> None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import sys
 
+from ..disk.paths import thread_file_stem
 from ..inspection.conversation import terminal_safe
 from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread, write_export
 from ..migrate.urls import is_database_url
@@ -105,7 +107,7 @@ def _export(args: argparse.Namespace) -> int:
                           f"or archived): {pages}")
             return EXIT_PROBLEMS if failed else EXIT_OK
         if args.output and args.output != "-":
-            _outside_the_store(args.output, saver.store.path)
+            _outside_the_store(args.output, saver.store.path, _example_output(args.thread, args.format))
         thread = known_thread(saver, args.thread)
         text = export_thread(saver, thread, args.format, checkpoint_id=args.checkpoint)
         exit_status = served_status(saver, thread)
@@ -114,7 +116,8 @@ def _export(args: argparse.Namespace) -> int:
         try:
             write_export(args.output, text)
         except OSError as exc:
-            raise UsageError(_cannot_write(args.output, exc, existed)) from None
+            example = _example_output(args.thread, args.format)
+            raise UsageError(_cannot_write(args.output, exc, existed, example)) from None
         if args.json:
             print_json({"thread_id": args.thread, "format": args.format, "path": args.output})
     else:
@@ -123,17 +126,29 @@ def _export(args: argparse.Namespace) -> int:
     return exit_status
 
 
-def _outside_the_store(output: str, store: str) -> None:
+def _outside_the_store(output: str, store: str, example: str) -> None:
     """Refuse ``-o output`` in the store (a thread's own log, through a link too), as
     ``--all DIR`` in it is refused."""
     root = os.path.realpath(store)
     if os.path.commonpath([os.path.realpath(output), root]) == root:
         raise UsageError(f"cannot write the transcript to {output}: it is inside the store {store}; "
-                         "nothing was written. -o takes a file outside the store, e.g. -o ./t-1.md "
+                         f"nothing was written. -o takes a file outside the store, e.g. -o {example} "
                          "(-o - is stdout).")
 
 
-def _cannot_write(output: str, exc: OSError, existed: bool) -> str:
+#: A thread id that is a file name as it is (no hash needed in an example).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,59}")
+
+
+def _example_output(thread: str, fmt: str) -> str:
+    """``./<thread>.<fmt>``: the file a refusal of ``-o`` gives as its example, the thread's
+    id made safe as a file name where it is not one (its page's name under ``--all``,
+    without the hash)."""
+    name = thread if _PLAIN_NAME.fullmatch(thread) else thread_file_stem(thread).rsplit("-", 1)[0]
+    return f"./{name}.{fmt}"
+
+
+def _cannot_write(output: str, exc: OSError, existed: bool, example: str) -> str:
     """Why ``-o output`` was not written, that it is as it was, and what to do."""
     left = f"{output} is as it was" if existed else "nothing was written"
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
@@ -142,7 +157,7 @@ def _cannot_write(output: str, exc: OSError, existed: bool) -> str:
         todo = ("-o writes a temp file beside it and renames it into place: give a file in a "
                 "directory you can write to")
     else:
-        todo = "-o takes a file in a directory that exists, e.g. -o ./t-1.md (-o - is stdout)"
+        todo = f"-o takes a file in a directory that exists, e.g. -o {example} (-o - is stdout)"
     return f"cannot write the transcript to {output} ({exc.strerror or exc}); {left}. {todo}."
 
 
