@@ -17,7 +17,12 @@ round-robin for T-1 turns (durability "sync"), then round T is measured:
   is due once a quarter as many objects as the oldest generation holds were moved
   there, and walks every tracked object of the process: the more a saver's objects
   outlive a turn, the more often a server pays a full pass (tens of milliseconds);
-- tracked objects reachable from one idle open log (JsonlSaver only), by type.
+- tracked objects reachable from one idle open log (JsonlSaver only), by type;
+- how many more tracked objects are alive after each saver method than before it
+  (``gc.get_count()`` with the collector paused, one more round of 50 turns): what a
+  turn adds towards the youngest generation's threshold (700 allocations), which a
+  turn that leaves more alive crosses more often, each pass moving what is alive then
+  into the middle generation (and every tenth into the oldest).
 
 CPU times move with a shared machine's load; the object counts do not. Read the
 instruction counts of ``fill_instructions.py`` beside it. Results in
@@ -122,6 +127,38 @@ def _idle_log_objects(saver: Any) -> dict[str, Any]:
     return {"objects": 1 + sum(kinds.values()), "by_type": dict(kinds.most_common(8))}
 
 
+def _left_alive(saver: Any, graph: Any, ids: list[str], turn: int) -> dict[str, float]:
+    """Per turn, summed over each method's calls: tracked objects alive after the call
+    that were not before it (the collector paused, so its count only moves with
+    allocations and frees); ``turn``: the whole turn."""
+    left: collections.Counter[str] = collections.Counter()
+    originals = {name: getattr(saver, name) for name in METHODS}
+
+    def counting(name: str, method: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            c0 = gc.get_count()[0]
+            try:
+                return method(*args, **kwargs)
+            finally:
+                left[name] += gc.get_count()[0] - c0
+        return wrapper
+
+    for name, method in originals.items():
+        setattr(saver, name, counting(name, method))
+    gc.collect()
+    gc.disable()
+    try:
+        for thread_id in ids:
+            c0 = gc.get_count()[0]
+            agent_round(graph, [thread_id], turn)
+            left["turn"] += gc.get_count()[0] - c0
+    finally:
+        gc.enable()
+        for name, method in originals.items():
+            setattr(saver, name, method)
+    return {k: v / len(ids) for k, v in left.items()}
+
+
 def worker(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix=f"fill-parts-{args.saver}-"))
     saver = _saver(args.saver, workdir, args.threads)
@@ -150,6 +187,7 @@ def worker(args: argparse.Namespace) -> None:
     gc.callbacks.append(promotions)
     round_(args.turns)
     gc.callbacks.remove(promotions)
+    left_alive = _left_alive(saver, graph, ids[:50], args.turns + 1)
     n = args.threads
     print(json.dumps({
         "process_cpu_per_turn": process_cpu / n,
@@ -158,6 +196,7 @@ def worker(args: argparse.Namespace) -> None:
         "gc_seconds_per_turn": {str(g): passes.seconds[g] / n for g in range(3)},
         "moved_to_oldest_per_turn": promotions.moved / n,
         "idle_log": idle,
+        "left_alive_per_turn": left_alive,
     }))
 
 
@@ -166,6 +205,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=200)
     p.add_argument("--turns", type=int, default=10, help="the turn measured (T)")
     p.add_argument("--savers", nargs="+", default=list(KINDS), choices=KINDS)
+    p.add_argument("--name", default=NAME, help="results/<name>.* (default fill_parts)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--saver", choices=KINDS, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -179,7 +219,9 @@ def main() -> None:
         print(f"[{NAME}] {kind:10s} CPU {r['process_cpu_per_turn'] * 1e3:6.2f} ms/turn; "
               + ", ".join(f"{m} {v * 1e3:.2f}" for m, v in r["method_cpu_per_turn"].items())
               + f"; moved to the oldest generation {r['moved_to_oldest_per_turn']:.0f}/turn, "
-              f"full passes {r['gc_passes']['2']}; idle log {r['idle_log']}", flush=True)
+              f"passes {r['gc_passes']}; left alive per turn "
+              + ", ".join(f"{k} {v:.0f}" for k, v in r["left_alive_per_turn"].items())
+              + f"; idle log {r['idle_log']}", flush=True)
     label = {"jsonl": "jsonl", "jsonl-open": "jsonl (every log open)", "sqlite": "sqlite", "memory": "memory"}
     table = Table()
     case = f"{args.threads} threads round-robin, turn {args.turns}"
@@ -188,17 +230,21 @@ def main() -> None:
         table.add(case, "process CPU per turn", saver, r["process_cpu_per_turn"], "s")
         for m in METHODS:
             table.add(case, f"{m}: CPU per turn", saver, r["method_cpu_per_turn"].get(m, 0.0), "s")
-        table.add(case, "collector: full passes in the round", saver, r["gc_passes"]["2"], "passes")
+        for gen, what in (("0", "youngest-generation"), ("1", "middle-generation"), ("2", "full")):
+            table.add(case, f"collector: {what} passes in the round", saver, r["gc_passes"][gen], "passes")
         table.add(case, "collector: time per turn, all passes", saver,
                   sum(r["gc_seconds_per_turn"].values()), "s")
         table.add(case, "tracked objects moved to the oldest generation per turn", saver,
                   r["moved_to_oldest_per_turn"], "objects")
+        for what, count in r["left_alive_per_turn"].items():
+            label_ = "a whole turn" if what == "turn" else what
+            table.add(case, f"tracked objects left alive per turn: {label_}", saver, count, "objects")
         if r["idle_log"]:
             table.add(case, "tracked objects one idle open log holds", saver, r["idle_log"]["objects"],
                       "objects")
     notes = [f"idle open log, by type ({label[k]}): {r['idle_log']['by_type']}"
              for k, r in results.items() if r.get("idle_log")]
-    write_results(NAME, {"threads": args.threads, "turns": args.turns, "results": results}, table,
+    write_results(args.name, {"threads": args.threads, "turns": args.turns, "results": results}, table,
                   header="Where a turn of the round-robin fill goes: CPU per saver method, and the "
                   "cyclic collector (what each saver's objects cost it).", notes=notes)
 
