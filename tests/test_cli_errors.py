@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -942,3 +943,24 @@ def test_another_user_s_store_is_named_as_unreadable_not_as_no_store(reach: str)
         assert code == 0 and "cannot be read by this user" in out, out
     finally:
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "STORE", "typo"], ["history", "STORE", "typo"], ["verify", "STORE", "--thread", "typo"],
+    ["restore", "STORE", "--thread", "typo"], ["restore", "STORE", "--thread", "a"],
+])
+def test_the_command_a_refusal_suggests_runs_as_given_in_a_store_path_with_a_space(
+    tmp_path: Path, capsys, argv: list[str]
+) -> None:
+    """A store in `my demo/checkpoints`: the command the error names (`langgraph-jsonl
+    threads ...`, `langgraph-jsonl archived ...`), pasted into a shell, runs on that store."""
+    store = tmp_path / "my demo" / "checkpoints"
+    _store(store, ["a"])
+    assert main([str(store) if a == "STORE" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    suggested = re.findall(r"`(langgraph-jsonl [^`]*)`", err)
+    assert suggested, err
+    for command in suggested:
+        words = shlex.split(command)
+        assert words[2] == str(store), (command, err)
+        assert main(words[1:]) == 0, (command, capsys.readouterr().err)

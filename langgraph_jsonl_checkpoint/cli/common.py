@@ -410,7 +410,7 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
         raise UsageError(
             f"store {saver.store.path} has no thread {shown(thread_id)}{misread}"
             + (f": did you mean {shown(close[0])}?" if close else "")
-            + f"; `langgraph-jsonl threads {saver.store.path}` lists its threads."
+            + f"; `langgraph-jsonl threads {shlex.quote(saver.store.path)}` lists its threads."
         )
     return thread_id
 

@@ -252,7 +252,7 @@ def lost_marker_advice(path: str) -> str | None:
     return (
         f"but its {THREADS_DIR}/ holds {len(logs)} thread log{'s' if len(logs) != 1 else ''}. "
         f"If this is your store, write the marker back: echo '{content}' > {shlex.quote(marker)} "
-        f"(then `langgraph-jsonl verify {path}` checks every thread); otherwise point "
+        f"(then `langgraph-jsonl verify {shlex.quote(path)}` checks every thread); otherwise point "
         "JsonlSaver at an empty or new directory."
     )
 

@@ -230,10 +230,10 @@ def _no_archive(store: Store, thread_id: str) -> RestoreError:
     if store.has_thread(thread_id):  # restored already, or never archived
         return RestoreError(
             f"thread {thread_id!r} is in the store (its log is {store.log_paths(thread_id).log}): it has "
-            f"no archive left to restore (restored already?); `langgraph-jsonl archived {store.path}` "
-            "lists the archived threads."
+            "no archive left to restore (restored already?); "
+            f"`langgraph-jsonl archived {shlex.quote(store.path)}` lists the archived threads."
         )
     return RestoreError(
         f"store {store.path} has no archive of thread {thread_id!r}; "
-        f"`langgraph-jsonl archived {store.path}` lists the archived threads."
+        f"`langgraph-jsonl archived {shlex.quote(store.path)}` lists the archived threads."
     )
