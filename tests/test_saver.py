@@ -814,6 +814,31 @@ def test_compact_keeps_every_answer_and_drops_superseded_records(tmp_path: Path)
     assert report.ok and report.records > 0, report.findings
 
 
+@pytest.mark.parametrize("snapshot_every", [64, 8])
+def test_compact_run_again_leaves_the_log_as_it_is(tmp_path: Path, snapshot_every: int) -> None:
+    """A nightly `langgraph-jsonl compact`: the second run, with nothing new to drop, grew
+    an 80-turn conversation's log by 4% (where a delta chain ended it stored the list as
+    a delta on a value many turns back instead of in full)."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [AIMessage(f"reply {len(state['messages'])}")]})
+    builder.add_edge(START, "agent")
+    saver = JsonlSaver(tmp_path / "s", snapshot_every=snapshot_every)
+    graph = builder.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "t"}}
+    for turn in range(80):
+        graph.invoke({"messages": [("user", f"turn {turn}")]}, cfg)
+    before = answers(saver, "t")
+    first = saver.compact("t")
+    assert first[1] <= first[0]
+    second = saver.compact("t")
+    assert second == (first[1], first[1]), (first, second)
+    assert saver.compact("t") == second
+    assert answers(JsonlSaver(tmp_path / "s"), "t") == before
+
+
 def test_compact_of_a_live_agent_thread_then_the_run_goes_on_like_in_memory(tmp_path: Path) -> None:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver

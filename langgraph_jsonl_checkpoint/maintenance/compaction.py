@@ -107,13 +107,18 @@ def _rebuilt_records(
                     emitted[key] = (0, 0, 0)
                     values[ch] = {"ver": version, "empty": 1}
                     continue
-                copied = _copied_delta(saver, idx, emitted, ns, ch, version, rec["values"].get(ch))
-                if copied is not None:
-                    values[ch] = copied
+                stored = _as_stored(idx, ns, ch, version, rec["values"].get(ch))
+                if stored is not None and _linked(saver, emitted, ns, ch, stored):
+                    values[ch] = stored
                     continue
                 value = reader.value(idx, ns, ch, version)
-                values[ch] = _entry(saver, last, ns, ch, version, value)
-                emitted[key] = (0, 0, len(orjson.dumps(values[ch])) if "val" in values[ch] else 0)
+                entry = None
+                if stored is None:  # not stored here as it is read: as a delta on the last if it can
+                    entry = _entry(saver, last, ns, ch, version, value)
+                if entry is None or not _linked(saver, emitted, ns, ch, entry):
+                    entry = _entry(saver, last, ns, ch, version, value, full=True)  # a chain's end
+                    _linked(saver, emitted, ns, ch, entry)
+                values[ch] = entry
             out.append({**rec, "values": values})
         elif t == "writes" and (rec["ns"], rec["cp"]) in keep:
             if live_writes_only:
@@ -127,42 +132,56 @@ def _rebuilt_records(
     return out
 
 
-def _copied_delta(
+def _as_stored(
+    idx: ThreadIndex, ns: str, ch: str, version: Any, stored: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The entry this checkpoint record stored for ``version``, to be copied as it is (a
+    fork's delta extends the fork point, not the channel's newest version: re-deriving it
+    from the newest would store it in full); ``None`` where the record's entry is not
+    what lookups find (a version stored more than once) or is not this version's."""
+    if stored is None or version_key(stored.get("ver")) != version_key(version):
+        return None
+    if "base" in stored:
+        base = stored["base"]
+        if version_key(base) == version_key(version) or idx.rewritten(ns, ch, base):
+            return None
+    elif "val" not in stored:
+        return None
+    if idx.rewritten(ns, ch, version):
+        return None  # stored more than once: the values differ from what lookups find
+    return stored
+
+
+def _linked(
     saver: StoreAccess,
-    idx: ThreadIndex,
     emitted: dict[tuple[str, str, Any], tuple[int, int, int]],
     ns: str,
     ch: str,
-    version: Any,
-    stored: dict[str, Any] | None,
-) -> dict[str, Any] | None:
-    """The delta this checkpoint record stored for ``version``, as it is, if its base is
-    already in the new file with the value it was built on (a fork's delta extends the
-    fork point, not the channel's newest version: re-deriving it from the newest would
-    store it in full). A rewrite has no snapshots, so a chain ends (the value is stored
-    in full) where the snapshot policy would have written a snapshot: after at least
-    ``snapshot_every`` deltas worth ``snapshot_ratio`` times the full value's bytes."""
-    if stored is None or "base" not in stored or version_key(stored["ver"]) != version_key(version):
-        return None
-    base = stored["base"]
-    if (
-        version_key(base) == version_key(version)
-        or idx.rewritten(ns, ch, version)
-        or idx.rewritten(ns, ch, base)
-    ):
-        return None  # stored more than once: the values differ from what lookups find
-    below = emitted.get((ns, ch, version_key(base)))
+    entry: dict[str, Any],
+) -> bool:
+    """Note ``entry`` as emitted into the new file; ``False`` (nothing noted) for a delta
+    whose base is not there with the value it was built on, or that the snapshot policy
+    ends. A rewrite has no snapshots, so a chain ends (the value is stored in full) where
+    the policy would have written a snapshot: after at least ``snapshot_every`` deltas
+    worth ``snapshot_ratio`` times the full value's bytes. Every entry is judged the same
+    way, copied or derived, so compacting the new file again decides the same: it is
+    left as it is."""
+    size = len(orjson.dumps(entry))
+    key = (ns, ch, version_key(entry["ver"]))
+    if "base" not in entry:
+        emitted[key] = (0, 0, size)
+        return True
+    below = emitted.get((ns, ch, version_key(entry["base"])))
     if below is None:
-        return None
+        return False
     depth, since, full = below
-    size = len(orjson.dumps(stored))
     policy = saver.snapshot_policy
     if depth + 1 >= policy.max_depth or (
         depth + 1 >= policy.every and since + size >= policy.ratio * full
     ):
-        return None
-    emitted[(ns, ch, version_key(version))] = (depth + 1, since + size, full)
-    return stored
+        return False
+    emitted[key] = (depth + 1, since + size, full)
+    return True
 
 
 def _live_writes(idx: ThreadIndex, rec: dict[str, Any]) -> dict[str, Any] | None:
@@ -185,13 +204,16 @@ def _entry(
     ch: str,
     version: Any,
     value: Any,
+    *,
+    full: bool = False,
 ) -> dict[str, Any]:
-    """Re-emit a value, as a delta on the channel's previous re-emitted list if it can."""
+    """Re-emit a value, as a delta on the channel's previous re-emitted list if it can
+    (with ``full``, in full)."""
     from ..values.fingerprint import ListFingerprint
     from ..values.records import value_entry
 
     fp = ListFingerprint.of(value)
-    prev = last.get((ns, ch))
+    prev = None if full else last.get((ns, ch))
     # No snapshots in a rewritten file: keep chains short instead.
     base = prev[:2] if prev is not None and prev[2] < _MAX_CHAIN * saver.snapshot_policy.every else None
     entry = value_entry(saver.codec, version, value, fp, base)
