@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -656,3 +658,28 @@ def test_show_of_a_thread_with_no_checkpoint_yet_says_what_it_has(tmp_path: Path
     assert (code, rows) == (0, [])
     code, calls = run_json(capsys, "tools", str(store), "only journal")
     assert code == 0 and [(c["call_id"], c["state"]) for c in calls] == [("c1", "requested")]
+
+
+@pytest.mark.parametrize("thread", ["t-1", "a b", "-dash"])
+@pytest.mark.parametrize("command", ["show", "diff"])
+def test_a_checkpoint_the_thread_lacks_names_the_history_command_that_lists_its_own(
+    tmp_path: Path, capsys, thread: str, command: str
+) -> None:
+    """`show STORE THREAD CHECKPOINT` with a mistyped id said "`langgraph-jsonl history`
+    lists its checkpoints": run as given, that command named no store and no thread and
+    was refused. The command it names now runs, and lists the thread's checkpoints."""
+    from tests.harness.checkpoints import cp_id, make_checkpoint
+
+    store = tmp_path / "my demo" / "s"
+    with JsonlSaver(store) as saver:
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(config(thread), make_checkpoint(cp_id(1), {"m": ["x"]}, v), {}, v)
+    missing = "1f000000-0000-6000-8000-000000000000"
+    argv = [command, str(store), "--", thread, missing, *([missing] if command == "diff" else [])]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"has no checkpoint {missing}" in err, err
+    suggested = re.findall(r"`(langgraph-jsonl history [^`]*)`", err)
+    assert len(suggested) == 1, err
+    assert main(shlex.split(suggested[0])[1:]) == 0, suggested
+    assert cp_id(1) in capsys.readouterr().out

@@ -12,6 +12,7 @@ a value stored in full or through the serializer's bytes is decoded instead.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -132,7 +133,8 @@ def read_transcript(
             raise _no_checkpoint(saver, thread_id, checkpoint_id, ns)
         where = f" in namespace {ns!r}" if ns else ""
         raise NotFoundError(
-            f"thread {thread_id!r} has no checkpoint{where}; `langgraph-jsonl history` lists its checkpoints."
+            f"thread {thread_id!r} has no checkpoint{where}; `{_history_command(saver, thread_id, ns)}` "
+            "lists its checkpoints."
         )
     cid = tup.checkpoint["id"]
     values = dict(tup.checkpoint["channel_values"])
@@ -254,9 +256,20 @@ def _no_checkpoint(saver: JsonlSaver, thread_id: str, checkpoint_id: str, ns: st
             f"is in namespace {found[0]!r}; give {flag}."
         )
     return NotFoundError(
-        f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}; `langgraph-jsonl history` "
-        "lists its checkpoints."
+        f"thread {thread_id!r} has no checkpoint {checkpoint_id}{where}; "
+        f"`{_history_command(saver, thread_id, ns)}` lists its checkpoints."
     )
+
+
+def _history_command(saver: JsonlSaver, thread_id: str, ns: str) -> str:
+    """The ``langgraph-jsonl history`` command that lists a thread's checkpoints (in
+    ``ns``), runnable as given: the store and the thread shell-quoted, a thread or a
+    namespace that starts with a dash given with ``=``."""
+    words = ["langgraph-jsonl", "history", saver.store.path,
+             f"--thread={thread_id}" if thread_id.startswith("-") else thread_id]
+    if ns:
+        words.append(f"--ns={ns}")
+    return shlex.join(words)
 
 
 def diff_checkpoints(
