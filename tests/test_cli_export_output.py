@@ -177,3 +177,24 @@ def test_all_dir_in_the_store_through_a_link_is_refused(tmp_path: Path, capsys) 
         err = capsys.readouterr().err
         assert err.startswith("error: export into a directory outside the store"), err
         assert file_snapshot(str(store)) == files
+
+
+@pytest.mark.parametrize("form", ["-o", "--output=", "--all="])
+def test_a_tilde_in_the_output_path_is_the_home_directory(tmp_path: Path, monkeypatch, form: str) -> None:
+    """`export STORE t-1 --output=~/t-1.md` (bash leaves a `~` after `=` alone) made a
+    folder named `~` in the current directory, one `rm -rf ~` away from the home
+    directory; the store argument already took `~` as home. `-o` and `--all` do too."""
+    store, home, cwd = tmp_path / "checkpoints", tmp_path / "home", tmp_path / "cwd"
+    _store(store)
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    if form == "--all=":
+        argv = ["export", str(store), "--all=~/pages"]
+    else:
+        argv = ["export", str(store), "t-1", *(["-o", "~/t-1.md"] if form == "-o" else ["--output=~/t-1.md"])]
+    assert main(argv) == 0
+    assert os.listdir(cwd) == []
+    made = home / ("pages" if form == "--all=" else "t-1.md")
+    assert made.exists() and (made.is_dir() or "hello!" in made.read_text())

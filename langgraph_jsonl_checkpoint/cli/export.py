@@ -47,6 +47,10 @@ _FORMAT_OF_EXTENSION = {".html": "html", ".htm": "html", ".jsonl": "jsonl", ".md
 
 
 def _export(args: argparse.Namespace) -> int:
+    for name in ("output", "all"):  # `--output=~/t-1.md`: bash leaves a `~` after `=` alone
+        path = getattr(args, name)
+        if path and path != "-":
+            setattr(args, name, os.path.expanduser(path))  # as the store's path is taken
     if args.format is None:  # `-o t-1.html`: HTML, not Markdown in a .html file
         extension = os.path.splitext(args.output or "")[1].lower()
         args.format = _FORMAT_OF_EXTENSION.get(extension, "md")
