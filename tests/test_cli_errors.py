@@ -611,7 +611,9 @@ def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys
     assert main(["verify", str(tmp_path / "s")]) == 1
     assert "zzz-notes.jsonl" in capsys.readouterr().out
     assert main(["search", str(tmp_path / "s"), "a"]) == 1  # not silently left out of the search
-    assert "1 thread(s) not searched" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "1 thread(s) not searched" in err, err
+    assert f"`langgraph-jsonl threads {shlex.quote(str(tmp_path / 's'))}` says why" in err, err  # runnable
 
 
 def test_a_store_written_through_another_serializer_is_reported_not_a_traceback(

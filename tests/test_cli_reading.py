@@ -571,6 +571,9 @@ def test_search_says_which_threads_it_searched_only_in_part(cli_store: BuiltStor
         err = capsys.readouterr().err
         assert ("1 thread(s) searched only in part: their log is damaged, and only its readable part "
                 "was searched (damaged; ") in err, err
+        quoted = shlex.quote(store)
+        assert (f"`langgraph-jsonl verify {quoted}` says where, `langgraph-jsonl repair {quoted} "
+                "--thread damaged` keeps what can be read") in err, err
     assert main(["search", store, "both 2 3", "--thread", "agent"]) == 0
     assert "only in part" not in capsys.readouterr().err
     _, one = run_json(capsys, "search", store, "both 2 3", "--limit", "1")

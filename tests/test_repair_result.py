@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 import orjson
@@ -88,8 +89,9 @@ def test_repair_keeps_every_readable_record_and_says_what_it_dropped(tmp_path: P
     untouched = repair(saver, "healthy")
     assert (untouched.archived_to, untouched.dropped, untouched.dropped_bytes, untouched.kept_records) == (
         None, [], 0, 2)
-    with pytest.raises(ConfigError, match=r"has no thread 'nope' \(no file .*\); `langgraph-jsonl threads`"):
+    with pytest.raises(ConfigError, match=r"has no thread 'nope' \(no file .*\); `langgraph-jsonl thr") as no:
         repair(saver, "nope")
+    assert f"`langgraph-jsonl threads {shlex.quote(saver.store.path)}` lists" in str(no.value)  # runnable
     saver.close()
 
 

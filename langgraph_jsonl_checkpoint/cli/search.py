@@ -9,6 +9,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from itertools import islice
 
@@ -54,13 +55,18 @@ def _search(args: argparse.Namespace) -> int:
             raise  # (a DecodeError is a ValueError too: not a usage error)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    store = shlex.quote(saver.store.path)  # the commands suggested run as pasted
     if skipped:
         print(f"{len(skipped)} thread(s) not searched: their log, or a value in it, cannot be read "
-              f"({_named(skipped)}; `langgraph-jsonl threads` says why)", file=sys.stderr)
+              f"({_named(skipped)}; `langgraph-jsonl threads {store}` says why)", file=sys.stderr)
     if partial:
+        one = partial[0] if len(partial) == 1 else None
+        thread = ("--thread THREAD" if one is None else shlex.quote(f"--thread={one}") if one.startswith("-")
+                  else f"--thread {shlex.quote(one)}")
         print(f"{len(partial)} thread(s) searched only in part: their log is damaged, and only its "
-              f"readable part was searched ({_named(partial)}; `langgraph-jsonl verify` says where, "
-              "`langgraph-jsonl repair` keeps what can be read)", file=sys.stderr)
+              f"readable part was searched ({_named(partial)}; `langgraph-jsonl verify {store}` says "
+              f"where, `langgraph-jsonl repair {store} {thread}` keeps what can be read)",
+              file=sys.stderr)
     if args.json:
         print_json([h.as_json() for h in hits])
     elif not hits:  # a sentence, not a header over nothing (as `threads` and `archived` do)

@@ -24,6 +24,7 @@ generation, installed atomically (:mod:`~..disk.generations`).
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +101,7 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
     if not saver.store.has_thread(thread_id):
         raise ConfigError(
             f"store {saver.store.path} has no thread {thread_id!r} (no file {log.path}); "
-            "`langgraph-jsonl threads` lists the threads it has."
+            f"`langgraph-jsonl threads {shlex.quote(saver.store.path)}` lists the threads it has."
         )
     if dry_run:
         size, salvage, dropped = _plan(log, thread_id)
