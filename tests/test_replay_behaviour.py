@@ -448,6 +448,25 @@ async def test_an_answer_given_before_the_question_is_taken(env: Env, plug: str)
     assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
 
 
+@pytest.mark.parametrize("plug", ["tool_node", "agent"])
+async def test_resume_command_before_the_question_gives_the_answer_early(env: Env, plug: str) -> None:
+    """The operator saw ``uncertain`` and answered with the documented helper,
+    ``ReplayAdapter.resume_command(state.interrupts, answers)``, before any resumed run
+    asked: nothing is pending, so the helper gives the early answer (a plain
+    ``Command(resume=answers)``), not an empty ``Command()`` that drops it and asks."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"), plug=plug)
+    graph = env.graph(BATCH, plug=plug)
+    interrupts = graph.get_state(config(THREAD)).interrupts
+    assert interrupts == ()
+    command = ReplayAdapter.resume_command(interrupts, {"c2": "skip"})
+    assert command.resume == {"c2": "skip"}
+    out = await env.run(graph, command)
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert only(out["messages"], "c2").content == SKIPPED_TEXT
+    assert env.effects() == {"c1": 1, "c2": 1, "c3": 1}
+    assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
+
+
 async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_old_answer(
     env: Env,
 ) -> None:

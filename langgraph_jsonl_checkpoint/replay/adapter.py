@@ -279,12 +279,19 @@ class ReplayAdapter:
     def resume_command(interrupts: Iterable[Interrupt], answers: dict[str, Any]) -> Command[Any]:
         """A ``Command`` answering every pending uncertain-tool-call interrupt at once.
 
+        With no interrupt pending at all (a crashed thread whose resumed run has not asked
+        yet), the answer is given early, as ``Command(resume=answers)``: it is taken when it
+        answers every call that would be asked about, else the question says why not.
+
         Args:
             interrupts: Pending interrupts (``graph.get_state(config).interrupts``).
             answers: Tool call id to ``"retry"``, ``"skip"`` or ``{"result": ...}``.
         """
+        pending = list(interrupts)
+        if not pending:
+            return Command(resume=answers)
         ids = [
-            i.id for i in interrupts if isinstance(i.value, dict) and i.value.get("type") == INTERRUPT_TYPE
+            i.id for i in pending if isinstance(i.value, dict) and i.value.get("type") == INTERRUPT_TYPE
         ]
         return Command(resume={i: answers for i in ids})
 
