@@ -768,6 +768,32 @@ async def test_failed_side_effecting_call_is_asked_about_and_not_called_again(en
     assert msg.content != SKIPPED_TEXT
     assert only(out["messages"], "c1").content == "order 42: shipped"
     assert env.effects() == {"c1": 1, "c2": 1}
+
+
+async def test_a_new_answer_after_a_retry_that_failed_again_is_taken(env: Env) -> None:
+    """The person answered ``"retry"`` and the call raised again; ``threads``/``show``
+    say the thread waits for an answer, and the person gives a new one as the docs and
+    ``show`` spell it, ``Command(resume={"c2": "skip"})``. That answer is taken at once:
+    not passed by as LangGraph's leftover of the earlier "retry", with the question
+    asked again as if nothing had been said."""
+    graph = env.graph(FAILING)
+    with pytest.raises(ToolBoom):
+        await env.start(graph)
+    env.restart()
+    graph = env.graph(FAILING)
+    await env.run(graph, None)
+    assert [c["id"] for c in single_interrupt(graph)["calls"]] == ["c2"]
+    with pytest.raises(ToolBoom):
+        await env.run(graph, Command(resume={"c2": "retry"}))
+    assert env.effects() == {"c1": 1, "c2": 2}
+
+    out = await env.run(graph, Command(resume={"c2": "skip"}))
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert_transcript_complete(out["messages"])
+    msg = only(out["messages"], "c2")
+    assert msg.status == "error" and "not run again" in msg.content
+    assert env.effects() == {"c1": 1, "c2": 2}
+    assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
     assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
 
 

@@ -21,12 +21,13 @@ A new question goes after every slot LangGraph holds a value for. Values past th
 journaled questions belong to a tool's own interrupt() in a run that died inside the
 tool (its approval, say): they are passed by, never taken as the answer to a question
 nobody has seen. The slots passed by lie before the question's, so a re-execution that
-replays the question passes them by again. One exception: when the task never asked, the
-last value held may be a person's answer given before the question (a plain
-``Command(resume={call_id: ...})`` right after a crash): a mapping naming only calls of
-the AI message is taken as the answer if it answers every call asked about (journaled as
-a question and its answer at that slot), and otherwise reported in the question's
-``"error"``.
+replays the question passes them by again. One exception: the last value held may be a
+person's answer given before the question (a plain ``Command(resume={call_id: ...})``
+right after a crash, or after a retry that failed or died): a mapping naming only calls
+of the AI message, other than the last answer taken (LangGraph hands a plain answer again
+to a later run: that leftover is passed by), is taken as the answer if it answers every
+call asked about (journaled as a question and its answer at that slot), and otherwise
+reported in the question's ``"error"``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def deliberate(
     questions: dict[int, tuple[int, dict[str, Any]]] = {}  # slot -> (ordinal, question)
     answered_slots: set[tuple[int, int]] = set()  # (slot, ordinal) answered
     answers: dict[str, tuple[Any, Any]] = {}  # call id -> (answer, started_at)
+    last_answer: Any = None  # the last answer taken: what LangGraph may hand again
     ordinal = 0
     for entry in entries:
         if entry[0] == ASK:
@@ -107,6 +109,7 @@ def deliberate(
             _, slot, answer, about = entry
             if slot in questions:
                 answered_slots.add((slot, questions[slot][0]))
+            last_answer = answer
             for call_id, started_at in about:
                 answers[call_id] = (answer[call_id], started_at)
     held = slots_held(request)
@@ -125,6 +128,7 @@ def deliberate(
         if refused is None:
             about = [[c["id"], c["started_at"]] for c in question["calls"]]
             yield [_answer_event(ctx, slot, value, about, encode), *_closing(batch, value, about, encode)]
+            last_answer = value
             for call_id, started_at in about:
                 answers[call_id] = (value[call_id], started_at)
     slot = replay
@@ -145,11 +149,13 @@ def deliberate(
             early = interrupt(_PASSED_BY)  # returns it at once; not an answer to this question
             slot += 1
         question = {"type": INTERRUPT_TYPE, "calls": open_calls}
-        if not questions and early is not None and slot == held and _meant_for(early, ctx):
-            # The last value held, and this task never asked: given before any question
-            # (Command(resume=...) right after the crash), an answer to the calls of this
-            # message, taken if valid. (Once a question was asked, a value past it is
-            # LangGraph's leftover of an earlier answer: never taken for a new run.)
+        fresh = not questions or early != last_answer
+        if fresh and early is not None and slot == held and _meant_for(early, ctx):
+            # The last value held, given before this question was asked: right after the
+            # crash (Command(resume=...) before any question), or a new answer after a
+            # retry failed or died; an answer to the calls of this message, taken if valid.
+            # (A value equal to the last answer taken is LangGraph's leftover of it, handed
+            # again to a later run: never taken for a new run.)
             refused = answer_problems(early, [c["id"] for c in open_calls], ctx.thread_id)
             if refused is None:
                 about = [[c["id"], c["started_at"]] for c in open_calls]
