@@ -488,6 +488,28 @@ async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
 
 
+async def test_a_new_answer_after_a_retry_that_died_is_taken_before_the_question(env: Env) -> None:
+    """``"retry"`` was answered and the retry died after its effect; ``tools`` shows the
+    call ``uncertain`` again, and the person answers at once, ``Command(resume={"c2":
+    "skip"})``, before a resumed run asked (the documented early answer). LangGraph hands
+    that value to the task's first slot, the one the old question and its "retry" hold in
+    the journal: it is taken as the new answer, not passed by as the old one's replay."""
+    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
+    graph = env.graph(BATCH)
+    await env.run(graph, None)
+    hooks = install_crash(env.adapter, point="after_effect", call_id="c2", crash=crash)
+    with pytest.raises(SimulatedCrash):
+        await env.run(env.graph(BATCH, hooks=hooks), Command(resume={"c2": "retry"}))
+    env.restart()
+    assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+    graph = env.graph(BATCH)
+    out = await env.run(graph, Command(resume={"c2": "skip"}))
+    assert graph.get_state(config(THREAD)).interrupts == ()
+    assert only(out["messages"], "c2").content == SKIPPED_TEXT
+    assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+    assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
+
+
 async def test_an_early_answer_that_does_not_fit_is_said_to_be_ignored(env: Env) -> None:
     """An answer given before the question that does not answer the held call is not
     taken, and the question says so (not a silent no-op); answering it then works."""

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.types import interrupt
 
-from .calls import Batch, CallContext, slots_held
+from .calls import Batch, CallContext, null_resume_slot, slots_held
 from .lifecycle import ANSWER, ASK, ASKS_CALL_ID, FAILED, REQUESTED
 from .lost import closing_event, lost_question
 from .plan import INTERRUPT_TYPE, answer_problems, failure_of, is_held
@@ -100,6 +100,7 @@ def deliberate(
     answered_slots: set[tuple[int, int]] = set()  # (slot, ordinal) answered
     answers: dict[str, tuple[Any, Any]] = {}  # call id -> (answer, started_at)
     last_answer: Any = None  # the last answer taken: what LangGraph may hand again
+    slot_answers: dict[int, Any] = {}  # slot -> the answer journaled there
     ordinal = 0
     for entry in entries:
         if entry[0] == ASK:
@@ -109,7 +110,7 @@ def deliberate(
             _, slot, answer, about = entry
             if slot in questions:
                 answered_slots.add((slot, questions[slot][0]))
-            last_answer = answer
+            last_answer = slot_answers[slot] = answer
             for call_id, started_at in about:
                 answers[call_id] = (answer[call_id], started_at)
     held = slots_held(request)
@@ -117,9 +118,17 @@ def deliberate(
     replay = asked if held is None else min(asked, held)
     problem: str | None = None
     latest = max(questions) if questions else -1  # the slot of the last question asked
+    plain = null_resume_slot(request)
+    carried: Any = None  # a new plain answer LangGraph handed to an answered slot
     for slot in range(replay):
         number, question = questions.get(slot, (0, _PASSED_BY))
         value = interrupt(question)  # LangGraph holds a value: returns it at once
+        if held is not None and (slot, number) in answered_slots and slot == plain == held - 1 == replay - 1:
+            # the run that took this slot's answer died before LangGraph kept it for the
+            # task: a plain value here is new (a person's answer after the crash), unless
+            # it is that same answer handed again
+            if value != slot_answers.get(slot) and _meant_for(value, ctx):
+                carried = value
         if slot not in questions or (slot, number) in answered_slots:
             continue  # passed by (a tool's answer), or answered in the journal
         refused = answer_problems(value, [c["id"] for c in question["calls"]], ctx.thread_id)
@@ -144,7 +153,7 @@ def deliberate(
         open_calls = [c for c in uncertain if c["id"] not in batch.answers]
         if not open_calls:
             return
-        early: Any = None
+        early, carried = carried, None
         while held is not None and slot < held:  # a tool's answer from a run that died
             early = interrupt(_PASSED_BY)  # returns it at once; not an answer to this question
             slot += 1

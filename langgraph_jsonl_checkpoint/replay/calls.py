@@ -180,6 +180,19 @@ def slots_held(request: ToolCallRequest) -> int | None:
     return len(resume) + (1 if get_null(False) is not None else 0)
 
 
+def null_resume_slot(request: ToolCallRequest) -> int | None:
+    """The slot LangGraph hands its plain resume value (``Command(resume=value)``, not by
+    interrupt id) to: the first past the task's own resume values; ``None`` when no such
+    value is held (or the scratchpad is not available)."""
+    conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
+    scratchpad = conf.get("__pregel_scratchpad")
+    resume = getattr(scratchpad, "resume", None)
+    get_null = getattr(scratchpad, "get_null_resume", None)
+    if not isinstance(resume, list) or not callable(get_null) or get_null(False) is None:
+        return None
+    return len(resume)
+
+
 
 
 def call_id_of(call: Mapping[str, Any], thread_id: str) -> str:
