@@ -467,12 +467,9 @@ async def test_resume_command_before_the_question_gives_the_answer_early(env: En
     assert (env.by_id()["c2"].state, env.by_id()["c2"].resolution) == ("finished", "skip")
 
 
-async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_old_answer(
-    env: Env,
-) -> None:
-    """``"retry"`` was given as a plain ``Command(resume=...)``, which LangGraph hands to
-    the task again on a later ``invoke(None)``; the retry died after its effect. That
-    old answer is not taken for the new run (nor as an early answer): asked again."""
+async def _a_retry_died(env: Env) -> None:
+    """c2 died after its effect, was asked about, answered ``"retry"`` (a plain
+    ``Command(resume=...)``), and the retry died after its effect too."""
     await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
     graph = env.graph(BATCH)
     await env.run(graph, None)
@@ -481,6 +478,15 @@ async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_
         await env.run(env.graph(BATCH, hooks=hooks), Command(resume={"c2": "retry"}))
     env.restart()
     assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+
+
+async def test_a_retry_that_dies_again_is_asked_about_again_not_answered_by_the_old_answer(
+    env: Env,
+) -> None:
+    """``"retry"`` was given as a plain ``Command(resume=...)``, which LangGraph hands to
+    the task again on a later ``invoke(None)``; the retry died after its effect. That
+    old answer is not taken for the new run (nor as an early answer): asked again."""
+    await _a_retry_died(env)
     graph = env.graph(BATCH)
     await env.run(graph, None)
     value = single_interrupt(graph)
@@ -494,14 +500,7 @@ async def test_a_new_answer_after_a_retry_that_died_is_taken_before_the_question
     "skip"})``, before a resumed run asked (the documented early answer). LangGraph hands
     that value to the task's first slot, the one the old question and its "retry" hold in
     the journal: it is taken as the new answer, not passed by as the old one's replay."""
-    await env.crash_run(BATCH, point="after_effect", call_id="c2", settle=("c1", "c3"))
-    graph = env.graph(BATCH)
-    await env.run(graph, None)
-    hooks = install_crash(env.adapter, point="after_effect", call_id="c2", crash=crash)
-    with pytest.raises(SimulatedCrash):
-        await env.run(env.graph(BATCH, hooks=hooks), Command(resume={"c2": "retry"}))
-    env.restart()
-    assert env.effects() == {"c1": 1, "c2": 2, "c3": 1}
+    await _a_retry_died(env)
     graph = env.graph(BATCH)
     out = await env.run(graph, Command(resume={"c2": "skip"}))
     assert graph.get_state(config(THREAD)).interrupts == ()

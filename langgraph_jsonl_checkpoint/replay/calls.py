@@ -165,34 +165,37 @@ def node_attempt(request: ToolCallRequest) -> int:
     return attempt if isinstance(attempt, int) and attempt > 0 else 1
 
 
-def slots_held(request: ToolCallRequest) -> int | None:
-    """How many of this task's interrupt() slots LangGraph holds a resume value for.
-
-    Reads LangGraph's task scratchpad (internal, stable across 1.x); ``None`` if that
-    is not available, in which case every journaled question is asked again in order.
-    """
+def _held_resumes(request: ToolCallRequest) -> tuple[list[Any], Any] | None:
+    """The task's own resume values and the plain one (``None`` if none), from LangGraph's
+    task scratchpad (internal, stable across 1.x); ``None`` if that is not available."""
     conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
     scratchpad = conf.get("__pregel_scratchpad")
     resume = getattr(scratchpad, "resume", None)
     get_null = getattr(scratchpad, "get_null_resume", None)
     if not isinstance(resume, list) or not callable(get_null):
         return None
-    return len(resume) + (1 if get_null(False) is not None else 0)
+    return resume, get_null(False)
+
+
+def slots_held(request: ToolCallRequest) -> int | None:
+    """How many of this task's interrupt() slots LangGraph holds a resume value for;
+    ``None`` if its scratchpad is not available, in which case every journaled question
+    is asked again in order."""
+    held = _held_resumes(request)
+    if held is None:
+        return None
+    resume, plain = held
+    return len(resume) + (1 if plain is not None else 0)
 
 
 def null_resume_slot(request: ToolCallRequest) -> int | None:
     """The slot LangGraph hands its plain resume value (``Command(resume=value)``, not by
     interrupt id) to: the first past the task's own resume values; ``None`` when no such
     value is held (or the scratchpad is not available)."""
-    conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
-    scratchpad = conf.get("__pregel_scratchpad")
-    resume = getattr(scratchpad, "resume", None)
-    get_null = getattr(scratchpad, "get_null_resume", None)
-    if not isinstance(resume, list) or not callable(get_null) or get_null(False) is None:
+    held = _held_resumes(request)
+    if held is None or held[1] is None:
         return None
-    return len(resume)
-
-
+    return len(held[0])
 
 
 def call_id_of(call: Mapping[str, Any], thread_id: str) -> str:
