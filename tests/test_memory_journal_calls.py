@@ -67,7 +67,7 @@ def test_decisions_are_the_calls_the_question_was_about(tmp_path: Path) -> None:
         assert [(a.call_id, a.detail) for a in answers] == [("e1", "a person answered: e1=skip")]
 
 
-def test_create_agent_resume_command_lists_each_decision_once(tmp_path: Path) -> None:
+def test_create_agent_resume_command_lists_each_decision_once(tmp_path: Path, capsys) -> None:
     """``create_agent`` asks about each uncertain call in its own interrupt, and
     ``resume_command`` gives every interrupt the whole mapping: the memory listed every
     decision once per interrupt, the second time under the bare call id."""
@@ -80,6 +80,17 @@ def test_create_agent_resume_command_lists_each_decision_once(tmp_path: Path) ->
         graph = graph_for(s, saver, adapter)
         out = graph.invoke(None, config("t1"))
         assert sorted(c["id"] for i in out["__interrupt__"] for c in i.value["calls"]) == ["c1", "e1"]
+        # `show` told to answer each with graph.invoke(Command(resume={...})), which LangGraph
+        # refuses while two interrupts wait: it gives one resume_command over both instead
+        capsys.readouterr()
+        assert main(["show", str(tmp_path / "store"), "t1"]) == 0
+        text = capsys.readouterr().out
+        assert "Command(resume=" not in text, text
+        (hint,) = [line.strip() for line in text.splitlines() if line.strip().startswith("answer: ")]
+        assert hint.startswith("answer: graph.invoke(ReplayAdapter.resume_command(graph.get_state("
+                               "config).interrupts, {") and hint.endswith("}), config)  (docs/tool-calls.md)")
+        for call_id in ("c1", "e1"):
+            assert f'"{call_id}": "retry" | "skip" | {{"result": ...}}' in hint, hint
         answers = {"e1": "skip", "c1": "skip"}
         graph.invoke(ReplayAdapter.resume_command(graph.get_state(config("t1")).interrupts, answers),
                      config("t1"))

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..inspection.checkpoints import Question
 from ..inspection.conversation import compact_json, terminal_safe, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
 from ..inspection.follow import MESSAGE, FollowEvent, ThreadFollower
@@ -134,11 +135,27 @@ def _show(args: argparse.Namespace) -> int:
         print("\nwaiting for an answer:" if t.is_latest else "\nasked at this checkpoint:")
         for q in t.waiting:
             print(terminal_safe(f"  {q.type} (interrupt {q.interrupt_id}): {compact_json(q.value)}"))
-            if t.is_latest and q.type == INTERRUPT_TYPE and isinstance(q.value, dict):
-                ids = [c.get("id") for c in q.value.get("calls", ()) if isinstance(c, dict)]
-                shape = ", ".join(f'"{i}": "retry" | "skip" | {{"result": ...}}' for i in ids)
-                print(f"  answer: graph.invoke(Command(resume={{{shape}}}), config)  (docs/tool-calls.md)")
+        if t.is_latest:
+            hint = _how_to_answer(t.waiting)
+            if hint:
+                print(terminal_safe(f"  answer: {hint}  (docs/tool-calls.md)"))
     return exit_status
+
+
+def _how_to_answer(waiting: tuple[Question, ...]) -> str | None:
+    """The call that answers the replay adapter's questions about uncertain tool calls:
+    ``Command(resume={...})`` while it is the one interrupt waiting; with several (one per
+    call under ``create_agent``, where LangGraph refuses a resume that names no interrupt),
+    ``ReplayAdapter.resume_command``, which answers each by its id. ``None``: no such
+    question."""
+    ids = [c.get("id") for q in waiting if q.type == INTERRUPT_TYPE and isinstance(q.value, dict)
+           for c in q.value.get("calls", ()) if isinstance(c, dict)]
+    if not ids:
+        return None
+    shape = "{" + ", ".join(f'"{i}": "retry" | "skip" | {{"result": ...}}' for i in ids) + "}"
+    if len(waiting) == 1:
+        return f"graph.invoke(Command(resume={shape}), config)"
+    return f"graph.invoke(ReplayAdapter.resume_command(graph.get_state(config).interrupts, {shape}), config)"
 
 
 # -- diff -----------------------------------------------------------------------------
