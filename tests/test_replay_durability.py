@@ -119,6 +119,48 @@ def test_a_lost_call_no_new_call_matches_is_asked_about_on_its_own(tmp_path: Pat
     }
 
 
+#: A lookup first, then the email: the lost email is asked about at the lookup's tool
+#: node (no call there matches it), before the model asks for it again.
+LOOKUP_THEN_EMAIL = [[[call("lookup_order", "c1", order_id="42")], [call("send_email", "c2", to="bob")]]]
+
+
+def lost_then_rerequested(
+    tmp_path: Path, plug: str, mode: str, answer: str, pg_url: str | None = None
+) -> dict:
+    """Killed inside the email under "exit"; the user sends the input again; the person
+    answers about the lost email at the lookup's node; then the model asks for the same
+    email (same id, same arguments) again."""
+    extra = {"pg_url": pg_url} if pg_url else {}
+    s = spec(tmp_path / "store", plan=LOOKUP_THEN_EMAIL, plug=plug, mode=mode, durability="exit",
+             crash={**KILL_AFTER_EMAIL, "settle": ["c1"]}, new_input="go", answers={"c2": answer}, **extra)
+    crash(s)
+    report = run_resume(s, timeout=60)
+    asked = [c for i in report["interrupts_after_input"] for c in i["calls"]]
+    assert [(c["id"], c["lost_run"]) for c in asked] == [("c2", True)], asked
+    assert report["pending_interrupts"] == [] and report["next"] == [], report
+    return report
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_exit_durability_a_lost_call_answered_skip_is_not_run_when_asked_for_again(
+    tmp_path: Path, plug: str, mode: str
+) -> None:
+    report = lost_then_rerequested(tmp_path, plug, mode, "skip")
+    assert report["effects"]["c2"] == 1, "the email went out again after the person said skip"
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
+    assert report["messages"][-1]["content"].startswith("done")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_exit_durability_a_lost_call_answered_retry_runs_once_when_asked_for_again(
+    tmp_path: Path, mode: str
+) -> None:
+    report = lost_then_rerequested(tmp_path, "tool_node", mode, "retry")
+    assert report["effects"]["c2"] == 2  # the person said it did not go out: once more
+    assert tool_message(report, "c2")["content"] == "sent to bob"
+
+
 @pytest.mark.parametrize("plug", ["tool_node", "agent"])
 def test_sync_durability_is_unchanged(tmp_path: Path, plug: str) -> None:
     s = spec(tmp_path / "store", plan=EMAIL, plug=plug, durability="sync", slow_put=0.3,
@@ -182,6 +224,16 @@ def test_postgres_exit_durability_the_lost_call_is_asked_about_before_it_runs_ag
     assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
     states = sorted((r["state"], r["resolution"]) for r in report["records"] if r["call"] == "c2")
     assert states == [("finished", "skip"), ("finished", "skip")], report["records"]
+
+
+@pytest.mark.parametrize("plug", ["tool_node", "wrap", "agent"])
+def test_postgres_exit_durability_a_lost_call_answered_skip_is_not_run_when_asked_for_again(
+    tmp_path: Path, pg_url: str, plug: str
+) -> None:
+    setup_postgres(pg_url)
+    report = lost_then_rerequested(tmp_path, plug, "sync", "skip", pg_url=pg_url)
+    assert report["effects"]["c2"] == 1, "the email went out again after the person said skip"
+    assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
 
 
 # ---------------------------------------------------------------------------
@@ -302,6 +354,64 @@ def test_a_lost_call_no_new_call_matches_is_asked_about_and_settled_in_one_proce
     settled = {r.key.call_id: (r.state, r.resolution) for r in adapter.tool_calls("t")}
     assert settled == {"c2": ("finished", "skip"), "c9": ("finished", None)}
     assert adapter.journal.orphans("t", saver) == []
+
+
+@pytest.mark.parametrize("again_id", ["c2", "c3"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("answer", ["skip", {"result": "sent before the crash"}])
+def test_a_lost_call_answered_on_its_own_keeps_its_answer_when_asked_for_again(
+    tmp_path: Path, mode: str, answer: object, again_id: str
+) -> None:
+    """In one process, journal in a store: the lost email is asked about at the lookup's
+    node; when the model then asks for the same email again (same tool and arguments;
+    with the same call id, or a new one as a real model gives), the person's answer is
+    given to it (once) and the email is not sent again."""
+    import asyncio
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_jsonl_checkpoint import ReplayAdapter
+    from tests.harness.replay_crashes import IDEMPOTENT_BY_NAME
+    from tests.harness.replay_tools import HookMap, build_graph, config, make_tools
+
+    saver, store = InMemorySaver(), InMemoryStore()
+
+    def graph(plan, hooks=None):
+        adapter = ReplayAdapter(store=store, idempotent=IDEMPOTENT_BY_NAME)
+        tools = make_tools(tmp_path / "effects.log", asynchronous=mode == "async", hooks=hooks)
+        g = build_graph("tool_node", tools=tools, plan=plan, checkpointer=saver, adapter=adapter)
+        return g, adapter
+
+    def invoke(g, inp):
+        if mode == "async":
+            return asyncio.run(g.ainvoke(inp, config("t"), durability="exit"))
+        return g.invoke(inp, config("t"), durability="exit")
+
+    def die() -> None:
+        raise _Died()
+
+    g, _ = graph(LOOKUP_THEN_EMAIL, HookMap({("after_effect", "c2"): die}))
+    with pytest.raises(_Died):
+        invoke(g, {"messages": [HumanMessage("go", id="h0")]})
+    saver.delete_thread("t")  # the run's state is lost; the journal in the store is not
+    again = [call("send_email", again_id, to="bob")]
+    g, adapter = graph([[[call("lookup_order", "c1", order_id="42")], again]])
+    invoke(g, {"messages": [HumanMessage("go", id="h0")]})
+    interrupts = g.get_state(config("t")).interrupts
+    assert [(c["id"], c["lost_run"]) for i in interrupts for c in i.value["calls"]] == [("c2", True)]
+    out = invoke(g, ReplayAdapter.resume_command(interrupts, {"c2": answer}))
+    assert g.get_state(config("t")).interrupts == ()
+    assert effects(tmp_path / "effects.log")["c2"] == 1 and effects(tmp_path / "effects.log")["c3"] == 0
+    told = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == again_id]
+    expected = SKIPPED_TEXT if answer == "skip" else "sent before the crash"
+    assert [m.content for m in told] == [expected]
+    resolution = "skip" if answer == "skip" else "result"
+    assert sorted((r.state, r.resolution) for r in adapter.tool_calls("t") if r.key.call_id != "c1") == [
+        ("finished", resolution), ("finished", resolution)
+    ]
+    assert adapter.journal.orphans("t", saver, carrying=True) == []  # given once, then done
 
 
 def test_a_checkpoint_never_saved_holds_the_tool_and_says_why(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ from .lifecycle import (
     ToolCallRecord,
     process_stamp,
 )
-from .lost import closing_event, split_lost
+from .lost import closing_event, split_lost, taken_event
 from .middleware import replay_middleware
 from .pending import replacing_update, settle
 from .plan import (
@@ -119,10 +119,10 @@ class _Effects:
         return await self._execute(request)
 
     def orphans(self, thread_id: str, checkpointer: Any) -> Any:
-        return self.journal.orphans(thread_id, checkpointer)
+        return self.journal.orphans(thread_id, checkpointer, carrying=True)
 
     async def aorphans(self, thread_id: str, checkpointer: Any) -> Any:
-        return await self.journal.aorphans(thread_id, checkpointer)
+        return await self.journal.aorphans(thread_id, checkpointer, carrying=True)
 
     def wait_stored(self, *args: Any) -> bool:
         return self.journal.wait_stored(*args)
@@ -404,6 +404,11 @@ class ReplayAdapter:
         idempotent = self.is_idempotent(request)
         action = plan_call(record, idempotent=idempotent, answer=answer, retrying=ctx.attempt > 1)
         lost = batch.linked.get(call_id) if action == RUN else None
+        if lost is not None and lost.carries_answer:  # a person answered it already
+            msg = for_call(lost.result, call_id)
+            taken = ctx.event(call_id, FINISHED, result=self.journal.encode(msg), resolution=lost.resolution)
+            yield step("record", ctx.thread_id, [taken, taken_event(lost, call_id)])
+            return msg
         if lost is not None:  # asked for again after its run was lost: as a person said
             action = answered_action(answer)
         # the lost call this one stands for is settled with it, in the same batch

@@ -75,7 +75,10 @@ def uncertain_calls(
             if rec.open_state == FAILED:
                 entry["failed"] = failure_of(rec)
             out.append(entry)
-        elif call["id"] in batch.linked and (rec is None or rec.state == REQUESTED):
+        elif (
+            call["id"] in batch.linked and not batch.linked[call["id"]].carries_answer
+            and (rec is None or rec.state == REQUESTED)
+        ):
             out.append(lost_question(call["id"], batch.linked[call["id"]]))
     return out + [lost_question(qid, lost) for qid, lost in batch.unmatched.items()]
 
@@ -197,9 +200,11 @@ def _meant_for(value: Any, ctx: CallContext) -> bool:
 
 
 def _closing(batch: Batch, answer: Any, about: list[list[Any]], encode: Encode) -> list[dict[str, Any]]:
-    """Events settling the lost calls asked about on their own (journaled with the answer)."""
+    """Events settling the lost calls asked about on their own (journaled with the answer;
+    a "skip" or a result carried to the call if the model asks for it again)."""
     return [
-        closing_event(batch.unmatched[qid], answer[qid], encode) for qid, _ in about if qid in batch.unmatched
+        closing_event(batch.unmatched[qid], answer[qid], encode, carry=True)
+        for qid, _ in about if qid in batch.unmatched
     ]
 
 

@@ -49,12 +49,15 @@ async def apoll_stored(checkpointer: Any, config: dict[str, Any], timeout: float
     return False  # pragma: no cover - _pauses never ends
 
 
-def lost_runs(thread_id: str, records: list[ToolCallRecord]) -> Steps[list[ToolCallRecord]]:
+def lost_runs(
+    thread_id: str, records: list[ToolCallRecord], carrying: bool = False
+) -> Steps[list[ToolCallRecord]]:
     """The started calls among ``records`` whose checkpoint the checkpointer does not
-    hold (steps on a checkpointer: ``get_tuple``), marked ``lost_run``."""
+    hold (steps on a checkpointer: ``get_tuple``), marked ``lost_run`` (``carrying``:
+    also such calls that carry a person's answer, see :mod:`.lost`)."""
     found = []
     for rec in records:
-        if rec.state != STARTED:
+        if rec.state != STARTED and not (carrying and rec.carries_answer):
             continue
         cfg = checkpoint_config(thread_id, parent_namespace(rec.key.ns), rec.key.checkpoint_id)
         if (yield call("get_tuple", cfg)) is None:

@@ -83,12 +83,15 @@ class ToolJournal(Protocol):
         """Async :meth:`all`."""
         ...
 
-    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    def orphans(self, thread_id: str, checkpointer: Any, carrying: bool = False) -> list[ToolCallRecord]:
         """Calls started and never settled whose checkpoint is not in the thread (in the
-        graph's ``checkpointer``), marked ``lost_run``."""
+        graph's ``checkpointer``), marked ``lost_run``; with ``carrying``, also those a
+        person answered that carry the answer to the call asked for again."""
         ...
 
-    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    async def aorphans(
+        self, thread_id: str, checkpointer: Any, carrying: bool = False
+    ) -> list[ToolCallRecord]:
         """Async :meth:`orphans`."""
         ...
 
@@ -127,8 +130,9 @@ class ToolEventLog(Protocol):
         """Every call of a thread."""
         ...
 
-    def orphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
-        """Started calls whose checkpoint is not in the thread."""
+    def orphaned_tool_calls(self, thread_id: str, *, carrying: bool = False) -> list[ToolCallRecord]:
+        """Started calls whose checkpoint is not in the thread (``carrying``: and those
+        carrying a person's answer)."""
         ...
 
     def wait_for_checkpoint(
@@ -179,15 +183,17 @@ class SaverJournal:
         """Whether the graph's checkpointer keeps its checkpoints in this saver's logs."""
         return getattr(checkpointer, "store", None) is getattr(self.saver, "store", self)
 
-    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    def orphans(self, thread_id: str, checkpointer: Any, carrying: bool = False) -> list[ToolCallRecord]:
         if self._owns(checkpointer):
-            return self.saver.orphaned_tool_calls(thread_id)
-        return run(lost_runs(thread_id, self.all(thread_id)), checkpointer)
+            return self.saver.orphaned_tool_calls(thread_id, carrying=carrying)
+        return run(lost_runs(thread_id, self.all(thread_id), carrying), checkpointer)
 
-    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    async def aorphans(
+        self, thread_id: str, checkpointer: Any, carrying: bool = False
+    ) -> list[ToolCallRecord]:
         if self._owns(checkpointer):
-            return await asyncio.to_thread(self.saver.orphaned_tool_calls, thread_id)
-        return await arun(lost_runs(thread_id, await self.aall(thread_id)), checkpointer)
+            return await asyncio.to_thread(self.orphans, thread_id, checkpointer, carrying)
+        return await arun(lost_runs(thread_id, await self.aall(thread_id), carrying), checkpointer)
 
     def wait_stored(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
@@ -244,15 +250,17 @@ class StoreJournal:
     async def aall(self, thread_id: str) -> list[ToolCallRecord]:
         return await arun(self._all(thread_id), self.store)
 
-    def orphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    def orphans(self, thread_id: str, checkpointer: Any, carrying: bool = False) -> list[ToolCallRecord]:
         if checkpointer is None:
             return []
-        return run(self._orphans(thread_id), _StoreAndSaver(self.store, checkpointer))
+        return run(self._orphans(thread_id, carrying), _StoreAndSaver(self.store, checkpointer))
 
-    async def aorphans(self, thread_id: str, checkpointer: Any) -> list[ToolCallRecord]:
+    async def aorphans(
+        self, thread_id: str, checkpointer: Any, carrying: bool = False
+    ) -> list[ToolCallRecord]:
         if checkpointer is None:
             return []
-        return await arun(self._orphans(thread_id), _StoreAndSaver(self.store, checkpointer))
+        return await arun(self._orphans(thread_id, carrying), _StoreAndSaver(self.store, checkpointer))
 
     def wait_stored(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, checkpointer: Any, timeout: float
@@ -279,17 +287,19 @@ class StoreJournal:
             item = yield call("get", STORE_NAMESPACE, skey)
             yield call("put", STORE_NAMESPACE, skey, _appended(item, thread_id, evs), index=False)
             kinds = {e["ev"] for e in evs}
-            if STARTED in kinds:  # open until settled (a started call's last word)
+            # open until settled (a started call's last word), or while it carries a
+            # person's answer (a lost call's: see .lost)
+            if STARTED in kinds or (evs[-1]["ev"] == FINISHED and evs[-1].get("carry")):
                 opened = {"thread_id": thread_id, "key": [key.ns, key.checkpoint_id, key.call_id]}
                 yield call("put", OPEN_NAMESPACE, skey, opened, index=False)
             elif kinds & SETTLING:
                 yield call("delete", OPEN_NAMESPACE, skey)
 
-    def _orphans(self, thread_id: str) -> Steps[list[ToolCallRecord]]:
+    def _orphans(self, thread_id: str, carrying: bool) -> Steps[list[ToolCallRecord]]:
         opened = yield from _search_all(OPEN_NAMESPACE, thread_id)
         keys = [ToolCallKey(*item.value["key"]) for item in opened]
         records = yield from self._load(thread_id, keys)
-        return (yield from lost_runs(thread_id, list(records.values())))
+        return (yield from lost_runs(thread_id, list(records.values()), carrying))
 
     def _all(self, thread_id: str) -> Steps[list[ToolCallRecord]]:
         items = yield from _search_all(STORE_NAMESPACE, thread_id)

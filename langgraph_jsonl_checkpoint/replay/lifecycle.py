@@ -126,6 +126,10 @@ class ToolCallRecord:
             (``replay.pending``), which the thread's latest messages hold: no question
             waits for it any more, and it stays ``failed``; set by the saver that read
             the record (``None``: not overtaken, or not checked).
+        carries_answer: For a call of a lost run a person answered (``"skip"`` or a
+            result) at a tool node where no call matched it: its answer still applies
+            when the model asks for that call again (see :mod:`.lost`); any later event
+            (the call asked for again took it) clears it.
     """
 
     key: ToolCallKey
@@ -143,6 +147,7 @@ class ToolCallRecord:
     lost_run: bool | None = None
     answered_with: Any = None
     overtaken_with: Any = None
+    carries_answer: bool = False
     events: list[str] = field(default_factory=list)
     #: For the question journal: ``("ask", slot, question)`` / ``("answer", slot, answer,
     #: about)`` in log order.
@@ -152,6 +157,7 @@ class ToolCallRecord:
         """Fold one event (a decoded lifecycle record) into this record."""
         ev = event["ev"]
         self.events.append(ev)
+        self.carries_answer = ev == FINISHED and bool(event.get("carry"))
         if ev == ASK:
             self.asks.append((ASK, event["slot"], decode(event["question"])))
         elif ev == ANSWER:

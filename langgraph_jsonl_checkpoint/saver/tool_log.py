@@ -104,9 +104,10 @@ class ToolLog:
 
         return healing(read)
 
-    def orphans(self, thread_id: str, codec: ValueCodec) -> list[ToolCallRecord]:
+    def orphans(self, thread_id: str, codec: ValueCodec, carrying: bool = False) -> list[ToolCallRecord]:
         """Calls started and never settled whose checkpoint is not in the thread, each
-        marked ``lost_run``."""
+        marked ``lost_run`` (``carrying``: and those carrying a person's answer to the
+        call asked for again, see :mod:`~..replay.lost`)."""
         log = self.store.thread_log(thread_id)
 
         def read() -> tuple[Any, dict[tuple[str, str, str], int], dict[ToolCallKey, ToolCallRecord]]:
@@ -133,10 +134,10 @@ class ToolLog:
         with self._lock:
             settled = self._settled_of(thread_id, generation)
             for key, rec in records.items():
-                if rec.state == STARTED:
+                if rec.state == STARTED or (carrying and rec.carries_answer):
                     rec.lost_run = True
                     found.append(rec)
-                else:  # not read again until it has another event
+                elif not rec.carries_answer:  # not read again until it has another event
                     raw = (key.ns, key.checkpoint_id, key.call_id)
                     settled[raw] = candidates[raw]
         return found
@@ -251,11 +252,13 @@ class ToolCallMethods:
         """Folded lifecycle records by key, including each task's question journal."""
         return self._tool_log.records(str(thread_id), keys, self.codec)
 
-    def orphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+    def orphaned_tool_calls(self, thread_id: str, *, carrying: bool = False) -> list[ToolCallRecord]:
         """Calls started and never settled in a run whose checkpoint is not in the
         thread (``durability="exit"``, or a checkpoint lost): what the replay adapter
-        asks a person about the next time the thread runs a tool node."""
-        return self._tool_log.orphans(str(thread_id), self.codec)
+        asks a person about the next time the thread runs a tool node. With
+        ``carrying``, also such calls a person answered whose answer applies to the call
+        when the model asks for it again (the adapter gives it, once)."""
+        return self._tool_log.orphans(str(thread_id), self.codec, carrying)
 
     def wait_for_checkpoint(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
@@ -280,9 +283,9 @@ class ToolCallMethods:
         """Async :meth:`tool_call_records`."""
         return await asyncio.to_thread(self.tool_call_records, thread_id, keys)
 
-    async def aorphaned_tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+    async def aorphaned_tool_calls(self, thread_id: str, *, carrying: bool = False) -> list[ToolCallRecord]:
         """Async :meth:`orphaned_tool_calls`."""
-        return await asyncio.to_thread(self.orphaned_tool_calls, thread_id)
+        return await asyncio.to_thread(lambda: self.orphaned_tool_calls(thread_id, carrying=carrying))
 
     async def await_for_checkpoint(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, timeout: float
