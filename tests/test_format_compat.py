@@ -57,6 +57,8 @@ NEW_FIELDS = {
     "answered_with": lambda rec, ids: rec["answered_with"] is None,
     # nor was a held failed call of it overtaken by new input
     "overtaken_with": lambda rec, ids: rec["overtaken_with"] is None,
+    # no event of the old store is marked `carry`: no lost call carries an answer
+    "carries_answer": lambda rec, ids: rec["carries_answer"] is False,
 }
 
 
