@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-from ..disk.paths import thread_file_stem
+from ..disk.paths import thread_slug
 from ..inspection.conversation import terminal_safe
 from ..inspection.export import FORMATS, ExportedFile, export_store, export_thread, write_export
 from ..migrate.urls import is_database_url
@@ -148,7 +148,7 @@ def _example_output(thread: str, fmt: str) -> str:
     """``./<thread>.<fmt>``: the file a refusal of ``-o`` gives as its example, the thread's
     id made safe as a file name where it is not one (its page's name under ``--all``,
     without the hash)."""
-    name = thread if _PLAIN_NAME.fullmatch(thread) else thread_file_stem(thread).rsplit("-", 1)[0]
+    name = thread if _PLAIN_NAME.fullmatch(thread) else thread_slug(thread)
     return f"./{name}.{fmt}"
 
 

@@ -13,6 +13,7 @@ import shlex
 import sys
 from itertools import islice
 
+from ..disk.paths import thread_option
 from ..errors import JsonlCheckpointError
 from ..inspection.conversation import terminal_safe
 from ..inspection.search import search_messages
@@ -60,9 +61,7 @@ def _search(args: argparse.Namespace) -> int:
         print(f"{len(skipped)} thread(s) not searched: their log, or a value in it, cannot be read "
               f"({_named(skipped)}; `langgraph-jsonl threads {store}` says why)", file=sys.stderr)
     if partial:
-        one = partial[0] if len(partial) == 1 else None
-        thread = ("--thread THREAD" if one is None else shlex.quote(f"--thread={one}") if one.startswith("-")
-                  else f"--thread {shlex.quote(one)}")
+        thread = thread_option(partial[0]) if len(partial) == 1 else "--thread THREAD"
         print(f"{len(partial)} thread(s) searched only in part: their log is damaged, and only its "
               f"readable part was searched ({_named(partial)}; `langgraph-jsonl verify {store}` says "
               f"where, `langgraph-jsonl repair {store} {thread}` keeps what can be read)",

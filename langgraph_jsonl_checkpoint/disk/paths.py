@@ -25,8 +25,21 @@ TRACE_ROTATIONS = 2
 
 def thread_file_stem(thread_id: str) -> str:
     """File stem for a thread id: ``<slug>-<sha256 prefix>``, safe for any id."""
-    slug = _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
-    return f"{slug}-{thread_digest(thread_id)}"
+    return f"{thread_slug(thread_id)}-{thread_digest(thread_id)}"
+
+
+def thread_slug(thread_id: str) -> str:
+    """The readable part of a thread's file stem: its id lower-cased, each run of other
+    characters than ``a-z0-9_-`` made one ``_``, at most 40 characters."""
+    return _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
+
+
+def thread_option(thread_id: str) -> str:
+    """``--thread ID`` for a command a message suggests, shell-quoted (``--thread=-x`` for
+    an id starting with a dash, which argparse would take for an option)."""
+    if thread_id.startswith("-"):
+        return shlex.quote(f"--thread={thread_id}")
+    return f"--thread {shlex.quote(thread_id)}"
 
 
 def thread_digest(thread_id: str) -> str:

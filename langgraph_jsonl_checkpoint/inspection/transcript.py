@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..disk.paths import thread_option
 from ..disk.summary import EMPTY
 from ..errors import NotFoundError
 from ..values.cells import list_items
@@ -263,13 +264,10 @@ def _no_checkpoint(saver: JsonlSaver, thread_id: str, checkpoint_id: str, ns: st
 
 def _history_command(saver: JsonlSaver, thread_id: str, ns: str) -> str:
     """The ``langgraph-jsonl history`` command that lists a thread's checkpoints (in
-    ``ns``), runnable as given: the store and the thread shell-quoted, a thread or a
-    namespace that starts with a dash given with ``=``."""
-    words = ["langgraph-jsonl", "history", saver.store.path,
-             f"--thread={thread_id}" if thread_id.startswith("-") else thread_id]
-    if ns:
-        words.append(f"--ns={ns}")
-    return shlex.join(words)
+    ``ns``), runnable as given: the store and the thread shell-quoted, a namespace that
+    starts with a dash given with ``=``."""
+    namespace = f" {shlex.quote(f'--ns={ns}')}" if ns else ""
+    return f"langgraph-jsonl history {shlex.quote(saver.store.path)} {thread_option(thread_id)}{namespace}"
 
 
 def diff_checkpoints(

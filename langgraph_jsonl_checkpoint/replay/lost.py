@@ -66,35 +66,33 @@ def split_lost(
     harmless = [o for o in lost if idempotent(o.name)]
     settled = {k.call_id for k, r in records.items() if r.state in (FINISHED, FAILED)}
     linked_any: dict[str, ToolCallRecord] = {}
+
+    def asking_again(o: ToolCallRecord) -> list[Mapping[str, Any]]:
+        """The calls of the message that ask for ``o`` again (same tool and arguments),
+        not linked yet and not settled."""
+        return [c for c in ctx.calls if c.get("id") not in linked_any and c.get("id") not in settled
+                and c.get("name") == o.name and c.get("args") == o.args]
+
     alone: list[ToolCallRecord] = []
     for o in (o for o in lost if not idempotent(o.name)):
-        match = next(
-            (
-                c for c in ctx.calls
-                if c.get("id") not in linked_any and c.get("id") not in settled
-                and c.get("name") == o.name and c.get("args") == o.args
-            ),
-            None,
-        )
-        if match is None:
-            alone.append(o)
+        same = asking_again(o)
+        if same:
+            linked_any[same[0]["id"]] = o
         else:
-            linked_any[match["id"]] = o
+            alone.append(o)
     for o in carrying:  # answered already: the answer goes to a call asking for it again
-        same = [
-            c for c in ctx.calls
-            if c.get("id") not in linked_any and c.get("id") not in settled
-            and c.get("name") == o.name and c.get("args") == o.args
-        ]
+        same = asking_again(o)
         match = next((c for c in same if c.get("id") == o.key.call_id), same[0] if same else None)
         if match is not None:
             linked_any[match["id"]] = o
+
+    def not_run_yet(call_id: str) -> bool:  # what a carried answer may still answer
+        rec = records.get(ctx.key(call_id))
+        return rec is None or rec.state == REQUESTED
+
     batch_ids = {c["id"] for c in ctx.batch}
-    linked = {
-        cid: o for cid, o in linked_any.items()
-        if cid in batch_ids and (not o.carries_answer or records.get(ctx.key(cid)) is None
-                                 or records[ctx.key(cid)].state == REQUESTED)
-    }
+    linked = {cid: o for cid, o in linked_any.items()
+              if cid in batch_ids and (not o.carries_answer or not_run_yet(cid))}
     unmatched: dict[str, ToolCallRecord] = {}
     if ctx.lists_lost_runs:
         taken = {c.get("id") for c in ctx.calls}
