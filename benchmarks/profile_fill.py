@@ -7,9 +7,14 @@ Reproduce (from the repository root, with the venv active)::
     python benchmarks/profile_fill.py --threads 300 --turns 10            # jsonl and sqlite
     python benchmarks/profile_fill.py --threads 300 --savers jsonl --profile
     python benchmarks/profile_fill.py --threads 1000 --turns 3 --savers jsonl --max-open 2000
+    python benchmarks/profile_fill.py --threads 1000 --turns 10 --savers jsonl sqlite memory \
+        --collector off --name fill_collector_off
 
 Prints one line per saver and, with ``--profile``, writes
-``results/issue17-profile-fill-<saver>-<threads>x<turns>.txt``. Nothing else is written:
+``results/issue17-profile-fill-<saver>-<threads>x<turns>.txt``; with ``--name``, the lines'
+figures as ``results/<name>.md``/``.json``. ``--collector off`` runs each fill with the
+cyclic garbage collector disabled (collected once before): set beside a run with it on,
+it tells how much of a turn the collector's passes take, which ``fill_parts.py`` counts.
 ``many_threads.py`` is the benchmark of record; this is for finding where a turn goes.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -29,7 +35,17 @@ from pathlib import Path
 from many_threads import thread_ids
 from profile_agent import _profiles, _thread_start  # per-thread profilers, one mechanism
 
-from _common import LABELS, RESULTS, build_agent_graph, open_saver, quantile, user_message
+from _common import (
+    LABELS,
+    RESULTS,
+    Table,
+    build_agent_graph,
+    open_saver,
+    quantile,
+    summary,
+    user_message,
+    write_results,
+)
 
 
 def main() -> None:
@@ -43,7 +59,12 @@ def main() -> None:
                    help="JsonlSaver's max_open_threads (default: the saver's, 128); a bound above "
                    "--threads keeps every log open (no reopening)")
     p.add_argument("--tmp", default=None)
+    p.add_argument("--collector", choices=("on", "off"), default="on",
+                   help="off: the cyclic garbage collector disabled during each fill")
+    p.add_argument("--name", default=None, help="also write results/<name>.md and .json")
     args = p.parse_args()
+    table = Table()
+    case = f"{args.threads} threads x {args.turns} turns round-robin, collector {args.collector}"
     counts = {"fdatasync": 0, "fsync": 0}
     for name in counts:
         real = getattr(os, name)
@@ -73,6 +94,9 @@ def main() -> None:
                 _profiles.clear()
                 threading.setprofile(_thread_start)
                 main_prof.enable()
+            gc.collect()
+            if args.collector == "off":
+                gc.disable()
             t_fill = time.perf_counter()
             cpu0 = time.process_time()
             for t in range(args.turns):
@@ -83,6 +107,7 @@ def main() -> None:
                     per_turn.append(time.perf_counter() - t0)
             wall = time.perf_counter() - t_fill
             cpu = time.process_time() - cpu0
+            gc.enable()
             if args.profile:
                 main_prof.disable()
                 threading.setprofile(None)
@@ -95,6 +120,9 @@ def main() -> None:
                   f"{quantile(per_turn, .99)*1e3:7.2f} max {max(per_turn)*1e3:7.2f} ms; cpu/turn "
                   f"{cpu/n*1e3:5.2f} ms; fdatasync/turn {counts['fdatasync']/n:.2f} "
                   f"fsync/turn {counts['fsync']/n:.2f}", flush=True)
+            table.add(case, "time per turn", kind, summary(per_turn), "s")
+            table.add(case, "time per turn, p99", kind, quantile(per_turn, .99), "s")
+            table.add(case, "process CPU per turn", kind, cpu / n, "s")
             slow = sorted(range(n), key=lambda j: -per_turn[j])[:8]
             print("   slowest turns (index: ms):", ", ".join(f"{j}: {per_turn[j]*1e3:.0f}" for j in slow))
             if args.profile:
@@ -120,6 +148,14 @@ def main() -> None:
                 print("   wrote", path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    if args.name:
+        cmd = (f"python benchmarks/profile_fill.py --threads {args.threads} --turns {args.turns} "
+               f"--savers {' '.join(args.savers)} --collector {args.collector} --name {args.name}")
+        _, md = write_results(args.name, {"threads": args.threads, "turns": args.turns,
+                                          "collector": args.collector}, table,
+                              header=f"The fill of `many_threads.py` alone, durability \"sync\", "
+                              f"every saver in one process, one after another.\n\nReproduce: `{cmd}`")
+        print("   wrote", md)
 
 
 if __name__ == "__main__":
