@@ -41,14 +41,21 @@ def _saver_file(path: Path) -> Path:
     return path
 
 
-def _copy_while_locked(argv: list[str], target: Path, *, let_go: bool) -> tuple[int, str, str, bool]:
+def _copy_while_locked(
+    argv: list[str], target: Path, *, let_go: bool, writing: tuple[str, ...] = ()
+) -> tuple[int, str, str, bool]:
     """Run ``langgraph-jsonl argv`` while this process holds ``target`` under BEGIN
-    EXCLUSIVE; let it go once the CLI has said something on stderr (if ``let_go``).
+    EXCLUSIVE, having run the ``writing`` statements in it (uncommitted, with a cache so
+    small that they reach the file); let it go (roll back) once the CLI has said
+    something on stderr (if ``let_go``).
     Returns the exit status, the first stderr line, the rest of stderr, and whether
     the CLI was still running when it said that line."""
     holder = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
     with closing(holder):
+        holder.execute("PRAGMA cache_size = 1")
         holder.execute("BEGIN EXCLUSIVE")
+        for statement in writing:
+            holder.execute(statement)
         child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert child.stderr is not None
         lines: queue.Queue[str] = queue.Queue()
@@ -125,3 +132,47 @@ def test_a_sqlite_target_locked_throughout_fails_as_before_after_saying_it_waits
             problem = (f"PROBLEM thread {thread}: copy to sqlite:///{target} stopped: OperationalError: "
                        "database is locked (another process held the SQLite file locked for 5 seconds")
             assert problem in rest, rest
+
+
+def test_a_sqlite_source_an_app_is_writing_in_rollback_mode_is_waited_for_not_read_half_written(
+    app_db: Path, tmp_path: Path
+) -> None:
+    """A source file in rollback-journal mode that an app holds in a write transaction
+    (its changes already in the file, the old pages in its -journal) is waited for as
+    SQLite's locks say, not read as it is at that moment: the import read the app's
+    uncommitted, later rolled back deletion of a thread and left that thread out."""
+    source = tmp_path / "rollback.db"
+    source.write_bytes(app_db.read_bytes())
+    with closing(sqlite3.connect(source)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    target = tmp_path / "store"
+    writing = tuple(f"DELETE FROM {table} WHERE thread_id = 'agent'" for table in ("writes", "checkpoints"))
+    argv = ["import", "sqlite:///" + str(source), str(target), "--json"]
+    status, first, rest, running = _copy_while_locked(argv, source, let_go=True, writing=writing)
+    assert running, first + rest
+    assert "waiting for the lock on the SQLite file" in first and str(source) in first, first + rest
+    assert status == 0, first + rest
+    with closing(sqlite3.connect(source)) as conn:  # the app rolled back: every thread is there
+        threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert "agent" in threads
+    listed = {p.name for p in (target / "threads").iterdir()}
+    assert any("agent" in name for name in listed), listed
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_a_sqlite_source_of_an_older_sqlitesaver_without_task_path_is_read_in_either_mode(
+    app_db: Path, tmp_path: Path, journal: str
+) -> None:
+    """A file an older langgraph-checkpoint-sqlite wrote (its writes table without
+    task_path), in write-ahead log or rollback-journal mode, is read as SqliteSaver reads
+    it: without the column (its setup() would add it, which a read-only copy does not)."""
+    source = tmp_path / "older.db"
+    source.write_bytes(app_db.read_bytes())
+    with closing(sqlite3.connect(source)) as conn:
+        conn.execute("ALTER TABLE writes DROP COLUMN task_path")
+        assert conn.execute(f"PRAGMA journal_mode = {journal}").fetchone() == (journal,)
+        conn.commit()
+        threads = conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0]
+    report = copy_threads("sqlite:///" + str(source), str(tmp_path / "store"))
+    assert report.ok and report.verified, report.to_json()["problems"]
+    assert len(report.threads) == threads > 1 and report.writes > 0

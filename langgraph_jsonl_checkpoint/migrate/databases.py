@@ -60,6 +60,17 @@ def is_sqlite_file(path: str) -> bool:
         return False
 
 
+def _in_wal_mode(path: str) -> bool:
+    """Whether the SQLite file at ``path`` is in write-ahead log mode (its header's read
+    and write versions are 2; 1 is rollback-journal mode)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(18)
+            return f.read(2) == b"\x02\x02"
+    except OSError:
+        return False
+
+
 class SqliteEndpoint(Endpoint):
     """A ``SqliteSaver`` file (read-only: a dry run's target, opened so that SQLite makes
     no file beside it)."""
@@ -125,6 +136,8 @@ class SqliteEndpoint(Endpoint):
         if not new_file and not self._readable:
             creates = [f"SqliteSaver's tables in {path}"]
         saver = SqliteSaver(self.conn, serde=serde)
+        if read_only:  # its setup() would write (journal_mode=WAL; an older file's task_path column)
+            saver.is_setup, saver._has_task_path = True, self._has_task_path()  # what setup() finds
         super().__init__(saver, name, "sqlite", self._journal(tables, role), creates)
 
     def _connect(self, *, isolation_level: Literal["DEFERRED"] | None) -> sqlite3.Connection:
@@ -132,9 +145,11 @@ class SqliteEndpoint(Endpoint):
         # takes the write lock as it begins, where the wait can be said.
         if not self.read_only:
             return sqlite_lock.connect(self.path, isolation_level=isolation_level and "IMMEDIATE")
-        # Read-only; immutable (making no -wal and -shm files) unless a write-ahead log is there.
+        # Read-only; immutable (making no -wal and -shm files) if in write-ahead log mode with no
+        # log there. In rollback-journal mode a read-only open makes no file, and it must take
+        # SQLite's locks: an app's write transaction may be half in the file, its -journal beside.
         self.opened = self._stamp()
-        self.immutable = not self.opened[0]
+        self.immutable = not self.opened[0] and _in_wal_mode(self.path)
         uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro{'&immutable=1' if self.immutable else ''}"
         return sqlite_lock.connect(self.path, uri=uri, isolation_level=isolation_level)
 
