@@ -179,6 +179,22 @@ def test_a_database_that_does_not_exist_says_to_create_it(app_db: Path, tmp_path
         assert "createdb -h 127.0.0.1 -p " in err and " -U postgres no_such_db_for_this_test" in err, err
 
 
+def test_a_user_that_does_not_exist_is_not_told_to_create_the_database(app_db: Path, tmp_path: Path,
+                                                                      pg_url: str, capsys) -> None:
+    """A URL whose user (role) the server does not know: the server says 'role ... does not
+    exist', and the error told to create the database (`createdb -U nouser ...`, which fails
+    the same way); it says the user is unknown and to name one the server has."""
+    store = str(tmp_path / "s")
+    assert main(["import", url(app_db), store]) == 0
+    capsys.readouterr()
+    rest = pg_url.split("@", 1)[1]
+    assert main(["export", store, f"postgresql://no_such_role_for_this_test@{rest}", "--setup"]) == 2
+    err = capsys.readouterr().err
+    assert 'role "no_such_role_for_this_test" does not exist' in err, err
+    assert "CREATE DATABASE" not in err and "createdb" not in err, err
+    assert "user" in err and "CREATE ROLE no_such_role_for_this_test" in err, err
+
+
 def test_threads_before_the_endpoints_says_to_put_them_first(app_db: Path, tmp_path: Path, capsys) -> None:
     """--threads takes every word after it: written first, it swallows the endpoints."""
     store = str(tmp_path / "s")

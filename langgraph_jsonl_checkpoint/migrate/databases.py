@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
 from . import sqlite_lock
-from .db_errors import cannot_open, create_it, missing_extra, redacted
+from .db_errors import cannot_open, missing_extra, redacted, what_to_do
 from .endpoints import (
     Chunk,
     Endpoint,
@@ -355,11 +355,8 @@ class PostgresEndpoint(Endpoint):
             # psycopg's first line says what failed; a line after it may ask a question of its own
             first = " ".join(str(exc).strip().split("\n", 1)[0].split()).rstrip(".")
             reason = first or type(exc).__name__
-            raise MigrationError(
-                f"cannot connect to PostgreSQL at {name}: {reason}. "
-                + (create_it(conninfo_to_dict(url)) if role == "target" and "does not exist" in reason
-                   else "Is the server running and the URL right (postgresql://user@host:port/database)?")
-            ) from None
+            raise MigrationError(f"cannot connect to PostgreSQL at {name}: {reason}. "
+                                 + what_to_do(reason, conninfo_to_dict(url), role)) from None
         options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
         self.pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options, open=True)
         self.store_pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options,

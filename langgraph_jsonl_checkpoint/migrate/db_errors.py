@@ -54,13 +54,31 @@ def reason(exc: BaseException) -> str:
     return said
 
 
+def what_to_do(reason: str, params: dict[str, Any], role: str) -> str:
+    """What to do about a connection that failed for ``reason`` (psycopg's first line)."""
+    unknown = re.search(r'role "(.+?)" does not exist', reason)  # the URL's user, or libpq's default
+    if unknown:  # not the database: the user is unknown
+        user = unknown.group(1)
+        return (f"The server has no user (role) {user}: name one it has in the URL "
+                f"(postgresql://user@host:port/database), or create it first (CREATE ROLE {_ident(user)} "
+                "LOGIN, or createuser)")
+    if role == "target" and "does not exist" in reason:
+        return create_it(params)
+    return "Is the server running and the URL right (postgresql://user@host:port/database)?"
+
+
+def _ident(name: str) -> str:
+    """``name`` as an SQL identifier (quoted where it must be)."""
+    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+
+
 def create_it(params: dict[str, Any]) -> str:
     """What to do about a target database that does not exist: make it (--setup makes tables)."""
     db = params.get("dbname", "")
     where = " ".join(f"-{flag} {shlex.quote(params[key])}"
                      for flag, key in (("h", "host"), ("p", "port"), ("U", "user")) if params.get(key))
     # The name as the URL decodes it (`my%20db` is `my db`): quoted where SQL and a shell need it.
-    ident = db if re.fullmatch(r"[a-z_][a-z0-9_$]*", db) else '"' + db.replace('"', '""') + '"'
+    ident = _ident(db)
     return (f"--setup creates the tables, not the database: create it first (CREATE DATABASE {ident}, or "
             f"createdb {where} {shlex.quote(db)}), then run this again")
 
