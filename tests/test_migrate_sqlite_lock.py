@@ -176,3 +176,39 @@ def test_a_sqlite_source_of_an_older_sqlitesaver_without_task_path_is_read_in_ei
     report = copy_threads("sqlite:///" + str(source), str(tmp_path / "store"))
     assert report.ok and report.verified, report.to_json()["problems"]
     assert len(report.threads) == threads > 1 and report.writes > 0
+
+
+def test_a_sqlite_source_with_a_crashed_apps_hot_journal_says_so_and_what_to_do(
+    app_db: Path, tmp_path: Path
+) -> None:
+    """An app killed in a write transaction (rollback-journal mode) leaves its changes half in
+    the file and the old pages in its -journal, which the next writer rolls back. The copy
+    opens the file read-only, so cannot: it said "attempt to write a readonly database.
+    Check the path and that the file can be read", which is neither what is wrong nor the fix."""
+    source = tmp_path / "crashed.db"
+    source.write_bytes(app_db.read_bytes())
+    with closing(sqlite3.connect(source)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    crash = ("import os, sqlite3, sys\n"
+             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+             "c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN EXCLUSIVE')\n"
+             "c.execute(\"DELETE FROM checkpoints WHERE thread_id = 'agent'\")\n"
+             "os._exit(9)\n")
+    subprocess.run([sys.executable, "-c", crash, str(source)], timeout=60)
+    assert (tmp_path / "crashed.db-journal").exists()
+    done = subprocess.run([*CLI, "import", "sqlite:///" + str(source), str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"{source}-journal" in done.stderr, done.stderr
+    assert "did not finish" in done.stderr and "roll" in done.stderr, done.stderr
+    assert "Check the path" not in done.stderr, done.stderr
+    assert not (tmp_path / "store").exists()
+    # The command the error gives rolls it back; then the import copies every thread.
+    fix = done.stderr.split("`")[1]
+    subprocess.run(fix, shell=True, check=True, timeout=60, cwd=tmp_path)
+    assert not (tmp_path / "crashed.db-journal").exists()
+    again = subprocess.run([*CLI, "import", "sqlite:///" + str(source), str(tmp_path / "store")],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "verified" in again.stdout, again.stdout
+    assert any("agent" in p.name for p in (tmp_path / "store" / "threads").iterdir())

@@ -32,6 +32,13 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
             "writable by this user. Copy the file and its -wal together to a directory you can write "
             "to and name the copy, or run this as a user who can write there."
         )
+    if role == "source" and os.path.exists(path + "-journal") and "readonly" in str(exc):
+        return MigrationError(  # a hot journal: only a connection that can write rolls it back
+            f"{name}: cannot read {path}: {path}-journal holds the old pages of a write its app did not "
+            "finish (it was killed or crashed), which SQLite rolls back on the next open that can write; "
+            "the copy only reads. Open the file once with your app, or run "
+            f"`sqlite3 {shlex.quote(path)} 'PRAGMA quick_check'`, then run the same command again."
+        )
     if "database is locked" in str(exc):
         todo = ("Another process holds it locked (an app writing to it): run the same command again "
                 "when it is done or stopped")
