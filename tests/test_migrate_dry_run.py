@@ -239,3 +239,37 @@ def test_a_store_target_the_system_refuses_to_make_is_a_clear_error(source: Path
     assert "Pass a directory on an ordinary file system" in line, line
     assert line.count("cannot create") + line.count("cannot be created") == 1, line  # said once
     assert not os.path.exists("/proc/newstore")
+
+
+def test_a_thread_with_an_empty_id_is_reported_alike_dry_run_or_not_with_what_to_do(
+    tmp_path: Path, capsys
+) -> None:
+    """SqliteSaver holds a thread whose id is '' (an app passed thread_id=""); a store
+    cannot. The dry run said it would copy it (exit status 0); the copy then failed on it
+    with "put needs a thread_id ...: pass config=... to invoke/stream/get_state", advice
+    for an app, not for an import. Both now name it as a problem, with how to bring it along."""
+    import sqlite3
+    from contextlib import closing
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from tests.harness.state_graphs import build_counter_graph
+
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
+        for tid in ("", "kept"):
+            graph.invoke({"n": 1}, cfg(tid))
+    outs = []
+    for extra in (["--dry-run"], []):
+        status = main(["import", "sqlite:///" + str(db), str(tmp_path / "s"), "--json", *extra])
+        out = json.loads(capsys.readouterr().out)
+        assert status == 1, out
+        assert out["incomplete"] == [""], out
+        (problem,) = out["problems"]
+        assert problem["thread_id"] == "", problem
+        said = problem["problem"]
+        assert "empty" in said and "UPDATE checkpoints SET thread_id" in said, said
+        assert "invoke/stream" not in said, said
+        outs.append({k: out[k] for k in ("copied", "checkpoints", "writes")})
+    assert outs[0] == outs[1]  # the dry run counts as the copy counts

@@ -282,6 +282,9 @@ def _copy_thread(
     thread_id = done.thread_id
     left_behind = None  # why the journal was not copied, if it was not
     _go_on(stop)
+    done.problem = dst.cannot_hold(thread_id)
+    if done.problem is not None:
+        return done
     try:
         stored = src.stored_checkpoints(thread_id)
         damage = src.damage(thread_id)

@@ -136,6 +136,16 @@ class Endpoint:
         every checkpoint; the endpoints of known storage ask it directly)."""
         return sorted({str(t.config["configurable"]["thread_id"]) for t in self.saver.list(None)})
 
+    def cannot_hold(self, thread_id: str) -> str | None:
+        """Why a thread of this id cannot be copied into it, and what to do (None: it can)."""
+        if thread_id != "" or self.kind != "jsonl":
+            return None
+        return ("a store cannot hold a thread whose id is empty (''), as SqliteSaver and PostgresSaver "
+                "can, so it was left out. To bring it along, give it an id in the source first "
+                "(UPDATE checkpoints SET thread_id = 'NEW-ID' WHERE thread_id = ''; the same for its "
+                "writes table: writes in SQLite, checkpoint_writes and checkpoint_blobs in PostgreSQL), "
+                "then run the same command again")
+
     def stored_checkpoints(self, thread_id: str) -> dict[Key, StoredCheckpoint]:
         """Every checkpoint of a thread (all namespaces) with its parent and its number of
         pending writes, by ``(namespace, id)``: no values (here: from ``list()``, which
