@@ -273,3 +273,27 @@ def test_a_thread_with_an_empty_id_is_reported_alike_dry_run_or_not_with_what_to
         assert "invoke/stream" not in said, said
         outs.append({k: out[k] for k in ("copied", "checkpoints", "writes")})
     assert outs[0] == outs[1]  # the dry run counts as the copy counts
+
+
+def test_a_dry_run_stopped_by_ctrl_c_does_not_say_a_rerun_continues_it(source: Path, tmp_path: Path) -> None:
+    """Ctrl-C in a dry run said "interrupted after 2 of 6 threads (... counted, ... by 1
+    thread(s) stopped part-way); run the same command again to continue": a dry run keeps
+    nothing, so nothing continues; run again, it counts every thread from the start."""
+    import threading
+
+    from langgraph_jsonl_checkpoint.migrate import CopyInterrupted, copy_threads
+
+    def track(ids: list[str]) -> Any:
+        for n, thread_id in enumerate(ids):
+            if n == 2:
+                raise KeyboardInterrupt
+            yield thread_id
+
+    target = tmp_path / "new"
+    with pytest.raises(CopyInterrupted) as caught:
+        copy_threads(str(source), str(target), dry_run=True, track=track, stop=threading.Event(), workers=1)
+    said = str(caught.value)
+    assert said.startswith("interrupted after 2 of "), said
+    assert "counted" in said and "continue" not in said, said
+    assert "nothing was written" in said and "from the start" in said, said
+    assert not target.exists()

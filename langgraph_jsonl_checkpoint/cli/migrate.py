@@ -61,6 +61,7 @@ COPY_JSON = (
 
 
 AGAIN = "interrupted; run the same command again to continue"
+DRY_AGAIN = "interrupted (a dry run: nothing was written)"
 
 
 def add_copy_options(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +87,8 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
     """Copy, print the report (or its JSON); exit 1 when a thread failed or differs, 130
     after Ctrl-C (one line: how far it got; the same command again continues)."""
     stop = threading.Event()
-    with ctrl_c_stops(stop, again=AGAIN):
+    again = DRY_AGAIN if args.dry_run else AGAIN
+    with ctrl_c_stops(stop, again=again):
         try:
             report = copy_threads(
                 source, target, threads=args.threads, dry_run=args.dry_run, verify=not args.no_verify,
@@ -99,7 +101,7 @@ def run_copy(args: argparse.Namespace, source: str, target: str) -> int:
             print(stopped, file=sys.stderr)
             return EXIT_INTERRUPTED
         except KeyboardInterrupt:  # main() called off the main thread: no handler of ours
-            print(AGAIN, file=sys.stderr)
+            print(again, file=sys.stderr)
             return EXIT_INTERRUPTED
     if args.json:
         print_json(report.to_json())

@@ -285,7 +285,6 @@ class CopyInterrupted(KeyboardInterrupt):
         copied = f"{report.checkpoints + part} checkpoint(s) {'counted' if report.dry_run else 'copied'}"
         if self.under_way:
             copied += f", {part} of them by {len(self.under_way)} thread(s) stopped part-way"
-        super().__init__(
-            f"interrupted after {len(report.threads)} of {total} threads ({copied}); run the same "
-            "command again to continue"
-        )
+        again = ("a dry run: nothing was written, so the same command run again counts from the start"
+                 if report.dry_run else "run the same command again to continue")
+        super().__init__(f"interrupted after {len(report.threads)} of {total} threads ({copied}); {again}")
