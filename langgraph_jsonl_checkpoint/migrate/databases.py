@@ -37,6 +37,7 @@ from .endpoints import (
     place_of_path,
 )
 from .journal import StoreJournalEnd
+from .pg_lock import LockWatch
 from .schema import (
     LANGGRAPH_SQLITE_TABLES,
     POSTGRES_COLUMNS,
@@ -358,9 +359,10 @@ class PostgresEndpoint(Endpoint):
             raise MigrationError(f"cannot connect to PostgreSQL at {name}: {reason}. "
                                  + what_to_do(reason, conninfo_to_dict(url), role)) from None
         options = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-        self.pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options, open=True)
-        self.store_pool: Any = ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options,
-                                              open=True)
+        self.watch = LockWatch(url, name)  # says a wait for another session's lock
+        self.pool, self.store_pool = (  # one for the saver, one for the store
+            ConnectionPool(url, min_size=1, max_size=max(1, workers), kwargs=options, open=True,
+                           configure=self.watch.add) for _ in range(2))
         tables = self._tables()
         if role == "source" and "checkpoints" not in tables:
             self.close()
@@ -484,6 +486,7 @@ class PostgresEndpoint(Endpoint):
         return Place("PostgreSQL database", key, f"database {row['db']}, schema {row['schema']}")
 
     def close(self) -> None:
+        self.watch.close()
         for pool in (getattr(self, "pool", None), getattr(self, "store_pool", None)):
             if pool is not None:
                 pool.close()
