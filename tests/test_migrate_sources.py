@@ -17,7 +17,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_jsonl_checkpoint.cli import main
-from tests.harness.migration import cfg
+from tests.harness.migration import build_sqlite_app, cfg
 from tests.harness.other_user import as_nobody
 from tests.harness.state_graphs import build_counter_graph
 
@@ -401,3 +401,34 @@ def test_a_postgresql_url_s_database_is_decoded_and_its_create_hint_quoted(
         assert main(["export", "sqlite:///" + str(db), url, "--setup"]) == 0, capsys.readouterr().err
     finally:
         drop_database(name)
+
+
+@pytest.mark.parametrize("extra", [[], ["--setup"], ["--dry-run"]])
+def test_a_database_of_a_newer_postgressaver_names_the_versions_and_the_upgrade(
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    """Exported into the database of an app on a newer langgraph-checkpoint-postgres (a
+    migration this one does not know, here a NOT NULL column): the dry run said all was
+    well, and the copy failed each thread with "NotNullViolation: null value in column
+    ...", nothing saying why or what to do. It stops before copying anything, dry run or
+    --setup or not, naming both migration numbers and the upgrade to install."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    db = build_sqlite_app(tmp_path / "app.db")
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresSaver.from_conn_string(pg_url) as saver, PostgresStore.from_conn_string(pg_url) as store:
+        saver.setup()
+        store.setup()
+        last = len(saver.MIGRATIONS) - 1
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # what a later release might do
+        conn.execute("ALTER TABLE checkpoints ADD COLUMN newer_column text NOT NULL")
+        conn.execute("INSERT INTO checkpoint_migrations (v) VALUES (%s)", (last + 1,))
+    capsys.readouterr()
+    assert main(["copy", "sqlite:///" + str(db), pg_url, *extra]) == 2
+    err = capsys.readouterr().err
+    assert "newer langgraph-checkpoint-postgres" in err, err
+    assert f"migration {last + 1}" in err and f"up to {last}" in err, err
+    assert "pip install -U langgraph-checkpoint-postgres" in err, err
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0

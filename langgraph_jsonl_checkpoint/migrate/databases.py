@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 from ..errors import MigrationError
 from ..replay.journal import STORE_NAMESPACE
 from . import sqlite_lock
-from .db_errors import cannot_open, missing_extra, redacted, what_to_do
+from .db_errors import cannot_open, missing_extra, newer_saver, redacted, what_to_do
 from .endpoints import (
     Chunk,
     Endpoint,
@@ -422,6 +422,7 @@ class PostgresEndpoint(Endpoint):
         if "checkpoint_migrations" not in self._tables():  # tables made otherwise: cannot tell
             return None
         done = self._query("SELECT coalesce(max(v), -1) AS v FROM checkpoint_migrations")[0]["v"]
+        newer_saver(self.name, done, last)  # raises if a newer langgraph-checkpoint-postgres made them
         return None if done >= last else f"PostgresSaver's migration(s) {done + 1} to {last}"
 
     def unmigrated_journal(self) -> str | None:
@@ -493,7 +494,6 @@ class PostgresEndpoint(Endpoint):
 
 
 def open_postgres(url: str, *, role: str, workers: int = 1, serde: Any = None) -> Endpoint:
-    """A ``PostgresSaver`` endpoint on the database ``url`` names (a pool of ``workers``
-    connections for the saver, one for the store), with ``serde`` (LangGraph's default
-    when ``None``)."""
+    """A ``PostgresSaver`` endpoint on the database ``url`` names (pools of ``workers``
+    connections for the saver and the store), with ``serde`` (LangGraph's default if ``None``)."""
     return PostgresEndpoint(url, role=role, workers=workers, serde=serde)

@@ -49,6 +49,26 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
 
 
+def newer_saver(name: str, done: int, last: int) -> None:
+    """Raise if a PostgreSQL target's checkpoint tables had migration ``done`` run, past
+    the ``last`` the installed PostgresSaver knows: a newer release made them, and rows
+    written as this one writes them may not fit (a column it does not fill)."""
+    if done <= last:
+        return
+    try:
+        from importlib.metadata import version
+
+        installed = f" {version('langgraph-checkpoint-postgres')}"
+    except Exception:  # noqa: BLE001 - the number is only for the message
+        installed = ""
+    raise MigrationError(
+        f"{name}: the database's checkpoint tables were made by a newer langgraph-checkpoint-postgres "
+        f"(they have had its migration {done}; the one installed here{installed} knows migrations up to "
+        f"{last}), so rows written as this one writes them may not fit. Install the app's version here "
+        "(pip install -U langgraph-checkpoint-postgres), then run the same command again."
+    )
+
+
 def reason(exc: BaseException) -> str:
     """An error as a copy's report says it: its type and first line; for an SQLite file
     another process held locked, what to do."""

@@ -35,7 +35,8 @@ def prepare_target(
             "store's own setup()."
         )
     # An older version's tables: a dry run stops as the copy would (--setup would run them).
-    if not (setup or missing) and (stale := dst.unmigrated()):
+    stale = dst.unmigrated()  # raises for a newer version's tables, which no --setup would change
+    if not (setup or missing) and stale:
         raise MigrationError(f"{dst.name}: the target's checkpoint tables lack {stale}. Run again with "
                              "--setup: the saver's own setup() runs them.")
     if (journal and src.journal is not None and not (setup and dry_run)
