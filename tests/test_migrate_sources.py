@@ -6,6 +6,7 @@ naming the database and what to do; nothing is created."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -432,3 +433,20 @@ def test_a_database_of_a_newer_postgressaver_names_the_versions_and_the_upgrade(
     assert "pip install -U langgraph-checkpoint-postgres" in err, err
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 0
+
+
+def test_a_sqlite_url_with_two_slashes_says_the_url_to_give(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`sqlite://app.db` (two slashes, a common slip) said only the URL's two forms; it now
+    gives the URL of that file, which runs as pasted."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "app.db"
+    with closing(sqlite3.connect(db, check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    assert main(["import", "sqlite://app.db", "s"]) == 2
+    err = capsys.readouterr().err
+    suggested = re.search(r"did you mean (\S+)\?", err)
+    assert suggested is not None and suggested.group(1) == "sqlite:///app.db", err
+    assert main(["import", suggested.group(1), "s"]) == 0
+    assert main(["import", "sqlite://", "t"]) == 2
+    assert "did you mean" not in capsys.readouterr().err

@@ -43,7 +43,9 @@ def sqlite_path(url: str) -> str:
     """
     rest = url.split("://", 1)[1]
     if not rest.startswith("/") or len(rest) < 2:
-        raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db")
+        meant = f" (did you mean sqlite:///{rest}?)" if rest and not rest.startswith("/") else ""
+        raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db"
+                             + meant)
     if "?" in rest:
         raise MigrationError(
             f"{url}: an SQLite URL here takes no query (?{rest.split('?', 1)[1]}); name the file alone. "
