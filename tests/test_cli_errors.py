@@ -16,11 +16,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from langgraph.checkpoint.base.id import uuid6
 
 from langgraph_jsonl_checkpoint import FormatVersionError, JsonlSaver, __version__
 from langgraph_jsonl_checkpoint.cli import main
 from langgraph_jsonl_checkpoint.disk import framing
-from langgraph_jsonl_checkpoint.errors import ConfigError, RestoreError
+from langgraph_jsonl_checkpoint.errors import ConfigError, RestoreError, ThreadDeletedError
 from langgraph_jsonl_checkpoint.maintenance.repair import repair
 from tests.harness.checkpoints import config, cp_id, make_checkpoint
 from tests.harness.other_user import as_nobody
@@ -966,3 +967,99 @@ def test_the_command_a_refusal_suggests_runs_as_given_in_a_store_path_with_a_spa
         words = shlex.split(command)
         assert words[2] == str(store), (command, err)
         assert main(words[1:]) == 0, (command, capsys.readouterr().err)
+
+
+def _suggested(err: str, word: str) -> list[str]:
+    """The argv (after ``langgraph-jsonl``) of the command in backticks that starts with
+    ``langgraph-jsonl WORD``, as a shell would split it when pasted."""
+    found = re.search(rf"`(langgraph-jsonl {word} [^`]*)`", err)
+    assert found, err
+    return shlex.split(found.group(1))[1:]
+
+
+@pytest.mark.parametrize("thread_id", ["-dash", "--help"])
+def test_the_repair_command_a_damaged_dashed_thread_is_told_runs_as_pasted(
+    tmp_path: Path, capsys, caplog, thread_id: str
+) -> None:
+    """A damaged thread whose id starts with a dash was told to run `langgraph-jsonl repair
+    STORE --thread -dash`, which argparse refuses (`--thread --help` printed the help):
+    the hint now spells it --thread=-dash, and pasted it repairs the thread."""
+    store = tmp_path / "s"
+    _store(store, [thread_id, "b"])
+    with JsonlSaver(store) as saver:  # two more checkpoints, then a byte of the middle one flipped
+        for i in (8, 9):
+            v = {"m": saver.get_next_version(None, None)}
+            saver.put(config(thread_id), make_checkpoint(cp_id(i), {"m": ["x"]}, v), {}, v)
+    log = Path(ThreadFiles.of(store, thread_id).log)
+    data = bytearray(log.read_bytes())
+    lines = data.split(b"\n")
+    data[sum(len(line) + 1 for line in lines[:2]) + 40] ^= 0x01
+    log.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["show", str(store), f"--thread={thread_id}"]) == 1
+    argv = _suggested(capsys.readouterr().err + caplog.text, "repair")  # the saver's warning
+    assert main([*argv, "--dry-run"]) == 1, argv  # it would drop the damaged line
+    assert "would drop" in capsys.readouterr().out
+    assert main(argv) == 0, argv
+    assert main(["verify", str(store)]) == 0
+
+
+@pytest.mark.parametrize("thread_id", ["-dash", "--help"])
+def test_the_restore_command_an_archived_dashed_thread_is_told_runs_as_pasted(
+    tmp_path: Path, capsys, thread_id: str
+) -> None:
+    """`show STORE --thread=-dash` of an archived thread said to bring it back with
+    `langgraph-jsonl restore STORE --thread -dash`, which argparse refuses."""
+    pytest.importorskip("zstandard")
+    store = tmp_path / "s"
+    _store(store, [thread_id, "b"])
+    with JsonlSaver(store) as saver:
+        os.utime(saver.store.log_paths(thread_id).log, (time.time() - 7200, time.time() - 7200))
+        swept = saver.sweep({"default_ttl": 60, "strategy": "archive"})
+        assert [t for t, _ in swept.swept] == [thread_id], swept
+    capsys.readouterr()
+    assert main(["show", str(store), f"--thread={thread_id}"]) == 2
+    argv = _suggested(capsys.readouterr().err, "restore")
+    assert main(argv) == 0, argv
+    assert main(["show", str(store), f"--thread={thread_id}"]) == 0
+
+
+def test_the_copy_command_a_refused_restore_of_a_dashed_thread_names_runs_as_pasted(
+    tmp_path: Path, capsys
+) -> None:
+    """A restore refused because a new thread of the id has a log said to keep it with
+    `langgraph-jsonl copy STORE OTHER_STORE --threads -dash`, which argparse refuses."""
+    pytest.importorskip("zstandard")
+    store = tmp_path / "s"
+    _store(store, ["-dash", "b"])
+    with JsonlSaver(store) as saver:
+        os.utime(saver.store.log_paths("-dash").log, (time.time() - 7200, time.time() - 7200))
+        saver.sweep({"default_ttl": 60, "strategy": "archive"})
+    with JsonlSaver(store) as saver:  # a new run of the same id
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(config("-dash"), make_checkpoint(str(uuid6(clock_seq=-1)), {"m": ["new"]}, v), {}, v)
+    capsys.readouterr()
+    assert main(["restore", str(store), "--thread=-dash"]) == 2
+    argv = _suggested(capsys.readouterr().err, "copy")
+    argv = [str(tmp_path / "other") if a == "OTHER_STORE" else a for a in argv]
+    assert main([*argv, "--json"]) == 0, argv
+    report = json.loads(capsys.readouterr().out)
+    assert [t["thread_id"] for t in report["per_thread"]] == ["-dash"], report
+
+
+def test_the_restore_command_a_late_write_to_an_archived_dashed_thread_names_runs_as_pasted(
+    tmp_path: Path, capsys
+) -> None:
+    """A write from before a sweep archived thread -dash is refused, naming `langgraph-jsonl
+    restore STORE --thread -dash`, which argparse refuses: now --thread=-dash."""
+    pytest.importorskip("zstandard")
+    store = tmp_path / "s"
+    _store(store, ["-dash", "b"])
+    with JsonlSaver(store) as saver:
+        os.utime(saver.store.log_paths("-dash").log, (time.time() - 7200, time.time() - 7200))
+        saver.sweep({"default_ttl": 60, "strategy": "archive"})
+    with pytest.raises(ThreadDeletedError) as refused:  # a checkpoint from before the sweep
+        _store(store, ["-dash"])
+    argv = _suggested(str(refused.value), "restore")
+    assert main(argv) == 0, argv
+    assert "restored" in capsys.readouterr().out

@@ -26,6 +26,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..disk import view
+from ..disk.paths import thread_option as suggested_thread
 from ..disk.store import MARKER, Store
 from ..disk.store_dir import check_readable, lost_marker_advice, sqlite_file_advice, store_near
 from ..errors import JsonlCheckpointError
@@ -425,7 +426,7 @@ def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
     if not entries:
         return None
     newest = entries[-1]
-    command = f"langgraph-jsonl restore {shlex.quote(saver.store.path)} --thread {shlex.quote(thread_id)}"
+    command = f"langgraph-jsonl restore {shlex.quote(saver.store.path)} {suggested_thread(thread_id)}"
     return (
         f"thread {shown(thread_id)} is archived (since "
         f"{newest.archived_at.strftime('%Y-%m-%d %H:%M:%S')} UTC, in {newest.path}): it has no log "

@@ -34,12 +34,13 @@ def thread_slug(thread_id: str) -> str:
     return _SLUG_UNSAFE.sub("_", thread_id.lower())[:40].strip("_") or "thread"
 
 
-def thread_option(thread_id: str) -> str:
-    """``--thread ID`` for a command a message suggests, shell-quoted (``--thread=-x`` for
-    an id starting with a dash, which argparse would take for an option)."""
+def thread_option(thread_id: str, option: str = "--thread") -> str:
+    """``--thread ID`` (or ``option ID``: ``--threads``) for a command a message suggests,
+    shell-quoted (``--thread=-x`` for an id starting with a dash, which argparse would
+    take for an option)."""
     if thread_id.startswith("-"):
-        return shlex.quote(f"--thread={thread_id}")
-    return f"--thread {shlex.quote(thread_id)}"
+        return shlex.quote(f"{option}={thread_id}")
+    return f"{option} {shlex.quote(thread_id)}"
 
 
 def thread_digest(thread_id: str) -> str:
@@ -147,7 +148,7 @@ def repair_hint(store_dir: str, thread_id: str, paths: LogPaths) -> str:
     stem = os.path.join(paths.directory, paths.name)
     return (
         f"To keep every record that can still be read, run `langgraph-jsonl repair "
-        f"{shlex.quote(store_dir)} --thread {shlex.quote(thread_id)}` (it archives "
+        f"{shlex.quote(store_dir)} {thread_option(thread_id)}` (it archives "
         f"the original first), or restore the file from a backup (then delete {stem}.idx "
         f"and {stem}.head, which describe the file as it was)."
     )

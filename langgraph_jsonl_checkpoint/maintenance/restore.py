@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from ..disk import archive_damage
 from ..disk.archive import COMPRESSED, ArchivedThread, ThreadArchive, archived_when
 from ..disk.log import ThreadLog
+from ..disk.paths import thread_option
 from ..disk.runlock import MAINTENANCE
 from ..disk.store import Store
 from ..errors import ConfigError, CorruptLogError, RestoreError
@@ -214,8 +215,8 @@ def _decide(
         raise RestoreError(
             f"thread {thread_id!r} has a log again ({log.path}): a run started it "
             f"anew after it was archived into {entries[-1].path}. Keep the new thread "
-            f"elsewhere if it matters (langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
-            f"--threads {shlex.quote(thread_id)}), delete it "
+            f"elsewhere if it matters (`langgraph-jsonl copy {shlex.quote(store.path)} OTHER_STORE "
+            f"{thread_option(thread_id, '--threads')}`), delete it "
             f"(JsonlSaver({store.path!r}).delete_thread({thread_id!r})), then restore."
         )
     own = shelf.returning(log.paths, entries[-1], removed_first=removed_first)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..disk.index import ThreadIndex
 from ..disk.log import ThreadLog
+from ..disk.paths import thread_option
 from ..errors import ConcurrentRunError, ThreadDeletedError
 from ..values.codec import ValueCodec
 from .runs import NEW_THREAD
@@ -67,8 +68,8 @@ def refuse_deleted(
 def _bring_back(thread_id: str, archive: str) -> str:
     """How to restore an archived thread (its archive file at ``archive``), as a clause."""
     store = os.path.dirname(os.path.dirname(archive))
-    return (f"Bring it back with `langgraph-jsonl restore {shlex.quote(store)} --thread "
-            f"{shlex.quote(thread_id)}` (or saver.restore({thread_id!r}))")
+    return (f"Bring it back with `langgraph-jsonl restore {shlex.quote(store)} "
+            f"{thread_option(thread_id)}` (or saver.restore({thread_id!r}))")
 
 
 #: The task id and channel of the answer ``Command(resume=...)`` writes before a run goes on.
