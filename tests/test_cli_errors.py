@@ -1063,3 +1063,28 @@ def test_the_restore_command_a_late_write_to_an_archived_dashed_thread_names_run
     argv = _suggested(str(refused.value), "restore")
     assert main(argv) == 0, argv
     assert "restored" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["history", "STORE", "--limit", "1", "t-1"], cp_id(0)),  # t-1's checkpoint
+    (["show", "STORE", "--internal", "t-1"], "t-1"),
+    (["show", "STORE", "--internal", "--", "-dash"], "-dash"),  # the hint's `-- -dash`, options first
+    (["history", "STORE", "--limit", "1", "--", "-dash"], cp_id(1)),  # -dash's
+    (["export", "STORE", "--format", "md", "t-1"], "t-1"),
+    (["export", "STORE", "--format", "md", "--", "-dash"], "-dash"),
+    (["search", "STORE", "--role", "human", "hello"], "no message matches 'hello'"),
+    (["show", "--", "STORE", "-dash"], "-dash"),  # as before
+    (["show", "STORE", "--", "--help"], "--help"),
+])
+def test_options_between_the_store_and_the_thread_are_taken(
+    tmp_path: Path, capsys, argv: list[str], expected: str
+) -> None:
+    """`history ./checkpoints --limit 1 t-1` failed with "unrecognized arguments: t-1",
+    and `show STORE --internal -- -dash` (the `-- -dash` the dash hint names, after an
+    option) with "unrecognized arguments: -- -dash": argparse gave up the operands once
+    an option came after the store. Options may now come anywhere among the operands."""
+    _store(tmp_path / "s", ["t-1", "-dash", "--help"])
+    capsys.readouterr()
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert expected in capsys.readouterr().out

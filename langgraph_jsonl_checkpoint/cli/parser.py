@@ -43,9 +43,29 @@ class CommandParser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: Any = None
     ) -> tuple[Any, list[str]]:
+        """argparse's, except that options may come between the operands (`history STORE
+        --limit 2 t-1`; argparse gives up the operands left once an option follows the
+        store): the words before ``--`` are parsed intermixed, and those after it fill
+        the operands left, in order (``show STORE --internal -- -dash``)."""
         self.define()
+        if getattr(self, "_intermixing", False):  # parse_known_intermixed_args's own passes
+            return super().parse_known_args(args, namespace)
         self._given = list(args or ())
-        return super().parse_known_args(args, namespace)
+        operands = self._get_positional_actions()
+        if not operands:
+            return super().parse_known_args(args, namespace)
+        given = self._given
+        end = given.index("--") if "--" in given else len(given)
+        head, tail = given[:end], given[end + 1:]
+        self._intermixing = True
+        try:
+            parsed, extras = super().parse_known_intermixed_args(head, namespace)
+        finally:
+            self._intermixing = False
+        for action in operands:
+            if tail and getattr(parsed, action.dest, None) is None:
+                setattr(parsed, action.dest, tail.pop(0))
+        return parsed, [*extras, *tail]
 
     def error(self, message: str) -> NoReturn:
         """argparse's error, saying why operands are missing when ``--threads`` (which
