@@ -1088,3 +1088,22 @@ def test_options_between_the_store_and_the_thread_are_taken(
     argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
     assert main(argv) == 0, capsys.readouterr().err
     assert expected in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("given", [["--thread", "t-1"], ["--thread=-dash"], ["--thread", "t-1", "-o", "OUT"]])
+def test_export_given_thread_as_an_option_says_how_to_give_it(
+    tmp_path: Path, capsys, given: list[str]
+) -> None:
+    """`export STORE --thread t-1` (as show, history, ... take it) said only that "--threads,
+    --dry-run, ... are for an export to a database": export's --thread abbreviates its
+    --threads. The error now gives the command that exports the thread, which runs as pasted."""
+    _store(tmp_path / "s", ["t-1", "-dash"])
+    out = tmp_path / "t.md"
+    capsys.readouterr()
+    argv = ["export", str(tmp_path / "s"), *(str(out) if a == "OUT" else a for a in given)]
+    assert main(argv) == 2
+    suggested = _suggested(capsys.readouterr().err, "export")
+    assert main(suggested) == 0, suggested
+    thread = "-dash" if "--thread=-dash" in given else "t-1"
+    text = out.read_text() if "-o" in given else capsys.readouterr().out
+    assert f"# Thread `{thread}`" in text, text

@@ -16,6 +16,7 @@ import argparse
 import errno
 import os
 import re
+import shlex
 import sys
 
 from ..disk.paths import thread_slug
@@ -64,6 +65,10 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError(f"--threads took {swallowed[-1]}: it takes every word after it. Put STORE "
                          "DATABASE before --threads (langgraph-jsonl export ./checkpoints "
                          "postgresql://user@host:port/database --threads 'user-*')")
+    if args.threads and len(args.threads) == 1 and not (args.thread or args.all) and not any(
+        getattr(args, f) for f in _COPY_FLAGS if f != "threads"
+    ):  # `export STORE --thread t-1`, as show takes it: export's --thread is --threads
+        raise UsageError(_thread_as_operand(args, args.threads[0]))
     if any(getattr(args, f) for f in _COPY_FLAGS):
         raise UsageError("--threads, --dry-run, --setup, --no-verify and --no-journal are for an "
                          "export to a database (postgresql://...), not for transcripts")
@@ -179,6 +184,15 @@ def _database_target(args: argparse.Namespace) -> str | None:
         args.store = None  # the store is $LANGGRAPH_JSONL_STORE
         return target
     return None
+
+
+def _thread_as_operand(args: argparse.Namespace, thread: str) -> str:
+    """What to say of ``--thread T`` given for a transcript: the command that exports T."""
+    options = [*(["-o", args.output] if args.output else []), "--format", args.format]
+    command = shlex.join(["langgraph-jsonl", "export", store_path(args), *options])
+    operand = f"-- {shlex.quote(thread)}" if thread.startswith("-") else shlex.quote(thread)
+    return ("--threads (which --thread abbreviates in export) names the threads of an export to a "
+            f"database (postgresql://...); a transcript's thread is given as THREAD: `{command} {operand}`")
 
 
 def define_export(p: argparse.ArgumentParser) -> None:
