@@ -402,6 +402,17 @@ def test_search_with_no_match_says_so_instead_of_a_bare_header(cli_store: BuiltS
     assert json.loads(capsys.readouterr().out)
 
 
+def test_search_limit_0_does_not_say_no_message_matches(cli_store: BuiltStore, capsys) -> None:
+    # `search STORE shipped --limit 0` said "no message matches 'shipped' in 1 thread(s)",
+    # though messages match: --limit 0 asked for none (as `threads --limit 0` says).
+    assert main(["search", str(cli_store.path), "shipped", "--thread", "decided"]) == 0
+    assert "no message matches" not in capsys.readouterr().out  # it matches
+    assert main(["search", str(cli_store.path), "shipped", "--thread", "decided", "--limit", "0"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["--limit 0 lists no message"]
+    assert main(["search", str(cli_store.path), "shipped", "--limit", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
 def test_search_finds_each_message_with_its_thread_and_checkpoint(cli_store: BuiltStore, capsys) -> None:
     graph, saver = state_graph(cli_store.path, "agent")
     with saver:

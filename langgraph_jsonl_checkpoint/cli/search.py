@@ -68,6 +68,8 @@ def _search(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.json:
         print_json([h.as_json() for h in hits])
+    elif args.limit == 0:  # nothing asked for, nothing searched: not "no message matches"
+        print("--limit 0 lists no message")
     elif not hits:  # a sentence, not a header over nothing (as `threads` and `archived` do)
         given = [f"--{name} {value}" for name, value in (("role", args.role), ("since", args.since)) if value]
         filters = f" ({', '.join(given)})" if given else ""
