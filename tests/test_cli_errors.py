@@ -1107,3 +1107,37 @@ def test_export_given_thread_as_an_option_says_how_to_give_it(
     thread = "-dash" if "--thread=-dash" in given else "t-1"
     text = out.read_text() if "-o" in given else capsys.readouterr().out
     assert f"# Thread `{thread}`" in text, text
+
+
+def _damage_middle_record(store: Path, thread_id: str) -> None:
+    """Three checkpoints of ``thread_id``, then a byte of the second one's record flipped."""
+    _store(store, [thread_id])
+    with JsonlSaver(store) as saver:
+        for i in (8, 9):
+            v = {"m": saver.get_next_version(None, None)}
+            saver.put(config(thread_id), make_checkpoint(cp_id(i), {"m": ["x"]}, v), {}, v)
+    log = Path(ThreadFiles.of(store, thread_id).log)
+    data = bytearray(log.read_bytes())
+    data[sum(len(line) + 1 for line in data.split(b"\n")[:2]) + 40] ^= 0x01
+    log.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("argv", [
+    ["compact", "STORE", "--dry-run"],
+    ["compact", "STORE", "--keep-latest", "--dry-run"],
+    ["sweep", "STORE", "--ttl", "1", "--strategy", "keep_latest", "--dry-run"],
+])
+def test_a_dry_run_states_a_damaged_thread_once(tmp_path: Path, capsys, caplog, argv: list[str]) -> None:
+    """`compact --dry-run` (and a keep_latest sweep's) said a damaged thread's damage twice in
+    other words: the saver's warning that it serves the records before the damage, then
+    the command's own line that skipped it (the command without --dry-run: once)."""
+    store = tmp_path / "s"
+    _damage_middle_record(store, "t-1")
+    _store(store, ["b"])
+    for p in (store / "threads").glob("*.jsonl"):
+        os.utime(p, (time.time() - 7200, time.time() - 7200))
+    capsys.readouterr()
+    main([str(store) if a == "STORE" else a for a in argv])
+    said = capsys.readouterr()
+    told = said.out + said.err + caplog.text
+    assert told.count("damaged") == 1, told

@@ -27,6 +27,7 @@ from .common import (
     StoppedSaying,
     add_dry_run_accepted,
     add_store_argument,
+    damage_stated_per_thread,
     describe,
     first_line,
     known_thread,
@@ -132,7 +133,8 @@ def _compact(args: argparse.Namespace) -> int:
             from ..saver import jsonl_saver  # noqa: F401
         except KeyboardInterrupt:
             raise _nothing_changed([args.thread] if args.thread else []) from None
-    with open_saver(args, write=not args.dry_run) as saver:
+    # A damaged thread is said once, by its `skipped` line (read-only, --dry-run: the saver too)
+    with open_saver(args, write=not args.dry_run) as saver, damage_stated_per_thread():
         if args.thread:
             threads = [known_thread(saver, args.thread)]
         else:

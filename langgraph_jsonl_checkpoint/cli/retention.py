@@ -39,6 +39,7 @@ from .common import (
     add_dry_run_accepted,
     add_store_argument,
     ctrl_c_stops,
+    damage_stated_per_thread,
     describe,
     first_line,
     open_saver,
@@ -102,7 +103,8 @@ def _no_policy() -> str:
 def _sweep(args: argparse.Namespace) -> int:
     policy, source = _policy(args)
     stop = threading.Event()
-    with open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN):
+    with (open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN),
+          damage_stated_per_thread()):  # a damaged thread: its line says so (read-only: the saver too)
         report = saver.sweep(policy, dry_run=args.dry_run, stop=stop)
         work_done()
     status = EXIT_INTERRUPTED if report.stopped else EXIT_PROBLEMS if report.errors else EXIT_OK
