@@ -1141,3 +1141,18 @@ def test_a_dry_run_states_a_damaged_thread_once(tmp_path: Path, capsys, caplog, 
     said = capsys.readouterr()
     told = said.out + said.err + caplog.text
     assert told.count("damaged") == 1, told
+
+
+@pytest.mark.parametrize("name", ["my store", "it's here"])
+def test_the_threads_command_a_missing_thread_operand_names_runs_as_pasted(
+    tmp_path: Path, capsys, name: str
+) -> None:
+    """`show 'my store'` (no thread) said "`langgraph-jsonl threads my store` lists the
+    threads": pasted, that is two operands, and the command fails."""
+    store = tmp_path / name
+    _store(store, ["t-1"])
+    capsys.readouterr()
+    assert main(["show", str(store)]) == 2
+    argv = _suggested(capsys.readouterr().err, "threads")
+    assert main(argv) == 0, argv
+    assert "t-1" in capsys.readouterr().out

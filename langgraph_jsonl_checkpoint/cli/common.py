@@ -252,7 +252,7 @@ def _missing_operands(
     if store is None and not os.environ.get(STORE_ENV):
         text += f", and the store directory (STORE) or set {STORE_ENV}"
     elif "thread" in missing:
-        text += f"; `langgraph-jsonl threads{' ' + store if store else ''}` lists the threads"
+        text += f"; `langgraph-jsonl threads{' ' + shlex.quote(store) if store else ''}` lists the threads"
     return f"{text}. usage: {operands_usage(command, names, optional)}"
 
 
