@@ -1156,3 +1156,24 @@ def test_the_threads_command_a_missing_thread_operand_names_runs_as_pasted(
     argv = _suggested(capsys.readouterr().err, "threads")
     assert main(argv) == 0, argv
     assert "t-1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("as_url", [True, False])
+def test_the_commands_import_with_swapped_operands_names_run_as_pasted(
+    tmp_path: Path, capsys, as_url: bool
+) -> None:
+    """`import 'my store' 'my app.db'` (the operands swapped) said to run `langgraph-jsonl
+    import my app.db my store` or `langgraph-jsonl copy my store my app.db`: pasted, each
+    is four operands and fails. Both are now shell-quoted."""
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    store, db = tmp_path / "my store", tmp_path / "my app.db"
+    _store(store, ["t-1"])
+    assert main(["copy", str(store), f"sqlite:///{db}"]) == 0
+    target = f"sqlite:///{db}" if as_url else str(db)
+    capsys.readouterr()
+    assert main(["import", str(store), target]) == 2
+    err = capsys.readouterr().err
+    for word in ("import", "copy"):
+        argv = _suggested(err, word)
+        assert main([*argv, "--dry-run"]) == 0, argv
+        capsys.readouterr()

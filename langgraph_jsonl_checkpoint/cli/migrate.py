@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 from functools import partial
@@ -129,8 +130,8 @@ def _import(args: argparse.Namespace) -> int:
         raise UsageError(
             f"langgraph-jsonl import imports into a store directory, and {store} is a database; "
             "nothing was read or written. The source comes first: `langgraph-jsonl import "
-            f"{store} {args.source}` brings its threads into the store; `langgraph-jsonl copy "
-            f"{args.source} {store}` copies the store's threads into it."
+            f"{shlex.join([store, args.source])}` brings its threads into the store; `langgraph-jsonl "
+            f"copy {shlex.join([args.source, store])}` copies the store's threads into it."
         )
     return run_copy(args, args.source, store)
 
