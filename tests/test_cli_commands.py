@@ -20,7 +20,7 @@ from tests.harness.cli_store import BuiltStore
 
 #: The command modules of cli/: every one of them is named by the table.
 CLI = Path(__file__).resolve().parents[1] / "langgraph_jsonl_checkpoint" / "cli"
-HELPERS = {"__init__", "commands", "parser", "common", "columns", "progress", "json_output"}
+HELPERS = {"__init__", "commands", "parser", "common", "columns", "progress", "json_output", "stdout"}
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -1177,3 +1177,30 @@ def test_the_commands_import_with_swapped_operands_names_run_as_pasted(
         argv = _suggested(err, word)
         assert main([*argv, "--dry-run"]) == 0, argv
         capsys.readouterr()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["show", "STORE", "t-1"], ["threads", "STORE"], ["export", "STORE", "t-1"],
+                                  ["history", "STORE", "t-1", "--json"]])
+def test_output_to_a_full_disk_is_an_error_without_a_traceback(tmp_path: Path, argv: list[str]) -> None:
+    """`langgraph-jsonl export STORE t-1 > t.md` on a full disk (here `> /dev/full`) ended
+    in an OSError traceback: it is now one line saying standard output could not be
+    written, and exit status 2."""
+    _store(tmp_path / "s", ["t-1"])
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to standard output" in done.stderr and "No space left" in done.stderr, done.stderr
+
+
+def test_a_closed_standard_output_is_left_as_python_leaves_it(tmp_path: Path) -> None:
+    """`langgraph-jsonl threads STORE >&-`: Python has no sys.stdout, and print() writes
+    nothing; the check of standard output's writes must not end it in a traceback."""
+    _store(tmp_path / "s", ["t-1"])
+    argv = [sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", str(tmp_path / "s")]
+    done = subprocess.run(argv, preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True,
+                          timeout=120)
+    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr

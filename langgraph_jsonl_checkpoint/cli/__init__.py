@@ -36,6 +36,7 @@ from .common import (
     work_done,
 )
 from .parser import build_parser
+from .stdout import CheckedOutput, OutputError
 
 __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 
@@ -49,6 +50,9 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     :func:`_again_ends_at_once`), until the caller's handler is put back."""
     args = None
     tolerant_output()
+    given_stdout = sys.stdout
+    if given_stdout is not None:  # (None: fd 1 closed, `>&-`; print() writes nothing, as before)
+        sys.stdout = CheckedOutput(given_stdout)
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
@@ -61,9 +65,16 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
                 settle_operands(args)
             status = int(args.run(args))
             work_done()
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a write that fails, failing here: not as Python ends
             return status
         except (JsonlCheckpointError, UsageError) as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        except OutputError as exc:  # `> t.md` on a full disk
+            _output_to_nowhere(given_stdout)
+            print(f"error: cannot write to standard output ({exc}): what it holds is incomplete. "
+                  "Free some space, or write elsewhere (`export` takes -o FILE).", file=sys.stderr)
             return EXIT_ERROR
         except BrokenPipeError:
             # The reader went away (``| head``): stop quietly, as other commands do.
@@ -90,8 +101,18 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return EXIT_INTERRUPTED
     finally:
+        sys.stdout = given_stdout
         if on_main and not exiting and previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def _output_to_nowhere(stream: object) -> None:
+    """Send what is left in ``stream``'s buffer (and any later write) to the null device:
+    Python flushing it as it ends would fail again, with a traceback."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        pass
 
 
 def _again_ends_at_once(signum: int, frame: object) -> None:
