@@ -677,3 +677,34 @@ def test_ctrl_c_while_the_lock_is_taken_leaves_the_thread_free(
     assert lock.try_acquire("run-1") and lock.holder()["run"] == "run-1"
     lock.release()
     store.close()
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+def test_ctrl_c_just_after_the_lock_was_taken_leaves_the_thread_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durability: str
+) -> None:
+    """A KeyboardInterrupt (Ctrl-C) delivered just after a run took the thread's live-run
+    lock, before it arranged to give it back at its end (as the log was pinned open),
+    left the lock held by this process for good: every later run of the thread in it was
+    refused with ThreadBusyError, as if an unfinished stream() held it. The lock is let go
+    with the interrupt."""
+    from langgraph_jsonl_checkpoint.disk.store import Store
+
+    saver = JsonlSaver(tmp_path / "s")
+    real_pin = Store.pin
+    interrupted: list[str] = []
+
+    def pin_then_ctrl_c(self: Store, thread_id: str) -> None:
+        real_pin(self, thread_id)
+        if not interrupted:
+            interrupted.append(thread_id)
+            raise KeyboardInterrupt  # the signal handler runs as the call returns
+
+    monkeypatch.setattr(Store, "pin", pin_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        held_graph(saver).invoke({"visits": []}, CFG, durability=durability)
+    assert interrupted == ["shared"]
+    with within(10):
+        assert held_graph(saver).invoke({"visits": []}, CFG, durability=durability) == {"visits": ["visit 0"]}
+    assert not saver.store.run_lock("shared").seems_held()
+    saver.close()

@@ -155,10 +155,10 @@ class LiveRuns:
         # between two attempts, as between two processes.
         if not lock.try_acquire(_label(token)):
             return False
-        with self._lock:
-            self._held[thread_id] = (token, lock)
-        self.store.pin(thread_id)
-        try:
+        try:  # (a Ctrl-C from here on must not leave the lock taken with no one to free it)
+            with self._lock:
+                self._held[thread_id] = (token, lock)
+            self.store.pin(thread_id)
             # Released as the run's loop exits, after its last save; or as LangGraph
             # reports the run ended without its loop entering; or with the loop (see
             # the module docstring).
@@ -168,6 +168,7 @@ class LiveRuns:
             weakref.finalize(loop, self._release, thread_id, token).atexit = False
         except BaseException:
             self._release(thread_id, token)
+            lock.release()  # (idempotent: for an interrupt before the lock was recorded)
             raise
         return True
 
