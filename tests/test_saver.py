@@ -1054,3 +1054,21 @@ def test_a_log_past_max_open_threads_is_let_go_with_its_caches(tmp_path: Path) -
         .content
         == "hi"
     )
+
+
+def test_a_listing_under_way_goes_on_after_the_saver_is_closed(tmp_path: Path) -> None:
+    """A list() begun before close() (a history a caller was still paging through, an
+    ``async with`` block that ended under it) stopped with CorruptLogError '... log
+    disappeared while reading', which sends a user to repair a log that is whole. A
+    closed saver opens again what it is asked for, and so does a listing under way."""
+    saver = JsonlSaver(tmp_path / "s")
+    ids = [_put(saver, "t", i, {"n": i}, parent=CP_IDS[i - 1] if i else None)["configurable"]["checkpoint_id"]
+           for i in range(10)]
+    listing = saver.list({"configurable": {"thread_id": "t"}})
+    first = [next(listing) for _ in range(3)]
+    saver.close()
+    rest = list(listing)
+    assert [t.config["configurable"]["checkpoint_id"] for t in first + rest] == ids[::-1]
+    assert [t.checkpoint["channel_values"]["n"] for t in rest] == list(range(6, -1, -1))
+    saver.close()
+

@@ -201,9 +201,9 @@ class LogView:
                 self._reset()
                 return self.index
             with bulk_allocation():
-                if self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
-                    # A new generation, or the end of the log was cut back and rewritten
-                    # (a writer abandoning a batch whose fsync failed): index it afresh.
+                if self._rfd is None or self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
+                    # A new generation, its end cut back and rewritten (a batch whose fsync
+                    # failed), or this view closed (its saver was, mid-listing): index afresh.
                     self._load(st.st_ino)
                     if self.recovery.torn_header is not None:
                         return self.index  # reads as an absent thread
