@@ -85,3 +85,46 @@ def test_each_rewrite_installs_the_next_generation(tmp_path: Path) -> None:
     fresh.compact("t")
     assert _header(files.log)["gen"] == 4
     fresh.close()
+
+
+@pytest.mark.parametrize("handle", ["_wfd", "_rfd"])
+def test_ctrl_c_as_a_log_handle_is_closed_leaves_no_stale_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handle: str
+) -> None:
+    """A KeyboardInterrupt (Ctrl-C) delivered as delete_thread closed the log's write or
+    read handle (the signal handler runs as close() returns) left the closed descriptor's
+    number recorded: the next delete_thread or run of that thread in the process failed
+    with 'OSError: [Errno 9] Bad file descriptor', and once the number was reused by a
+    file opened meanwhile, closing it again would close that other file. The handle is
+    forgotten before it is closed."""
+    import langgraph_jsonl_checkpoint.disk.files as files_module
+
+    saver = JsonlSaver(tmp_path / "s")
+    _put(saver, "t", 1)
+    log = saver.store.thread_log("t")
+    target = getattr(log, handle)
+    assert target is not None
+    real = files_module.os
+
+    class CtrlC:
+        def __getattr__(self, name: str):
+            attr = getattr(real, name)
+            if name != "close":
+                return attr
+
+            def interrupted(fd: int) -> None:
+                attr(fd)
+                if fd == target:
+                    raise KeyboardInterrupt  # the signal handler runs as the call returns
+
+            return interrupted
+
+    monkeypatch.setattr(files_module, "os", CtrlC())
+    with pytest.raises(KeyboardInterrupt):
+        saver.delete_thread("t")
+    monkeypatch.setattr(files_module, "os", real)
+    assert getattr(log, handle) is None
+    saver.delete_thread("t")
+    _put(saver, "t", 3)
+    assert saver.get_tuple(config("t")).checkpoint["id"] == cp_id(3)
+    saver.close()

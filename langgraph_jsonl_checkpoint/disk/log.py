@@ -114,9 +114,7 @@ class ThreadLog(LogView):
             super().close()
 
     def _reset(self) -> None:
-        if self._wfd is not None:
-            files.os.close(self._wfd)
-            self._wfd = None
+        self._close_quietly("_wfd")  # forgotten before it is closed: a Ctrl-C cannot leave it stale
         self._verified_for_writing = False
         self._verified_end = 0
         self._crc = None

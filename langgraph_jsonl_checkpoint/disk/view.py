@@ -232,9 +232,7 @@ class LogView:
     def _reset(self) -> None:
         """Forget this generation (its handle, index and what was derived from it)."""
         self._own_durable_end = None
-        if self._rfd is not None:
-            files.os.close(self._rfd)
-            self._rfd = None
+        self._close_quietly("_rfd")  # forgotten before it is closed: a Ctrl-C cannot leave it stale
         self._ino = None
         self._size = None
         self._header_crc = ""
