@@ -1024,17 +1024,23 @@ def test_the_restore_command_an_archived_dashed_thread_is_told_runs_as_pasted(
     assert main(["show", str(store), f"--thread={thread_id}"]) == 0
 
 
-def test_the_copy_command_a_refused_restore_of_a_dashed_thread_names_runs_as_pasted(
-    tmp_path: Path, capsys
-) -> None:
-    """A restore refused because a new thread of the id has a log said to keep it with
-    `langgraph-jsonl copy STORE OTHER_STORE --threads -dash`, which argparse refuses."""
+def _dashed_thread_archived(tmp_path: Path) -> Path:
+    """A store of threads -dash and b, -dash archived by a sweep."""
     pytest.importorskip("zstandard")
     store = tmp_path / "s"
     _store(store, ["-dash", "b"])
     with JsonlSaver(store) as saver:
         os.utime(saver.store.log_paths("-dash").log, (time.time() - 7200, time.time() - 7200))
         saver.sweep({"default_ttl": 60, "strategy": "archive"})
+    return store
+
+
+def test_the_copy_command_a_refused_restore_of_a_dashed_thread_names_runs_as_pasted(
+    tmp_path: Path, capsys
+) -> None:
+    """A restore refused because a new thread of the id has a log said to keep it with
+    `langgraph-jsonl copy STORE OTHER_STORE --threads -dash`, which argparse refuses."""
+    store = _dashed_thread_archived(tmp_path)
     with JsonlSaver(store) as saver:  # a new run of the same id
         v = {"m": saver.get_next_version(None, None)}
         saver.put(config("-dash"), make_checkpoint(str(uuid6(clock_seq=-1)), {"m": ["new"]}, v), {}, v)
@@ -1052,12 +1058,7 @@ def test_the_restore_command_a_late_write_to_an_archived_dashed_thread_names_run
 ) -> None:
     """A write from before a sweep archived thread -dash is refused, naming `langgraph-jsonl
     restore STORE --thread -dash`, which argparse refuses: now --thread=-dash."""
-    pytest.importorskip("zstandard")
-    store = tmp_path / "s"
-    _store(store, ["-dash", "b"])
-    with JsonlSaver(store) as saver:
-        os.utime(saver.store.log_paths("-dash").log, (time.time() - 7200, time.time() - 7200))
-        saver.sweep({"default_ttl": 60, "strategy": "archive"})
+    store = _dashed_thread_archived(tmp_path)
     with pytest.raises(ThreadDeletedError) as refused:  # a checkpoint from before the sweep
         _store(store, ["-dash"])
     argv = _suggested(str(refused.value), "restore")

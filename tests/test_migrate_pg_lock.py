@@ -5,17 +5,14 @@ on once it is let go."""
 
 from __future__ import annotations
 
-import queue
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from langgraph_jsonl_checkpoint.migrate import copy_threads
-from tests.harness.migration import build_sqlite_app
+from tests.harness.migration import build_sqlite_app, run_cli_while_held
 
 CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
 
@@ -34,29 +31,11 @@ def test_an_export_into_a_locked_table_says_it_waits_and_who_holds_it(store: Pat
     try:
         holder.execute("LOCK TABLE checkpoints IN ACCESS EXCLUSIVE MODE")
         pid = holder.info.backend_pid
-        child = subprocess.Popen([*CLI, "export", str(store), pg_url, "--threads", "agent"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stderr is not None
-        lines: queue.Queue[str] = queue.Queue()
-        stderr = child.stderr
-        reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
-        reader.start()
-        try:
-            try:
-                first = lines.get(timeout=60)  # the start of Python and the CLI on a loaded machine
-            except queue.Empty:
-                first = ""
-            running = child.poll() is None
-            holder.rollback()
-            out, _ = child.communicate(timeout=120)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-        reader.join(timeout=30)
+        run = run_cli_while_held(["export", str(store), pg_url, "--threads", "agent"], holder.rollback)
+        first, running, out = run.first, run.running, run.out
     finally:
         holder.close()
     assert running, first
     assert "waiting for a lock" in first and str(pid) in first, first
-    assert child.returncode == 0, first + out
+    assert run.status == 0, first + run.rest + out
     assert "copied 1 thread(s)" in out, out

@@ -4,11 +4,9 @@ then goes on when it is let go, or fails as before when it is not."""
 
 from __future__ import annotations
 
-import queue
 import sqlite3
 import subprocess
 import sys
-import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_jsonl_checkpoint.migrate import copy_threads
-from tests.harness.migration import build_sqlite_app
+from tests.harness.migration import build_sqlite_app, run_cli_while_held
 
 CLI = [sys.executable, "-m", "langgraph_jsonl_checkpoint"]
 
@@ -56,33 +54,8 @@ def _copy_while_locked(
         holder.execute("BEGIN EXCLUSIVE")
         for statement in writing:
             holder.execute(statement)
-        child = subprocess.Popen([*CLI, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stderr is not None
-        lines: queue.Queue[str] = queue.Queue()
-        stderr = child.stderr
-        reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
-        reader.start()
-        try:
-            try:
-                first = lines.get(timeout=60)  # the start of Python and the CLI on a loaded machine
-            except queue.Empty:
-                first = ""
-            running = child.poll() is None
-            if let_go:
-                holder.execute("ROLLBACK")
-            status = child.wait(timeout=60)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-        reader.join(timeout=30)
-    rest = []
-    while not lines.empty():
-        rest.append(lines.get())
-    assert child.stdout is not None
-    child.stdout.close()
-    child.stderr.close()
-    return status, first, "".join(rest), running
+        run = run_cli_while_held(argv, (lambda: holder.execute("ROLLBACK")) if let_go else (lambda: None))
+    return run.status, run.first, run.rest, run.running
 
 
 @pytest.mark.parametrize("command", ["copy", "export"])

@@ -11,12 +11,16 @@ equal exactly when a graph could not tell them apart.
 
 from __future__ import annotations
 
+import queue
 import shutil
 import sqlite3
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -143,3 +147,48 @@ def sqlite_write_slots(path: Path) -> list[tuple[Any, ...]]:
         return sorted(conn.execute(
             "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel FROM writes"
         ).fetchall())
+
+
+class HeldRun(NamedTuple):
+    """What :func:`run_cli_while_held` saw."""
+
+    status: int
+    first: str  # the first line the CLI said on stderr ("" if none in 60 s)
+    rest: str  # the rest of stderr
+    out: str
+    running: bool  # whether the CLI was still running when it said its first line
+
+
+def run_cli_while_held(argv: list[str], let_go: Callable[[], None]) -> HeldRun:
+    """Run ``langgraph-jsonl argv`` while the caller holds a lock it needs; call
+    ``let_go()`` once the CLI has said something on stderr (or 60 s passed), then wait
+    for it to end (killed after 120 s)."""
+    child = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stderr is not None and child.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    stderr, stdout, out_read = child.stderr, child.stdout, []
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+    out_reader = threading.Thread(target=lambda: out_read.append(stdout.read()), daemon=True)
+    reader.start()
+    out_reader.start()
+    try:
+        try:
+            first = lines.get(timeout=60)  # the start of Python and the CLI on a loaded machine
+        except queue.Empty:
+            first = ""
+        running = child.poll() is None
+        let_go()
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    reader.join(timeout=30)
+    out_reader.join(timeout=30)
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    stdout.close()
+    stderr.close()
+    return HeldRun(child.returncode, first, "".join(rest), "".join(out_read), running)
