@@ -1197,11 +1197,19 @@ def test_output_to_a_full_disk_is_an_error_without_a_traceback(tmp_path: Path, a
     assert "cannot write to standard output" in done.stderr and "No space left" in done.stderr, done.stderr
 
 
-def test_a_closed_standard_output_is_left_as_python_leaves_it(tmp_path: Path) -> None:
-    """`langgraph-jsonl threads STORE >&-`: Python has no sys.stdout, and print() writes
-    nothing; the check of standard output's writes must not end it in a traceback."""
+@pytest.mark.parametrize("argv", [["threads", "STORE"], ["threads", "STORE", "--json"],
+                                  ["show", "STORE", "t-1"], ["show", "STORE", "t-1", "--json"],
+                                  ["export", "STORE", "t-1"],
+                                  ["history", "STORE", "t-1"]])
+def test_a_closed_standard_output_is_one_error_saying_so(tmp_path: Path, argv: list[str]) -> None:
+    """`langgraph-jsonl show STORE t-1 --json >&-` (or `export`) ended in an AttributeError
+    traceback (Python has no sys.stdout), and `threads STORE >&-` exited 0 having shown
+    nothing: every command now says it cannot write to standard output, exit status 2."""
     _store(tmp_path / "s", ["t-1"])
-    argv = [sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", str(tmp_path / "s")]
-    done = subprocess.run(argv, preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True,
-                          timeout=120)
-    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    done = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                          preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=120)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to standard output" in done.stderr and "closed" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

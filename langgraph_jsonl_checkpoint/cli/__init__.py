@@ -36,7 +36,7 @@ from .common import (
     work_done,
 )
 from .parser import build_parser
-from .stdout import CheckedOutput, OutputError
+from .stdout import CheckedOutput, ClosedOutput, OutputError
 
 __all__ = ["COMMANDS", "GROUPS", "Command", "build_parser", "main"]
 
@@ -51,8 +51,8 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
     args = None
     tolerant_output()
     given_stdout = sys.stdout
-    if given_stdout is not None:  # (None: fd 1 closed, `>&-`; print() writes nothing, as before)
-        sys.stdout = CheckedOutput(given_stdout)
+    # (None: fd 1 closed, `>&-`, where print() would write nothing and exit 0)
+    sys.stdout = ClosedOutput() if given_stdout is None else CheckedOutput(given_stdout)
     on_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if on_main else None
     try:
@@ -65,13 +65,17 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
                 settle_operands(args)
             status = int(args.run(args))
             work_done()
-            if sys.stdout is not None:
-                sys.stdout.flush()  # a write that fails, failing here: not as Python ends
+            sys.stdout.flush()  # a write that fails, failing here: not as Python ends
             return status
         except (JsonlCheckpointError, UsageError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        except OutputError as exc:  # `> t.md` on a full disk
+        except OutputError as exc:  # `> t.md` on a full disk; `>&-`
+            if exc.closed:
+                print(f"error: cannot write to standard output ({exc}): nothing was shown. Run it "
+                      "without `>&-`, or send what it shows elsewhere (`> FILE`, `> /dev/null`).",
+                      file=sys.stderr)
+                return EXIT_ERROR
             _output_to_nowhere(given_stdout)
             print(f"error: cannot write to standard output ({exc}): what it holds is incomplete. "
                   "Free some space, or write elsewhere (`export` takes -o FILE).", file=sys.stderr)
