@@ -117,14 +117,30 @@ def test_archived_of_a_thread_with_no_archive_says_so_not_that_there_are_none(
     assert main(["archived", store, "--thread", "olb"]) == 0
     out = capsys.readouterr().out
     assert "no archived threads" not in out, out
-    assert "'olb'" in out and "1 archived thread" in out and f"langgraph-jsonl archived {store}" in out, out
+    assert "olb;" in out and "1 archived thread" in out and f"langgraph-jsonl archived {store}" in out, out
     assert main(["archived", store, "--thread", "new"]) == 0
     out = capsys.readouterr().out
-    assert "'new'" in out and "is in the store" in out, out
+    assert "thread new:" in out and "is in the store" in out, out
     assert main(["archived", store, "--thread", "olb", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
     assert main(["archived", store, "--thread", "old"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split()[0] == "old"
+
+
+def test_archived_of_a_thread_id_with_a_newline_shows_it_once_as_other_commands_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``archived --thread $'new\\nline'`` said ``no archive of thread '"new\\\\nline"'``: the
+    id quoted twice (a JSON string inside a Python repr). It is shown once, as ``show`` and
+    the other commands show such an id: a JSON string."""
+    store = _store(tmp_path / "s", {"old": 2 * HOUR})
+    assert main(["sweep", store, "--ttl", "60", "--strategy", "archive"]) == 0
+    capsys.readouterr()
+    assert main(["archived", store, "--thread", "new\nline"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('no archive of thread "new\\nline"; 1 archived thread(s) in all'), out
+    assert main(["show", store, "new\nline"]) == 2
+    assert 'has no thread "new\\nline"' in capsys.readouterr().err
 
 
 def test_without_a_policy_the_error_points_at_the_ttl_block_of_langgraph_json_here(
@@ -436,7 +452,7 @@ def test_archived_lists_a_damaged_archive_whose_thread_cannot_be_told(
     assert [row.split()[0] for row in rows] == ["a", "?"], rows
     assert paths["b"] in rows[1] and "is damaged" in rows[1], rows
     assert main(["archived", store, "--thread", "olb"]) == 0  # a mistyped id: said, as without it
-    assert capsys.readouterr().out.startswith("no archive of thread 'olb'; 1 archived thread(s) in all")
+    assert capsys.readouterr().out.startswith("no archive of thread olb; 1 archived thread(s) in all")
 
 
 def test_restore_dry_run_without_a_thread_goes_on_past_an_archive_whose_thread_cannot_be_told(

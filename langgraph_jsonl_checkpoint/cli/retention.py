@@ -177,7 +177,7 @@ def _none_archived(saver: JsonlSaver, thread_id: str | None) -> str:
     is in the store and how many other threads are archived (a mistyped id)."""
     if thread_id is None:
         return "no archived threads"
-    said = f"no archive of thread {shown(thread_id)!r}"
+    said = f"no archive of thread {shown(thread_id)}"  # as other commands show an id
     if saver.store.has_thread(thread_id):
         return f"{said}: it is in the store ({saver.store.thread_log(thread_id).path}), not archived"
     others = {e.thread_id for e in ThreadArchive(saver.store).entries(unnamed=[])}  # heads only
