@@ -413,6 +413,34 @@ def test_a_file_given_as_the_store_is_called_a_file_and_an_sqlite_one_gets_the_i
     assert "no STORE.json" not in err and "is a file, not a directory" in err, err
 
 
+@pytest.mark.parametrize("name", ["app%41.db", "app?v=1.db", "app#2.db", "my app%20.db"])
+@pytest.mark.parametrize("absolute", [False, True])
+def test_the_import_an_sqlite_file_given_as_the_store_is_told_runs_as_pasted(
+    tmp_path: Path, capsys, monkeypatch, name: str, absolute: bool
+) -> None:
+    """The `import 'sqlite:///PATH'` suggested for an SQLite file given as the store put
+    the path in the URL as it is: a `%` was decoded (app%41.db read as appA.db), a `?` was
+    refused as a query. The path is now percent-encoded, and pasted, the command imports."""
+    import sqlite3
+    from contextlib import closing
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from tests.harness.state_graphs import build_counter_graph
+
+    monkeypatch.chdir(tmp_path)
+    path = str(tmp_path / name) if absolute else name
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        graph = build_counter_graph().compile(checkpointer=SqliteSaver(conn))
+        graph.invoke({"n": 1}, {"configurable": {"thread_id": "t-1"}})
+    assert main(["threads", path]) == 2
+    argv = _suggested(capsys.readouterr().err, "import")
+    assert main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["threads", "checkpoints", "--json"]) == 0
+    assert [t["thread_id"] for t in json.loads(capsys.readouterr().out)] == ["t-1"]
+
+
 @pytest.mark.parametrize(("argv", "command"), [
     (["show", "t-1"], "langgraph-jsonl show checkpoints t-1"),
     (["threads"], "langgraph-jsonl threads checkpoints"),

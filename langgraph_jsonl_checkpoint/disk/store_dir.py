@@ -274,8 +274,10 @@ def sqlite_file_advice(path: str) -> str | None:
         return None
     if head != _SQLITE_HEADER:
         return None
+    # The path as an sqlite:/// URL reads it (percent-decoded, no query): a % ? # encoded.
+    url_path = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")
     return (f"it is an SQLite database (a SqliteSaver's?): bring its threads into a store "
-            f"with `langgraph-jsonl import {shlex.quote(f'sqlite:///{path}')} ./checkpoints`, "
+            f"with `langgraph-jsonl import {shlex.quote(f'sqlite:///{url_path}')} ./checkpoints`, "
             "then give ./checkpoints to JsonlSaver")
 
 
