@@ -450,3 +450,32 @@ def test_a_sqlite_url_with_two_slashes_says_the_url_to_give(tmp_path: Path, monk
     assert main(["import", suggested.group(1), "s"]) == 0
     assert main(["import", "sqlite://", "t"]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_url_naming_a_driver_says_the_url_to_give(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`sqlite+aiosqlite:///app.db` (SQLAlchemy's form, which AsyncSqliteSaver users write)
+    was refused as an unknown kind of URL, with no hint; and `export STORE` took it for a
+    thread id. Each says the URL to give (the driver is not one this uses), which runs as
+    pasted; nothing is created first."""
+    monkeypatch.chdir(tmp_path)
+    with closing(sqlite3.connect(tmp_path / "app.db", check_same_thread=False)) as conn, conn:
+        build_counter_graph().compile(checkpointer=SqliteSaver(conn)).invoke({"n": 1}, cfg("t1"))
+    for argv, meant in [(["import", "sqlite+aiosqlite:///app.db", "s"], "sqlite:///app.db"),
+                        (["copy", "SQLite+pysqlite:///app.db", "s"], "sqlite:///app.db"),
+                        (["import", "postgresql+psycopg://u@h:5/db", "s"], "postgresql://u@h:5/db"),
+                        (["import", "postgres+psycopg://u:pw@h/db", "s"], "postgres://u:***@h/db")]:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        suggested = re.search(r"did you mean (\S+)\?", err)
+        assert suggested is not None and suggested.group(1) == meant, err
+        assert ":pw@" not in err, err
+        assert not (tmp_path / "s").exists()
+    assert main(["import", "sqlite:///app.db", "s"]) == 0
+    capsys.readouterr()
+    assert main(["export", "s", "sqlite+aiosqlite:///out.db"]) == 2
+    err = capsys.readouterr().err
+    suggested = re.search(r"did you mean (\S+)\?", err)
+    assert suggested is not None and suggested.group(1) == "sqlite:///out.db", err
+    assert not (tmp_path / "out.db").exists()
+    assert main(["export", "s", suggested.group(1)]) == 0

@@ -26,8 +26,30 @@ DATABASE_SCHEMES = ("postgresql", "postgres", "sqlite")
 
 
 def is_database_url(text: str) -> bool:
-    """Whether ``text`` is a URL of a database endpoint (``postgresql://``, ``sqlite://``)."""
-    return "://" in text and text.split("://", 1)[0].lower() in DATABASE_SCHEMES
+    """Whether ``text`` is a URL of a database endpoint (``postgresql://``, ``sqlite://``;
+    also SQLAlchemy's ``sqlite+aiosqlite://``, which :func:`open_endpoint` refuses, saying
+    the URL to give)."""
+    return "://" in text and text.split("://", 1)[0].lower().split("+", 1)[0] in DATABASE_SCHEMES
+
+
+def _refuse_driver(text: str, scheme: str) -> None:
+    """Refuse SQLAlchemy's ``dialect+driver://`` (``sqlite+aiosqlite:///app.db``, what
+    some AsyncSqliteSaver users write): the driver is none this uses (it reads the
+    database with its own), so the URL is the plain one, said as such.
+
+    Raises:
+        MigrationError: ``scheme`` names a driver after a scheme this takes.
+    """
+    base = scheme.split("+", 1)[0]
+    if "+" not in scheme or base not in DATABASE_SCHEMES:
+        return
+    from .db_errors import redacted
+
+    meant = redacted(base + text[len(scheme):])  # a password as ***: the user puts theirs back
+    raise MigrationError(
+        f"{redacted(text)}: a URL here names no driver ({scheme}:// is SQLAlchemy's form; langgraph-jsonl "
+        f"opens the database its own way): did you mean {meant}?"
+    )
 
 
 def sqlite_path(url: str) -> str:
@@ -156,6 +178,7 @@ def _open(
     if not scheme:
         text = os.path.expanduser(text)  # a store or SQLite path: `~` as the shell has it
     dry = dry_run and role == "target"
+    _refuse_driver(text, scheme)
     if scheme in ("postgresql", "postgres"):
         return databases.open_postgres(text, role=role, workers=workers, serde=serde)
     if scheme == "sqlite":
