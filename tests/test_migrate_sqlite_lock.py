@@ -185,3 +185,41 @@ def test_a_sqlite_source_with_a_crashed_apps_hot_journal_says_so_and_what_to_do(
     assert again.returncode == 0, again.stderr
     assert "verified" in again.stdout, again.stdout
     assert any("agent" in p.name for p in (tmp_path / "store" / "threads").iterdir())
+
+
+def test_a_hot_journal_left_mid_import_is_said_for_each_remaining_thread_with_what_to_do(
+    app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app that crashes while its file is imported (rollback-journal mode) leaves a hot
+    journal; each thread read after it failed with a bare "OperationalError: attempt to
+    write a readonly database", without what a fresh import says of it: which journal,
+    why the copy cannot roll it back, and the command that does."""
+    source = tmp_path / "crashing.db"
+    source.write_bytes(app_db.read_bytes())
+    with closing(sqlite3.connect(source)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    crash = ("import os, sqlite3, sys\n"
+             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+             "c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN EXCLUSIVE')\n"
+             "c.execute(\"DELETE FROM checkpoints WHERE thread_id = 'agent'\")\n"
+             "os._exit(9)\n")
+
+    from langgraph_jsonl_checkpoint.migrate import copy as copy_module
+
+    copied = []
+    copy_thread = copy_module.copy_thread
+
+    def crash_after_the_first(*args, **kwargs):  # the app crashes once the first thread is copied
+        if copied:
+            died = subprocess.run([sys.executable, "-c", crash, str(source)], timeout=60,
+                                  capture_output=True, text=True)
+            assert (tmp_path / "crashing.db-journal").exists(), died.stderr
+        copied.append(args[2])
+        return copy_thread(*args, **kwargs)
+
+    monkeypatch.setattr(copy_module, "copy_thread", crash_after_the_first)
+    report = copy_threads("sqlite:///" + str(source), str(tmp_path / "store"), workers=1)
+    assert len(report.problems) == len(report.threads) - 1 > 0, report.threads
+    for done in report.problems:
+        assert f"{source}-journal" in done.problem, done.problem
+        assert "did not finish" in done.problem and "PRAGMA quick_check" in done.problem, done.problem

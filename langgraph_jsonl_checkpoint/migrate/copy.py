@@ -289,7 +289,7 @@ def _copy_thread(
         stored = src.stored_checkpoints(thread_id)
         damage = src.damage(thread_id)
     except Exception as exc:  # a damaged thread: reported, the others still copied
-        done.problem = f"cannot read the thread from {src.name}: {reason(exc)}"
+        done.problem = f"cannot read the thread from {src.name}: {reason(exc, src)}"
         return done
     if damage is not None:  # read in part: not copied, as a thread that cannot be read
         done.problem = f"cannot read the whole thread from {src.name}: {damage}"
@@ -356,7 +356,7 @@ def _copy_thread(
         done.problem = f"cannot read the thread from {src.name}: {exc}"
         return done
     except Exception as exc:
-        done.problem = f"copy to {dst.name} stopped: {reason(exc)}"
+        done.problem = f"copy to {dst.name} stopped: {reason(exc, src)}"
         return done
     _go_on(stop)
     if check is not None:

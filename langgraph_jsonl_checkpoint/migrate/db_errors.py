@@ -33,12 +33,7 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
             "to and name the copy, or run this as a user who can write there."
         )
     if role == "source" and os.path.exists(path + "-journal") and "readonly" in str(exc):
-        return MigrationError(  # a hot journal: only a connection that can write rolls it back
-            f"{name}: cannot read {path}: {path}-journal holds the old pages of a write its app did not "
-            "finish (it was killed or crashed), which SQLite rolls back on the next open that can write; "
-            "the copy only reads. Open the file once with your app, or run "
-            f"`sqlite3 {shlex.quote(path)} 'PRAGMA quick_check'`, then run the same command again."
-        )
+        return MigrationError(f"{name}: cannot read {path}: {_hot_journal(path)}")
     if "database is locked" in str(exc):
         todo = ("Another process holds it locked (an app writing to it): run the same command again "
                 "when it is done or stopped")
@@ -47,6 +42,16 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
     else:
         todo = "Check the path and that the file can be read"
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
+
+
+def _hot_journal(path: str) -> str:
+    """What a read-only source file's "attempt to write a readonly database" means when
+    a ``-journal`` lies beside it (a hot journal: only a connection that can write rolls
+    it back), and what to do."""
+    return (f"{path}-journal holds the old pages of a write its app did not finish (it was killed or "
+            "crashed), which SQLite rolls back on the next open that can write; the copy only reads. "
+            f"Open the file once with your app, or run `sqlite3 {shlex.quote(path)} 'PRAGMA quick_check'`, "
+            "then run the same command again")
 
 
 def newer_saver(name: str, done: int, last: int) -> None:
@@ -69,11 +74,16 @@ def newer_saver(name: str, done: int, last: int) -> None:
     )
 
 
-def reason(exc: BaseException) -> str:
+def reason(exc: BaseException, source: object = None) -> str:
     """An error as a copy's report says it: its type and first line; for an SQLite file
-    another process held locked, what to do."""
+    another process held locked, or a ``source`` SQLite file an app crashed writing to
+    while it was copied (its hot journal), what to do."""
     text = str(exc).strip().split("\n", 1)[0]
     said = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    path = getattr(source, "path", None)  # an SQLite endpoint's file
+    if (isinstance(exc, sqlite3.OperationalError) and "readonly" in text and isinstance(path, str)
+            and os.path.isfile(path + "-journal")):
+        return f"{said} ({_hot_journal(path)})"
     if isinstance(exc, sqlite3.OperationalError) and "database is locked" in text:
         said += (" (another process held the SQLite file locked for 5 seconds: an app writing to "
                  "it. Run the same command again when it is done or stopped; the copy goes on "
