@@ -253,3 +253,31 @@ def test_tail_follow_says_when_the_thread_is_deleted_and_when_it_comes_back(
     assert out.index("before the delete") < out.index("after the delete")
     assert err.count("thread t was deleted") == 1, err
     assert err.count("thread t appeared again") == 1, err
+
+
+def test_tail_follow_piped_into_head_ends_when_head_does(cli_store) -> None:
+    """`langgraph-jsonl tail STORE T -f | head -1` did not end when head did: with nothing
+    new to write, the follower never wrote again to learn that its reader had gone. It
+    now watches its output while it waits, and ends quietly (exit 0) within a poll."""
+    import select
+
+    tail = subprocess.Popen([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(cli_store.path),
+                             "agent", "-f", "-n", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            bufsize=0, env=_env())
+    try:
+        assert tail.stdout is not None and tail.stderr is not None
+        read, deadline = b"", time.monotonic() + 60
+        while b"\n" not in read:  # what `head -1` reads; then it ends
+            assert select.select([tail.stdout], [], [], max(0.0, deadline - time.monotonic()))[0], read
+            chunk = os.read(tail.stdout.fileno(), 4096)
+            assert chunk, tail.stderr.read()
+            read += chunk
+        tail.stdout.close()
+        assert tail.wait(timeout=30) == 0
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+            tail.wait()
+        err = tail.stderr.read().decode()
+        tail.stderr.close()
+    assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -45,6 +45,7 @@ from .common import (
     store_path,
     unreadable_status,
 )
+from .stdout import waited_watching
 from .threads import since_argument
 
 #: ``--ns``: what it takes, and where a person finds the names.
@@ -280,7 +281,7 @@ def _tail(args: argparse.Namespace) -> int:
             print(f"waiting for the store {store_path(args)} to appear (Ctrl-C ends)",
                   file=sys.stderr, flush=True)
             while not is_store(store_path(args)):
-                time.sleep(args.poll)
+                _pause(args.poll)
         return _follow(args)
     except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
         return EXIT_OK
@@ -305,7 +306,7 @@ def _follow(args: argparse.Namespace) -> int:
         try:
             while args.follow:
                 sys.stdout.flush()
-                time.sleep(args.poll)
+                _pause(args.poll)
                 if saver.store.has_thread(args.thread) != present:
                     present = not present
                     _say_presence(saver, args.thread, present)
@@ -313,6 +314,12 @@ def _follow(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # how a person ends `tail -f`: the exit status still tells of damage
             pass
         return max(served_status(saver, args.thread), unreadable_status(args.thread, follower.unreadable))
+
+
+def _pause(seconds: float) -> None:
+    """A follower's wait between two looks: it ends when its reader does (``| head -1``)."""
+    if not waited_watching(seconds):
+        time.sleep(seconds)
 
 
 def _say_presence(saver: JsonlSaver, thread_id: str, present: bool) -> None:

@@ -3,7 +3,12 @@ is one error, not a traceback (:func:`~langgraph_jsonl_checkpoint.cli.main` says
 
 from __future__ import annotations
 
+import errno
 import io
+import os
+import select
+import stat
+import sys
 from typing import Any
 
 
@@ -65,3 +70,26 @@ class ClosedOutput:
 
     def fileno(self) -> int:
         raise io.UnsupportedOperation("standard output is closed")
+
+
+def waited_watching(seconds: float) -> bool:
+    """Wait ``seconds`` watching standard output, if it is a pipe or socket: a follower
+    with nothing new to write (``tail -f | head -1``) learns at once that its reader has
+    gone, not at its next write, which may never come. False, at once, when there is
+    nothing to watch (a terminal, a file, no descriptor, no ``poll``): the caller sleeps.
+
+    Raises:
+        BrokenPipeError: Its reader has gone (what a write would have raised).
+    """
+    try:
+        fd = sys.stdout.fileno()
+        watched = stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
+        return False
+    if not watched or not hasattr(select, "poll"):
+        return False
+    watch = select.poll()
+    watch.register(fd, 0)  # no event asked: only POLLERR (a pipe's reader gone) or POLLHUP
+    if watch.poll(seconds * 1000):
+        raise BrokenPipeError(errno.EPIPE, "the reader of standard output has gone")
+    return True
