@@ -1208,6 +1208,25 @@ def test_the_commands_import_with_swapped_operands_names_run_as_pasted(
         capsys.readouterr()
 
 
+@pytest.mark.parametrize("argv", [["repair", "STORE", "--thread", "t-1"], ["compact", "STORE"]])
+def test_output_that_cannot_be_written_by_a_command_changing_the_store_says_what_it_left(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """`langgraph-jsonl compact STORE >&-` (or `> /dev/full`) did its work, then said only that
+    standard output could not be written, exit 2: as if nothing had run. It now says what
+    a Ctrl-C says of a store-changing command: the store is consistent; run it again."""
+    _store(tmp_path / "s", ["t-1"])
+    argv = [str(tmp_path / "s") if a == "STORE" else a for a in argv]
+    done = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv],
+                          preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to standard output" in done.stderr, done.stderr
+    assert "the store is consistent" in done.stderr and "again" in done.stderr, done.stderr
+    done = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", *argv, "--dry-run"],
+                          preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2 and "the store is consistent" not in done.stderr, done.stderr
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("argv", [["show", "STORE", "t-1"], ["threads", "STORE"], ["export", "STORE", "t-1"],
                                   ["history", "STORE", "t-1", "--json"]])

@@ -73,12 +73,13 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
         except OutputError as exc:  # `> t.md` on a full disk; `>&-`
             if exc.closed:
                 print(f"error: cannot write to standard output ({exc}): nothing was shown. Run it "
-                      "without `>&-`, or send what it shows elsewhere (`> FILE`, `> /dev/null`).",
-                      file=sys.stderr)
+                      "without `>&-`, or send what it shows elsewhere (`> FILE`, `> /dev/null`)."
+                      + _what_it_left(args), file=sys.stderr)
                 return EXIT_ERROR
             _output_to_nowhere(given_stdout)
             print(f"error: cannot write to standard output ({exc}): what it holds is incomplete. "
-                  "Free some space, or write elsewhere (`export` takes -o FILE).", file=sys.stderr)
+                  "Free some space, or write elsewhere (`export` takes -o FILE)." + _what_it_left(args),
+                  file=sys.stderr)
             return EXIT_ERROR
         except BrokenPipeError:
             # The reader went away (``| head``): stop quietly, as other commands do.
@@ -117,6 +118,17 @@ def _output_to_nowhere(stream: object) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())  # type: ignore[attr-defined]
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
         pass
+
+
+def _what_it_left(args: argparse.Namespace | None) -> str:
+    """For a command that changes the store, stopped by output it could not write: that
+    what it changed until then is consistent, as after a Ctrl-C (see :func:`_interrupted`)."""
+    command = next((c for c in COMMANDS if c.name == getattr(args, "command", None)), None)
+    if command is None or not command.changes_store or getattr(args, "dry_run", False):
+        return ""
+    return (f" langgraph-jsonl {command.name} may have changed the store before it stopped; the "
+            "store is consistent (each thread's change is all or nothing): run it again to finish "
+            "and see what it did.")
 
 
 def _again_ends_at_once(signum: int, frame: object) -> None:
