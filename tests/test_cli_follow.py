@@ -281,3 +281,14 @@ def test_tail_follow_piped_into_head_ends_when_head_does(cli_store) -> None:
         err = tail.stderr.read().decode()
         tail.stderr.close()
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_tail_follow_with_standard_output_closed_says_so_at_once(cli_store) -> None:
+    """`langgraph-jsonl tail STORE T -f >&-` with nothing to show yet waited for ever (until
+    its first event, the first it could not write): it says at once that it cannot write
+    to standard output, exit status 2, as other commands do."""
+    done = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "tail", str(cli_store.path),
+                           "agent", "-f", "-n", "0"], preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE,
+                          text=True, timeout=60, env=_env())
+    assert done.returncode == 2, done.stderr
+    assert "cannot write to standard output" in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -80,7 +80,10 @@ def waited_watching(seconds: float) -> bool:
 
     Raises:
         BrokenPipeError: Its reader has gone (what a write would have raised).
+        OutputError: There is no standard output (``>&-``): nothing could ever be shown.
     """
+    if isinstance(sys.stdout, ClosedOutput):  # said at once, not at a first event that may never come
+        raise OutputError("it is closed", closed=True)
     try:
         fd = sys.stdout.fileno()
         watched = stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
