@@ -158,7 +158,7 @@ def test_the_refusals_example_names_the_thread_exported(tmp_path: Path, capsys, 
         assert main(["export", str(store), thread, "-o", str(output)]) == 2
         err = capsys.readouterr().err
         assert f"e.g. -o {example} (-o - is stdout)" in err, err
-        assert "t-1" not in err, err
+        assert "t-1" not in err.replace(str(tmp_path), "TMP"), err  # (pytest-1xx holds t-1)
 
 
 def test_all_dir_in_the_store_through_a_link_is_refused(tmp_path: Path, capsys) -> None:
