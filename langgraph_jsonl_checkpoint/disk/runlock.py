@@ -73,23 +73,23 @@ class RunLock:
         """Take the lock if no other run holds it (never waits); record who holds it."""
         if self._fd is not None:
             return True
-        fd = self._try_flock(self.paths.run, fcntl.LOCK_EX)
-        if fd is None:
-            return False
-        self._fd = fd
-        holder = {
-            "pid": os.getpid(),
-            "host": HOST,
-            "run": run,
-            "since": datetime.now(UTC).isoformat(timespec="seconds"),
-            "thread_id": self.thread_id,
-        }
-        try:
-            files.os.ftruncate(fd, 0)
-            files.write_all(fd, orjson.dumps(holder) + b"\n")  # a fresh descriptor: at offset 0
-        except OSError:
-            pass  # only what an error message shows; the lock is what counts
-        except BaseException:  # Ctrl-C meanwhile: the caller never got the lock to let go
+        try:  # (a Ctrl-C from the flock on: the caller never got the lock to let go)
+            fd = self._try_flock(self.paths.run, fcntl.LOCK_EX, "_fd")
+            if fd is None:
+                return False
+            holder = {
+                "pid": os.getpid(),
+                "host": HOST,
+                "run": run,
+                "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                "thread_id": self.thread_id,
+            }
+            try:
+                files.os.ftruncate(fd, 0)
+                files.write_all(fd, orjson.dumps(holder) + b"\n")  # a fresh descriptor: at offset 0
+            except OSError:
+                pass  # only what an error message shows; the lock is what counts
+        except BaseException:
             self.release()
             raise
         return True
@@ -139,16 +139,21 @@ class RunLock:
         """Whether other runs are waiting for the lock (never waits itself)."""
         if self._waiting_fd is not None:
             return False  # this run is one of them: it competes with the others
-        fd = self._try_flock(self.paths.waiters, fcntl.LOCK_EX)
-        if fd is None:
-            return True
-        files.os.close(fd)
+        try:  # (recorded as this run's place among them, for a Ctrl-C meanwhile)
+            if self._try_flock(self.paths.waiters, fcntl.LOCK_EX, "_waiting_fd") is None:
+                return True
+        finally:
+            self.stop_waiting()
         return False
 
     def start_waiting(self) -> bool:
         """Join the runs waiting for the lock (``False``: not now, try again later)."""
         if self._waiting_fd is None:
-            self._waiting_fd = self._try_flock(self.paths.waiters, fcntl.LOCK_SH)
+            try:
+                self._try_flock(self.paths.waiters, fcntl.LOCK_SH, "_waiting_fd")
+            except BaseException:
+                self.stop_waiting()
+                raise
         return self._waiting_fd is not None
 
     def stop_waiting(self) -> None:
@@ -157,18 +162,22 @@ class RunLock:
         if fd is not None:
             self._unlock_and_close(fd)
 
-    def _try_flock(self, path: str, how: int) -> int | None:
-        """A new descriptor on ``path`` holding ``flock(how)``, or ``None`` if taken."""
+    def _try_flock(self, path: str, how: int, into: str) -> int | None:
+        """A new descriptor on ``path`` holding ``flock(how)``, recorded in attribute
+        ``into`` before anything else can happen (a Ctrl-C as the flock returns finds it
+        there, for the caller to let go), or ``None`` if taken."""
         fd = files.open_refusing_links(path, os.O_RDWR | os.O_CREAT, self.thread_id)
         try:
             fcntl.flock(fd, how | fcntl.LOCK_NB)
+            self._pid = os.getpid()
+            setattr(self, into, fd)
         except BlockingIOError:
             files.os.close(fd)
             return None
         except BaseException:
-            files.os.close(fd)
+            if getattr(self, into) != fd:  # not recorded: no one else can let it go
+                files.os.close(fd)
             raise
-        self._pid = os.getpid()
         return fd
 
     def _unlock_and_close(self, fd: int) -> None:

@@ -1,0 +1,77 @@
+"""A Ctrl-C (``KeyboardInterrupt``) landing at an unlucky point of the lock code never
+leaves a thread's lock taken with nothing left to let it go: each test makes the
+interrupt land just after a lock was taken (the signal handler runs as a call returns),
+then shows the thread still usable in the same process, by this saver and by another
+one on the same store (its own descriptors), under a time limit.
+"""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph_jsonl_checkpoint import JsonlSaver
+from tests.harness.bounded import within
+
+CFG = {"configurable": {"thread_id": "t"}}
+
+
+class Visits(TypedDict, total=False):
+    visits: Annotated[list[str], operator.add]
+
+
+def graph(saver: JsonlSaver):
+    def node(state: Visits) -> dict:
+        return {"visits": [f"visit {len(state.get('visits', []))}"]}
+
+    g = StateGraph(Visits)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    return g.compile(checkpointer=saver)
+
+
+def assert_thread_usable(directory: Path, saver: JsonlSaver, visits_before: int) -> None:
+    """Another saver on the store, then this one, run the thread (no lock is left)."""
+    other = JsonlSaver(directory)
+    try:
+        with within(20, "a run after the interrupt"):
+            out = graph(other).invoke({"visits": []}, CFG)
+        assert len(out["visits"]) == visits_before + 1
+    finally:
+        other.close()
+    with within(20, "a run after the interrupt"):
+        out = graph(saver).invoke({"visits": []}, CFG)
+    assert len(out["visits"]) == visits_before + 2
+
+
+def test_ctrl_c_as_the_run_lock_flock_returns_leaves_the_lock_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt between the live-run lock's flock returning and its descriptor being
+    recorded left the flock held by a descriptor nothing knew of: every later run of the
+    thread (any saver, any process) was refused with ThreadBusyError until the process
+    exited."""
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+
+    saver = JsonlSaver(tmp_path / "s")
+    real = RunLock._try_flock
+    interrupted: list[str] = []
+
+    def flock_then_ctrl_c(self: RunLock, path: str, how: int, *rest: object) -> object:
+        got = real(self, path, how, *rest)  # type: ignore[arg-type]
+        if path == self.paths.run and got and not interrupted:
+            interrupted.append(path)
+            raise KeyboardInterrupt  # the signal handler runs as the call returns
+        return got
+
+    monkeypatch.setattr(RunLock, "_try_flock", flock_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        graph(saver).invoke({"visits": []}, CFG)
+    assert interrupted
+    assert_thread_usable(tmp_path / "s", saver, 0)
+    saver.close()
