@@ -75,3 +75,41 @@ def test_ctrl_c_as_the_run_lock_flock_returns_leaves_the_lock_free(
     assert interrupted
     assert_thread_usable(tmp_path / "s", saver, 0)
     saver.close()
+
+
+class _CtrlCAfterDelete(dict):  # type: ignore[type-arg]
+    """The saver's table of held threads, with a Ctrl-C landing just after an entry
+    was removed (once)."""
+
+    fired = False
+
+    def __delitem__(self, key: object) -> None:
+        super().__delitem__(key)
+        if not _CtrlCAfterDelete.fired:
+            _CtrlCAfterDelete.fired = True
+            raise KeyboardInterrupt
+
+    def pop(self, key: object, *default: object) -> object:
+        found = super().pop(key, *default)
+        if not _CtrlCAfterDelete.fired:
+            _CtrlCAfterDelete.fired = True
+            raise KeyboardInterrupt
+        return found
+
+
+def test_ctrl_c_as_a_run_gives_its_thread_back_leaves_the_lock_free(tmp_path: Path) -> None:
+    """An interrupt as a run ended, between its entry being removed from the saver's
+    held threads and its live-run lock being let go, left the lock held with nothing to
+    release it (the loop's finalizer found no entry): the thread was refused for the
+    rest of the process."""
+    saver = JsonlSaver(tmp_path / "s")
+    live = saver._live
+    _CtrlCAfterDelete.fired = False
+    live._held = _CtrlCAfterDelete()  # type: ignore[union-attr]
+    try:
+        graph(saver).invoke({"visits": []}, CFG)
+    except KeyboardInterrupt:
+        pass
+    assert _CtrlCAfterDelete.fired
+    assert_thread_usable(tmp_path / "s", saver, 1)
+    saver.close()

@@ -201,8 +201,11 @@ class LiveRuns:
             held = self._held.get(thread_id)
             if held is None or held[0] is not token:
                 return
+            # The lock goes before the entry (a flock let go never waits): a Ctrl-C in
+            # between leaves an entry whose later release (the loop's finalizer) is a
+            # no-op, never a lock that nothing would let go.
+            held[1].release()
             del self._held[thread_id]
-        held[1].release()
         self.store.unpin(thread_id)
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
