@@ -7,7 +7,9 @@ one on the same store (its own descriptors), under a time limit.
 
 from __future__ import annotations
 
+import fcntl
 import operator
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -112,4 +114,42 @@ def test_ctrl_c_as_a_run_gives_its_thread_back_leaves_the_lock_free(tmp_path: Pa
         pass
     assert _CtrlCAfterDelete.fired
     assert_thread_usable(tmp_path / "s", saver, 1)
+    saver.close()
+
+
+def test_ctrl_c_as_the_writer_lock_is_taken_leaves_it_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupt just after a thread's writer lock was taken, before the code that
+    lets it go was in place, left the lock held by the open log's descriptor: a write
+    on the thread by any other saver or process waited for ever ("waiting for the
+    writer lock ... which another process holds")."""
+    import langgraph_jsonl_checkpoint.disk.files as files_module
+    from langgraph_jsonl_checkpoint.disk.store import Store
+
+    saver = JsonlSaver(tmp_path / "s")
+    graph(saver).invoke({"visits": []}, CFG)
+    store = Store(tmp_path / "s")
+    log = store.thread_log("t")  # open, as a saver keeps a thread's log between runs
+    real = files_module.lock_waiting
+
+    def lock_then_ctrl_c(fd: int, what: str) -> None:
+        real(fd, what)
+        raise KeyboardInterrupt  # the signal handler runs as the call returns
+
+    monkeypatch.setattr(files_module, "lock_waiting", lock_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt), log.locked():
+        pass
+    monkeypatch.setattr(files_module, "lock_waiting", real)
+    fd = os.open(log.paths.lock, os.O_RDWR)
+    try:  # (a write by another saver would wait for ever: try without waiting)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pytest.fail("the interrupted log still holds its writer lock")
+    finally:
+        os.close(fd)
+    assert_thread_usable(tmp_path / "s", saver, 1)
+    with within(20, "the interrupted log's writer lock"), log.locked():
+        pass
+    store.close()
     saver.close()

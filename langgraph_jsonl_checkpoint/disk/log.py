@@ -250,8 +250,9 @@ class ThreadLog(LogView):
             raise read_only_error(self.thread_id)
         with self.mutex:
             lock_fd = self._writer_lock_fd(os.O_RDWR | os.O_CREAT)
-            files.lock_waiting(lock_fd, f"the writer lock of thread {self.thread_id!r} ({self.paths.lock})")
-            try:
+            try:  # (from the wait on: a Ctrl-C as it returns must not leave the lock held)
+                what = f"the writer lock of thread {self.thread_id!r} ({self.paths.lock})"
+                files.lock_waiting(lock_fd, what)
                 yield
             finally:
                 fcntl.flock(lock_fd, fcntl.LOCK_UN)
