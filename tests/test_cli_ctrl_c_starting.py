@@ -114,3 +114,21 @@ def test_ctrl_c_as_compact_loads_langgraph_says_nothing_changed(tmp_path: Path, 
     assert err == ("interrupted: langgraph-jsonl compact stopped before it finished; nothing was "
                    f"changed ({which}). Run it again to compact.\n"), err
     assert file_snapshot(str(store)) == files
+
+
+def test_ctrl_c_as_repair_loads_langgraph_says_the_log_is_as_it_was(tmp_path: Path) -> None:
+    """``repair`` loads LangGraph (with the saver) before it looks at the thread: a
+    Ctrl-C there said "the store is consistent (each thread's change is all or nothing).
+    Run it again to finish", as if part of a repair were done, where ``compact`` says
+    nothing was changed. It now says the log is as it was, and every file is."""
+    from tests.harness.scratch import file_snapshot
+
+    store = _store(tmp_path / "s")
+    files = file_snapshot(str(store))
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"
+    status, out, err = start("-m", ["repair", str(store), "--thread", "t1"], tmp_path, at=at).finish()
+    assert (status, out) == (130, ""), err
+    assert err == ("interrupted: langgraph-jsonl repair stopped before it finished; nothing was "
+                   "changed (the log of thread 't1' is as it was). Run it again to repair.\n"), err
+    assert file_snapshot(str(store)) == files
+

@@ -68,12 +68,19 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    with open_saver(args, write=not args.dry_run) as saver:
-        thread = thread_option(args, "verify", "damaged threads")
-        try:
-            result = repair(saver, known_thread(saver, thread), dry_run=args.dry_run)
-        except RepairInterrupted as exc:  # the repaired log is in place: the work is done
-            result = exc.result
+    started, result = False, None
+    try:
+        with open_saver(args, write=not args.dry_run) as saver:
+            thread = thread_option(args, "verify", "damaged threads")
+            try:
+                started = True
+                result = repair(saver, known_thread(saver, thread), dry_run=args.dry_run)
+            except RepairInterrupted as exc:  # the repaired log is in place: the work is done
+                result = exc.result
+    except KeyboardInterrupt as exc:  # the damaged log is still in place
+        if args.dry_run or isinstance(exc, StoppedSaying) or result is not None:
+            raise  # (the repair done: a Ctrl-C as the store closes is said as usual)
+        raise _not_repaired(args.thread, started) from None
     work_done()
     if args.json:
         print_json(vars(result))
@@ -107,6 +114,16 @@ def _compacted(saver: Any, thread_id: str, keep_latest: bool) -> Compaction:
         CompactInterrupted: Ctrl-C once the new log was in place: the thread is done.
     """
     return healing(lambda: compact_log(saver, thread_id, keep_latest=keep_latest))
+
+
+def _not_repaired(thread: str | None, started: bool) -> StoppedSaying:
+    """The line for a Ctrl-C before the repaired log was in place (once the repair had
+    started, a copy of the damaged log may be in the archive already)."""
+    log = f"the log of thread {thread!r}" if thread else "no log"
+    said = (f"{log} is as it was, not repaired" if started else
+            f"nothing was changed ({log} is as it was)" if thread else "nothing was changed")
+    return StoppedSaying(f"interrupted: langgraph-jsonl repair stopped before it finished; {said}. "
+                         "Run it again to repair.")
 
 
 def _nothing_changed(threads: list[str]) -> StoppedSaying:
