@@ -385,3 +385,35 @@ def test_ctrl_c_before_compact_put_the_new_log_in_place_changes_nothing_says_so(
                            "was changed"), line
     assert "'t1'" in line and "Run it again" in line, line
     assert file_snapshot(str(store)) == files_before
+
+
+BEFORE_THE_SWEEP = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from langgraph_jsonl_checkpoint.saver.jsonl_saver import JsonlSaver
+real = JsonlSaver.sweep
+def sweep(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # the sweep's own handler: it stops at its first thread
+    len(())
+    return real(*args, **kwargs)
+JsonlSaver.sweep = sweep
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_before_a_sweep_swept_anything_says_nothing_was_changed(tmp_path: Path) -> None:
+    """A Ctrl-C before ``sweep`` swept its first thread said "the store is consistent
+    (each thread's change is all or nothing). Run it again to finish", as if part of
+    the work were done. It now says nothing was changed, and every file is as it was."""
+    from tests.harness.scratch import file_snapshot
+
+    store = tmp_path / "s"
+    _store(store, ["t1", "t2"])
+    files = file_snapshot(str(store))
+    run = _run(BEFORE_THE_SWEEP, "sweep", str(store), "--ttl", "0", "--strategy", "archive")
+    assert run.returncode == 130, run.stderr
+    assert run.stderr == ("interrupted: langgraph-jsonl sweep stopped after 0 thread(s) swept; nothing "
+                          "was changed. Run it again to sweep.\n"), run.stderr
+    assert file_snapshot(str(store)) == files

@@ -132,3 +132,17 @@ def test_ctrl_c_as_repair_loads_langgraph_says_the_log_is_as_it_was(tmp_path: Pa
                    "changed (the log of thread 't1' is as it was). Run it again to repair.\n"), err
     assert file_snapshot(str(store)) == files
 
+
+def test_ctrl_c_as_sweep_loads_langgraph_says_no_thread_was_swept(tmp_path: Path) -> None:
+    """The same for ``sweep``: a Ctrl-C before it looked at any thread now says that no
+    thread was swept, not "Run it again to finish"."""
+    from tests.harness.scratch import file_snapshot
+
+    store = _store(tmp_path / "s")
+    files = file_snapshot(str(store))
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"
+    status, out, err = start("-m", ["sweep", str(store), "--ttl", "0"], tmp_path, at=at).finish()
+    assert (status, out) == (130, ""), err
+    assert err == ("interrupted: langgraph-jsonl sweep stopped before it finished; nothing was "
+                   "changed (no thread was swept). Run it again to sweep.\n"), err
+    assert file_snapshot(str(store)) == files

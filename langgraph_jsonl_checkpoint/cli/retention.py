@@ -35,6 +35,7 @@ from .common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
+    StoppedSaying,
     UsageError,
     add_dry_run_accepted,
     add_store_argument,
@@ -103,15 +104,23 @@ def _no_policy() -> str:
 def _sweep(args: argparse.Namespace) -> int:
     policy, source = _policy(args)
     stop = threading.Event()
+    if not args.dry_run:
+        try:  # LangGraph, loaded with the saver (up to a second): a Ctrl-C in it touched nothing
+            from ..saver import jsonl_saver  # noqa: F401
+        except KeyboardInterrupt:
+            raise StoppedSaying("interrupted: langgraph-jsonl sweep stopped before it finished; nothing "
+                                "was changed (no thread was swept). Run it again to sweep.") from None
     with (open_saver(args, write=not args.dry_run) as saver, ctrl_c_stops(stop, again=SWEEP_AGAIN),
           damage_stated_per_thread()):  # a damaged thread: its line says so (read-only: the saver too)
         report = saver.sweep(policy, dry_run=args.dry_run, stop=stop)
         work_done()
     status = EXIT_INTERRUPTED if report.stopped else EXIT_PROBLEMS if report.errors else EXIT_OK
     if report.stopped:  # what was done is said as after a whole sweep, then how to finish
+        untouched = not report.swept and not report.settled
         print(f"interrupted: langgraph-jsonl sweep stopped after {len(report.swept)} thread(s) "
               f"{'would be ' if report.dry_run else ''}swept; "
               + ("it changes nothing in the store." if report.dry_run else
+                 "nothing was changed. Run it again to sweep." if untouched else
                  "the store is consistent (each thread's change is all or nothing). Run it again "
                  "to finish."), file=sys.stderr)
     if args.json:
