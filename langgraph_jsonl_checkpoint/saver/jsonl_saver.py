@@ -207,7 +207,7 @@ class JsonlSaver(
         if session_memory:
             keep_session_memory(self.store, self.codec)
         keep_heads(self.store, self.codec)
-        self._worker = Worker(self._run_group)
+        self._worker = Worker(owner=self)  # (its threads end once this saver is freed)
         #: The replay adapter's journal in the logs (shared with with_allowlist's copies).
         self._tool_log = ToolLog(self.store)
         #: The live-run locks of this saver's runs (shared with with_allowlist's copies).
@@ -475,7 +475,7 @@ class JsonlSaver(
         if held_update(self._live, config, metadata) is not NO_HOLD:  # (a file lock: not on the loop)
             return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
         payload = (self._writes.prepare_put, (config, checkpoint, metadata, new_versions))
-        stored: RunnableConfig = await self._worker.submit(thread_id, payload)
+        stored: RunnableConfig = await self._worker.submit(thread_id, payload, self._run_group)
         self._tool_log.landing.landed()
         return stored
 
@@ -489,7 +489,7 @@ class JsonlSaver(
         """Async :meth:`put_writes`, durable when it returns (group committed as :meth:`aput`)."""
         thread_id = thread_id_of(config, "put_writes")
         payload = (self._writes.prepare_put_writes, (config, writes, task_id, task_path))
-        await self._worker.submit(thread_id, payload)
+        await self._worker.submit(thread_id, payload, self._run_group)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

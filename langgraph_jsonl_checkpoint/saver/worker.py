@@ -22,8 +22,10 @@ them cheaper than an executor's:
   :data:`FLUSH_SECONDS`), not one wake-up per call.
 
 Threads start on first use and end when the saver is closed (after finishing what was
-queued) or after :data:`IDLE_SECONDS` without work, so a saver dropped without
-``close()`` leaves no thread behind for long. Any number of event loops may submit:
+queued) or after :data:`IDLE_SECONDS` without work. They never hold their saver (a job
+holds it while queued, as its caller does), so a saver dropped without
+``close()`` is freed as any object is, its files closed, and its threads told to end
+(:meth:`Worker.stop_soon`). Any number of event loops may submit:
 each result goes back to the loop its caller awaits on.
 """
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -55,11 +58,12 @@ GroupRunner = Callable[[Hashable, Sequence[Any]], Sequence[Outcome]]
 
 
 class _Job:
-    __slots__ = ("key", "payload", "loop", "fut")
+    __slots__ = ("key", "payload", "loop", "fut", "runner")
 
     def __init__(self, key: Hashable | None, payload: Any, loop: asyncio.AbstractEventLoop,
-                 fut: asyncio.Future[Any]) -> None:
+                 fut: asyncio.Future[Any], runner: GroupRunner | None = None) -> None:
         self.key = key
+        self.runner = runner
         self.payload = payload
         self.loop = loop
         self.fut = fut
@@ -80,13 +84,15 @@ class Worker:
     """Runs submitted jobs in a few threads of its own; results handed back in batches.
 
     Args:
-        group_runner: Runs the payloads of jobs submitted with a key (see module doc).
+        group_runner: Runs the payloads of jobs submitted with a key (see module doc),
+            unless the job names its own (:meth:`submit`).
         name: Thread name (for debuggers and ``py-spy``).
         threads: How many threads may run jobs at once.
+        owner: Once this object is freed, the threads end (:meth:`stop_soon`).
     """
 
-    def __init__(self, group_runner: GroupRunner, *, name: str = "jsonl-saver-worker",
-                 threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, group_runner: GroupRunner | None = None, *, name: str = "jsonl-saver-worker",
+                 threads: int = DEFAULT_THREADS, owner: Any = None) -> None:
         self._group_runner = group_runner
         self.name = name
         self._max_threads = max(1, threads)
@@ -98,6 +104,8 @@ class Worker:
         self._stopping = False
         self._closing = 0  # close() calls waiting for their threads
         renew_in_child(self)  # a forked child forgets its parent's threads (see _after_fork)
+        if owner is not None:
+            weakref.finalize(owner, self.stop_soon).atexit = False
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's threads and queued jobs do not exist here."""
@@ -113,19 +121,22 @@ class Worker:
         """Run ``fn()`` in a worker thread and return (or raise) what it did."""
         return await self._submit(None, fn)
 
-    async def submit(self, key: Hashable, payload: Any) -> Any:
-        """Hand ``payload`` to the group runner with the other queued jobs of ``key``.
+    async def submit(self, key: Hashable, payload: Any, runner: GroupRunner | None = None) -> Any:
+        """Hand ``payload`` to the group runner (``runner``, else the worker's) with the
+        other queued jobs of ``key``. A ``runner`` bound to a saver holds it only while
+        the job is queued or runs: the threads never keep a saver alive.
 
         A caller that is cancelled stops waiting, but a job that was already submitted
         still runs to its end (as with ``asyncio.to_thread``).
         """
-        return await self._submit(key, payload)
+        return await self._submit(key, payload, runner)
 
-    def _submit(self, key: Hashable | None, payload: Any) -> asyncio.Future[Any]:
+    def _submit(self, key: Hashable | None, payload: Any,
+                runner: GroupRunner | None = None) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         with self._cond:
-            self._jobs.append(_Job(key, payload, loop, fut))
+            self._jobs.append(_Job(key, payload, loop, fut, runner))
             if self._idle:
                 self._cond.notify()
             elif len(self._threads) < self._max_threads:
@@ -154,6 +165,14 @@ class Worker:
         finally:
             with self._cond:
                 self._closing -= 1
+
+    def stop_soon(self) -> None:
+        """End the threads once the queued jobs are done, without waiting for them (the
+        saver that owns this worker was freed without ``close()``)."""
+        with self._cond:
+            if self._threads:
+                self._stopping = True
+                self._cond.notify_all()
 
     @property
     def running(self) -> int:
@@ -189,6 +208,9 @@ class Worker:
                 oldest = time.perf_counter()
             for job, (result, exc) in zip(batch, outcomes):
                 done.setdefault(job.loop, []).append((job.fut, result, exc))
+            # Nothing of the jobs stays in this frame while it waits for more: a payload
+            # may hold its saver, which must be freed once its owner drops it.
+            del batch, outcomes, job, result, exc
             # A caller must not wait long for other jobs once its own is done; waking a
             # loop once per job is what this batching saves.
             if time.perf_counter() - oldest >= FLUSH_SECONDS:
@@ -198,7 +220,9 @@ class Worker:
         try:
             if batch[0].key is None:
                 return [(batch[0].payload(), None)]
-            outcomes = self._group_runner(batch[0].key, [j.payload for j in batch])
+            runner = batch[0].runner or self._group_runner
+            assert runner is not None, "a keyed job needs a group runner"
+            outcomes = runner(batch[0].key, [j.payload for j in batch])
             if len(outcomes) != len(batch):  # pragma: no cover - a runner bug
                 raise RuntimeError("group runner returned the wrong number of outcomes")
             return outcomes
