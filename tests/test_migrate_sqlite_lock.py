@@ -151,6 +151,22 @@ def test_a_sqlite_source_of_an_older_sqlitesaver_without_task_path_is_read_in_ei
     assert len(report.threads) == threads > 1 and report.writes > 0
 
 
+#: An app killed inside a write transaction of the SQLite file ``sys.argv[1]``: its
+#: changes half in the file, the old pages in its hot ``-journal``.
+_CRASHING_APP = ("import os, sqlite3, sys\n"
+                 "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                 "c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN EXCLUSIVE')\n"
+                 "c.execute(\"DELETE FROM checkpoints WHERE thread_id = 'agent'\")\n"
+                 "os._exit(9)\n")
+
+
+def _rollback_mode_app(source: Path) -> str:
+    """Put ``source`` in rollback-journal mode; the script of an app that crashes writing it."""
+    with closing(sqlite3.connect(source)) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    return _CRASHING_APP
+
+
 def test_a_sqlite_source_with_a_crashed_apps_hot_journal_says_so_and_what_to_do(
     app_db: Path, tmp_path: Path
 ) -> None:
@@ -160,13 +176,7 @@ def test_a_sqlite_source_with_a_crashed_apps_hot_journal_says_so_and_what_to_do(
     Check the path and that the file can be read", which is neither what is wrong nor the fix."""
     source = tmp_path / "crashed.db"
     source.write_bytes(app_db.read_bytes())
-    with closing(sqlite3.connect(source)) as conn:
-        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
-    crash = ("import os, sqlite3, sys\n"
-             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-             "c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN EXCLUSIVE')\n"
-             "c.execute(\"DELETE FROM checkpoints WHERE thread_id = 'agent'\")\n"
-             "os._exit(9)\n")
+    crash = _rollback_mode_app(source)
     subprocess.run([sys.executable, "-c", crash, str(source)], timeout=60)
     assert (tmp_path / "crashed.db-journal").exists()
     done = subprocess.run([*CLI, "import", "sqlite:///" + str(source), str(tmp_path / "store")],
@@ -196,13 +206,7 @@ def test_a_hot_journal_left_mid_import_is_said_for_each_remaining_thread_with_wh
     why the copy cannot roll it back, and the command that does."""
     source = tmp_path / "crashing.db"
     source.write_bytes(app_db.read_bytes())
-    with closing(sqlite3.connect(source)) as conn:
-        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
-    crash = ("import os, sqlite3, sys\n"
-             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-             "c.execute('PRAGMA cache_size = 1'); c.execute('BEGIN EXCLUSIVE')\n"
-             "c.execute(\"DELETE FROM checkpoints WHERE thread_id = 'agent'\")\n"
-             "os._exit(9)\n")
+    crash = _rollback_mode_app(source)
 
     from langgraph_jsonl_checkpoint.migrate import copy as copy_module
 
