@@ -292,3 +292,40 @@ def test_tail_follow_with_standard_output_closed_says_so_at_once(cli_store) -> N
                           text=True, timeout=60, env=_env())
     assert done.returncode == 2, done.stderr
     assert "cannot write to standard output" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_tail_of_a_thread_with_nothing_to_show_says_so_and_what_shows_it(tmp_path: Path, capsys) -> None:
+    """`tail STORE T` of a thread whose state holds no messages (a counter graph) printed
+    nothing and exited 0: no word that there is nothing to show, nor where its state is.
+    It says so on stderr, naming the `show` command (which runs as pasted)."""
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class Count(TypedDict):
+        n: int
+
+    builder = StateGraph(Count)
+    builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+    builder.add_edge(START, "inc")
+    store = tmp_path / "my store"
+    with JsonlSaver(store) as saver:
+        graph = builder.compile(checkpointer=saver)
+        for thread in ("c-1", "-dash"):
+            graph.invoke({"n": 1}, {"configurable": {"thread_id": thread}})
+    for thread in ("c-1", "-dash"):
+        argv = ["tail", str(store), thread] if thread != "-dash" else ["tail", str(store), "--", thread]
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert out == "", out
+        assert "no message or tool-call event" in err, err
+        show = err.split("`")[1].split()
+        assert show[:2] == ["langgraph-jsonl", "show"], err
+        import shlex
+
+        assert main(shlex.split(err.split("`")[1])[1:]) == 0, err
+        assert "n: 2" in capsys.readouterr().out  # the state tail had nothing of
+    # What a reader of --json or -n 0 asked for is all they get: no note.
+    assert main(["tail", str(store), "c-1", "--json"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert main(["tail", str(store), "c-1", "-n", "0"]) == 0
+    assert capsys.readouterr().err == ""

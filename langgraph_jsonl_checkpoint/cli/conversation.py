@@ -12,10 +12,12 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..disk.paths import thread_option
 from ..inspection.checkpoints import Question
 from ..inspection.conversation import compact_json, terminal_safe, utterance_lines
 from ..inspection.diff import ADDED, REMOVED, ChannelDiff
@@ -302,6 +304,11 @@ def _follow(args: argparse.Namespace) -> int:
         follower = ThreadFollower(saver, args.thread, ns=args.ns)
         backlog = follower.read_new()
         _emit(backlog[-args.lines:] if args.lines else [], args.json)
+        if not backlog and not args.follow and args.lines and not args.json:
+            ns = f" --ns {shlex.quote(args.ns)}" if args.ns else ""
+            print(f"thread {shown(args.thread)} has no message or tool-call event to show (its "
+                  f"state holds no messages); `langgraph-jsonl show {shlex.quote(store_path(args))} "
+                  f"{thread_option(args.thread)}{ns}` shows its state", file=sys.stderr)
         present = saver.store.has_thread(args.thread)
         try:
             while args.follow:
