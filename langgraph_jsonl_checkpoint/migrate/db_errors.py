@@ -32,7 +32,7 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
             "writable by this user. Copy the file and its -wal together to a directory you can write "
             "to and name the copy, or run this as a user who can write there."
         )
-    if role == "source" and os.path.exists(path + "-journal") and "readonly" in str(exc):
+    if role == "source" and _left_hot_journal(path, exc):
         return MigrationError(f"{name}: cannot read {path}: {_hot_journal(path)}")
     if "database is locked" in str(exc):
         todo = ("Another process holds it locked (an app writing to it): run the same command again "
@@ -42,6 +42,12 @@ def cannot_open(name: str, path: str, role: str, exc: sqlite3.Error) -> Migratio
     else:
         todo = "Check the path and that the file can be read"
     return MigrationError(f"{name}: cannot open the SQLite file {path} ({exc}). {todo}.")
+
+
+def _left_hot_journal(path: str, exc: BaseException) -> bool:
+    """Whether ``exc`` (from reading the SQLite file ``path`` read-only) is SQLite failing
+    to roll back the hot ``-journal`` beside it, which only a connection that can write does."""
+    return "readonly" in str(exc) and os.path.isfile(path + "-journal")
 
 
 def _hot_journal(path: str) -> str:
@@ -81,8 +87,7 @@ def reason(exc: BaseException, source: object = None) -> str:
     text = str(exc).strip().split("\n", 1)[0]
     said = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     path = getattr(source, "path", None)  # an SQLite endpoint's file
-    if (isinstance(exc, sqlite3.OperationalError) and "readonly" in text and isinstance(path, str)
-            and os.path.isfile(path + "-journal")):
+    if isinstance(exc, sqlite3.OperationalError) and isinstance(path, str) and _left_hot_journal(path, exc):
         return f"{said} ({_hot_journal(path)})"
     if isinstance(exc, sqlite3.OperationalError) and "database is locked" in text:
         said += (" (another process held the SQLite file locked for 5 seconds: an app writing to "
