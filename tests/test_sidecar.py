@@ -141,6 +141,43 @@ def test_one_decoded_block_merged_in_place_is_what_merge_gives(ref) -> None:
     assert [owned.summary(s) for s in range(1, len(want) + 1)] == want
 
 
+def test_blocks_that_fit_one_line_frame_as_their_merge_does(ref) -> None:
+    """``one_line`` (a short log's index written at let-go) joins the blocks' columns
+    straight into the line: the same bytes as the merged block framed as one line, for
+    blocks decoded from a file, owned (arrays) and packed (records folded as a run
+    ended), with the index's facts and without."""
+    _, reflog, _ = ref
+    recs, offs, lens = _records(reflog.data)
+    want = [summarize(r, o, n) for r, o, n in zip(recs[1:], offs[1:], lens[1:])]
+    assert len(want) <= LAST_LINE_RECORDS
+    cuts = (0, 5, 6, 30, len(want))
+    lines = [sidecar.encode(want[a:b]).split(b"\n")[0] for a, b in zip(cuts, cuts[1:])]
+    facts = {"plain": True, "heads": {"": want[-1].get("id", "x")}}
+
+    def blocks(shape: str) -> list[sidecar.Block]:
+        out, seq, offset = [], 1, offs[1]
+        for line in lines:
+            block = sidecar_checks.decode_block(line, seq, offset)
+            assert block is not None
+            if shape == "owned":
+                block = sidecar.merge_owned([block])
+            elif shape == "packed":
+                block = sidecar.Block.packed(block.cols, list(block.offsets))
+            out.append(block)
+            seq, offset = seq + block.count, block.end
+        return out
+
+    for shape in ("decoded", "owned", "packed"):
+        for with_facts in (facts, None):
+            merged = sidecar.merge(blocks(shape))
+            merged.bounds, merged.facts = [merged.count], with_facts
+            assert sidecar.one_line(blocks(shape), with_facts) == merged.framed()
+    line = sidecar.one_line(blocks("packed"), facts)
+    block = sidecar_checks.decode_block(line[:-1], 1, offs[1])
+    assert block is not None and block.facts == facts
+    assert [block.summary(s) for s in range(1, len(want) + 1)] == want
+
+
 def test_an_index_loaded_from_blocks_answers_like_one_applied_record_by_record(ref) -> None:
     _, reflog, _ = ref
     recs, offs, lens = _records(reflog.data)

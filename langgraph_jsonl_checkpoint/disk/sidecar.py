@@ -270,6 +270,21 @@ def merge(blocks: list[Block]) -> Block:
     return merged
 
 
+def one_line(blocks: list[Block], facts: dict[str, Any] | None) -> bytes:
+    """The file line of consecutive blocks that fit one line: what ``merge(blocks)``
+    framed with ``facts`` and a single bound gives, byte for byte, without the merged
+    block (its integer columns made arrays, then cut back into lists for the line):
+    each column's items joined straight into the line's lists."""
+    each = [b.cols for b in blocks]  # (packed blocks decode theirs once)
+    piece: dict[str, Any] = {"s0": blocks[0].first, "o0": int(blocks[0].offsets[0])}
+    chain = itertools.chain.from_iterable
+    for name in _COLUMN_ORDER:
+        piece[name] = list(chain([c[name] for c in each]))
+    if facts is not None:
+        piece["f"] = facts
+    return framing.frame(piece)
+
+
 def merge_owned(blocks: list[Block]) -> Block:
     """:func:`merge` for blocks nothing else holds (just decoded or built): one block
     is made what :func:`merge` would give (not a file line any more) in place, its

@@ -11,7 +11,7 @@ import bisect
 from typing import Any
 
 from .lazy_blocks import LazyBlocks
-from .sidecar import BLOCK_RECORDS, Block, columns_of, merge, placed
+from .sidecar import BLOCK_RECORDS, Block, columns_of, merge, one_line, placed
 
 #: Records in a sidecar's last line, at most: a fresh process's first read decodes
 #: that line only (:mod:`.lazy_blocks`), and needs the newest records.
@@ -201,6 +201,10 @@ class Summaries:
                     block.unpack()
                     block.facts, block.line = facts, None
                 out.append(block.framed())
+                continue
+            count = sum(b.count for b in group)
+            if count <= (LAST_LINE_RECORDS if last else BLOCK_RECORDS):
+                out.append(one_line(group, facts if last else None))  # (a short log's head)
                 continue
             merged = merge(group)
             if last:
