@@ -128,3 +128,48 @@ def test_ctrl_c_as_a_log_handle_is_closed_leaves_no_stale_descriptor(
     _put(saver, "t", 3)
     assert saver.get_tuple(config("t")).checkpoint["id"] == cp_id(3)
     saver.close()
+
+
+def test_a_new_thread_gets_no_index_file_until_it_has_records_to_index(tmp_path: Path) -> None:
+    """A thread's first put creates its log (header, then the checkpoint) but no sidecar:
+    one holding the header alone indexes nothing, and creating it cost every new thread
+    a file made and renamed. What the saver answers is the same before and after a
+    close (which writes the sidecar), and in a fresh process without one (a crash)."""
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    files = ThreadFiles.of(store, "t")
+    _put(saver, "t", 1)
+    assert files.left_on_disk() <= {".jsonl", ".lock", ".run"} and ".idx" not in files.left_on_disk()
+    before = saver.get_tuple(config("t"))
+    crashed = JsonlSaver(store)  # another process, the writer never closed
+    assert crashed.get_tuple(config("t")) == before
+    crashed.close()
+    _put(saver, "t", 2, config("t", checkpoint_id=cp_id(1)))
+    saver.close()
+    assert ".idx" in files.left_on_disk()
+    fresh = JsonlSaver(store)
+    got = fresh.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == cp_id(2)
+    assert [t.checkpoint["id"] for t in fresh.list(config("t"))] == [cp_id(2), cp_id(1)]
+    fresh.close()
+
+
+def test_a_thread_created_again_drops_the_index_file_of_its_deleted_log(tmp_path: Path) -> None:
+    """The sidecar of a deleted thread's log, if one was left (a crash between the two
+    unlinks), never describes the new log: it is removed as the new log is created."""
+    store = tmp_path / "s"
+    saver = JsonlSaver(store)
+    files = ThreadFiles.of(store, "t")
+    for i in (1, 2, 3):
+        _put(saver, "t", i, config("t", checkpoint_id=cp_id(i - 1)) if i > 1 else None)
+    saver.close()
+    stale = Path(files.idx).read_bytes()
+    saver = JsonlSaver(store)
+    saver.delete_thread("t")
+    Path(files.idx).write_bytes(stale)  # left behind
+    _put(saver, "t", 7)
+    assert not Path(files.idx).exists()
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == cp_id(7)
+    assert [t.checkpoint["id"] for t in saver.list(config("t"))] == [cp_id(7)]
+    saver.close()

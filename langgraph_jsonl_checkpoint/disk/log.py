@@ -446,7 +446,10 @@ class ThreadLog(LogView):
             self._ino = None  # reload whatever is there now
         self.refresh()
         try:
-            self.write_sidecar()
+            if len(records) > 1:
+                self.write_sidecar()
+            else:  # a new thread's header alone: nothing to index (a file made for it
+                files.unlink_quietly(self.paths.index)  # cost its first turn a create and a rename)
         except OSError:
             pass  # only a cache
 
