@@ -14,8 +14,10 @@ A JsonlSaver thread is files (its log, its writer and live-run locks; the head f
 once it is let go), so its first turn makes them; a SqliteSaver thread is rows. On ext4,
 making a file allocates an inode, which skips those freed in the last half minute or so:
 a folder where many files were just removed (a test run, a benchmark's cleanup) makes
-it cost more. Rounds alternate the savers so each sees the same. Results in
-``results/<name>.{json,md}`` (default ``new_threads``).
+it cost more. Rounds alternate the savers so each sees the same; ``--keep-stores``
+removes the stores only at the end, so no file this run removed is freed while it makes
+files (started a minute after the machine last removed many: what a fresh disk gives).
+Results in ``results/<name>.{json,md}`` (default ``new_threads``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ SAVERS = ("jsonl", "sqlite", "memory")
 Samples = dict[tuple[str, str], list[float]]
 
 
-def one_round(kind: str, threads: int, samples: Samples) -> None:
+def one_round(kind: str, threads: int, samples: Samples, kept: list[Path] | None) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-new-"))
@@ -65,7 +67,10 @@ def one_round(kind: str, threads: int, samples: Samples) -> None:
             (time.process_time() - cpu0) / threads)
         h.close()
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if kept is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            kept.append(tmp)
 
 
 def main() -> None:
@@ -74,19 +79,28 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--savers", nargs="+", default=list(SAVERS), choices=SAVERS)
     p.add_argument("--name", default="new_threads")
+    p.add_argument("--keep-stores", action="store_true",
+                   help="remove each round's stores only at the end (no file the run removed "
+                   "is freed while it makes files; start it a minute after the last removal)")
     args = p.parse_args()
     samples: Samples = {}
-    for r in range(args.rounds):
-        order = args.savers if r % 2 == 0 else list(reversed(args.savers))
-        for kind in order:
-            one_round(kind, args.threads, samples)
-            print(f"[new_threads] round {r + 1}: {LABELS[kind]} done", flush=True)
+    kept: list[Path] | None = [] if args.keep_stores else None
+    try:
+        for r in range(args.rounds):
+            order = args.savers if r % 2 == 0 else list(reversed(args.savers))
+            for kind in order:
+                one_round(kind, args.threads, samples, kept)
+                print(f"[new_threads] round {r + 1}: {LABELS[kind]} done", flush=True)
+    finally:
+        for tmp in kept or []:
+            shutil.rmtree(tmp, ignore_errors=True)
     table = Table()
     case = f"{args.threads} new threads, {args.rounds} round(s)"
     for (metric, kind), xs in sorted(samples.items(), key=lambda kv: (kv[0][0], SAVERS.index(kv[0][1]))):
         table.add(case, metric, kind, summary(xs), "s")
     cmd = (f"python benchmarks/new_threads.py --threads {args.threads} --rounds {args.rounds} "
-           f"--savers {' '.join(args.savers)} --name {args.name}")
+           f"--savers {' '.join(args.savers)} --name {args.name}"
+           + (" --keep-stores" if args.keep_stores else ""))
     _, md = write_results(
         args.name, {"threads": args.threads, "rounds": args.rounds}, table,
         header=f"A new thread's first turn (and its second, and a bare first put), every saver "
