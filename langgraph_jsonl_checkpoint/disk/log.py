@@ -448,8 +448,10 @@ class ThreadLog(LogView):
         try:
             if len(records) > 1:
                 self.write_sidecar()
-            else:  # a new thread's header alone: nothing to index (a file made for it
-                files.unlink_quietly(self.paths.index)  # cost its first turn a create and a rename)
+            else:
+                # A header alone (a new thread) indexes nothing: no sidecar, which cost each
+                # new thread a file made and renamed; one left by an earlier log goes.
+                files.unlink_quietly(self.paths.index)
         except OSError:
             pass  # only a cache
 
