@@ -76,10 +76,18 @@ def test_a_loaded_index_holds_one_entry_for_a_delta_looked_up_not_its_chain(tmp_
     loaded = _indexes(_long_chain_log(tmp_path / "s"))[1]
     newest = loaded.blob("", "m", f"{PUTS:032}.{1:016}")
     assert newest is not None and newest.depth == PUTS - 1
-    assert len(_chain(newest)) == PUTS  # the chain is there when walked...
-    # ...and not held: the index keeps the newest delta's entry (and at most the full
-    # value the walk ended at), not one entry per delta.
+    # The index holds the newest delta's entry, not one entry per delta...
+    assert _entries_held(loaded) <= 1
+    # ...the chain is there when walked (and kept for the next walk)...
+    assert len(_chain(newest)) == PUTS
+    assert _entries_held(loaded) >= PUTS
+    # ...until the index forgets its lookups (as its log goes idle); a version looked up
+    # after the walk is not handed the walked chain's entry (which holds the rest of it).
+    middle = loaded.blob("", "m", f"{PUTS // 2:032}.{1:016}")
+    assert middle is not None and middle.depth == PUTS // 2 - 1
+    loaded.forget_lookups()
     assert _entries_held(loaded) <= 2
+    assert len(_chain(newest)) == PUTS
 
 
 def _entries_held(root: object) -> int:

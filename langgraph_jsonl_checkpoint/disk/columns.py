@@ -82,13 +82,15 @@ class LazyEntries(dict):  # type: ignore[type-arg]
 
 
 class LinkedDelta(BlobEntry):
-    """The entry of a delta in bulk-loaded columns: a :class:`~.entries.BlobEntry` whose
-    ``prev`` is made from the columns each time it is asked for.
+    """The entry of a delta looked up in bulk-loaded columns: a
+    :class:`~.entries.BlobEntry` that does not hold its chain of bases.
 
     An index keeps the entry of each version a lookup asked for while its log is open;
-    holding each delta's chain of bases too would be two more objects per delta (a
-    conversation's whole history), which the cyclic collector walks on every pass. The
-    tuple's last field holds ``(columns, namespace, channel, base slot)`` instead.
+    holding each delta's chain too would be two more objects per delta (a conversation's
+    whole history), which the cyclic collector walks on every pass. The tuple's last
+    field holds ``(columns, namespace, channel, base slot)`` instead, and ``prev`` gives
+    the base's entry from the columns' chain (:meth:`BulkRecords.entry_of_slot`: made
+    once, kept until the index forgets its lookups, as the log goes idle).
     """
 
     __slots__ = ()
@@ -99,7 +101,7 @@ class LinkedDelta(BlobEntry):
         if link is None:
             return None
         columns, ns, channel, slot = link
-        found: BlobEntry = columns.entry_of_slot(ns, channel, slot, self.depth - 1)
+        found: BlobEntry = columns.entry_of_slot(ns, channel, slot)
         return found
 
 
@@ -312,36 +314,56 @@ class BulkRecords:
         return None, since, nbytes
 
     def blob(self, ns: str, channel: str, key: Any) -> BlobEntry | None:
-        """The entry of the value slot apply() would have kept for this version."""
+        """The entry of the value slot apply() would have kept for this version; a delta's
+        as a :class:`LinkedDelta`, whose chain of bases is made only if walked."""
         slot = self.slot_map(ns, channel).get(key)
-        return None if slot is None else self.entry_of_slot(ns, channel, slot)
-
-    def entry_of_slot(self, ns: str, channel: str, slot: int, depth: int | None = None) -> BlobEntry:
-        """The entry apply() made for one value slot. A delta's ``prev`` (its base as of
-        that slot) is made when asked, not held (:class:`LinkedDelta`); its ``depth`` is
-        counted down the chain without building it (walked iteratively: chains run
-        thousands long), unless the caller knows it (``prev`` does: one less)."""
-        done = self.slot_entries.get(slot)
-        if done is not None:
-            return done
+        if slot is None:
+            return None
         if self.vk[slot] != DELTA:
-            entry = self.slot_entries[slot] = BlobEntry(self.ref(self.vr[slot]), self.vk[slot])
-            return entry
+            return self.entry_of_slot(ns, channel, slot)
+        # Never the chain's own entry (which holds the rest of it), even if a walk made it.
         below = self.slot_before(ns, channel, version_key(self.vb[slot]), slot)
-        if depth is None:
-            depth = 1 + self._depth(ns, channel, below)
         link: Any = None if below is None else (self, ns, channel, below)
-        # (not kept in slot_entries: the entry refers to these columns, which would hold
-        # it back, a cycle that only the collector could free)
+        depth = self._depth(ns, channel, slot)
         return LinkedDelta(self.ref(self.vr[slot]), DELTA, self.vb[slot], depth, link)
 
     def _depth(self, ns: str, channel: str, slot: int | None) -> int:
-        """The ``depth`` of the entry of ``slot`` (0: none, or a full value)."""
+        """The ``depth`` of the entry of ``slot`` (0: none, or a full value), counted down
+        the slots without building entries."""
         depth = 0
         while slot is not None and self.vk[slot] == DELTA:
+            done = self.slot_entries.get(slot)
+            if done is not None:
+                return depth + done.depth
             depth += 1
             slot = self.slot_before(ns, channel, version_key(self.vb[slot]), slot)
         return depth
+
+    def entry_of_slot(self, ns: str, channel: str, slot: int) -> BlobEntry:
+        """The entry apply() made for one value slot, with its whole chain: a delta's
+        ``prev`` is its base as of that slot (walked iteratively: chains run thousands
+        long). Kept in ``slot_entries`` until :meth:`~.index.ThreadIndex.forget_lookups`
+        (plain entries, which refer to nothing here: no cycle through these columns)."""
+        chain: list[int] = []
+        below: BlobEntry | None = None
+        current: int | None = slot
+        while current is not None:
+            done = self.slot_entries.get(current)
+            if done is not None:
+                below = done
+                break
+            if self.vk[current] != DELTA:
+                below = self.slot_entries[current] = BlobEntry(self.ref(self.vr[current]), self.vk[current])
+                break
+            chain.append(current)
+            current = self.slot_before(ns, channel, version_key(self.vb[current]), current)
+        for i in reversed(chain):
+            depth = below.depth + 1 if below is not None else 1
+            below = self.slot_entries[i] = BlobEntry(
+                self.ref(self.vr[i]), DELTA, self.vb[i], depth, below
+            )
+        assert below is not None
+        return below
 
     def rewritten(self, ns: str, channel: str, key: Any) -> bool:
         """Whether more than one checkpoint record stored this version."""
