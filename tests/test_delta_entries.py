@@ -9,7 +9,6 @@ which the cyclic collector walked on each pass until the log was let go.
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 from langgraph_jsonl_checkpoint import JsonlSaver
@@ -91,7 +90,9 @@ def test_a_loaded_index_holds_one_entry_for_a_delta_looked_up_not_its_chain(tmp_
 
 
 def _entries_held(root: object) -> int:
-    """How many BlobEntry objects are reachable from ``root``."""
+    """How many BlobEntry objects are reachable from ``root`` through the data it holds:
+    containers and this package's objects, never classes, modules or functions (walking
+    those would reach the whole process)."""
     seen, stack, count = set(), [root], 0
     while stack:
         obj = stack.pop()
@@ -99,5 +100,13 @@ def _entries_held(root: object) -> int:
             continue
         seen.add(id(obj))
         count += isinstance(obj, BlobEntry)
-        stack.extend(gc.get_referents(obj))
+        if isinstance(obj, (dict, list, tuple, set, frozenset)):
+            stack.extend(obj.values() if isinstance(obj, dict) else obj)
+            if isinstance(obj, dict):
+                stack.extend(obj.keys())
+        elif type(obj).__module__.startswith("langgraph_jsonl_checkpoint"):
+            stack.extend(getattr(obj, "__dict__", {}).values())
+            for name in getattr(type(obj), "__slots__", ()):
+                if hasattr(obj, name):
+                    stack.append(getattr(obj, name))
     return count
