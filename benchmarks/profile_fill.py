@@ -32,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+from fill_parts import Passes  # the collector's passes per generation, one mechanism
 from many_threads import thread_ids
 from profile_agent import _profiles, _thread_start  # per-thread profilers, one mechanism
 
@@ -48,29 +49,7 @@ from _common import (
 )
 
 
-class CollectorPasses:
-    """A ``gc.callbacks`` entry counting the cyclic collector's passes per generation and
-    the time spent in them (a full pass walks every tracked object of the process: the
-    fill's slowest turns are where one fell)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.counts = [0, 0, 0]
-        self.seconds = 0.0
-        self._start = 0.0
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-        else:
-            self.counts[info["generation"]] += 1
-            self.seconds += time.perf_counter() - self._start
-
-
 def main() -> None:
-    passes = CollectorPasses()
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=300)
     p.add_argument("--turns", type=int, default=10)
@@ -119,7 +98,7 @@ def main() -> None:
             gc.collect()
             if args.collector == "off":
                 gc.disable()
-            passes.reset()
+            passes = Passes()
             gc.callbacks.append(passes)
             t_fill = time.perf_counter()
             cpu0 = time.process_time()
@@ -148,11 +127,12 @@ def main() -> None:
             table.add(case, "time per turn", kind, summary(per_turn), "s")
             table.add(case, "time per turn, p99", kind, quantile(per_turn, .99), "s")
             table.add(case, "process CPU per turn", kind, cpu / n, "s")
-            print(f"   collector: {passes.counts[0]}/{passes.counts[1]}/{passes.counts[2]} passes "
-                  f"(youngest/middle/full), {passes.seconds * 1e3:.0f} ms in all, "
-                  f"{passes.seconds / n * 1e6:.0f} µs a turn", flush=True)
-            table.add(case, "collector: full passes in the fill", kind, passes.counts[2], "passes")
-            table.add(case, "collector: time per turn, all passes", kind, passes.seconds / n, "s")
+            seconds = sum(passes.seconds.values())
+            print(f"   collector: {passes.passes[0]}/{passes.passes[1]}/{passes.passes[2]} passes "
+                  f"(youngest/middle/full), {seconds * 1e3:.0f} ms in all, "
+                  f"{seconds / n * 1e6:.0f} µs a turn", flush=True)
+            table.add(case, "collector: full passes in the fill", kind, passes.passes[2], "passes")
+            table.add(case, "collector: time per turn, all passes", kind, seconds / n, "s")
             slow = sorted(range(n), key=lambda j: -per_turn[j])[:8]
             print("   slowest turns (index: ms):", ", ".join(f"{j}: {per_turn[j]*1e3:.0f}" for j in slow))
             if args.profile:

@@ -324,7 +324,7 @@ class BulkRecords:
         # Never the chain's own entry (which holds the rest of it), even if a walk made it.
         below = self.slot_before(ns, channel, version_key(self.vb[slot]), slot)
         link: Any = None if below is None else (self, ns, channel, below)
-        depth = self._depth(ns, channel, slot)
+        depth = 1 + self._depth(ns, channel, below)
         return LinkedDelta(self.ref(self.vr[slot]), DELTA, self.vb[slot], depth, link)
 
     def _depth(self, ns: str, channel: str, slot: int | None) -> int:
