@@ -22,7 +22,10 @@ round-robin for T-1 turns (durability "sync"), then round T is measured:
   (``gc.get_count()`` with the collector paused, one more round of 50 turns): what a
   turn adds towards the youngest generation's threshold (700 allocations), which a
   turn that leaves more alive crosses more often, each pass moving what is alive then
-  into the middle generation (and every tenth into the oldest).
+  into the middle generation (and every tenth into the oldest);
+- in that same round, how high the count climbs above the turn's start (read as each
+  saver call begins and ends; the median turn): a turn that climbs past 700 sets off a
+  youngest-generation pass whatever it leaves alive at its end.
 
 CPU times move with a shared machine's load; the object counts do not. Read the
 instruction counts of ``fill_instructions.py`` beside it. Results in
@@ -35,6 +38,7 @@ import argparse
 import collections
 import gc
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -127,36 +131,45 @@ def _idle_log_objects(saver: Any) -> dict[str, Any]:
     return {"objects": 1 + sum(kinds.values()), "by_type": dict(kinds.most_common(8))}
 
 
-def _left_alive(saver: Any, graph: Any, ids: list[str], turn: int) -> dict[str, float]:
+def _left_alive(saver: Any, graph: Any, ids: list[str], turn: int) -> tuple[dict[str, float], float]:
     """Per turn, summed over each method's calls: tracked objects alive after the call
     that were not before it (the collector paused, so its count only moves with
-    allocations and frees); ``turn``: the whole turn."""
+    allocations and frees); ``turn``: the whole turn. And the median over the turns of
+    each turn's highest count above its start, read as each saver call begins and ends:
+    a turn whose count climbs past the youngest generation's threshold (700) sets off a
+    pass, which starts the count again from nothing (the turn's later frees are lost)."""
     left: collections.Counter[str] = collections.Counter()
     originals = {name: getattr(saver, name) for name in METHODS}
+    highest = [0]
 
     def counting(name: str, method: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             c0 = gc.get_count()[0]
+            highest[0] = max(highest[0], c0)
             try:
                 return method(*args, **kwargs)
             finally:
-                left[name] += gc.get_count()[0] - c0
+                c1 = gc.get_count()[0]
+                highest[0] = max(highest[0], c1)
+                left[name] += c1 - c0
         return wrapper
 
     for name, method in originals.items():
         setattr(saver, name, counting(name, method))
     gc.collect()
     gc.disable()
+    peaks = []
     try:
         for thread_id in ids:
-            c0 = gc.get_count()[0]
+            c0 = highest[0] = gc.get_count()[0]
             agent_round(graph, [thread_id], turn)
             left["turn"] += gc.get_count()[0] - c0
+            peaks.append(highest[0] - c0)
     finally:
         gc.enable()
         for name, method in originals.items():
             setattr(saver, name, method)
-    return {k: v / len(ids) for k, v in left.items()}
+    return {k: v / len(ids) for k, v in left.items()}, statistics.median(peaks)
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -187,7 +200,7 @@ def worker(args: argparse.Namespace) -> None:
     gc.callbacks.append(promotions)
     round_(args.turns)
     gc.callbacks.remove(promotions)
-    left_alive = _left_alive(saver, graph, ids[:50], args.turns + 1)
+    left_alive, peak = _left_alive(saver, graph, ids[:50], args.turns + 1)
     n = args.threads
     print(json.dumps({
         "process_cpu_per_turn": process_cpu / n,
@@ -197,6 +210,7 @@ def worker(args: argparse.Namespace) -> None:
         "moved_to_oldest_per_turn": promotions.moved / n,
         "idle_log": idle,
         "left_alive_per_turn": left_alive,
+        "turn_peak": peak,
     }))
 
 
@@ -221,7 +235,7 @@ def main() -> None:
               + f"; moved to the oldest generation {r['moved_to_oldest_per_turn']:.0f}/turn, "
               f"passes {r['gc_passes']}; left alive per turn "
               + ", ".join(f"{k} {v:.0f}" for k, v in r["left_alive_per_turn"].items())
-              + f"; idle log {r['idle_log']}", flush=True)
+              + f"; highest in a turn {r['turn_peak']:.0f}; idle log {r['idle_log']}", flush=True)
     label = {"jsonl": "jsonl", "jsonl-open": "jsonl (every log open)", "sqlite": "sqlite", "memory": "memory"}
     table = Table()
     case = f"{args.threads} threads round-robin, turn {args.turns}"
@@ -239,6 +253,8 @@ def main() -> None:
         for what, count in r["left_alive_per_turn"].items():
             label_ = "a whole turn" if what == "turn" else what
             table.add(case, f"tracked objects left alive per turn: {label_}", saver, count, "objects")
+        table.add(case, "tracked objects alive above a turn's start at its highest (saver calls' "
+                  "ends; youngest pass at 700)", saver, r["turn_peak"], "objects")
         if r["idle_log"]:
             table.add(case, "tracked objects one idle open log holds", saver, r["idle_log"]["objects"],
                       "objects")
