@@ -131,13 +131,14 @@ def _idle_log_objects(saver: Any) -> dict[str, Any]:
     return {"objects": 1 + sum(kinds.values()), "by_type": dict(kinds.most_common(8))}
 
 
-def _left_alive(saver: Any, graph: Any, ids: list[str], turn: int) -> tuple[dict[str, float], float]:
-    """Per turn, summed over each method's calls: tracked objects alive after the call
-    that were not before it (the collector paused, so its count only moves with
-    allocations and frees); ``turn``: the whole turn. And the median over the turns of
-    each turn's highest count above its start, read as each saver call begins and ends:
-    a turn whose count climbs past the youngest generation's threshold (700) sets off a
-    pass, which starts the count again from nothing (the turn's later frees are lost)."""
+def _paused_round(saver: Any, graph: Any, ids: list[str], turn: int) -> tuple[dict[str, float], float]:
+    """One more turn of each of ``ids``, the collector paused (so its count only moves
+    with allocations and frees). Per turn, summed over each method's calls: tracked
+    objects alive after the call that were not before it; ``turn``: the whole turn. And
+    the median over the turns of each turn's highest count above its start, read as each
+    saver call begins and ends: a turn whose count climbs past the youngest generation's
+    threshold (700) sets off a pass, which starts the count again from nothing (the
+    turn's later frees are lost)."""
     left: collections.Counter[str] = collections.Counter()
     originals = {name: getattr(saver, name) for name in METHODS}
     highest = [0]
@@ -200,7 +201,7 @@ def worker(args: argparse.Namespace) -> None:
     gc.callbacks.append(promotions)
     round_(args.turns)
     gc.callbacks.remove(promotions)
-    left_alive, peak = _left_alive(saver, graph, ids[:50], args.turns + 1)
+    left_alive, peak = _paused_round(saver, graph, ids[:50], args.turns + 1)
     n = args.threads
     print(json.dumps({
         "process_cpu_per_turn": process_cpu / n,
