@@ -2,6 +2,7 @@
 
     python benchmarks/fill_parts.py                 # 200 threads, turn 10
     python benchmarks/fill_parts.py --threads 40 --turns 5
+    python benchmarks/fill_parts.py --quick         # smoke test: 20 threads, turn 3
 
 Each saver runs in a fresh process (``--worker``): the benchmark agent fills N threads
 round-robin for T-1 turns (durability "sync"), then round T is measured:
@@ -13,7 +14,9 @@ round-robin for T-1 turns (durability "sync"), then round T is measured:
 - the cyclic garbage collector: passes per generation in the round and their time, and
   how many tracked objects each turn moved into the oldest generation (objects found
   there after each middle-generation pass that were not there before it; counted in
-  round T+1, since listing the generation around each pass costs time). A full pass
+  round T+1, since listing the generation around each pass costs time), and their
+  types (an index entry kept as a ``NamedTuple`` is moved however plain its fields:
+  the collector untracks only exact tuples of untracked items). A full pass
   is due once a quarter as many objects as the oldest generation holds were moved
   there, and walks every tracked object of the process: the more a saver's objects
   outlive a turn, the more often a server pays a full pass (tens of milliseconds);
@@ -29,7 +32,7 @@ round-robin for T-1 turns (durability "sync"), then round T is measured:
 
 CPU times move with a shared machine's load; the object counts do not. Read the
 instruction counts of ``fill_instructions.py`` beside it. Results in
-``results/fill_parts.{json,md}``.
+``results/fill_parts[-quick].{json,md}`` (``--name`` names them otherwise).
 """
 
 from __future__ import annotations
@@ -103,11 +106,14 @@ class Passes:
 
 
 class Promotions:
-    """Counts the tracked objects each middle-generation pass moves into the oldest
-    (lists the oldest generation around each such pass: slow, so run on its own round)."""
+    """Counts the tracked objects each middle-generation pass moves into the oldest, and
+    their types (lists the oldest generation around each such pass: slow, so run on its
+    own round). A tuple subclass (a ``NamedTuple``) is among them however plain its
+    fields: the collector untracks only exact tuples whose items are untracked."""
 
     def __init__(self) -> None:
         self.moved = 0
+        self.by_type: collections.Counter[str] = collections.Counter()
         self._before: set[int] | None = None
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -117,7 +123,10 @@ class Promotions:
             self._before = {id(o) for o in gc.get_objects(2)}
         elif self._before is not None:
             before = self._before
-            self.moved += sum(1 for o in gc.get_objects(2) if id(o) not in before)
+            for o in gc.get_objects(2):
+                if id(o) not in before:
+                    self.moved += 1
+                    self.by_type[type(o).__name__] += 1
             self._before = None
 
 
@@ -209,6 +218,7 @@ def worker(args: argparse.Namespace) -> None:
         "gc_passes": {str(g): passes.passes[g] for g in range(3)},
         "gc_seconds_per_turn": {str(g): passes.seconds[g] / n for g in range(3)},
         "moved_to_oldest_per_turn": promotions.moved / n,
+        "moved_by_type_per_turn": {k: round(v / n, 2) for k, v in promotions.by_type.most_common(10)},
         "idle_log": idle,
         "left_alive_per_turn": left_alive,
         "turn_peak": peak,
@@ -217,8 +227,9 @@ def worker(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--threads", type=int, default=200)
-    p.add_argument("--turns", type=int, default=10, help="the turn measured (T)")
+    p.add_argument("--quick", action="store_true", help="smoke test: 20 threads, turn 3")
+    p.add_argument("--threads", type=int, default=None, help="threads taking turns (default 200)")
+    p.add_argument("--turns", type=int, default=None, help="the turn measured, T (default 10)")
     p.add_argument("--savers", nargs="+", default=list(KINDS), choices=KINDS)
     p.add_argument("--name", default=NAME, help="results/<name>.* (default fill_parts)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -227,6 +238,8 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
+    args.threads = args.threads or (20 if args.quick else 200)
+    args.turns = args.turns or (3 if args.quick else 10)
     results: dict[str, Any] = {}
     for kind in args.savers:
         r = results[kind] = run_worker(Path(__file__), ["--saver", kind, "--threads", str(args.threads),
@@ -261,9 +274,12 @@ def main() -> None:
                       "objects")
     notes = [f"idle open log, by type ({label[k]}): {r['idle_log']['by_type']}"
              for k, r in results.items() if r.get("idle_log")]
+    notes += [f"moved to the oldest generation per turn, by type ({label[k]}): {r['moved_by_type_per_turn']}"
+              for k, r in results.items()]
     write_results(args.name, {"threads": args.threads, "turns": args.turns, "results": results}, table,
                   header="Where a turn of the round-robin fill goes: CPU per saver method, and the "
-                  "cyclic collector (what each saver's objects cost it).", notes=notes)
+                  "cyclic collector (what each saver's objects cost it).", notes=notes,
+                  quick=args.quick)
 
 
 if __name__ == "__main__":
