@@ -13,7 +13,9 @@ other users, or a symbolic link in place of one of its folders, is refused. The 
 reads each thread's real id from its log's header.
 
 The store keeps a bounded number of :class:`~.log.ThreadLog` objects (and so of open
-file descriptors); an evicted one is reopened, index and all, on next use.
+file descriptors); an evicted one is reopened, index and all, on next use. Idle logs are
+kept up to ``max_open_threads`` while threads come back to them, one while none does
+(:mod:`.idle_bound`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .entries import bulk_allocation
 from .files import fsync_dir
 from .forks import renew_in_child
 from .header import is_damaged_header, is_torn_header
+from .idle_bound import IdleBound
 from .log import ThreadLog
 from .parked import Parked
 from .paths import LogPaths, thread_file_stem
@@ -53,7 +56,8 @@ from .view import LogView
 #: loads its sidecar, which it wrote as it was let go). 16 idle logs keep the objects
 #: the cyclic collector walks because of them in the low thousands (about 180 each for
 #: a 10-turn agent thread once its run ended); more made a server of many short
-#: threads pay for full collections over their indexes (issue 28).
+#: threads pay for full collections over their indexes (issue 28). While no idle log
+#: is used again the store keeps one (:mod:`.idle_bound`).
 DEFAULT_MAX_OPEN_THREADS = 16
 
 
@@ -89,7 +93,8 @@ class Store:
     Args:
         path: The directory (created ``0700`` if missing).
         read_only: Open existing data without creating, repairing or writing anything.
-        max_open_threads: How many thread logs to keep open at once.
+        max_open_threads: How many idle thread logs to keep open at once (at most:
+            one while none is used again, see :mod:`.idle_bound`).
 
     Raises:
         ConfigError: ``path`` exists and is not a directory.
@@ -107,7 +112,9 @@ class Store:
         self.read_only = read_only
         self.threads_path = os.path.join(self.path, THREADS_DIR)
         self.temp_path = os.path.join(self.path, TEMP_DIR)
-        self._max_open = max(1, max_open_threads)
+        #: How many idle logs are kept open now (``max_open_threads``, or one while
+        #: none is used again: :mod:`.idle_bound`).
+        self.idle = IdleBound(max_open_threads)
         self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
         # Logs whose value caches (list witnesses, the newest lists in stored form) are
         # kept, with the items they hold: a conversation's objects, so their total is
@@ -141,6 +148,7 @@ class Store:
         self._warm_items = 0
         self._pinned = {}
         self._parked = OrderedDict()
+        self.idle = IdleBound(self.idle.bound)
 
     def _usable(self) -> None:
         """Raise :class:`~..errors.ConfigError` saying why, if the store was removed."""
@@ -167,8 +175,10 @@ class Store:
         with self._lock:
             log = self._logs.get(thread_id)
             if log is not None:
+                self._found_open(thread_id)
                 self._logs.move_to_end(thread_id)
                 return log
+            self.idle.opened(thread_id)
             packed = self._parked.pop(thread_id, None)
             log = ThreadLog(
                 self.log_paths(thread_id), thread_id, read_only=self.read_only,
@@ -181,20 +191,28 @@ class Store:
         self._let_go(dropped)
         return log
 
+    def _found_open(self, thread_id: str) -> None:
+        """A thread is used whose log is open (under the lock): if idle and not the one
+        used last (kept either way), keeping idle logs paid off."""
+        if thread_id not in self._pinned and next(reversed(self._logs)) != thread_id:
+            self.idle.reused()
+
     def _over_bound(self) -> list[ThreadLog]:
         """Take the least recently used logs that no live run holds out of the open set
-        while more than ``max_open_threads`` of them are open (under the lock)."""
+        while more than :attr:`idle` keeps are open (under the lock)."""
+        keep = self.idle.keep
         idle = len(self._logs) - len(self._pinned)
-        if idle <= self._max_open:
+        if idle <= keep:
             return []
         dropped = []
         for old_id in list(self._logs):
-            if idle <= self._max_open:
+            if idle <= keep:
                 break
             if old_id in self._pinned:
                 continue
             dropped.append(self._logs.pop(old_id))
             self._cool(old_id)
+            self.idle.let_go(old_id)
             idle -= 1
         return dropped
 
@@ -214,6 +232,8 @@ class Store:
         """A live run holds the thread (see ``saver/liveness.py``): its log stays open,
         whatever the bound, until :meth:`unpin`."""
         with self._lock:
+            if thread_id in self._logs:
+                self._found_open(thread_id)
             self._pinned[thread_id] = self._pinned.get(thread_id, 0) + 1
 
     def unpin(self, thread_id: str) -> None:

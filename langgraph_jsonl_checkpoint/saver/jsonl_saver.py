@@ -112,8 +112,8 @@ class JsonlSaver(
         snapshot_ratio: Minimum delta bytes between snapshot records, as a fraction of
             the previous snapshot's size (0 snapshots every ``snapshot_every`` records).
         read_only: Open an existing store for reading only.
-        max_open_threads: Thread logs (and their file descriptors) kept open at once
-            besides those a live run holds (a run's log stays open while it runs); one
+        max_open_threads: Idle thread logs (and descriptors) kept open at once, or one
+            while none is used again (a live run's log stays open while it runs); one
             let go of is opened again on its next use. The most recently used also keep
             their newest lists in memory (the objects last stored or read, and their
             stored form; 100,000 items in all, about 110 MB at most), which makes the
