@@ -10,7 +10,8 @@ round-robin for T-1 turns (durability "sync"), then round T is measured:
 - CPU time per turn spent in each saver method (``time.thread_time`` of the calling
   thread around ``get_tuple``, ``put``, ``put_writes``): where the reopen of a let-go
   log lands (JsonlSaver with the default bound reopens every log when N > 16; the
-  ``jsonl-open`` row keeps every log open, ``max_open_threads`` above N);
+  ``jsonl-open`` row keeps every log open, ``max_open_threads`` above N; the ``jsonl-1``
+  row keeps one idle log, ``max_open_threads=1``, letting each go as its run ends);
 - the cyclic garbage collector: passes per generation in the round and their time, and
   how many tracked objects each turn moved into the oldest generation (objects found
   there after each middle-generation pass that were not there before it; counted in
@@ -61,15 +62,16 @@ from _common import (
 )
 
 NAME = "fill_parts"
-KINDS = ("jsonl", "jsonl-open", "sqlite", "memory")
+KINDS = ("jsonl", "jsonl-open", "jsonl-1", "sqlite", "memory")
 METHODS = ("get_tuple", "put", "put_writes")
 
 
 def _saver(kind: str, workdir: Path, threads: int) -> Any:
-    if kind == "jsonl-open":
+    if kind in ("jsonl-open", "jsonl-1"):
         from langgraph_jsonl_checkpoint import JsonlSaver
 
-        return JsonlSaver(workdir / "jsonl-store", max_open_threads=threads + 1)
+        bound = threads + 1 if kind == "jsonl-open" else 1
+        return JsonlSaver(workdir / "jsonl-store", max_open_threads=bound)
     return open_saver(kind, workdir).saver
 
 
@@ -250,7 +252,8 @@ def main() -> None:
               f"passes {r['gc_passes']}; left alive per turn "
               + ", ".join(f"{k} {v:.0f}" for k, v in r["left_alive_per_turn"].items())
               + f"; highest in a turn {r['turn_peak']:.0f}; idle log {r['idle_log']}", flush=True)
-    label = {"jsonl": "jsonl", "jsonl-open": "jsonl (every log open)", "sqlite": "sqlite", "memory": "memory"}
+    label = {"jsonl": "jsonl", "jsonl-open": "jsonl (every log open)", "jsonl-1": "jsonl (one idle log open)",
+             "sqlite": "sqlite", "memory": "memory"}
     table = Table()
     case = f"{args.threads} threads round-robin, turn {args.turns}"
     for kind, r in results.items():
