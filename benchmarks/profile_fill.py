@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--profile", action="store_true")
     p.add_argument("--top", type=int, default=45)
     p.add_argument("--max-open", type=int, default=None,
-                   help="JsonlSaver's max_open_threads (default: the saver's, 128); a bound above "
+                   help="JsonlSaver's max_open_threads (default: the saver's, 16); a bound above "
                    "--threads keeps every log open (no reopening)")
     p.add_argument("--tmp", default=None)
     p.add_argument("--collector", choices=("on", "off"), default="on",

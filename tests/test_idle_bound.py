@@ -5,17 +5,14 @@ turns unused. Behaviour stays that of ``InMemorySaver`` whichever it keeps."""
 
 from __future__ import annotations
 
-import operator
 from pathlib import Path
-from typing import Annotated, Any
 
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
-from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from langgraph_jsonl_checkpoint.disk.idle_bound import IdleBound
 from tests.harness.bounded import within
+from tests.test_open_logs import _cfg, _graph  # the same one-node graph
 
 # -- the rule ------------------------------------------------------------------------
 
@@ -73,24 +70,6 @@ def test_it_remembers_no_more_threads_than_the_bound() -> None:
 
 
 # -- in a saver ----------------------------------------------------------------------
-
-
-class State(TypedDict, total=False):
-    log: Annotated[list[str], operator.add]
-
-
-def _graph(saver: Any) -> Any:
-    def step(state: State) -> dict:
-        return {"log": [f"step {len(state.get('log', []))}"]}
-
-    g = StateGraph(State)
-    g.add_node("step", step)
-    g.add_edge(START, "step")
-    return g.compile(checkpointer=saver)
-
-
-def _cfg(tid: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": tid}}
 
 
 def _idle_open(saver: JsonlSaver) -> int:
