@@ -23,7 +23,7 @@ def _cold_opens(b: IdleBound, n: int, prefix: str = "cold") -> None:
         b.let_go(f"{prefix}-{i}")
 
 
-def test_the_full_bound_is_kept_until_twice_the_bound_logs_open_unreused() -> None:
+def test_the_full_bound_is_kept_until_twice_the_bound_logs_are_let_go_unused() -> None:
     b = IdleBound(4)
     assert b.keep == 4 and not b.lean
     _cold_opens(b, 7)
@@ -53,6 +53,14 @@ def test_a_thread_back_long_after_it_was_let_go_is_a_cold_open() -> None:
     _cold_opens(b, 8)
     b.opened("cold-2")  # 6 let go since: a bound of 4 would not have kept it
     assert b.keep == 1
+
+
+def test_new_threads_opened_at_once_are_no_evidence() -> None:
+    """Threads running at once (each log held by its live run) let no idle log go."""
+    b = IdleBound(4)
+    for i in range(50):
+        b.opened(f"new-{i}")
+    assert b.keep == 4
 
 
 def test_a_bound_of_one_stays_one() -> None:
@@ -111,7 +119,7 @@ def test_threads_that_come_back_keep_their_logs_open(tmp_path: Path) -> None:
 def test_a_server_gone_lean_keeps_the_bound_again_when_threads_come_back(tmp_path: Path) -> None:
     with JsonlSaver(tmp_path / "s", max_open_threads=4) as saver, within(120):
         graph = _graph(saver)
-        for i in range(10):  # a burst of new threads: none comes back
+        for i in range(14):  # new threads one after another: none comes back
             graph.invoke({"log": ["x"]}, _cfg(f"once-{i}"))
         assert saver.store.idle.lean
         for turn in range(4):  # then three conversations going on

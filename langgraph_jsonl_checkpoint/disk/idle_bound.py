@@ -14,9 +14,10 @@ So the store keeps the full bound only while keeping it is seen to pay:
   run, or a read: one idle log is kept either way), or one opened again soon after it
   was let go, among the last ``max_open_threads`` logs let go (a bound that large would
   have kept it open);
-- after ``2 × max_open_threads`` logs opened in a row with no reuse, the store keeps
-  one idle log (each let go as the next run ends) until the next reuse, which restores
-  the full bound at once.
+- after ``2 × max_open_threads`` idle logs let go in a row with no reuse, the store
+  keeps one idle log (each let go as the next run ends) until the next reuse, which
+  restores the full bound at once. Opening logs alone is no evidence: a burst of new
+  threads running at once lets no idle log go.
 
 Pure: the store tells it what happens, under its lock.
 """
@@ -39,7 +40,7 @@ class IdleBound:
         self.bound = max(1, bound)
         #: Idle logs to keep open now: ``bound``, or 1 while no log is reused.
         self.keep = self.bound
-        self._cold = 0  # logs opened since the last reuse
+        self._cold = 0  # idle logs let go since the last reuse
         self._recent: OrderedDict[str, None] = OrderedDict()  # the last `bound` let go
 
     @property
@@ -58,13 +59,12 @@ class IdleBound:
         if thread_id in self._recent:
             del self._recent[thread_id]
             self.reused()  # let go lately: the full bound would have kept it open
-            return
+
+    def let_go(self, thread_id: str) -> None:
+        """A thread's idle log was let go to keep within :attr:`keep`."""
         self._cold += 1
         if self._cold >= 2 * self.bound:
             self.keep = 1
-
-    def let_go(self, thread_id: str) -> None:
-        """A thread's log was let go to keep within :attr:`keep`."""
         recent = self._recent
         recent[thread_id] = None
         recent.move_to_end(thread_id)

@@ -200,13 +200,12 @@ class Store:
     def _over_bound(self) -> list[ThreadLog]:
         """Take the least recently used logs that no live run holds out of the open set
         while more than :attr:`idle` keeps are open (under the lock)."""
-        keep = self.idle.keep
         idle = len(self._logs) - len(self._pinned)
-        if idle <= keep:
+        if idle <= self.idle.keep:
             return []
         dropped = []
         for old_id in list(self._logs):
-            if idle <= keep:
+            if idle <= self.idle.keep:  # (a let-go may lower it)
                 break
             if old_id in self._pinned:
                 continue
