@@ -66,7 +66,6 @@ class IdleBound:
         if self._cold >= 2 * self.bound:
             self.keep = 1
         recent = self._recent
-        recent[thread_id] = None
-        recent.move_to_end(thread_id)
+        recent[thread_id] = None  # (new: opened() took it out as its log was opened)
         if len(recent) > self.bound:
             recent.popitem(last=False)
