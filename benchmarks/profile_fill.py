@@ -133,6 +133,9 @@ def main() -> None:
                   f"{seconds / n * 1e6:.0f} µs a turn", flush=True)
             table.add(case, "collector: full passes in the fill", kind, passes.passes[2], "passes")
             table.add(case, "collector: time per turn, all passes", kind, seconds / n, "s")
+            rounds = [quantile(per_turn[r * args.threads:(r + 1) * args.threads], .5)
+                      for r in range(args.turns)]
+            print("   median turn by round (ms):", " ".join(f"{m * 1e3:.2f}" for m in rounds))
             slow = sorted(range(n), key=lambda j: -per_turn[j])[:8]
             print("   slowest turns (index: ms):", ", ".join(f"{j}: {per_turn[j]*1e3:.0f}" for j in slow))
             if args.profile:
