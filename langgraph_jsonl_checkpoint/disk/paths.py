@@ -12,7 +12,7 @@ import hashlib
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import files
 
@@ -65,9 +65,15 @@ class LogPaths:
     directory: str
     name: str
     temp_dir: str
+    #: The path of every file without its extension (joined once: the paths are asked
+    #: for on every append, and ``os.path.join`` was a measurable part of one).
+    _stem: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_stem", os.path.join(self.directory, self.name))
 
     def _file(self, ext: str) -> str:
-        return os.path.join(self.directory, self.name + ext)
+        return self._stem + ext
 
     @property
     def log(self) -> str:

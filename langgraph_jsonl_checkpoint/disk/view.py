@@ -200,17 +200,20 @@ class LogView:
             except FileNotFoundError:
                 self._reset()
                 return self.index
-            with bulk_allocation():
-                if self._rfd is None or self._ino != st.st_ino or not self._tail_unchanged(st.st_size):
-                    # A new generation, its end cut back and rewritten (a batch whose fsync
-                    # failed), or this view closed (its saver was, mid-listing): index afresh.
-                    self._load(st.st_ino)
-                    if self.recovery.torn_header is not None:
-                        return self.index  # reads as an absent thread
-                    st = files.os.fstat(self._rfd)  # type: ignore[arg-type]
-                if st.st_size > self.index.committed_end:
-                    self._scan_from(self.index.committed_end, st.st_size, records)
-                self._size = st.st_size
+            reload = self._rfd is None or self._ino != st.st_ino or not self._tail_unchanged(st.st_size)
+            if reload or st.st_size > self.index.committed_end:
+                with bulk_allocation():  # (not for the usual refresh, which finds nothing new)
+                    if reload:
+                        # A new generation, its end cut back and rewritten (a batch whose
+                        # fsync failed), or this view closed (its saver was, mid-listing):
+                        # index afresh.
+                        self._load(st.st_ino)
+                        if self.recovery.torn_header is not None:
+                            return self.index  # reads as an absent thread
+                        st = files.os.fstat(self._rfd)  # type: ignore[arg-type]
+                    if st.st_size > self.index.committed_end:
+                        self._scan_from(self.index.committed_end, st.st_size, records)
+            self._size = st.st_size
             durable, end = self.sidecar.durable_seq, self.index.committed_end
             if self.index.last_seq < durable:
                 short = (f"holds committed records up to sequence {self.index.last_seq}, but its index "
