@@ -203,10 +203,8 @@ class LogView:
             reload = self._rfd is None or self._ino != st.st_ino or not self._tail_unchanged(st.st_size)
             if reload or st.st_size > self.index.committed_end:
                 with bulk_allocation():  # (not for the usual refresh, which finds nothing new)
-                    if reload:
-                        # A new generation, its end cut back and rewritten (a batch whose
-                        # fsync failed), or this view closed (its saver was, mid-listing):
-                        # index afresh.
+                    if reload:  # a new generation, its end cut back and rewritten (a batch
+                        # whose fsync failed), or this view closed mid-listing: index afresh
                         self._load(st.st_ino)
                         if self.recovery.torn_header is not None:
                             return self.index  # reads as an absent thread
