@@ -153,3 +153,82 @@ def test_ctrl_c_as_the_writer_lock_is_taken_leaves_it_free(
         pass
     store.close()
     saver.close()
+
+
+def _ctrl_c_at_call(k: int, previous: object) -> object:
+    """A trace function raising ``KeyboardInterrupt`` as the ``k``-th Python function
+    called from now on starts: where CPython runs a pending signal's handler (a function's
+    first instruction checks for one). It puts ``previous`` back as it fires."""
+    import sys
+
+    calls = [0]
+
+    def tracer(frame: object, event: str, arg: object) -> object:
+        if event == "call":
+            calls[0] += 1
+            if calls[0] == k:
+                sys.settrace(previous)  # type: ignore[arg-type]
+                raise KeyboardInterrupt
+        return None
+
+    return tracer
+
+
+def _flock_free(path: str) -> bool:
+    """Whether a new descriptor can take ``path``'s flock at once (never made: free)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("how", ["release", "stop_waiting", "others_waiting"])
+def test_ctrl_c_anywhere_in_letting_a_run_lock_go_leaves_nothing_held(tmp_path: Path, how: str) -> None:
+    """A Ctrl-C at any call while the live-run lock or a waiter's place is let go: the
+    descriptor was forgotten first and let go in a function called after, so an
+    interrupt as that function started left a flock nothing could release (the thread
+    refused, or a run waiting for it queued behind a waiter that never came, for the rest
+    of the process). Each call of the path in turn gets the interrupt; the caller's own
+    cleanup (one more ``release``) must then leave both locks free and no descriptor
+    open."""
+    import sys
+
+    from langgraph_jsonl_checkpoint.disk.paths import LogPaths
+    from langgraph_jsonl_checkpoint.disk.runlock import RunLock
+
+    paths = LogPaths(str(tmp_path), "t", str(tmp_path))
+    interrupted_at = []
+    previous = sys.gettrace()  # (a coverage tool's, say: put back after each attempt)
+    for k in range(1, 40):
+        fds_before = set(os.listdir("/proc/self/fd"))
+        lock = RunLock(paths, "t")
+        if how == "release":
+            assert lock.try_acquire("run-1")
+            assert lock.start_waiting()
+        elif how == "stop_waiting":
+            assert lock.start_waiting()
+        sys.settrace(_ctrl_c_at_call(k, previous))  # type: ignore[arg-type]
+        try:
+            if how == "others_waiting":
+                lock.others_waiting()
+            else:
+                getattr(lock, how)()
+        except KeyboardInterrupt:
+            interrupted_at.append(k)
+        else:
+            sys.settrace(previous)  # type: ignore[arg-type]
+            lock.release()
+            break
+        finally:
+            sys.settrace(previous)  # type: ignore[arg-type]
+        with within(5, "the caller's cleanup after the interrupt"):
+            lock.release()
+        assert _flock_free(paths.run), f"the run lock is still held after an interrupt at call {k}"
+        assert _flock_free(paths.waiters), f"a waiter's place is still held after an interrupt at call {k}"
+        leaked = set(os.listdir("/proc/self/fd")) - fds_before
+        assert not leaked, f"descriptors left open after an interrupt at call {k}"
+    assert len(interrupted_at) >= 2, f"the path's calls interrupted: {interrupted_at}"

@@ -100,17 +100,13 @@ class RunLock:
         fd = self._fd
         if fd is None:
             return
-        if self._pid != os.getpid():  # a copy a fork left this process: the lock is the parent's
-            self._fd = None
-            files.os.close(fd)
-            return
         try:
-            files.os.ftruncate(fd, 0)
+            if self._pid == os.getpid():  # (a copy a fork left: the record is the parent's)
+                files.os.ftruncate(fd, 0)
         except OSError:
             pass
         finally:  # (a Ctrl-C before this point leaves _fd set: a later release lets it go)
-            self._fd = None
-            self._unlock_and_close(fd)
+            self._let_go("_fd")
 
     def seems_held(self) -> bool:
         """Whether the holder's record names a live process of this host (the lock is
@@ -158,9 +154,7 @@ class RunLock:
 
     def stop_waiting(self) -> None:
         """Leave the waiting runs (idempotent)."""
-        fd, self._waiting_fd = self._waiting_fd, None
-        if fd is not None:
-            self._unlock_and_close(fd)
+        self._let_go("_waiting_fd")
 
     def _try_flock(self, path: str, how: int, into: str) -> int | None:
         """A new descriptor on ``path`` holding ``flock(how)``, recorded in attribute
@@ -180,16 +174,28 @@ class RunLock:
             raise
         return fd
 
-    def _unlock_and_close(self, fd: int) -> None:
-        """Let a lock go, then close its descriptor. Closing alone does not let it go
-        while a process forked meanwhile (a ``multiprocessing`` pool a node started) has a
-        copy of the descriptor: the thread would stay busy for as long as that child
-        lives. A forked child only closes its copy: the lock is its parent's."""
+    def _let_go(self, into: str) -> None:
+        """Let the lock held through the descriptor in attribute ``into`` go, close the
+        descriptor and forget it (nothing if there is none). Closing alone does not let
+        the lock go while a process forked meanwhile (a ``multiprocessing`` pool a node
+        started) has a copy of the descriptor: the thread would stay busy for as long as
+        that child lives. A forked child only closes its copy: the lock is its parent's.
+
+        A Ctrl-C lands where Python starts a function or a C call returns: the
+        descriptor is forgotten and closed with no function started between the two, so
+        an interrupt finds it either still recorded (a later call lets it go) or closed."""
+        fd = self._waiting_fd if into == "_waiting_fd" else self._fd
+        if fd is None:
+            return
         try:
             if self._pid == os.getpid():
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError:
             pass
         finally:
+            if into == "_waiting_fd":
+                self._waiting_fd = None
+            else:
+                self._fd = None
             files.os.close(fd)
 
