@@ -47,7 +47,7 @@ PACKAGE = "langgraph_jsonl_checkpoint"
 
 
 def _short(path: str) -> str:
-    for cut in ("site-packages/", "/work/main/", str(HERE.parent) + "/"):
+    for cut in ("site-packages/", str(HERE.parent) + "/"):
         if cut in path:
             return path.split(cut, 1)[1]
     return path
