@@ -694,8 +694,8 @@ def test_ctrl_c_just_after_the_lock_was_taken_leaves_the_thread_free(
     real_pin = Store.pin
     interrupted: list[str] = []
 
-    def pin_then_ctrl_c(self: Store, thread_id: str) -> None:
-        real_pin(self, thread_id)
+    def pin_then_ctrl_c(self: Store, thread_id: str, holder: object) -> None:
+        real_pin(self, thread_id, holder)
         if not interrupted:
             interrupted.append(thread_id)
             raise KeyboardInterrupt  # the signal handler runs as the call returns

@@ -232,3 +232,67 @@ def test_ctrl_c_anywhere_in_letting_a_run_lock_go_leaves_nothing_held(tmp_path: 
         leaked = set(os.listdir("/proc/self/fd")) - fds_before
         assert not leaked, f"descriptors left open after an interrupt at call {k}"
     assert len(interrupted_at) >= 2, f"the path's calls interrupted: {interrupted_at}"
+
+
+def _open_paths() -> set[str]:
+    """The files this process holds open."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # (the listing's own descriptor, closed by now)
+    return found
+
+
+def test_ctrl_c_anywhere_as_a_run_gives_its_thread_back_leaves_the_log_unpinned(tmp_path: Path) -> None:
+    """A Ctrl-C at any call while a run gives its thread back: the run's entry was
+    removed before the store was told the run had ended, so an interrupt as
+    ``Store.unpin`` started left the thread pinned for the rest of the process (its log
+    and descriptor never let go, whatever ``max_open_threads``; its caches never dropped),
+    and the loop's finalizer, finding no entry, could not undo it (and the open-log bound
+    counted the pin: one more idle log than ``max_open_threads`` kept open). Each call of
+    the path in turn gets the interrupt; the finalizer's own ``_release`` then runs, and
+    the thread must be free: its run lock let go, and once other threads have been used,
+    only the bound's one idle log held open, not this thread's."""
+    import sys
+
+    saver = JsonlSaver(tmp_path / "s", max_open_threads=1)
+    graph(saver).invoke({"visits": []}, CFG)
+    live, store = saver._live, saver.store
+    log_path = os.path.realpath(store.log_paths("t").log)
+    interrupted_at = []
+    previous = sys.gettrace()
+    for k in range(1, 80):
+        token = object()  # a run (its RunControl), holding the thread as _take leaves it
+        lock = store.run_lock("t")
+        assert lock.try_acquire("run-1")
+        with live._lock:
+            live._held["t"] = (token, lock)
+        store.pin("t", token)
+        sys.settrace(_ctrl_c_at_call(k, previous))  # type: ignore[arg-type]
+        try:
+            live._release("t", token)
+            finished = True
+        except KeyboardInterrupt:
+            interrupted_at.append(k)
+            finished = False
+        finally:
+            sys.settrace(previous)  # type: ignore[arg-type]
+        with within(5, "the loop's finalizer after the interrupt"):
+            live._release("t", token)
+        run_file = store.log_paths("t").run
+        assert _flock_free(run_file), f"the run lock is still held after an interrupt at call {k}"
+        assert "t" not in live._held
+        for other in ("u", "v", "w"):  # the bound lets every idle log but one go
+            graph(saver).invoke({"visits": []}, {"configurable": {"thread_id": other}})
+        open_logs = sorted(p for p in _open_paths() if p.endswith(".jsonl"))
+        assert log_path not in open_logs and len(open_logs) == 1, (
+            f"after an interrupt at call {k}, other threads used, logs held open: {open_logs} "
+            "(max_open_threads=1)"
+        )
+        if finished:
+            break
+    assert len(interrupted_at) >= 3, f"the path's calls interrupted: {interrupted_at}"
+    assert_thread_usable(tmp_path / "s", saver, 1)
+    saver.close()

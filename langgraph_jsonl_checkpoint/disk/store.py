@@ -121,8 +121,8 @@ class Store:
         # bounded and the least recently used logs drop theirs first.
         self._warm: OrderedDict[str, tuple[LogView, int]] = OrderedDict()
         self._warm_items = 0
-        #: Threads a live run holds (how many runs): their logs are never let go.
-        self._pinned: dict[str, int] = {}
+        #: Threads a live run holds (the runs holding each): their logs are never let go.
+        self._pinned: dict[str, list[object]] = {}
         #: What the store remembers of logs it let go of (by thread id, oldest first).
         self._parked: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
@@ -227,23 +227,32 @@ class Store:
             if parked is not None:
                 self._park(old.thread_id, parked)
 
-    def pin(self, thread_id: str) -> None:
-        """A live run holds the thread (see ``saver/liveness.py``): its log stays open,
-        whatever the bound, until :meth:`unpin`."""
+    def pin(self, thread_id: str, holder: object) -> None:
+        """A live run (``holder``) holds the thread (see ``saver/liveness.py``): its log
+        stays open, whatever the bound, until :meth:`unpin` with the same holder."""
         with self._lock:
             if thread_id in self._logs:
                 self._found_open(thread_id)
-            self._pinned[thread_id] = self._pinned.get(thread_id, 0) + 1
+            holders = self._pinned.setdefault(thread_id, [])
+            if not any(h is holder for h in holders):
+                holders.append(holder)
 
-    def unpin(self, thread_id: str) -> None:
-        """The run that held the thread ended: what only a run uses is dropped from its
-        log's caches, and the log counts against ``max_open_threads`` again."""
+    def unpin(self, thread_id: str, holder: object) -> None:
+        """The run ``holder`` that held the thread ended: what only a run uses is dropped
+        from its log's caches, and the log counts against ``max_open_threads`` again once
+        no run holds it. A holder not holding it (unpinned already): nothing to do, so an
+        unpin cut short by a Ctrl-C can be made again."""
         with self._lock:
-            held = self._pinned.get(thread_id, 0) - 1
-            if held > 0:
-                self._pinned[thread_id] = held
+            holders = self._pinned.get(thread_id, [])
+            for k, h in enumerate(holders):
+                if h is holder:
+                    del holders[k]
+                    break
+            else:
                 return
-            self._pinned.pop(thread_id, None)
+            if holders:
+                return
+            del self._pinned[thread_id]
             log = self._logs.get(thread_id)
             dropped = self._over_bound()
         if log is not None:

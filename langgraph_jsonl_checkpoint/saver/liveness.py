@@ -158,7 +158,7 @@ class LiveRuns:
         try:  # (a Ctrl-C from here on must not leave the lock taken with no one to free it)
             with self._lock:
                 self._held[thread_id] = (token, lock)
-            self.store.pin(thread_id)
+            self.store.pin(thread_id, token)
             # Released as the run's loop exits, after its last save; or as LangGraph
             # reports the run ended without its loop entering; or with the loop (see
             # the module docstring).
@@ -199,14 +199,16 @@ class LiveRuns:
     def _release(self, thread_id: str, token: Any) -> None:
         with self._lock:
             held = self._held.get(thread_id)
-            if held is None or held[0] is not token:
-                return
-            # The lock goes before the entry (a flock let go never waits): a Ctrl-C in
-            # between leaves an entry whose later release (the loop's finalizer) is a
-            # no-op, never a lock that nothing would let go.
-            held[1].release()
-            del self._held[thread_id]
-        self.store.unpin(thread_id)
+            if held is not None and held[0] is token:
+                held[1].release()  # (first: a flock let go never waits)
+        # The entry goes last: a Ctrl-C anywhere before leaves it, and a later release
+        # (the loop's finalizer) does each step again; each may be done twice. The pin
+        # is this run's own, let go even if another run holds the thread by then.
+        self.store.unpin(thread_id, token)
+        if held is not None and held[0] is token:
+            with self._lock:
+                if self._held.get(thread_id) is held:
+                    del self._held[thread_id]
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
         holder = self.store.run_lock(thread_id).holder()
