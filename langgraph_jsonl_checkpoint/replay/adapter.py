@@ -281,7 +281,9 @@ class ReplayAdapter:
 
         With no interrupt pending at all (a crashed thread whose resumed run has not asked
         yet), the answer is given early, as ``Command(resume=answers)``: it is taken when it
-        answers every call that would be asked about, else the question says why not.
+        answers every call that would be asked about, else the question says why not; if a
+        key is not one of those calls (a mistyped id), it is not taken for an answer at all
+        and the question comes with no ``"error"`` (see ``docs/tool-calls.md``).
 
         Args:
             interrupts: Pending interrupts (``graph.get_state(config).interrupts``).
