@@ -567,6 +567,28 @@ def drawn(png: Path, plot: Callable[[], None]) -> str:
     return f", {png}" if after is not None and after != before else ""
 
 
+def fill_turn_args(doc: str, name: str, kinds: Sequence[str], threads: int) -> Any:
+    """The options of a benchmark that measures turn T of a round-robin fill, each saver
+    in a fresh process (``--worker``, which gets ``--saver``, ``--threads``, ``--turns``):
+    ``--quick`` (20 threads, turn 3), ``--threads`` (default ``threads``), ``--turns``
+    (default 10), ``--savers``, ``--name`` (default ``name``)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke test: 20 threads, turn 3")
+    p.add_argument("--threads", type=int, default=None, help=f"threads taking turns (default {threads})")
+    p.add_argument("--turns", type=int, default=None, help="the turn measured, T (default 10)")
+    p.add_argument("--savers", nargs="+", default=list(kinds), choices=kinds)
+    p.add_argument("--name", default=name, help=f"results/<name>.* (default {name})")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--saver", choices=kinds, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if not args.worker:
+        args.threads = args.threads or (20 if args.quick else threads)
+        args.turns = args.turns or (3 if args.quick else 10)
+    return args
+
+
 def run_worker(script: Path, args: list[str], timeout: float | None = None) -> dict[str, Any]:
     """Run ``script --worker args...`` in a fresh interpreter; it prints one JSON line last."""
     proc = subprocess.run([sys.executable, str(script), "--worker", *args],

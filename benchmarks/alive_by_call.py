@@ -31,7 +31,15 @@ from typing import Any
 
 from many_threads import thread_ids
 
-from _common import Table, agent_round, build_agent_graph, open_saver, run_worker, write_results
+from _common import (
+    Table,
+    agent_round,
+    build_agent_graph,
+    fill_turn_args,
+    open_saver,
+    run_worker,
+    write_results,
+)
 
 NAME = "alive_by_call"
 KINDS = ("jsonl", "sqlite", "memory")
@@ -91,20 +99,10 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke test: 20 threads, turn 3")
-    p.add_argument("--threads", type=int, default=None, help="threads taking turns (default 40)")
-    p.add_argument("--turns", type=int, default=None, help="the turn measured, T (default 10)")
-    p.add_argument("--savers", nargs="+", default=list(KINDS), choices=KINDS)
-    p.add_argument("--name", default=NAME, help="results/<name>.* (default alive_by_call)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--saver", choices=KINDS, help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = fill_turn_args(__doc__, NAME, KINDS, threads=40)
     if args.worker:
         worker(args)
         return
-    args.threads = args.threads or (20 if args.quick else 40)
-    args.turns = args.turns or (3 if args.quick else 10)
     results = {kind: run_worker(Path(__file__), ["--saver", kind, "--threads", str(args.threads),
                                                  "--turns", str(args.turns)]) for kind in args.savers}
     table = Table()

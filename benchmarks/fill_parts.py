@@ -55,6 +55,7 @@ from _common import (
     Table,
     agent_round,
     build_agent_graph,
+    fill_turn_args,
     open_saver,
     run_worker,
     tracked_reachable,
@@ -228,20 +229,10 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke test: 20 threads, turn 3")
-    p.add_argument("--threads", type=int, default=None, help="threads taking turns (default 200)")
-    p.add_argument("--turns", type=int, default=None, help="the turn measured, T (default 10)")
-    p.add_argument("--savers", nargs="+", default=list(KINDS), choices=KINDS)
-    p.add_argument("--name", default=NAME, help="results/<name>.* (default fill_parts)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--saver", choices=KINDS, help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = fill_turn_args(__doc__, NAME, KINDS, threads=200)
     if args.worker:
         worker(args)
         return
-    args.threads = args.threads or (20 if args.quick else 200)
-    args.turns = args.turns or (3 if args.quick else 10)
     results: dict[str, Any] = {}
     for kind in args.savers:
         r = results[kind] = run_worker(Path(__file__), ["--saver", kind, "--threads", str(args.threads),
