@@ -296,3 +296,21 @@ def test_ctrl_c_anywhere_as_a_run_gives_its_thread_back_leaves_the_log_unpinned(
     assert len(interrupted_at) >= 3, f"the path's calls interrupted: {interrupted_at}"
     assert_thread_usable(tmp_path / "s", saver, 1)
     saver.close()
+
+
+def test_a_release_of_a_run_given_back_already_never_waits_for_the_store(tmp_path: Path) -> None:
+    """The loop's finalizer calls ``_release`` again when the collector frees the loop,
+    which can be anywhere, even inside the store's own locked section (a log being
+    opened): a release of a run that gave its thread back already must return without
+    waiting for the store's lock. It took it, and the process hung in a LangGraph run."""
+    import threading
+
+    saver = JsonlSaver(tmp_path / "s")
+    graph(saver).invoke({"visits": []}, CFG)
+    gone = object()  # the token of a run given back already
+    with saver.store._lock:  # as while the store opens a log
+        finalizer = threading.Thread(target=saver._live._release, args=("t", gone), daemon=True)
+        finalizer.start()
+        finalizer.join(5)
+        assert not finalizer.is_alive(), "the finalizer's release waited for the store's lock"
+    saver.close()

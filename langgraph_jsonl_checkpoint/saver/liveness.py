@@ -199,16 +199,18 @@ class LiveRuns:
     def _release(self, thread_id: str, token: Any) -> None:
         with self._lock:
             held = self._held.get(thread_id)
-            if held is not None and held[0] is token:
-                held[1].release()  # (first: a flock let go never waits)
+            if held is None or held[0] is not token:
+                # Given back already. (The loop's finalizer calls this whenever the
+                # collector frees the loop, even inside the store's locked section: it
+                # must not wait for the store's lock then.)
+                return
+            held[1].release()  # (first: a flock let go never waits)
         # The entry goes last: a Ctrl-C anywhere before leaves it, and a later release
-        # (the loop's finalizer) does each step again; each may be done twice. The pin
-        # is this run's own, let go even if another run holds the thread by then.
+        # (the loop's finalizer) does each step again; each may be done twice.
         self.store.unpin(thread_id, token)
-        if held is not None and held[0] is token:
-            with self._lock:
-                if self._held.get(thread_id) is held:
-                    del self._held[thread_id]
+        with self._lock:
+            if self._held.get(thread_id) is held:
+                del self._held[thread_id]
 
     def _refusal(self, thread_id: str, waited: float | None) -> ThreadBusyError:
         holder = self.store.run_lock(thread_id).holder()
