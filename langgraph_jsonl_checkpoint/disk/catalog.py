@@ -20,12 +20,14 @@ Format: one checksummed line (:func:`~.framing.frame`),
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..errors import JsonlCheckpointError
+from ..errors import ForeignFileError, JsonlCheckpointError
 from . import files, framing
-from .paths import thread_digest
+from .header import is_damaged_header, is_torn_header
+from .paths import thread_digest, thread_file_stem
 
 #: The catalog file, in the store's directory.
 CATALOG = "CATALOG.idx"
@@ -167,3 +169,64 @@ def list_logs(
     if hits != len(known):
         out.changed = True  # the catalog names logs that are gone
     return out
+
+
+def read_thread_id(path: str, entry: str, store: str) -> str:
+    """The id in the header of the log ``entry`` (its file name) at ``path``, in the
+    store at ``store`` (what the error messages name).
+
+    Raises:
+        FileNotFoundError: The log is gone (deleted, swept or archived meanwhile).
+        ForeignFileError: The file is not one of this store's logs.
+    """
+    try:
+        fd = files.open_file(path, os.O_RDONLY)  # never waits: a FIFO is refused below
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ForeignFileError(
+            f"cannot open {path} ({exc.strerror}); the store only holds regular files "
+            "it created. Remove or fix that file."
+        ) from exc
+    try:
+        files.refuse_special_file(fd, path)
+        head = files.os.pread(fd, 64 * 1024, 0)
+    finally:
+        files.os.close(fd)
+    nl = head.find(b"\n")
+    header = framing.parse_line(head[:nl]) if nl > 0 else None
+    if header is None and nl > 0:  # CRLF endings: its reads say so, and repair mends it
+        header = framing.parse_crlf_line(head[:nl])
+    torn = _torn_log_of(head, entry) if nl < 0 else None
+    if torn is not None:
+        return torn  # its thread's reads refuse it (data lost) or read it as absent
+    if header is None and is_damaged_header(head):
+        raise ForeignFileError(
+            f"{path} has a damaged header line, which named its thread; the records after "
+            f"it look intact. Run `langgraph-jsonl repair {shlex.quote(store)} --thread "
+            "THREAD` with the thread's id (it keeps them, archiving the original first)."
+        )
+    if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
+        raise ForeignFileError(
+            f"{path} is not a langgraph-jsonl-checkpoint log (no header record). "
+            "Move it out of the store directory."
+        )
+    tid = header["thread"]
+    if thread_file_stem(tid) + ".jsonl" != entry:
+        raise ForeignFileError(
+            f"{path} holds thread {tid!r} but is named for another thread; files in the "
+            "store must not be renamed by hand. Use copy_thread() instead."
+        )
+    return str(tid)
+
+
+def _torn_log_of(head: bytes, entry: str) -> str | None:
+    """The thread whose log ``entry`` is, if its bytes are that thread's header line cut
+    short (an emptied log, or a crash while it was created) and the thread id can be told
+    from the file name (an id its file stem spells out: lower case, no characters the
+    stem replaces); ``None`` otherwise."""
+    stem = entry[: -len(".jsonl")] if entry.endswith(".jsonl") else entry
+    candidate = stem.rpartition("-")[0]
+    if not candidate or thread_file_stem(candidate) != stem or not is_torn_header(head, candidate):
+        return None
+    return candidate

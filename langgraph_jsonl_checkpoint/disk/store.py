@@ -21,20 +21,18 @@ kept up to ``max_open_threads`` while threads come back to them, one while none 
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..errors import ConfigError, ForeignFileError, JsonlCheckpointError
-from . import catalog, files, framing
+from ..errors import ConfigError, JsonlCheckpointError
+from . import catalog, files
 from .catalog import Listing
 from .entries import bulk_allocation
 from .files import fsync_dir
 from .forks import renew_in_child
-from .header import is_damaged_header, is_torn_header
 from .idle_bound import IdleBound
 from .log import ThreadLog
 from .parked import Parked
@@ -396,51 +394,8 @@ class Store:
         return self._read_thread_id(path, os.path.basename(path))
 
     def _read_thread_id(self, path: str, entry: str) -> str:
-        """The id in a log's header.
-
-        Raises:
-            FileNotFoundError: The log is gone (deleted, swept or archived meanwhile).
-            ForeignFileError: The file is not one of this store's logs.
-        """
-        try:
-            fd = files.open_file(path, os.O_RDONLY)  # never waits: a FIFO is refused below
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise ForeignFileError(
-                f"cannot open {path} ({exc.strerror}); the store only holds regular files "
-                "it created. Remove or fix that file."
-            ) from exc
-        try:
-            files.refuse_special_file(fd, path)
-            head = files.os.pread(fd, 64 * 1024, 0)
-        finally:
-            files.os.close(fd)
-        nl = head.find(b"\n")
-        header = framing.parse_line(head[:nl]) if nl > 0 else None
-        if header is None and nl > 0:  # CRLF endings: its reads say so, and repair mends it
-            header = framing.parse_crlf_line(head[:nl])
-        torn = _torn_log_of(head, entry) if nl < 0 else None
-        if torn is not None:
-            return torn  # its thread's reads refuse it (data lost) or read it as absent
-        if header is None and is_damaged_header(head):
-            raise ForeignFileError(
-                f"{path} has a damaged header line, which named its thread; the records after "
-                f"it look intact. Run `langgraph-jsonl repair {shlex.quote(self.path)} --thread "
-                "THREAD` with the thread's id (it keeps them, archiving the original first)."
-            )
-        if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
-            raise ForeignFileError(
-                f"{path} is not a langgraph-jsonl-checkpoint log (no header record). "
-                "Move it out of the store directory."
-            )
-        tid = header["thread"]
-        if thread_file_stem(tid) + ".jsonl" != entry:
-            raise ForeignFileError(
-                f"{path} holds thread {tid!r} but is named for another thread; files in the "
-                "store must not be renamed by hand. Use copy_thread() instead."
-            )
-        return str(tid)
+        """The id in a log's header (:func:`.catalog.read_thread_id`)."""
+        return catalog.read_thread_id(path, entry, self.path)
 
     def archive(self, log: ThreadLog) -> str:
         """Copy a thread's log into ``archive/`` (fsynced, with the folder's entry)
@@ -486,14 +441,3 @@ class Store:
             except (OSError, JsonlCheckpointError):
                 pass
 
-
-def _torn_log_of(head: bytes, entry: str) -> str | None:
-    """The thread whose log ``entry`` is, if its bytes are that thread's header line cut
-    short (an emptied log, or a crash while it was created) and the thread id can be told
-    from the file name (an id its file stem spells out: lower case, no characters the
-    stem replaces); ``None`` otherwise."""
-    stem = entry[: -len(".jsonl")] if entry.endswith(".jsonl") else entry
-    candidate = stem.rpartition("-")[0]
-    if not candidate or thread_file_stem(candidate) != stem or not is_torn_header(head, candidate):
-        return None
-    return candidate
