@@ -51,7 +51,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing, suppress
 from types import FrameType
 from typing import Any
@@ -76,6 +76,20 @@ try:  # the loop class LangGraph runs a graph in (stable in langgraph 1.x)
     from langgraph.pregel._loop import PregelLoop as _PregelLoop
 except ImportError:  # pragma: no cover - a LangGraph organised otherwise
     _PregelLoop = None  # type: ignore[assignment,misc]
+
+#: Whether the cyclic collector is running (its own callbacks say so): a run's hold
+#: given back then is handed to a thread of its own (see :meth:`LiveRuns._release`).
+_IN_COLLECTION: list[bool] = []
+
+
+def _collector_phase(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _IN_COLLECTION.append(True)
+    else:
+        _IN_COLLECTION.clear()
+
+
+gc.callbacks.append(_collector_phase)
 
 
 def calling_loop(depth: int = 4) -> Any:
@@ -196,14 +210,24 @@ class LiveRuns:
         for task in pending:
             task.add_done_callback(ended)
 
-    def _release(self, thread_id: str, token: Any) -> None:
+    def _release(self, thread_id: str, token: Any, handed_off: bool = False) -> None:
+        """Give the run's hold back: its lock, its pin of the thread's log, its entry.
+
+        Called by the collector too (the loop's finalizer, the exit of a run's generator
+        dropped in a reference cycle), which runs wherever an allocation happens: inside
+        a locked section of this object or of the store on this very thread, whose lock
+        this would then wait for forever. While the collector runs, the release is
+        handed to a thread of its own, which waits for the locks as long as they are
+        held (:func:`_collect_gone_runs` waits for it)."""
+        if _IN_COLLECTION and not handed_off:
+            held = self._held.get(thread_id)  # (a dict read: no lock needed)
+            if held is not None and held[0] is token:
+                _hand_off(self._release, thread_id, token)
+            return
         with self._lock:
             held = self._held.get(thread_id)
             if held is None or held[0] is not token:
-                # Given back already. (The loop's finalizer calls this whenever the
-                # collector frees the loop, even inside the store's locked section: it
-                # must not wait for the store's lock then.)
-                return
+                return  # given back already
             held[1].release()  # (first: a flock let go never waits)
         # The entry goes last: a Ctrl-C anywhere before leaves it, and a later release
         # (the loop's finalizer) does each step again; each may be done twice.
@@ -354,6 +378,14 @@ MAINTENANCE_WAIT = 10.0
 GONE_PROBE_INTERVAL = 1.0
 
 
+def _hand_off(release: Callable[[str, Any, bool], None], thread_id: str, token: Any) -> None:
+    """Give a run's hold back in a thread of its own (see :meth:`LiveRuns._release`)."""
+    giver = threading.Thread(target=release, args=(thread_id, token, True), daemon=True)
+    with suppress(RuntimeError):  # (no new thread as the interpreter exits: nor is one needed)
+        giver.start()
+        _GIVING_BACK[:] = [*(g for g in _GIVING_BACK if g.is_alive()), giver]
+
+
 def _label(token: Any) -> str:
     """What a run records of itself as the holder's ``run``."""
     return f"{type(token).__name__}@{id(token):x}"
@@ -405,13 +437,16 @@ def holder_words(holder: dict[str, Any] | None) -> str:
 
 #: One collection at a time for the whole process (runs waiting in several threads share it).
 _collecting = threading.Lock()
+#: Releases handed to threads of their own (:func:`_hand_off`), not yet seen to end.
+_GIVING_BACK: list[threading.Thread] = []
 
 
 def _renew_collecting() -> None:
     """In a forked child: a parent's thread collecting is not here (its copy of the lock
-    would keep every collection of the child from starting)."""
+    would keep every collection of the child from starting), nor are its threads."""
     global _collecting
     _collecting = threading.Lock()
+    _GIVING_BACK.clear()
 
 
 renew_module_in_child(_renew_collecting)
@@ -425,6 +460,10 @@ def _collect_gone_runs() -> bool:
         return False
     try:
         gc.collect()
+        end = time.monotonic() + OWN_RUN_GRACE
+        for giver in list(_GIVING_BACK):  # (the holds the collection gave back)
+            giver.join(max(0.0, end - time.monotonic()))
+        _GIVING_BACK[:] = [giver for giver in _GIVING_BACK if giver.is_alive()]
     finally:
         _collecting.release()
     return True
