@@ -76,12 +76,26 @@ def on_ctrl_c(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(unraisable: object) -> None:
+    """``sys.unraisablehook`` once the command runs: the ``KeyboardInterrupt`` of a
+    Ctrl-C that landed in a destructor or a callback, where Python cannot raise it, was
+    printed there ("Exception ignored in ...", a traceback) and swallowed, and the
+    command went on as if Ctrl-C had not been pressed. It ends the command instead, with
+    :data:`saying` and 130, as a second Ctrl-C does. Anything else: Python's own hook."""
+    if pressed and isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        _end(saying)
+    sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
+
+
 def hand_back() -> bool:
-    """Whether Ctrl-C is still :func:`_stop`'s; if so it becomes :func:`on_ctrl_c`."""
+    """Whether Ctrl-C is still :func:`_stop`'s; if so it becomes :func:`on_ctrl_c` (and
+    one Python swallows, :func:`_unraisable`'s)."""
     import signal
 
     if signal.getsignal(signal.SIGINT) is not _stop:
         return False
+    if sys.unraisablehook is sys.__unraisablehook__:  # (not a hook the program set)
+        sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, on_ctrl_c)
     return True
 

@@ -101,3 +101,18 @@ def test_ctrl_c_again_as_the_first_unwinds_ends_at_once_with_the_one_line(tmp_pa
     assert (status, out) == (130, ""), err
     assert err == ("interrupted: langgraph-jsonl verify stopped before it finished; it changes nothing "
                    "in the store. Run it again for the whole answer.\n")
+
+
+@pytest.mark.parametrize("how", ["script", "-m"])
+def test_a_ctrl_c_landing_in_a_destructor_still_stops_the_command(tmp_path: Path, how: str) -> None:
+    """The first Ctrl-C landing while Python ran a destructor (or any callback whose
+    exception it cannot raise: in real bursts, a type's slot named 'Path') was swallowed
+    there, printed as "Exception ignored in ..." with a traceback: the command went on
+    as if Ctrl-C had not been pressed (a burst's next Ctrl-C then ended it, after the
+    traceback). It now stops the command: the one line, 130, no traceback."""
+    store = _store(tmp_path / "s")
+    at = "langgraph_jsonl_checkpoint.saver.jsonl_saver"  # imported as `verify` begins
+    status, out, err = start(how, ["verify", str(store)], tmp_path, in_destructor=at).finish()
+    assert (status, out, err) == (130, "", (
+        "interrupted: langgraph-jsonl verify stopped before it finished; it changes nothing "
+        "in the store. Run it again for the whole answer.\n"))

@@ -11,7 +11,9 @@ it at its next bytecode: inside that import), ``ready=MODULE`` writes a byte to 
 then, which ``Started.wait_ready`` waits for; ``swallowed=MODULE`` sends SIGINT there
 and turns the ``KeyboardInterrupt`` into another error (as ``pydantic_core`` does, building
 a model's schema as LangSmith's modules load); ``twice=MODULE`` sends another as the
-first one's ``KeyboardInterrupt`` unwinds, from a destructor; ``at_exit=True`` sends SIGINT as the
+first one's ``KeyboardInterrupt`` unwinds, from a destructor; ``in_destructor=MODULE``
+sends it from a destructor as the import starts (Python prints and swallows what a
+destructor raises); ``at_exit=True`` sends SIGINT as the
 interpreter ends (its last ``atexit`` callback).
 """
 
@@ -41,6 +43,11 @@ import os, signal, sys
 _AT = os.environ.get("CTRL_C_TEST_AT")
 _SWALLOWED = os.environ.get("CTRL_C_TEST_SWALLOWED")
 _TWICE = os.environ.get("CTRL_C_TEST_TWICE")
+_IN_DESTRUCTOR = os.environ.get("CTRL_C_TEST_IN_DESTRUCTOR")
+class _Pressed:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        len(())
 class _Again:
     def __del__(self):
         os.kill(os.getpid(), signal.SIGINT)
@@ -58,6 +65,8 @@ def _hook(event, args):
             len(())
         finally:  # the first KeyboardInterrupt on its way: a destructor runs as it unwinds
             _Again()
+    if args[0] == _IN_DESTRUCTOR:  # Python swallows (and prints) what a destructor raises
+        _Pressed()
     if args[0] == _SWALLOWED:  # as a library that turns the KeyboardInterrupt into its own error
         try:
             os.kill(os.getpid(), signal.SIGINT)
@@ -111,6 +120,7 @@ class Started:
 def start(
     how: str, argv: list[str], where: Path, *, at: str | None = None, ready: str | None = None,
     at_exit: bool = False, swallowed: str | None = None, twice: str | None = None,
+    in_destructor: str | None = None,
 ) -> Started:
     """Start ``langgraph-jsonl argv`` (``how``: ``"script"`` or ``"-m"``); ``where`` is a
     directory for the wrapper and the ``sitecustomize``."""
@@ -132,6 +142,8 @@ def start(
         env["CTRL_C_TEST_SWALLOWED"] = swallowed
     if twice is not None:
         env["CTRL_C_TEST_TWICE"] = twice
+    if in_destructor is not None:
+        env["CTRL_C_TEST_IN_DESTRUCTOR"] = in_destructor
     try:
         process = subprocess.Popen(
             [*command, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
