@@ -13,53 +13,24 @@ the thread's log no longer pinned open, and the thread usable.
 
 from __future__ import annotations
 
-import fcntl
 import gc
-import operator
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from langgraph.graph import START, StateGraph
-from typing_extensions import TypedDict
 
 from langgraph_jsonl_checkpoint import JsonlSaver
 from tests.harness.bounded import within
+from tests.test_ctrl_c_lock_windows import _flock_free
+from tests.test_run_endings import _two_steps as two_steps
 
 CFG = {"configurable": {"thread_id": "t"}}
 
 
-class State(TypedDict, total=False):
-    log: Annotated[list[str], operator.add]
-
-
-def two_steps(saver: JsonlSaver) -> Any:
-    def one(state: State) -> dict:
-        return {"log": ["one"]}
-
-    def two(state: State) -> dict:
-        return {"log": ["two"]}
-
-    g = StateGraph(State)
-    g.add_node("one", one)
-    g.add_node("two", two)
-    g.add_edge(START, "one")
-    g.add_edge("one", "two")
-    return g.compile(checkpointer=saver)
-
-
 def run_lock_free(saver: JsonlSaver) -> bool:
-    fd = os.open(saver.store.log_paths("t").run, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
+    return _flock_free(saver.store.log_paths("t").run)
 
 
 def given_back(saver: JsonlSaver) -> bool:
