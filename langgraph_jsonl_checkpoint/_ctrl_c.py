@@ -76,15 +76,15 @@ def on_ctrl_c(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _unraisable(unraisable: object) -> None:
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """``sys.unraisablehook`` once the command runs: the ``KeyboardInterrupt`` of a
     Ctrl-C that landed in a destructor or a callback, where Python cannot raise it, was
     printed there ("Exception ignored in ...", a traceback) and swallowed, and the
     command went on as if Ctrl-C had not been pressed. It ends the command instead, with
     :data:`saying` and 130, as a second Ctrl-C does. Anything else: Python's own hook."""
-    if pressed and isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+    if pressed and isinstance(unraisable.exc_value, KeyboardInterrupt):
         _end(saying)
-    sys.__unraisablehook__(unraisable)  # type: ignore[arg-type]
+    sys.__unraisablehook__(unraisable)
 
 
 def hand_back() -> bool:

@@ -79,14 +79,11 @@ except ImportError:  # pragma: no cover - a LangGraph organised otherwise
 
 #: Whether the cyclic collector is running (its own callbacks say so): a run's hold
 #: given back then is handed to a thread of its own (see :meth:`LiveRuns._release`).
-_IN_COLLECTION: list[bool] = []
+_IN_COLLECTION = [False]
 
 
 def _collector_phase(phase: str, info: dict[str, Any]) -> None:
-    if phase == "start":
-        _IN_COLLECTION.append(True)
-    else:
-        _IN_COLLECTION.clear()
+    _IN_COLLECTION[0] = phase == "start"
 
 
 gc.callbacks.append(_collector_phase)
@@ -219,7 +216,7 @@ class LiveRuns:
         this would then wait for forever. While the collector runs, the release is
         handed to a thread of its own, which waits for the locks as long as they are
         held (:func:`_collect_gone_runs` waits for it)."""
-        if _IN_COLLECTION and not handed_off:
+        if _IN_COLLECTION[0] and not handed_off:
             held = self._held.get(thread_id)  # (a dict read: no lock needed)
             if held is not None and held[0] is token:
                 _hand_off(self._release, thread_id, token)
@@ -437,7 +434,7 @@ def holder_words(holder: dict[str, Any] | None) -> str:
 
 #: One collection at a time for the whole process (runs waiting in several threads share it).
 _collecting = threading.Lock()
-#: Releases handed to threads of their own (:func:`_hand_off`), not yet seen to end.
+#: Releases handed to threads of their own (:func:`_hand_off`; pruned as it adds one).
 _GIVING_BACK: list[threading.Thread] = []
 
 
@@ -463,7 +460,6 @@ def _collect_gone_runs() -> bool:
         end = time.monotonic() + OWN_RUN_GRACE
         for giver in list(_GIVING_BACK):  # (the holds the collection gave back)
             giver.join(max(0.0, end - time.monotonic()))
-        _GIVING_BACK[:] = [giver for giver in _GIVING_BACK if giver.is_alive()]
     finally:
         _collecting.release()
     return True
