@@ -360,6 +360,47 @@ def test_missing_thread_id_says_what_to_pass(tmp_path: Path) -> None:
         saver.get_tuple({"configurable": {"thread_id": ""}})
 
 
+@pytest.mark.parametrize("thread_id", [None, ""])
+def test_a_run_without_a_thread_id_is_refused_before_anything_is_written(
+    tmp_path: Path, thread_id: str | None
+) -> None:
+    """docs/options.md, "Thread ids": InMemorySaver files such a run under one nameless
+    thread; here it is refused, and the store holds no thread afterwards."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [("ai", "x")]})
+    builder.add_edge(START, "agent")
+    with JsonlSaver.from_conn_string(str(tmp_path / "s")) as saver:
+        graph = builder.compile(checkpointer=saver)
+        with pytest.raises(ConfigError, match="needs a thread_id"):
+            graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": thread_id}})
+        assert list(saver.list(None)) == []
+    assert os.listdir(tmp_path / "s" / "threads") == []
+
+
+def test_a_number_as_thread_id_is_the_same_thread_as_its_text(tmp_path: Path) -> None:
+    """docs/options.md, "Thread ids": ``5`` and ``"5"`` are one thread, as with InMemorySaver."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [("ai", "x")]})
+    builder.add_edge(START, "agent")
+    seen = []
+    for saver in (InMemorySaver(), JsonlSaver(tmp_path / "s")):
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": 5}})
+        graph.invoke({"messages": [("user", "again")]}, {"configurable": {"thread_id": "5"}})
+        seen.append(
+            (
+                len(graph.get_state({"configurable": {"thread_id": 5}}).values["messages"]),
+                [t.config["configurable"]["thread_id"] for t in saver.list(None)][:1],
+            )
+        )
+    assert seen[0] == seen[1] == (4, ["5"])
+
+
 def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")
