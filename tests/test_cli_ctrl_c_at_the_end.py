@@ -252,6 +252,63 @@ def test_ctrl_c_once_repair_has_put_the_new_log_in_place_says_what_it_dropped_ex
     assert main(["verify", str(store)]) == 0
 
 
+AFTER_THE_ARCHIVE_COPY = """
+import os, signal, stat, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from langgraph_jsonl_checkpoint.disk import files
+from langgraph_jsonl_checkpoint.disk.log import ThreadLog
+from langgraph_jsonl_checkpoint.disk.store import Store
+when = sys.argv[1]
+real_archive, real_fsync, real_rewrite = Store.archive, files.os.fsync, ThreadLog.rewrite
+def archive(self, log):  # "during": Ctrl-C as the copy, written, is synced
+    def fsync(fd):
+        real_fsync(fd)
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # the copy's, not a folder's
+            os.kill(os.getpid(), signal.SIGINT)
+    files.os.fsync = fsync
+    try:
+        return real_archive(self, log)
+    finally:
+        files.os.fsync = real_fsync
+def rewrite(self, *args, **kwargs):  # "after": the copy made, Ctrl-C as the rewrite starts
+    os.kill(os.getpid(), signal.SIGINT)
+    return real_rewrite(self, *args, **kwargs)
+if when == "during":
+    Store.archive = archive
+else:
+    ThreadLog.rewrite = rewrite
+sys.argv = ["langgraph-jsonl", *sys.argv[2:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("when", ["during", "after"])
+def test_ctrl_c_before_repair_rewrites_leaves_no_archive_copy_behind(tmp_path: Path, when: str) -> None:
+    """Ctrl-C as ``repair`` made (or had just made) its archive copy of the damaged log,
+    before it rewrote anything, left that copy in ``archive/`` beside the damaged log,
+    still in place: a second copy at each rerun, of a log the message says is as it was.
+    The copy is now taken back; the log is as it was, and a rerun repairs it."""
+    from langgraph_jsonl_checkpoint.cli import main
+    from tests.harness.raw_log import ThreadFiles
+
+    store = tmp_path / "s"
+    _store(store, ["t1"])
+    log = Path(ThreadFiles.of(store, "t1").log)
+    data = bytearray(log.read_bytes())
+    data[data.index(b'{"t":"checkpoint"') + 20] ^= 0x01
+    log.write_bytes(bytes(data))
+    run = _run(AFTER_THE_ARCHIVE_COPY, when, "repair", str(store), "--thread", "t1")
+    assert run.returncode == 130 and "Traceback" not in run.stderr, (run.returncode, run.stderr)
+    assert "the log of thread 't1' is as it was, not repaired" in run.stderr, run.stderr
+    assert log.read_bytes() == bytes(data)
+    archive = store / "archive"
+    assert not archive.exists() or list(archive.iterdir()) == []
+    assert main(["repair", str(store), "--thread", "t1"]) == 0
+    assert len(list(archive.iterdir())) == 1
+    assert main(["verify", str(store)]) == 0
+
+
 AGAIN_AFTER_THE_FIRST_THREAD = """
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)

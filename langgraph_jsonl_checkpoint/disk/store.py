@@ -409,12 +409,25 @@ class Store:
         data = files.read_whole(log.path)
         fd = files.open_file(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
-            files.write_all(fd, data)
-            files.os.fsync(fd)
-        finally:
-            files.os.close(fd)
-        fsync_dir(folder)
+            try:
+                files.write_all(fd, data)
+                files.os.fsync(fd)
+            finally:
+                files.os.close(fd)
+            fsync_dir(folder)
+        except BaseException:  # a full disk, Ctrl-C: no half copy is left for a whole one
+            self.drop_archive_copy(copy)
+            raise
         return copy
+
+    def drop_archive_copy(self, copy: str) -> None:
+        """Take back a copy :meth:`archive` made, when the change it was made for did not
+        happen (the log is as it was): each rerun would leave one more (best effort)."""
+        try:
+            files.os.unlink(copy)
+            fsync_dir(os.path.dirname(copy))
+        except OSError:
+            pass
 
     def close(self) -> None:
         """Write fresh sidecar indexes and close every open file."""

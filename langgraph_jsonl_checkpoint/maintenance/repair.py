@@ -114,14 +114,18 @@ def repair(saver: StoreAccess, thread_id: str, *, dry_run: bool = False) -> Repa
         size, salvage, dropped = _plan(log, thread_id)
         if not dropped:
             return RepairResult(thread_id, None, size, 0, len(salvage.records))
-        archived = saver.store.archive(log)
         damaged = os.stat(log.path).st_ino
+        archived: str | None = None
         try:
+            archived = saver.store.archive(log)
             log.rewrite(salvage.records, gen=salvage.gen + 1)
             saver.store.forget(thread_id)
         except KeyboardInterrupt:
             if os.stat(log.path).st_ino == damaged:  # the damaged log is still in place
+                if archived is not None:
+                    saver.store.drop_archive_copy(archived)
                 raise
+            assert archived is not None
             saver.store.forget(thread_id)
             raise RepairInterrupted(_repaired(log, thread_id, archived, size, salvage, dropped)) from None
     return _repaired(log, thread_id, archived, size, salvage, dropped)
