@@ -1087,8 +1087,9 @@ def test_the_restore_command_a_late_write_to_an_archived_dashed_thread_names_run
     """A write from before a sweep archived thread -dash is refused, naming `langgraph-jsonl
     restore STORE --thread -dash`, which argparse refuses: now --thread=-dash."""
     store = _dashed_thread_archived(tmp_path)
-    with pytest.raises(ThreadDeletedError) as refused:  # a checkpoint from before the sweep
-        _store(store, ["-dash"])
+    with JsonlSaver(store) as saver, pytest.raises(ThreadDeletedError) as refused:
+        v = {"m": saver.get_next_version(None, None)}  # continuing a checkpoint from before the sweep
+        saver.put(config("-dash", checkpoint_id=cp_id(0)), make_checkpoint(cp_id(5), {"m": ["late"]}, v), {}, v)
     argv = _suggested(str(refused.value), "restore")
     assert main(argv) == 0, argv
     assert "restored" in capsys.readouterr().out

@@ -173,3 +173,31 @@ def test_a_thread_created_again_drops_the_index_file_of_its_deleted_log(tmp_path
     assert got is not None and got.checkpoint["id"] == cp_id(7)
     assert [t.checkpoint["id"] for t in saver.list(config("t"))] == [cp_id(7)]
     saver.close()
+
+
+def test_a_thread_deleted_takes_its_checkpoints_back_from_a_backup(tmp_path: Path) -> None:
+    """docs/format.md: a checkpoint with no parent starts a deleted thread again. One
+    whose own id was older than the deleted log's newest was refused, telling the user
+    to "pass a config without a checkpoint_id", which the call did: a thread restored
+    from a backup (its checkpoints listed before ``delete_thread``, put back oldest
+    first), or seeded from an older thread's checkpoint, could not be written. InMemorySaver
+    takes both; a late write continuing a deleted checkpoint is still refused."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    seen = []
+    for saver in (InMemorySaver(), JsonlSaver(tmp_path / "s")):
+        first = _put(saver, "t", 1)
+        late = _put(saver, "t", 2, first)
+        backup = list(saver.list(config("t")))[::-1]
+        saver.delete_thread("t")
+        if isinstance(saver, JsonlSaver):  # a run still going: its next save is refused
+            with pytest.raises(ThreadDeletedError, match="'t'"):
+                _put(saver, "t", 3, late)
+        for t in backup:
+            saver.put(t.parent_config or config("t"), t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+        seen.append([t.checkpoint["channel_values"] for t in saver.list(config("t"))])
+        saver.delete_thread("t")
+        _put(saver, "t", 1)  # a root put of an old id: the thread starts again from it
+        seen.append([t.checkpoint["id"] for t in saver.list(config("t"))])
+    assert seen[0] == seen[2] == [{"m": ["v2"]}, {"m": ["v1"]}]
+    assert seen[1] == seen[3] == [cp_id(1)]

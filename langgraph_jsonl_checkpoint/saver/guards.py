@@ -29,8 +29,9 @@ def refuse_deleted(
     again (``new``), writes for one of its checkpoints, or a checkpoint continuing one
     (``named``: the checkpoint a write names as there already, the parent of a put; the
     next save of a run still going when the thread was deleted carries the whole state,
-    the deleted turns included). A checkpoint with no parent (a new run) starts the
-    thread again; an archived log restored has its checkpoints again. ``archived``
+    the deleted turns included). A checkpoint with no parent (a new run, or one put back
+    from a backup) starts the thread again, whatever its id; an archived log restored
+    has its checkpoints again. ``archived``
     gives the thread's newest archive file, if a sweep archived it: the error then says
     so, and how to bring it back.
 
@@ -42,7 +43,11 @@ def refuse_deleted(
     upto = log.deleted_up_to()
     if upto is None:
         return
-    gone = [cp for cp in (new, named) if cp is not None and cp <= upto and idx.entry(ns, cp) is None]
+    # A checkpoint with no parent is a thread started again, whatever its own id (a new
+    # run's, or one put back from a backup or another thread): only what continues a
+    # deleted checkpoint, or writes for one, is late.
+    put_again = new if named is not None else None
+    gone = [cp for cp in (put_again, named) if cp is not None and cp <= upto and idx.entry(ns, cp) is None]
     late = gone[0] if gone else None
     if late is not None:
         what = "a checkpoint continuing its checkpoint" if late == named and new is not None else (
