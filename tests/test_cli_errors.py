@@ -1089,7 +1089,8 @@ def test_the_restore_command_a_late_write_to_an_archived_dashed_thread_names_run
     store = _dashed_thread_archived(tmp_path)
     with JsonlSaver(store) as saver, pytest.raises(ThreadDeletedError) as refused:
         v = {"m": saver.get_next_version(None, None)}  # continuing a checkpoint from before the sweep
-        saver.put(config("-dash", checkpoint_id=cp_id(0)), make_checkpoint(cp_id(5), {"m": ["late"]}, v), {}, v)
+        late = make_checkpoint(cp_id(5), {"m": ["late"]}, v)
+        saver.put(config("-dash", checkpoint_id=cp_id(0)), late, {}, v)
     argv = _suggested(str(refused.value), "restore")
     assert main(argv) == 0, argv
     assert "restored" in capsys.readouterr().out

@@ -107,3 +107,27 @@ def test_delete_for_runs_of_this_process_opens_only_the_threads_they_wrote(
         assert not diff_answers(answers(fresh, thread), answers(mem, thread)), thread
     for saver in (fresh, other, writer):
         saver.close()
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: s.delete_for_runs("run-1"),
+    lambda s: s.prune("abc", strategy="delete"),
+    lambda s: s.prune("abc"),
+])
+def test_a_single_id_where_a_list_is_due_is_refused_not_read_a_character_at_a_time(
+    tmp_path: Path, call
+) -> None:
+    """``delete_for_runs("run-1")`` and ``prune("abc")`` iterated the string: every
+    character taken for an id, nothing deleted, no word said. Now a ``ConfigError`` says
+    to pass a list, and the thread is as it was."""
+    from langgraph_jsonl_checkpoint import ConfigError
+
+    with JsonlSaver(tmp_path / "s") as saver:
+        _fill(saver, "abc", ["run-1", "run-1"], 1)
+        before = answers(saver, "abc")
+        with pytest.raises(ConfigError, match=r"takes a list of ids .* write \w+\(\['\w+-?\d?'\]\)"):
+            call(saver)
+        assert answers(saver, "abc") == before
+        saver.delete_for_runs(["run-1"])  # as the error says: then it does what was meant
+        assert saver.get_tuple(config("abc")) is None
+

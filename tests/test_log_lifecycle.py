@@ -194,7 +194,8 @@ def test_a_thread_deleted_takes_its_checkpoints_back_from_a_backup(tmp_path: Pat
             with pytest.raises(ThreadDeletedError, match="'t'"):
                 _put(saver, "t", 3, late)
         for t in backup:
-            saver.put(t.parent_config or config("t"), t.checkpoint, t.metadata, t.checkpoint["channel_versions"])
+            versions = t.checkpoint["channel_versions"]
+            saver.put(t.parent_config or config("t"), t.checkpoint, t.metadata, versions)
         seen.append([t.checkpoint["channel_values"] for t in saver.list(config("t"))])
         saver.delete_thread("t")
         _put(saver, "t", 1)  # a root put of an old id: the thread starts again from it

@@ -401,6 +401,17 @@ def test_a_number_as_thread_id_is_the_same_thread_as_its_text(tmp_path: Path) ->
     assert seen[0] == seen[1] == (4, ["5"])
 
 
+def test_put_without_metadata_names_the_thread_and_what_to_pass(tmp_path: Path) -> None:
+    """``put(config, checkpoint, None, versions)`` failed with "'NoneType' object has no
+    attribute 'get'" from deep inside; now a ``ConfigError`` names the thread and what
+    to pass, and nothing is stored."""
+    with JsonlSaver(tmp_path / "s") as saver:
+        v = {"m": saver.get_next_version(None, None)}
+        with pytest.raises(ConfigError, match=r"thread 't': put needs the checkpoint's metadata as a dict"):
+            saver.put({"configurable": {"thread_id": "t"}}, _checkpoint(1, {"m": ["x"]}, v), None, v)  # type: ignore[arg-type]
+        assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+
+
 def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")

@@ -81,6 +81,7 @@ class ThreadMethods:
         (back to their last snapshot), so no channel silently reloads empty. The thread's
         log is replaced by a new generation atomically.
         """
+        _refuse_one_string("prune", "thread_ids", thread_ids)
         if strategy not in ("keep_latest", "delete"):
             raise ConfigError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
         for thread_id in thread_ids:
@@ -97,6 +98,7 @@ class ThreadMethods:
             DeltaHistoryError: A remaining checkpoint would lose DeltaChannel history it
                 needs; nothing was deleted in that thread.
         """
+        _refuse_one_string("delete_for_runs", "run_ids", run_ids)
         if run_ids:
             runs = {str(r) for r in run_ids}
             # Runs of this process: only the threads they wrote to (else every thread).
@@ -126,3 +128,12 @@ class ThreadMethods:
         """Async :meth:`delete_for_runs`."""
         await asyncio.to_thread(self.delete_for_runs, run_ids)
 
+
+def _refuse_one_string(method: str, name: str, ids: Sequence[str]) -> None:
+    """A lone id where a list of them is due would be read a character at a time: every
+    character an id, none of them the one meant, and nothing done without a word."""
+    if isinstance(ids, (str, bytes)):
+        raise ConfigError(
+            f"{method} takes a list of ids as {name}, not the single {type(ids).__name__} "
+            f"{ids!r}: write {method}([{ids!r}]). Nothing was changed."
+        )

@@ -36,7 +36,8 @@ def held_update(live: Any, config: Mapping[str, Any] | None, metadata: Mapping[s
     (``update_state``), else :data:`NO_HOLD`."""
     configurable = (config or {}).get("configurable") or {}
     if (isinstance(live, LiveRuns) and CONFIG_KEY_RUNTIME not in configurable
-            and metadata.get("source") in UPDATE_SOURCES and "thread_id" in configurable):
+            and isinstance(metadata, Mapping) and metadata.get("source") in UPDATE_SOURCES
+            and "thread_id" in configurable):
         return updating(live, str(configurable["thread_id"]))
     return NO_HOLD
 

@@ -84,6 +84,11 @@ class CheckpointWrites:
     ) -> Append:
         """The part of a put done before taking the thread's lock: encoding, checks."""
         thread_id = thread_id_of(config, "put")
+        if not isinstance(metadata, Mapping):
+            raise ConfigError(
+                f"thread {thread_id!r}: put needs the checkpoint's metadata as a dict ({{}} for none), "
+                f"not {type(metadata).__name__}; nothing was stored."
+            )
         configurable = config["configurable"]
         ns = configurable.get("checkpoint_ns", "")
         parent = configurable.get("checkpoint_id")
