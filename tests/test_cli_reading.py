@@ -697,3 +697,33 @@ def test_a_checkpoint_the_thread_lacks_names_the_history_command_that_lists_its_
     assert len(suggested) == 1, err
     assert main(shlex.split(suggested[0])[1:]) == 0, suggested
     assert cp_id(1) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["show", "export"])
+def test_a_thread_whose_every_checkpoint_is_past_the_damage_says_so_with_exit_1(
+    tmp_path: Path, command: str
+) -> None:
+    """A log cut right after its header (every checkpoint lost to the damage) made `show`
+    and `export` say the thread "has no checkpoint yet ... (a run with durability='exit'
+    stores its checkpoints when it ends)" and exit 2, as for a thread never saved; the
+    warning above it said the opposite. Now the error names the damage and the repair,
+    and the exit status is 1 (a damaged thread), as `history`'s is."""
+    from tests.harness.checkpoints import config as raw_config
+    from tests.harness.checkpoints import cp_id, make_checkpoint
+    from tests.harness.raw_log import ThreadFiles, write_in_place
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        v = {"m": saver.get_next_version(None, None)}
+        saver.put(raw_config("t"), make_checkpoint(cp_id(1), {"m": ["x"]}, v), {}, v)
+    log = ThreadFiles.of(store, "t").log
+    with open(log, "rb") as f:
+        header = f.readline()
+    write_in_place(log, header + b'{"t":"chec')
+    run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", command, str(store), "t"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: thread 't' has no checkpoint before the damage"), last
+    assert "durability='exit'" not in last and "langgraph-jsonl repair" in last, last
+    assert "Traceback" not in run.stderr

@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None, *, exiting: bool = False) -> int:
             return status
         except (JsonlCheckpointError, UsageError) as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return int(getattr(exc, "exit_status", EXIT_ERROR))  # 1 for what damage lost
         except OutputError as exc:  # `> t.md` on a full disk; `>&-`
             if exc.closed:
                 print(f"error: cannot write to standard output ({exc}): nothing was shown. Run it "

@@ -122,6 +122,7 @@ def read_transcript(
         config["configurable"]["checkpoint_id"] = checkpoint_id
     tup = saver.get_tuple(config)
     if tup is None:
+        _refuse_lost_to_damage(saver, thread_id, checkpoint_id, ns)
         require_namespace(saver, thread_id, ns)  # a namespace it does not have: say which it has
         if (checkpoint_id is None and not ns and saver.store.has_thread(thread_id)
                 and not namespaces(saver, thread_id)):
@@ -240,6 +241,28 @@ def checkpoint_values(
         require_namespace(saver, thread_id, ns)
         raise _no_checkpoint(saver, thread_id, checkpoint_id, ns)
     return dict(tup.checkpoint["channel_values"])
+
+
+class LostToDamage(NotFoundError):
+    """The checkpoint asked for is not in the part of a damaged log that can be read
+    (the command line's exit status for it is 1, a damaged thread, not 2)."""
+
+    exit_status = 1
+
+
+def _refuse_lost_to_damage(saver: JsonlSaver, thread_id: str, checkpoint_id: str | None, ns: str) -> None:
+    """A checkpoint missing from a damaged log's readable part may be past the damage:
+    say so, not that the thread never stored it."""
+    log = saver.store.thread_log(thread_id)
+    if log.damaged_at is None:
+        return
+    which = f"checkpoint {checkpoint_id}" if checkpoint_id is not None else "checkpoint"
+    where = f" in namespace {ns!r}" if ns else ""
+    raise LostToDamage(
+        f"thread {thread_id!r} has no {which}{where} before the damage at byte offset "
+        f"{log.damaged_at} of its log {log.path}: what came after it cannot be read. "
+        f"{log.repair_hint()}"
+    )
 
 
 def _no_checkpoint(saver: JsonlSaver, thread_id: str, checkpoint_id: str, ns: str) -> NotFoundError:
