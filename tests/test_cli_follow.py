@@ -329,3 +329,38 @@ def test_tail_of_a_thread_with_nothing_to_show_says_so_and_what_shows_it(tmp_pat
     assert capsys.readouterr() == ("", "")
     assert main(["tail", str(store), "c-1", "-n", "0"]) == 0
     assert capsys.readouterr().err == ""
+
+
+TAIL_CTRL_C_IN_THE_BACKLOG = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import importlib
+follow = importlib.import_module("langgraph_jsonl_checkpoint.inspection.follow")
+real = follow.ThreadFollower.read_new
+def read_new(self):
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the lines to show first are read
+    return real(self)
+follow.ThreadFollower.read_new = read_new
+sys.argv = ["langgraph-jsonl", *sys.argv[1:]]
+from langgraph_jsonl_checkpoint.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("follow", [[], ["-f"]])
+def test_ctrl_c_before_tail_showed_anything_says_it_stopped_with_130(tmp_path: Path, follow: list[str]) -> None:
+    """Ctrl-C while `tail` (with -f or not) read the lines it shows first ended it with
+    exit status 0 and nothing printed, as if the thread had nothing to show: the Ctrl-C
+    that ends following was taken for one at any point. Before anything is shown it is
+    the usual stop (one line, 130); once following, it still ends `tail -f` with 0."""
+    from langchain_core.messages import HumanMessage
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        build_agent_graph().compile(checkpointer=saver).invoke(
+            {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "t"}})
+    run = subprocess.run([sys.executable, "-c", TAIL_CTRL_C_IN_THE_BACKLOG, "tail", str(store), "t", *follow],
+                         capture_output=True, text=True, timeout=60, env=_env())
+    assert run.returncode == 130, (run.returncode, run.stdout, run.stderr)
+    assert run.stderr.startswith("interrupted: langgraph-jsonl tail stopped before it finished"), run.stderr
+    assert "Traceback" not in run.stderr

@@ -277,16 +277,18 @@ def _emit(events: list[FollowEvent], as_json: bool) -> None:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    try:
-        if args.follow and not is_store(store_path(args)):
-            # As `tail -F` waits for a file: a run may be about to create the store.
-            print(f"waiting for the store {store_path(args)} to appear (Ctrl-C ends)",
-                  file=sys.stderr, flush=True)
+    if args.follow and not is_store(store_path(args)):
+        # As `tail -F` waits for a file: a run may be about to create the store.
+        print(f"waiting for the store {store_path(args)} to appear (Ctrl-C ends)",
+              file=sys.stderr, flush=True)
+        try:
             while not is_store(store_path(args)):
                 _pause(args.poll)
-        return _follow(args)
-    except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
-        return EXIT_OK
+        except KeyboardInterrupt:  # Ctrl-C is how a person ends `tail -f`
+            return EXIT_OK
+    # A Ctrl-C before the first lines are shown is the usual stop (130), not an end of
+    # following: taken for one, it ended the command with 0 and nothing shown.
+    return _follow(args)
 
 
 def _follow(args: argparse.Namespace) -> int:
@@ -309,8 +311,8 @@ def _follow(args: argparse.Namespace) -> int:
             print(f"thread {shown(args.thread)} has no message or tool-call event to show (its "
                   f"state holds no messages); `langgraph-jsonl show {shlex.quote(store_path(args))} "
                   f"{thread_option(args.thread)}{ns}` shows its state", file=sys.stderr)
-        present = saver.store.has_thread(args.thread)
         try:
+            present = saver.store.has_thread(args.thread)
             while args.follow:
                 sys.stdout.flush()
                 _pause(args.poll)
