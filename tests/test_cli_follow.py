@@ -348,7 +348,9 @@ sys.exit(main())
 
 
 @pytest.mark.parametrize("follow", [[], ["-f"]])
-def test_ctrl_c_before_tail_showed_anything_says_it_stopped_with_130(tmp_path: Path, follow: list[str]) -> None:
+def test_ctrl_c_before_tail_showed_anything_says_it_stopped_with_130(
+    tmp_path: Path, follow: list[str]
+) -> None:
     """Ctrl-C while `tail` (with -f or not) read the lines it shows first ended it with
     exit status 0 and nothing printed, as if the thread had nothing to show: the Ctrl-C
     that ends following was taken for one at any point. Before anything is shown it is
