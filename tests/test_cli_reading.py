@@ -646,6 +646,13 @@ def test_reading_commands_take_the_thread_as_repair_does_with_thread(
     assert json.loads(capsys.readouterr().out)["thread_id"] == "agent"
     assert main(["show", store, "x", "y", "--thread", "agent"]) == 2
     assert "too many operands" in capsys.readouterr().err
+    # The usage line it ends with is whole (it ended "history [STORE] ", --thread left out).
+    assert main(["history", store, "agent", "--thread", "agent"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("usage: langgraph-jsonl history [STORE] --thread THREAD\n"), err
+    assert main(["show", store, "x", "y", "--thread", "agent"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("usage: langgraph-jsonl show [STORE] [CHECKPOINT] --thread THREAD\n"), err
 
 
 def _run(capsys, *argv: str) -> str:

@@ -204,7 +204,7 @@ def operands_usage(command: str, names: Sequence[str], optional: int) -> str:
     that may be left out in brackets."""
     required = len(names) - optional
     shown_names = [n.upper() if i < required else f"[{n.upper()}]" for i, n in enumerate(names)]
-    return f"langgraph-jsonl {command} [STORE] {' '.join(shown_names)}"
+    return " ".join(["langgraph-jsonl", command, "[STORE]", *shown_names])
 
 
 def settle_operands(args: argparse.Namespace) -> None:
@@ -234,7 +234,8 @@ def settle_operands(args: argparse.Namespace) -> None:
         raise UsageError(_missing_operands(args.command, names, optional, len(rest), store))
     if len(rest) > len(names):  # (only with --thread: argparse counts the rest)
         raise UsageError(f"{args.command}: the thread is given by --thread; too many operands: "
-                         f"{' '.join(rest)}. usage: {operands_usage(args.command, names, optional)}")
+                         f"{' '.join(rest)}. usage: {operands_usage(args.command, names, optional)} "
+                         "--thread THREAD")
     args.store = store
     for i, name in enumerate(names):
         setattr(args, name, rest[i] if i < len(rest) else None)
