@@ -645,6 +645,36 @@ def test_a_foreign_file_is_reported_and_the_others_served(tmp_path: Path, capsys
     assert f"`langgraph-jsonl threads {shlex.quote(str(tmp_path / 's'))}` says why" in err, err  # runnable
 
 
+
+@pytest.mark.parametrize("content, says", [
+    # A header line that names no thread, nothing after it: someone's file, not a log.
+    (b'{"t":"header"}\n', "not a langgraph-jsonl-checkpoint log"),
+    # A header line that fails its checksum but still names its thread: repair it.
+    (b'{"t":"header","thread":"lost-1","seq":0,"c":"00000000"}\n', "--thread lost-1"),
+])
+def test_a_header_line_that_does_not_check_is_told_apart_by_what_it_names(
+    tmp_path: Path, capsys, content: bytes, says: str
+) -> None:
+    """A file in threads/ holding only `{"t":"header"}` was said to have "a damaged header
+    line, which named its thread; the records after it look intact", with `repair
+    --thread THREAD` "with the thread's id": it named none, and no record followed. Such
+    a file is now a foreign file to move out; a damaged header that still shows its
+    thread's id gets the repair command with that id."""
+    from langgraph_jsonl_checkpoint.disk.paths import thread_file_stem
+
+    _store(tmp_path / "s", ["a"])
+    name = thread_file_stem("lost-1") + ".jsonl"
+    (tmp_path / "s" / "threads" / name).write_bytes(content)
+    assert main(["verify", str(tmp_path / "s")]) == 1
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if name in line]
+    assert says in line and "which named its thread" not in line, line
+    if "repair" in line:  # the command it names runs as pasted, and repairs the file
+        argv = shlex.split(line.split("Run `")[1].split("`")[0])[1:]
+        assert main(argv) == 0, argv
+        capsys.readouterr()
+        assert main(["verify", str(tmp_path / "s")]) == 0
+
 def test_a_store_written_through_another_serializer_is_reported_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ForeignFileError, JsonlCheckpointError
 from . import files, framing
-from .header import is_damaged_header, is_torn_header
-from .paths import thread_digest, thread_file_stem
+from .header import is_damaged_header, is_torn_header, record_follows_header, thread_named_by
+from .paths import thread_digest, thread_file_stem, thread_option
 
 #: The catalog file, in the store's directory.
 CATALOG = "CATALOG.idx"
@@ -200,11 +200,21 @@ def read_thread_id(path: str, entry: str, store: str) -> str:
     torn = _torn_log_of(head, entry) if nl < 0 else None
     if torn is not None:
         return torn  # its thread's reads refuse it (data lost) or read it as absent
-    if header is None and is_damaged_header(head):
+    named = thread_named_by(head[:nl]) if header is None and is_damaged_header(head) else None
+    if named is not None and thread_file_stem(named) + ".jsonl" != entry:
+        named = None  # not the id this file's name was made from
+    if named is not None or (header is None and record_follows_header(head)):
+        # Damage to a log of this package, not a foreign file (it shows the id its name
+        # was made from, or checksummed records follow): repair keeps what can be read.
+        follows = ("the records after it look intact" if record_follows_header(head)
+                   else "no record follows it")
+        if named is not None:
+            shows, run = f"which still reads {named!r}", f"{thread_option(named)}`"
+        else:
+            shows, run = "whose thread id cannot be read", "--thread THREAD` with the thread's id"
         raise ForeignFileError(
-            f"{path} has a damaged header line, which named its thread; the records after "
-            f"it look intact. Run `langgraph-jsonl repair {shlex.quote(store)} --thread "
-            "THREAD` with the thread's id (it keeps them, archiving the original first)."
+            f"{path} has a damaged header line, {shows}; {follows}. Run `langgraph-jsonl repair "
+            f"{shlex.quote(store)} {run} (it keeps what can be read, archiving the original first)."
         )
     if not header or header.get("t") != "header" or not isinstance(header.get("thread"), str):
         raise ForeignFileError(

@@ -8,6 +8,7 @@ unsynced rename's data) leaves a header line cut short. Pure: values in, values 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,9 +116,30 @@ def is_damaged_header(head: bytes) -> bool:
     nl = head.find(b"\n")
     if nl <= 0 or framing.parse_line(head[:nl]) is not None:
         return False
-    nxt = head.find(b"\n", nl + 1)
-    return head.startswith(b'{"t":"header"') or (
-        nxt > 0 and framing.parse_line(head[nl + 1 : nxt]) is not None)
+    return head.startswith(b'{"t":"header"') or record_follows_header(head)
+
+
+def record_follows_header(head: bytes) -> bool:
+    """Whether the line after ``head``'s first one is a checksummed record. Pure."""
+    nl = head.find(b"\n")
+    nxt = head.find(b"\n", nl + 1) if nl > 0 else -1
+    return nxt > 0 and framing.parse_line(head[nl + 1 : nxt]) is not None
+
+
+def thread_named_by(line: bytes) -> str | None:
+    """The thread id a header line that fails its checksum still shows whole, if any
+    (what a message can name for ``repair``). Pure."""
+    shown = _THREAD_FIELD.search(line)
+    if shown is None:
+        return None
+    try:
+        tid = orjson.loads(shown.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return tid if isinstance(tid, str) and tid else None
+
+
+_THREAD_FIELD = re.compile(rb'"thread":("(?:[^"\\]|\\.)*")')
 
 
 def refuse_repairable_header(head: bytes, thread_id: str, path: str, hint: str) -> None:
