@@ -367,16 +367,22 @@ def test_crash_during_retry_asks_again(tmp_path: Path, mode: str, form: str) -> 
     assert tool_message(report, "c2")["content"] == SKIPPED_TEXT
 
 
+@pytest.mark.parametrize("form", ["value", "resume_command"])
 @pytest.mark.parametrize("answer", ["skip", "retry"])
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(
-    tmp_path: Path, mode: str, answer: str
+    tmp_path: Path, mode: str, answer: str, form: str
 ) -> None:
     """A side-effecting tool asks for approval with its own ``interrupt()``; the person
     answers "yes" and the process dies inside the tool, after its effect. LangGraph
     still holds that "yes" for the task's first interrupt slot: the adapter's question
     goes after it, so the person is asked cleanly (no ``error`` about an answer they
-    never gave), and their answer is the one acted on."""
+    never gave), and their answer is the one acted on.
+
+    Answered by interrupt id (``resume_command``, as ``create_agent`` needs), "retry"
+    ran the tool again on the dead run's "yes", which LangGraph still held as the plain
+    value (a by-id answer leaves it in place): the refund was made twice without anyone
+    approving it again. A retried tool now asks its own question again either way."""
     plan = [[[call("approve", "c1", action="refund")]]]
     s = spec(tmp_path / "store", plan=plan, mode=mode,
              crash={"call": "c1", "point": "after_effect", "how": "kill"},
@@ -406,10 +412,15 @@ def test_a_tools_own_answer_is_not_taken_for_the_adapters_question(
         assert asked.value["type"] == "uncertain_tool_calls"
         assert [c["id"] for c in asked.value["calls"]] == ["c1"]
         assert "error" not in asked.value
-        out = run(graph, Command(resume={"c1": answer}))
+        by_id = form == "resume_command"
+        out = run(graph, ReplayAdapter.resume_command([asked], {"c1": answer}) if by_id
+                  else Command(resume={"c1": answer}))
         if answer == "retry":  # the tool runs again from its start: it asks again
-            assert [i.value for i in graph.get_state(cfg).interrupts] == [{"approve": "refund"}]
-            out = run(graph, Command(resume="yes again"))
+            (again,) = graph.get_state(cfg).interrupts
+            assert again.value == {"approve": "refund"}
+            assert effects(s["effects"]) == {"c1": 1}
+            yes_again = "yes again"
+            out = run(graph, Command(resume={again.id: yes_again}) if by_id else Command(resume=yes_again))
         assert_transcript_complete(out["messages"])
         assert graph.get_state(cfg).next == ()
         content = tool_messages(out["messages"])["c1"][0].content

@@ -28,6 +28,12 @@ of the AI message, other than the last answer taken (LangGraph hands a plain ans
 to a later run: that leftover is passed by), is taken as the answer if it answers every
 call asked about (journaled as a question and its answer at that slot), and otherwise
 reported in the question's ``"error"``.
+
+LangGraph keeps the plain value until the task's checkpoint is left, and a by-id answer
+(``Command(resume={interrupt_id: ...})``, :meth:`~.adapter.ReplayAdapter.resume_command`)
+leaves it in place: when the last question is answered by id, a plain value still held
+is one a slot before the question took (the dead run's tool answer), and it is taken
+away before the calls run again, so a retried tool asks its own question afresh.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.types import interrupt
 
-from .calls import Batch, CallContext, null_resume_slot, slots_held
+from .calls import Batch, CallContext, drop_plain_resume, null_resume_slot, slots_held
 from .lifecycle import ANSWER, ASK, ASKS_CALL_ID, FAILED, REQUESTED
 from .lost import closing_event, lost_question
 from .plan import INTERRUPT_TYPE, answer_problems, failure_of, is_held
@@ -123,6 +129,7 @@ def deliberate(
     latest = max(questions) if questions else -1  # the slot of the last question asked
     plain = null_resume_slot(request)
     carried: Any = None  # a new plain answer LangGraph handed to an answered slot
+    by_id = False  # the last question answered now, by interrupt id (from the task's own values)
     for slot in range(replay):
         number, question = questions.get(slot, (0, _PASSED_BY))
         value = interrupt(question)  # LangGraph holds a value: returns it at once
@@ -143,6 +150,13 @@ def deliberate(
             last_answer = value
             for call_id, started_at in about:
                 answers[call_id] = (value[call_id], started_at)
+            by_id = slot == latest and plain is not None and slot < plain
+    if by_id and held is not None:
+        # The last question was answered by id: a plain value LangGraph still holds was
+        # there when it was asked, so a slot before it took it (a dead run's tool answer);
+        # the tools about to run must not be handed it.
+        drop_plain_resume(request)
+        held -= 1
     slot = replay
     while True:
         uncertain = uncertain_calls(ctx, batch, request, is_idempotent)

@@ -198,6 +198,17 @@ def null_resume_slot(request: ToolCallRequest) -> int | None:
     return len(held[0])
 
 
+def drop_plain_resume(request: ToolCallRequest) -> None:
+    """Take the plain resume value LangGraph holds away from this task's next
+    ``interrupt()``: one a dead run already used (a tool's "yes" before the crash) and
+    that a by-id answer left in place would otherwise be handed to the tool's own
+    question when it runs again, as if someone had answered it."""
+    conf = request.runtime.config.get("configurable", {}) if request.runtime else {}
+    get_null = getattr(conf.get("__pregel_scratchpad"), "get_null_resume", None)
+    if callable(get_null):
+        get_null(True)
+
+
 def call_id_of(call: Mapping[str, Any], thread_id: str) -> str:
     """The id of a tool call; the journal is keyed by it, so a call without one is refused."""
     call_id = call.get("id")
