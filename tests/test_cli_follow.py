@@ -252,8 +252,43 @@ def test_tail_follow_says_when_the_thread_is_deleted_and_when_it_comes_back(
     assert "before the delete" in out and "after the delete" in out
     assert out.index("before the delete") < out.index("after the delete")
     assert err.count("thread t was deleted") == 1, err
-    assert err.count("thread t appeared again") == 1, err
+    assert err.count("thread t is back") == 1, err
 
+
+
+def test_tail_follow_through_an_archive_and_a_restore_says_what_is_true_while_following(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A followed thread archived by a sweep: the follower said "Bring it back with
+    `restore ...`, then run this again" while it went on following (nothing to run
+    again); brought back, it said "appeared again (a new run started it)" of a restore.
+    It now says the follow goes on once the thread is back, and that it is back."""
+    pytest.importorskip("zstandard")
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_jsonl_checkpoint.cli import conversation
+
+    store = tmp_path / "s"
+    with JsonlSaver(store) as saver:
+        build_agent_graph().compile(checkpointer=saver).invoke(
+            {"messages": [HumanMessage("before the sweep")]}, {"configurable": {"thread_id": "t"}})
+    polls = []
+
+    def poll(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 2:
+            assert main(["sweep", str(store), "--ttl", "0", "--strategy", "archive"]) == 0
+        if len(polls) == 5:
+            assert main(["restore", str(store), "--thread", "t"]) == 0
+        if len(polls) == 8:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(conversation, "time", SimpleNamespace(sleep=poll))
+    assert main(["tail", str(store), "t", "-f", "--poll", "0.01"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("thread t was archived") == 1, err
+    assert "then run this again" not in err and "following goes on once it is back" in err, err
+    assert "a new run started it" not in err and err.count("thread t is back") == 1, err
 
 def test_tail_follow_piped_into_head_ends_when_head_does(cli_store) -> None:
     """`langgraph-jsonl tail STORE T -f | head -1` did not end when head did: with nothing

@@ -417,9 +417,9 @@ def known_thread(saver: JsonlSaver, thread_id: str) -> str:
     return thread_id
 
 
-def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
+def archived_note(saver: JsonlSaver, thread_id: str, then: str = "then run this again") -> str | None:
     """What to tell of a thread that has no log because a sweep archived it: when, and
-    the command that brings it back; ``None`` if it has no archive."""
+    the command that brings it back (``then``: what follows); ``None`` if it has no archive."""
     try:
         entries = saver.archived(thread_id)
     except JsonlCheckpointError:  # an archive that cannot be read (or no zstandard): not known
@@ -431,7 +431,7 @@ def archived_note(saver: JsonlSaver, thread_id: str) -> str | None:
     return (
         f"thread {shown(thread_id)} is archived (since "
         f"{newest.archived_at.strftime('%Y-%m-%d %H:%M:%S')} UTC, in {newest.path}): it has no log "
-        f"in {saver.store.path} to read. Bring it back with `{command}`, then run this again."
+        f"in {saver.store.path} to read. Bring it back with `{command}`, {then}."
     )
 
 

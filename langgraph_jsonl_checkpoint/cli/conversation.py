@@ -295,7 +295,7 @@ def _follow(args: argparse.Namespace) -> int:
     with open_saver(args) as saver:
         if args.follow and not saver.store.has_thread(args.thread):
             # As `tail -F` waits for a file: a run may be about to start this thread.
-            archived = archived_note(saver, args.thread)
+            archived = archived_note(saver, args.thread, then=FOLLOWING_GOES_ON)
             print((f"{archived}\n" if archived else "")
                   + f"waiting for thread {shown(args.thread)} to appear in {saver.store.path} "
                   "(Ctrl-C ends)", file=sys.stderr, flush=True)
@@ -331,12 +331,16 @@ def _pause(seconds: float) -> None:
         time.sleep(seconds)
 
 
+#: How a follower ends the note on an archived thread: it waits, nothing is to be run again.
+FOLLOWING_GOES_ON = "and the following goes on once it is back"
+
+
 def _say_presence(saver: JsonlSaver, thread_id: str, present: bool) -> None:
     """Tell a follower's reader that the thread went (deleted, archived) or came back."""
     if present:
-        note = f"thread {shown(thread_id)} appeared again (a new run started it); following it"
+        note = f"thread {shown(thread_id)} is back (restored, or started by a new run); following it"
     else:
-        archived = archived_note(saver, thread_id)
+        archived = archived_note(saver, thread_id, then=FOLLOWING_GOES_ON)
         gone = "was archived" if archived else "was deleted"
         note = (f"thread {shown(thread_id)} {gone}; waiting for it to appear again "
                 "(Ctrl-C ends)" + (f"\n{archived}" if archived else ""))
