@@ -96,3 +96,22 @@ def test_short_ids_keep_a_narrow_column(tmp_path: Path, capsys) -> None:
     assert main(["threads", str(tmp_path / "s")]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert header.startswith("THREAD  STATUS")
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_table_printed_escaped_lines_up_as_printed(tmp_path: Path, encoding: str) -> None:
+    """On a terminal that cannot show the ids (``PYTHONIOENCODING=ascii``, a Latin-1
+    locale) they are printed escaped (``\\u65e5...``), but the columns were padded for the
+    cells the characters themselves take: the row's STATUS stood 24 characters right of
+    the others. The table is now measured as it is printed."""
+    import os
+    import subprocess
+    import sys
+
+    _store(tmp_path / "s", ["plain", CJK])
+    run = subprocess.run([sys.executable, "-m", "langgraph_jsonl_checkpoint", "threads", str(tmp_path / "s")],
+                         capture_output=True, env={**os.environ, "PYTHONIOENCODING": encoding}, timeout=60)
+    assert run.returncode == 0, run.stderr
+    header, *rows = run.stdout.decode(encoding).splitlines()
+    assert any("\\u65e5" in row for row in rows), rows  # printed escaped
+    assert {row.index("  done") for row in rows} == {header.index("  STATUS")}, [header, *rows]

@@ -74,6 +74,18 @@ def pad(text: str, width: int) -> str:
     return text + " " * max(0, width - display_width(text))
 
 
+def as_printed(text: str, encoding: str) -> str:
+    """``text`` as a stream of ``encoding`` with ``errors="backslashreplace"`` prints it
+    (what a table must be measured on: ``\\u65e5`` takes six cells, not two)."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the stream fails anyway
+        pass
+    return text
+
+
 def table_lines(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows in columns aligned by cells under a header line (two spaces between
     columns; the last column is not padded, trailing spaces are dropped)."""

@@ -33,7 +33,7 @@ from ..errors import JsonlCheckpointError
 from ..inspection.conversation import terminal_safe
 from ..inspection.threads import live_run
 from ..saver.config import SERDE_ENV, STORE_ENV, load_serde
-from .columns import ID_WIDTH, clip, table_lines
+from .columns import ID_WIDTH, as_printed, clip, table_lines
 from .json_output import print_json as print_json
 from .json_output import print_json_line as print_json_line
 
@@ -97,7 +97,11 @@ def tolerant_output() -> None:
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """Rows in columns aligned in display cells under a header line (the last column
-    is not padded; see :mod:`.columns`)."""
+    is not padded; see :mod:`.columns`), measured as printed (escaped, where the
+    output's encoding cannot show a character: :func:`tolerant_output`)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    if encoding.lower().replace("-", "").replace("_", "") not in ("utf8", "utf8sig"):
+        headers, *rows = [[as_printed(c, encoding) for c in row] for row in [headers, *rows]]
     for line in table_lines(headers, rows):
         print(line)
 
