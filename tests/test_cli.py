@@ -96,6 +96,20 @@ def test_threads_with_no_match_says_so_and_how_many_threads_there_are(tmp_path: 
     assert capsys.readouterr().out.splitlines() == ["--limit 0 lists no thread"]
 
 
+def test_history_that_lists_no_checkpoint_says_why(tmp_path: Path, capsys) -> None:
+    """`history --limit 0`, or `--since` past the newest checkpoint, printed the header
+    line alone (as `threads` did before it said why)."""
+    _store(tmp_path / "s", n=3)
+    thread = "t-1"
+    assert main(["history", str(tmp_path / "s"), thread, "--limit", "0"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["--limit 0 lists no checkpoint"]
+    assert main(["history", str(tmp_path / "s"), thread, "--since", "1s"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"no checkpoint of thread {thread} since 1s"), out
+    assert main(["history", str(tmp_path / "s"), thread, "--limit", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
 def test_compact_keeps_every_checkpoint_and_keep_latest_prunes(tmp_path: Path, capsys) -> None:
     _store(tmp_path / "s")
     cfg = {"configurable": {"thread_id": "t-1"}}
