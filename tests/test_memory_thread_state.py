@@ -132,3 +132,67 @@ def test_counts_and_goal_follow_the_current_branch_whatever_the_layout(
         fresh.prune(["c0"])
         pruned = fresh.session_memory("c0")
         assert (pruned.turns, pruned.tool_calls, pruned.goal) == (turns, calls, goal)
+
+
+def test_an_interrupt_on_a_branch_left_by_time_travel_is_no_longer_open(tmp_path: Path) -> None:
+    """A run from an earlier checkpoint leaves the branch where a tool waited at its
+    own ``interrupt()``: get_state shows no question waiting, but the memory still
+    listed "waiting for an answer (node tools): ..." as an open item to resolve first,
+    in this process, a fresh one and after ``compact`` (its tool call was dropped, the
+    interrupt was not)."""
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode, tools_condition
+    from langgraph.types import interrupt
+
+    @tool
+    def approve(what: str) -> str:
+        """Ask a person."""
+        return f"approved {what}: {interrupt({'approve': what})}"
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        if last.content.startswith("chat"):
+            return {"messages": [AIMessage("hello")]}
+        call = {"name": "approve", "args": {"what": last.content}, "id": f"c{len(state['messages'])}"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([approve]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    config: Any = {"configurable": {"thread_id": "f"}}
+    with JsonlSaver(tmp_path) as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"messages": [HumanMessage("chat 1")]}, config)
+        fork_at = graph.get_state(config).config
+        graph.invoke({"messages": [HumanMessage("pay 5")]}, config)
+        assert [i.value for i in graph.get_state(config).interrupts] == [{"approve": "pay 5"}]
+        assert any("waiting for an answer" in i.text for i in saver.session_memory("f").open_items)
+        graph.invoke({"messages": [HumanMessage("chat 2")]}, fork_at)
+        assert graph.get_state(config).interrupts == ()
+        assert saver.session_memory("f").open_items == ()
+        assert _rebuilt(saver, "f").open_items == ()
+        text = saver.session_memory("f").to_text()
+    with JsonlSaver(tmp_path) as fresh:
+        assert fresh.session_memory("f").to_text() == text
+
+
+def test_a_copy_onto_a_thread_with_newer_checkpoints_leaves_its_memory_at_its_latest(tmp_path: Path) -> None:
+    """``copy_thread(a, b)`` onto a thread whose own checkpoints are newer appends a's
+    older ones: get_state of b still serves b's latest (the newest id), but the memory
+    took the last one appended for the thread's head (a's goal and counts)."""
+    with JsonlSaver(tmp_path) as saver:
+        graph = _answering_graph(saver)
+        for i in range(3):
+            graph.invoke({"messages": [HumanMessage(f"a question {i}")]}, {"configurable": {"thread_id": "a"}})
+        b: Any = {"configurable": {"thread_id": "b"}}
+        for i in range(2):
+            graph.invoke({"messages": [HumanMessage(f"b question {i}")]}, b)
+        saver.session_memory("b")
+        saver.copy_thread("a", "b")
+        assert _humans(graph, b) == ["b question 0", "b question 1"]
+        kept = saver.session_memory("b")
+        assert (kept.turns, kept.goal) == (2, "b question 1")
+        assert _rebuilt(saver, "b").to_text() == kept.to_text()

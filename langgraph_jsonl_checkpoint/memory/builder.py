@@ -221,10 +221,15 @@ class MemoryBuilder:
         self.counts["checkpoints"] += 1
         if rec.get("ns", "") != "":
             return
+        cid = rec.get("id")
+        if self.head is not None and str(cid) < str(self.head):
+            return  # an older checkpoint appended (a copy onto this thread): get_state serves the newest
         seq = rec.get("seq", self.seq)
-        parent = rec.get("parent")
-        for key in [k for k in self.interrupts if k.split("|", 1)[0] == parent]:
-            del self.interrupts[key]  # the graph moved on from the interrupted checkpoint
+        for key in [k for k in self.interrupts if k.split("|", 1)[0] < str(cid)]:
+            # the graph moved on from the interrupted checkpoint, or left its branch (a
+            # run from an earlier checkpoint): no question waits there any longer (one
+            # logged before its own checkpoint, under durability "async", is newer)
+            del self.interrupts[key]
         values = rec.get("values") or {}
         triggers = self.triggers
         for channel, entry in values.items():
