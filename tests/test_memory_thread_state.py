@@ -185,8 +185,9 @@ def test_a_copy_onto_a_thread_with_newer_checkpoints_leaves_its_memory_at_its_la
     took the last one appended for the thread's head (a's goal and counts)."""
     with JsonlSaver(tmp_path) as saver:
         graph = _answering_graph(saver)
+        a: Any = {"configurable": {"thread_id": "a"}}
         for i in range(3):
-            graph.invoke({"messages": [HumanMessage(f"a question {i}")]}, {"configurable": {"thread_id": "a"}})
+            graph.invoke({"messages": [HumanMessage(f"a question {i}")]}, a)
         b: Any = {"configurable": {"thread_id": "b"}}
         for i in range(2):
             graph.invoke({"messages": [HumanMessage(f"b question {i}")]}, b)
