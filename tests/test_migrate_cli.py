@@ -351,6 +351,47 @@ def test_a_copy_onto_its_own_source_is_refused_however_it_is_spelled(
     assert main(["copy", pg_url, "sqlite:///elsewhere.db"]) == 0  # another place: fine
 
 
+def test_an_sqlite_url_with_a_trailing_slash_is_refused_saying_what_it_names(
+    app_db: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """`sqlite:///app.db/` named app.db to some checks and `app.db/` to others: copied onto
+    `sqlite:///app.db` it got past the refusal of a copy onto itself (and opened the file
+    to write); as a source it was "no such SQLite file (.../app.db)" beside that file; as
+    a new target a dry run said it "would create new.db/" and the copy wrote new.db. A
+    URL with a trailing slash is now refused, saying the URL without it, before anything
+    is opened."""
+    mine = tmp_path / "mine.db"
+    mine.write_bytes(app_db.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    before = mine.read_bytes()
+    for argv in (["copy", "sqlite:///mine.db", "sqlite:///mine.db/"], ["copy", "sqlite:///mine.db/", "s"],
+                 ["copy", "sqlite:///mine.db", "sqlite:///new.db/", "--dry-run"],
+                 ["copy", "sqlite:///mine.db", "sqlite:///new.db//"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: sqlite:///") and "did you mean sqlite:///" in err, (argv, err)
+        assert "/?)" not in err and "Traceback" not in err, err
+    assert mine.read_bytes() == before
+    assert not (tmp_path / "new.db").exists() and not (tmp_path / "s").exists()
+
+
+def test_copy_threads_given_no_thread_copies_none_and_a_lone_id_is_refused(
+    app_db: Path, tmp_path: Path
+) -> None:
+    """`copy_threads(..., threads=[])` (a script's list that matched nothing) copied every
+    thread, as `None` does; and `threads="user-1"` was read a character at a time
+    ("no thread of the source matches --threads 'u'", ...)."""
+    from langgraph_jsonl_checkpoint.errors import ConfigError
+
+    report = copy_threads(url(app_db), str(tmp_path / "s"), threads=[])
+    assert (report.to_json()["copied"], report.to_json()["threads"]) == (0, 0)
+    assert not (tmp_path / "s").exists()
+    refused = r"threads takes a list of thread ids or patterns.*threads=\['t-1'\]"
+    with pytest.raises(ConfigError, match=refused):
+        copy_threads(url(app_db), str(tmp_path / "s"), threads="t-1")
+    assert not (tmp_path / "s").exists()
+
+
 def _contents(root: Path) -> dict[str, tuple[int, bytes | None]]:
     """Every entry under ``root`` with its mode and, for a file, its bytes: a file made,
     changed or removed, a directory made or chmodded, all show."""

@@ -135,7 +135,7 @@ def copy_threads(
     src = open_endpoint(source, role="source", workers=workers, store=source_store, serde=serde)
     try:
         listed = src.thread_ids()  # once: a database source lists with a query
-        if threads and not setup and not matching(listed, threads)[0]:
+        if threads is not None and not setup and not matching(listed, threads)[0]:
             # Typo'd patterns copy nothing: the target is not even made (a new store, an
             # SQLite file; --setup's tables are still made, as asked); the report names them.
             report = CopyReport(src.name, names[1], dry_run=dry_run,

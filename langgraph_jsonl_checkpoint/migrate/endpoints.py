@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ..errors import ConfigError
 from ..saver.jsonl_saver import JsonlSaver
 from .journal import EmptyJournal, JournalEnd, LogJournal
 
@@ -394,9 +395,16 @@ def parent_of(tup: CheckpointTuple) -> str | None:
 
 def matching(thread_ids: Sequence[str], patterns: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """The ids that equal, or match as a shell glob, one of ``patterns`` (all: ``None``),
-    and the patterns that matched none of them (in the order given)."""
-    if not patterns:
+    and the patterns that matched none of them (in the order given; none given: none).
+
+    Raises:
+        ConfigError: ``patterns`` is one string, which would be read a character at a time.
+    """
+    if patterns is None:
         return list(thread_ids), []
+    if isinstance(patterns, str):
+        raise ConfigError(f"threads takes a list of thread ids or patterns, not the single string "
+                          f"{patterns!r}: write threads=[{patterns!r}]. Nothing was copied.")
     from fnmatch import fnmatchcase
 
     matched: set[str] = set()

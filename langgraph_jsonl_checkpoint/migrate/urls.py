@@ -68,6 +68,9 @@ def sqlite_path(url: str) -> str:
         meant = f" (did you mean sqlite:///{rest}?)" if rest and not rest.startswith("/") else ""
         raise MigrationError(f"{url}: an SQLite URL is sqlite:///relative.db or sqlite:////absolute/path.db"
                              + meant)
+    if rest.endswith("/"):  # a file, not a folder: some checks would see one, some the other
+        raise MigrationError(f"{url}: an SQLite URL names a file, with no / at its end (did you mean "
+                             f"sqlite://{rest.rstrip('/') or '/'}?)")
     if "?" in rest:
         raise MigrationError(
             f"{url}: an SQLite URL here takes no query (?{rest.split('?', 1)[1]}); name the file alone. "
