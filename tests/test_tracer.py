@@ -343,3 +343,33 @@ def test_a_tracer_s_max_bytes_that_is_no_size_is_refused_naming_the_option(
         JsonlTracer(saver, max_bytes=value)
     assert JsonlTracer(saver, max_bytes=1024).max_bytes == 1024
     saver.close()
+
+
+def test_an_async_run_is_traced_without_a_blocking_call_in_its_event_loop(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """`langgraph dev` refuses blocking calls in its event loop (blockbuster): the tracer
+    wrote each line there, so every graph and node event of an async run was dropped
+    with "Error in JsonlTracer.on_chain_start callback: BlockingError" and the trace was
+    nearly empty. Lines written from an event loop now go to a writer thread, in order;
+    the timeline is the one a sync run gives."""
+    import asyncio
+    import logging
+
+    from blockbuster import blockbuster_ctx
+
+    with JsonlSaver(tmp_path / "s") as saver, within(60):
+        graph = _graph(saver)
+        graph.invoke({"messages": [HumanMessage("warm", id="h0")]}, _cfg("warm"))  # imports done
+        tracer = JsonlTracer(saver)
+        with caplog.at_level(logging.WARNING), blockbuster_ctx():
+            asyncio.run(graph.ainvoke({"messages": [HumanMessage("cats", id="h1")]}, _cfg("t", tracer)))
+        assert "BlockingError" not in caplog.text, caplog.text
+        tracer.close()
+        rows = timeline(read_events(saver.store.path, "t"))
+    assert [(r.kind, r.name, r.status) for r in rows] == [
+        ("graph", "LangGraph", "ok"),
+        ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+        ("node", "tools", "ok"), ("tool", "lookup", "ok"),
+        ("node", "agent", "ok"), ("model", "CountingModel", "ok"),
+    ]

@@ -22,10 +22,14 @@ A run without a ``thread_id`` is not traced.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
 import os
+import queue
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
@@ -202,7 +206,9 @@ class JsonlTracer(BaseCallbackHandler):
             is not such a number.
     """
 
-    #: Called in the run's own thread or event loop: a line is one small write.
+    #: Called in the run's own thread or event loop, so events keep their order; a line
+    #: an event loop would write goes to the tracer's writer thread instead (a server's
+    #: loop must not block on a file), and from then on every line does, in order.
     run_inline = True
 
     def __init__(self, store: Any, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -221,11 +227,16 @@ class JsonlTracer(BaseCallbackHandler):
         self._runs: dict[UUID, tuple[str, str, str, float, int]] = {}  # thread, kind, name, t0, depth
         self._lock = threading.Lock()
         self._warned = False
+        #: Lines for the writer thread (started by the first line an event loop writes).
+        self._queue: queue.SimpleQueue[tuple[str, bytes] | None] | None = None
+        self._writer: threading.Thread | None = None
         renew_in_child(self)
 
     def _after_fork(self) -> None:
-        """In a forked child: the locks' holders (threads of the parent) are not here."""
+        """In a forked child: the locks' holders (threads of the parent) are not here,
+        nor is the writer thread."""
         self._lock = threading.Lock()
+        self._queue = self._writer = None
         for f in self._files.values():
             f.lock = threading.Lock()
 
@@ -235,7 +246,8 @@ class JsonlTracer(BaseCallbackHandler):
         return os.path.join(self.store_path, TRACES_DIR)
 
     def close(self) -> None:
-        """Close every open trace file."""
+        """Write what the writer thread still holds, then close every open trace file."""
+        self._drained()
         with self._lock:
             for f in self._files.values():
                 f.close()
@@ -276,6 +288,34 @@ class JsonlTracer(BaseCallbackHandler):
     def _write(self, thread: str, event: dict[str, Any]) -> None:
         event["at"] = _now()
         line = orjson.dumps(event, default=str) + b"\n"
+        if self._queue is None and not _in_event_loop():
+            self._append(thread, line)
+            return
+        with self._lock:
+            if self._queue is None:
+                self._queue = queue.SimpleQueue()
+                self._writer = threading.Thread(target=self._drain, args=(self._queue,),
+                                                name="JsonlTracer writer", daemon=True)
+                self._writer.start()
+                atexit.register(_drain_at_exit, weakref.ref(self))
+            self._queue.put((thread, line))  # under the lock: in the order the events came
+
+    def _drain(self, lines: queue.SimpleQueue[tuple[str, bytes] | None]) -> None:
+        """The writer thread: append each line handed to it, until told to stop."""
+        while (item := lines.get()) is not None:
+            self._append(*item)
+
+    def _drained(self) -> None:
+        """Stop the writer thread once it has written every line handed to it (bounded:
+        a file system that hangs does not hang the caller past :data:`DRAIN_SECONDS`)."""
+        with self._lock:
+            lines, writer = self._queue, self._writer
+            self._queue = self._writer = None
+        if lines is not None and writer is not None:
+            lines.put(None)
+            writer.join(DRAIN_SECONDS)
+
+    def _append(self, thread: str, line: bytes) -> None:
         retired: list[TraceFile] = []
         with self._lock:
             f = self._files.get(thread)
@@ -358,3 +398,23 @@ class JsonlTracer(BaseCallbackHandler):
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A tool call fails."""
         self._end(run_id, error)
+
+
+#: The longest :meth:`JsonlTracer.close` waits for its writer thread's lines.
+DRAIN_SECONDS = 10.0
+
+
+def _in_event_loop() -> bool:
+    """Whether the calling thread runs an asyncio event loop right now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _drain_at_exit(ref: weakref.ref[JsonlTracer]) -> None:
+    """At interpreter exit: the lines a tracer never closed still holds are written."""
+    tracer = ref()
+    if tracer is not None:
+        tracer._drained()
