@@ -100,7 +100,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     is not padded; see :mod:`.columns`), measured as printed (escaped, where the
     output's encoding cannot show a character: :func:`tolerant_output`)."""
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    if encoding.lower().replace("-", "").replace("_", "") not in ("utf8", "utf8sig"):
+    if not encoding.lower().replace("_", "-").startswith("utf-8"):  # UTF-8 shows every character
         headers, *rows = [[as_printed(c, encoding) for c in row] for row in [headers, *rows]]
     for line in table_lines(headers, rows):
         print(line)

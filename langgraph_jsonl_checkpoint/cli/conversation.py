@@ -71,10 +71,13 @@ def _history(args: argparse.Namespace) -> int:
         return exit_status
     if not rows:  # say why, not a header line alone
         ns = f" in namespace {args.ns!r}" if args.ns else ""
-        print("--limit 0 lists no checkpoint" if args.limit == 0 else
-              f"no checkpoint of thread {shown(args.thread)}{ns} since {args.since}; "
-              "without --since it lists them all" if args.since is not None else
-              f"thread {shown(args.thread)} has no checkpoint{ns}")
+        if args.limit == 0:
+            print("--limit 0 lists no checkpoint")
+        elif args.since is not None:
+            print(f"no checkpoint of thread {shown(args.thread)}{ns} since {args.since}; "
+                  "without --since it lists them all")
+        else:
+            print(f"thread {shown(args.thread)} has no checkpoint{ns}")
         return exit_status
     print_table(
         ["CHECKPOINT", "STEP", "SOURCE", "WROTE", "TIME", "NEXT"],

@@ -203,11 +203,11 @@ def read_thread_id(path: str, entry: str, store: str) -> str:
     named = thread_named_by(head[:nl]) if header is None and is_damaged_header(head) else None
     if named is not None and thread_file_stem(named) + ".jsonl" != entry:
         named = None  # not the id this file's name was made from
-    if named is not None or (header is None and record_follows_header(head)):
+    records = header is None and record_follows_header(head)
+    if named is not None or records:
         # Damage to a log of this package, not a foreign file (it shows the id its name
         # was made from, or checksummed records follow): repair keeps what can be read.
-        follows = ("the records after it look intact" if record_follows_header(head)
-                   else "no record follows it")
+        follows = "the records after it look intact" if records else "no record follows it"
         if named is not None:
             shows, run = f"which still reads {named!r}", f"{thread_option(named)}`"
         else:
